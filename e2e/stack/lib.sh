@@ -1,0 +1,140 @@
+# shellcheck shell=bash
+# Common helpers for the local real stack. Sourced by stack.sh and by every
+# services/*.sh file; defines no behaviour of its own when sourced.
+#
+# Layout (everything lives under one ignored directory, $STACK_DIR):
+#   $STACK_DIR/env            generated addresses of every service (KEY=VALUE)
+#   $STACK_DIR/logs/<svc>.log stdout+stderr of each daemon
+#   $STACK_DIR/run/<svc>.pid  pid of each daemon (its own process group)
+#   $STACK_DIR/<svc>/         data and generated config of each service
+
+STACK_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_DIR=$(cd "$STACK_LIB_DIR/../.." && pwd)
+STACK_DIR=${HIVEDR_STACK_DIR:-$REPO_DIR/.stack}
+mkdir -p "$STACK_DIR/logs" "$STACK_DIR/run"
+STACK_DIR=$(cd "$STACK_DIR" && pwd)
+
+# Fixed loopback ports. Every service listens on 127.0.0.1 only.
+HOST=127.0.0.1
+POSTGRES_PORT=15432
+KAFKA_PORT=19092
+KAFKA_CONTROLLER_PORT=19093
+HDFS_SRC_NN_PORT=18020
+HDFS_SRC_HTTP_PORT=18070
+HDFS_DR_NN_PORT=28020
+HDFS_DR_HTTP_PORT=28070
+HMS_SRC_PORT=19083
+HMS_DR_PORT=29083
+S3_PORT=19000
+REGISTRY_PORT=18081
+
+# Pinned versions (README "The local stack" quotes these).
+KAFKA_VERSION=4.1.1
+HADOOP_VERSION=3.4.2
+HIVE_VERSION=4.0.1
+VERSITYGW_VERSION=v1.8.0
+
+log() { printf '%s stack: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# java17 prints the path of a Java 17 home, installing one if needed.
+# Hadoop before 3.4.3 fails on Java 23+, and Hive 4.0 supports 17 at most.
+java17() {
+  local h
+  for h in "${JAVA17_HOME:-}" /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/java-17-openjdk-*; do
+    [ -n "$h" ] && [ -x "$h/bin/java" ] && { echo "$h"; return 0; }
+  done
+  log "installing openjdk-17-jdk-headless"
+  apt_install openjdk-17-jdk-headless >&2
+  for h in /usr/lib/jvm/java-17-openjdk-*; do
+    [ -x "$h/bin/java" ] && { echo "$h"; return 0; }
+  done
+  die "no Java 17 found under /usr/lib/jvm after installing openjdk-17-jdk-headless"
+}
+
+APT_UPDATED=0
+# apt_install installs Debian packages, running apt-get update once per run.
+apt_install() {
+  if [ "$APT_UPDATED" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || die "apt-get update failed"
+    APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2 ||
+    die "apt-get install $* failed"
+}
+
+# ensure_mvn installs Maven if it is missing.
+ensure_mvn() { command -v mvn >/dev/null 2>&1 || apt_install maven; }
+
+# mvn_classpath POMDIR OUT resolves POMDIR/pom.xml's dependencies into the
+# default ~/.m2 and writes the classpath to OUT. Skipped when OUT is newer
+# than the pom, so repeated stack-ups do not start Maven at all.
+mvn_classpath() {
+  local pomdir=$1 out=$2
+  if [ -s "$out" ] && [ "$out" -nt "$pomdir/pom.xml" ]; then return 0; fi
+  ensure_mvn
+  mkdir -p "$(dirname "$out")"
+  log "resolving Maven dependencies of $pomdir/pom.xml (first run downloads them into ~/.m2)"
+  JAVA_HOME=$(java17) mvn -q -B -f "$pomdir/pom.xml" dependency:build-classpath \
+    -Dmdep.outputFile="$out.tmp" >"$STACK_DIR/logs/maven.log" 2>&1 ||
+    { tail -n 40 "$STACK_DIR/logs/maven.log" >&2; die "maven could not resolve $pomdir/pom.xml"; }
+  mv "$out.tmp" "$out"
+}
+
+pidfile() { echo "$STACK_DIR/run/$1.pid"; }
+logfile() { echo "$STACK_DIR/logs/$1.log"; }
+
+# is_running SVC succeeds when SVC's recorded pid is alive.
+is_running() {
+  local pf; pf=$(pidfile "$1")
+  [ -s "$pf" ] && kill -0 "$(cat "$pf")" 2>/dev/null
+}
+
+# start_daemon SVC CMD... starts CMD in its own session (so stop_daemon can
+# signal the whole process group), logging to logs/SVC.log.
+start_daemon() {
+  local svc=$1; shift
+  local lf; lf=$(logfile "$svc")
+  printf '\n==== %s starting: %s\n' "$(date -Is)" "$*" >>"$lf"
+  setsid "$@" >>"$lf" 2>&1 </dev/null &
+  echo $! >"$(pidfile "$svc")"
+}
+
+# stop_daemon SVC sends TERM to SVC's process group, waits up to 30s, then KILL.
+stop_daemon() {
+  local svc=$1 pf pid i
+  pf=$(pidfile "$svc")
+  [ -s "$pf" ] || return 0
+  pid=$(cat "$pf")
+  if kill -0 "$pid" 2>/dev/null; then
+    log "stopping $svc (pid $pid)"
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+    for i in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "$svc did not stop in 30s; killing it"
+      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
+    fi
+  fi
+  rm -f "$pf"
+}
+
+# port_open PORT succeeds when something accepts TCP connections on it.
+port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# wait_ready SVC TIMEOUT_S CMD... polls CMD until it succeeds. On timeout, or
+# if SVC's process dies first, it fails naming SVC and printing its log tail.
+wait_ready() {
+  local svc=$1 timeout=$2; shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if ! is_running "$svc"; then
+      tail -n 60 "$(logfile "$svc")" >&2
+      die "$svc exited before it was ready; log: $(logfile "$svc")"
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      tail -n 60 "$(logfile "$svc")" >&2
+      die "$svc not ready after ${timeout}s; log: $(logfile "$svc")"
+    fi
+    sleep 1
+  done
+}

@@ -1,0 +1,336 @@
+# shellcheck shell=bash
+# Two Hive Metastores, source (hms-src) and DR (hms-dr): Hive
+# hive-standalone-metastore-server $HIVE_VERSION on Java 17, JDO on the
+# Postgres of services/postgres.sh (databases metastore_src / metastore_dr),
+# warehouses on the two HDFS clusters of services/hdfs.sh, and
+# DbNotificationListener as a transactional listener so that every metadata
+# change lands in NOTIFICATION_LOG.
+#
+# Jars (e2e/stack/hms/pom.xml, resolved into ~/.m2):
+#   - the metastore's binary distribution (tar.gz), unpacked once into
+#     $STACK_DIR/hms/dist; its lib/*.jar is the core of the classpath;
+#   - the Hadoop client (shaded hadoop-client-api/runtime), which the
+#     distribution does not ship;
+#   - hive-hcatalog-server-extensions (DbNotificationListener). The only
+#     Hive 4 build on Maven Central is 4.2.0, compiled for Java 21 (class
+#     file version 65), which Java 17 refuses to load although the listener
+#     uses no Java 21 API; hms.sh therefore writes a copy of that jar whose
+#     class files are marked version 61 (Java 17), byte code unchanged.
+#
+# Daemons: hms-src (thrift 127.0.0.1:$HMS_SRC_PORT), hms-dr (:$HMS_DR_PORT).
+# State: $STACK_DIR/hms (dist, jars, tools), $STACK_DIR/hms-src/conf,
+# $STACK_DIR/hms-dr/conf; the metadata itself lives in Postgres and HDFS.
+
+HMS_DIR=$STACK_DIR/hms
+HMS_DIST=$HMS_DIR/dist
+HMS_CP_FILE=$HMS_DIR/classpath.txt
+HMS_TOOLS=$HMS_DIR/tools
+HMS_LISTENER=org.apache.hive.hcatalog.listener.DbNotificationListener
+HMS_HEAP=${HMS_HEAP:-768m}
+
+# JVM flags: Hive 4.0 reflects into JDK internals (DataNucleus, Hadoop's
+# shutdown hooks, Thrift); open them instead of letting it fail at run time.
+HMS_JVM_OPENS=(
+  --add-opens=java.base/java.lang=ALL-UNNAMED
+  --add-opens=java.base/java.lang.reflect=ALL-UNNAMED
+  --add-opens=java.base/java.lang.invoke=ALL-UNNAMED
+  --add-opens=java.base/java.util=ALL-UNNAMED
+  --add-opens=java.base/java.util.concurrent=ALL-UNNAMED
+  --add-opens=java.base/java.util.regex=ALL-UNNAMED
+  --add-opens=java.base/java.io=ALL-UNNAMED
+  --add-opens=java.base/java.net=ALL-UNNAMED
+  --add-opens=java.base/java.nio=ALL-UNNAMED
+  --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
+  --add-opens=java.base/sun.nio.cs=ALL-UNNAMED
+  --add-opens=java.base/sun.security.action=ALL-UNNAMED
+  --add-opens=java.base/sun.util.calendar=ALL-UNNAMED
+  --add-opens=java.sql/java.sql=ALL-UNNAMED
+)
+
+# hms_var SIDE NAME prints per-instance values (SIDE is src or dr).
+hms_port() { if [ "$1" = src ]; then echo "$HMS_SRC_PORT"; else echo "$HMS_DR_PORT"; fi; }
+hms_nn() { if [ "$1" = src ]; then echo "hdfs://$HOST:$HDFS_SRC_NN_PORT"; else echo "hdfs://$HOST:$HDFS_DR_NN_PORT"; fi; }
+hms_db() { echo "metastore_$1"; }
+hms_jdbc() { echo "jdbc:postgresql://$HOST:$POSTGRES_PORT/$(hms_db "$1")"; }
+
+# hms_psql SIDE SQL runs SQL as hive on that side's database; prints rows.
+hms_psql() {
+  PGPASSWORD=hive PGCONNECT_TIMEOUT=5 psql -X -q -A -t -v ON_ERROR_STOP=1 \
+    -h "$HOST" -p "$POSTGRES_PORT" -U hive -d "$(hms_db "$1")" -c "$2"
+}
+
+# hms_write_tools writes the two small Java helpers hms.sh needs:
+#   Retarget JAR_IN JAR_OUT  copies a jar, marking class files newer than
+#                            Java 17 (major > 61) as version 61;
+#   Probe HOST PORT          one Thrift call (get_current_notificationEventId)
+#                            against a metastore; exit 0 and the id when served.
+hms_write_tools() {
+  mkdir -p "$HMS_TOOLS/src"
+  cat >"$HMS_TOOLS/src/Retarget.java" <<'EOF'
+import java.io.*;
+import java.util.zip.*;
+
+public class Retarget {
+  public static void main(String[] args) throws IOException {
+    int changed = 0;
+    try (ZipInputStream in = new ZipInputStream(new FileInputStream(args[0]));
+         ZipOutputStream out = new ZipOutputStream(new FileOutputStream(args[1]))) {
+      for (ZipEntry e; (e = in.getNextEntry()) != null; ) {
+        byte[] b = in.readAllBytes();
+        if (e.getName().endsWith(".class") && b.length > 8
+            && (b[0] & 0xff) == 0xca && (b[1] & 0xff) == 0xfe
+            && (((b[6] & 0xff) << 8) | (b[7] & 0xff)) > 61) {
+          b[6] = 0;
+          b[7] = 61;
+          changed++;
+        }
+        ZipEntry o = new ZipEntry(e.getName());
+        o.setTime(e.getTime());
+        out.putNextEntry(o);
+        out.write(b);
+        out.closeEntry();
+      }
+    }
+    System.out.println(changed + " class files marked as Java 17 (version 61)");
+  }
+}
+EOF
+  cat >"$HMS_TOOLS/src/Probe.java" <<'EOF'
+import org.apache.hadoop.hive.metastore.api.ThriftHiveMetastore;
+import org.apache.thrift.protocol.TBinaryProtocol;
+import org.apache.thrift.transport.TSocket;
+
+public class Probe {
+  public static void main(String[] args) throws Exception {
+    TSocket s = new TSocket(args[0], Integer.parseInt(args[1]), 5000);
+    s.open();
+    try {
+      ThriftHiveMetastore.Client c = new ThriftHiveMetastore.Client(new TBinaryProtocol(s));
+      System.out.println(c.get_current_notificationEventId().getEventId());
+    } finally {
+      s.close();
+    }
+  }
+}
+EOF
+}
+
+# hms_install resolves the jars, unpacks the distribution, makes the Java 17
+# copy of the listener jar and compiles the tools; each step is cached.
+hms_install() {
+  local jh cp dist_tgz hcat_jar stamp
+  jh=$(java17)
+  [ -x "$jh/bin/javac" ] || { log "installing openjdk-17-jdk-headless (javac)"; apt_install openjdk-17-jdk-headless; }
+  command -v psql >/dev/null 2>&1 || apt_install postgresql-client
+  mvn_classpath "$STACK_LIB_DIR/hms" "$HMS_CP_FILE"
+  cp=$(cat "$HMS_CP_FILE")
+  dist_tgz=$(tr ':' '\n' <<<"$cp" | grep -m1 'hive-standalone-metastore-server-.*-bin\.tar\.gz$') ||
+    die "hms: the metastore distribution is missing from $HMS_CP_FILE"
+  hcat_jar=$(tr ':' '\n' <<<"$cp" | grep -m1 '/hive-hcatalog-server-extensions-[^/]*\.jar$') ||
+    die "hms: hive-hcatalog-server-extensions is missing from $HMS_CP_FILE"
+
+  stamp="$HMS_DIST/.unpacked-$(basename "$dist_tgz")"
+  if [ ! -f "$stamp" ]; then
+    log "hms: unpacking $(basename "$dist_tgz") into $HMS_DIST"
+    rm -rf "$HMS_DIST" "$HMS_DIST.tmp"
+    mkdir -p "$HMS_DIST.tmp"
+    tar -xzf "$dist_tgz" -C "$HMS_DIST.tmp" --strip-components=1 || die "hms: cannot unpack $dist_tgz"
+    [ -f "$HMS_DIST.tmp/lib/hive-standalone-metastore-server-$HIVE_VERSION.jar" ] ||
+      die "hms: $dist_tgz has no lib/hive-standalone-metastore-server-$HIVE_VERSION.jar"
+    mv "$HMS_DIST.tmp" "$HMS_DIST"
+    touch "$stamp"
+  fi
+
+  if [ ! -f "$HMS_TOOLS/.stamp" ] || [ "${BASH_SOURCE[0]}" -nt "$HMS_TOOLS/.stamp" ]; then
+    log "hms: compiling helper tools"
+    rm -rf "$HMS_TOOLS"
+    hms_write_tools
+    mkdir -p "$HMS_TOOLS/classes"
+    "$jh/bin/javac" -nowarn -d "$HMS_TOOLS/classes" -cp "$HMS_DIST/lib/*" \
+      "$HMS_TOOLS/src/Retarget.java" "$HMS_TOOLS/src/Probe.java" ||
+      die "hms: cannot compile $HMS_TOOLS/src"
+    touch "$HMS_TOOLS/.stamp"
+  fi
+
+  HMS_LISTENER_JAR=$HMS_DIR/lib/$(basename "$hcat_jar" .jar)-java17.jar
+  if [ ! -s "$HMS_LISTENER_JAR" ] || [ "$hcat_jar" -nt "$HMS_LISTENER_JAR" ]; then
+    mkdir -p "$HMS_DIR/lib"
+    log "hms: $(basename "$hcat_jar") targets Java 21; writing a Java 17 copy"
+    "$jh/bin/java" -cp "$HMS_TOOLS/classes" Retarget "$hcat_jar" "$HMS_LISTENER_JAR.tmp" >&2 ||
+      die "hms: cannot rewrite $hcat_jar"
+    mv "$HMS_LISTENER_JAR.tmp" "$HMS_LISTENER_JAR"
+  fi
+
+  # Classpath: the distribution's lib/, the Hadoop client jars from Maven,
+  # then the Java 17 copy of the listener jar.
+  HMS_CLASSPATH="$HMS_DIST/lib/*:$(tr ':' '\n' <<<"$cp" |
+    grep -v -e '\.tar\.gz$' -e '/hive-hcatalog-server-extensions-' | paste -sd:):$HMS_LISTENER_JAR"
+}
+
+# hms_write_conf SIDE writes $STACK_DIR/hms-SIDE/conf (metastore-site.xml,
+# metastore-log4j2.properties), regenerated on every up.
+hms_write_conf() {
+  local side=$1 conf=$STACK_DIR/hms-$1/conf nn cm=""
+  nn=$(hms_nn "$side")
+  mkdir -p "$conf"
+  if [ "$side" = src ]; then
+    cm="
+  <property><name>metastore.repl.cm.enabled</name><value>true</value></property>
+  <property><name>metastore.repl.cmrootdir</name><value>$nn/cmroot</value></property>"
+  fi
+  cat >"$conf/metastore-site.xml.tmp" <<EOF
+<?xml version="1.0"?>
+<!-- generated by e2e/stack/services/hms.sh; rewritten on every stack up -->
+<configuration>
+  <property><name>javax.jdo.option.ConnectionURL</name><value>$(hms_jdbc "$side")</value></property>
+  <property><name>javax.jdo.option.ConnectionDriverName</name><value>org.postgresql.Driver</value></property>
+  <property><name>javax.jdo.option.ConnectionUserName</name><value>hive</value></property>
+  <property><name>javax.jdo.option.ConnectionPassword</name><value>hive</value></property>
+  <property><name>metastore.schema.verification</name><value>true</value></property>
+  <property><name>datanucleus.schema.autoCreateAll</name><value>false</value></property>
+  <property><name>datanucleus.connectionPool.maxPoolSize</name><value>8</value></property>
+
+  <property><name>metastore.thrift.port</name><value>$(hms_port "$side")</value></property>
+  <property><name>metastore.thrift.bind.host</name><value>$HOST</value></property>
+  <property><name>metastore.server.min.threads</name><value>8</value></property>
+
+  <property><name>fs.defaultFS</name><value>$nn</value></property>
+  <property><name>metastore.warehouse.dir</name><value>$nn/warehouse</value></property>
+  <property><name>metastore.warehouse.external.dir</name><value>$nn/warehouse/external</value></property>
+
+  <property><name>metastore.transactional.event.listeners</name><value>$HMS_LISTENER</value></property>
+  <property><name>metastore.event.db.notification.api.auth</name><value>false</value></property>
+  <property><name>metastore.dml.events</name><value>true</value></property>$cm
+
+  <!-- Background work that needs Hive's query engine (absent here). -->
+  <property><name>metastore.compactor.initiator.on</name><value>false</value></property>
+  <property><name>metastore.compactor.cleaner.on</name><value>false</value></property>
+  <property><name>metastore.compactor.worker.threads</name><value>0</value></property>
+  <property><name>hive.metastore.runworker.in</name><value>hs2</value></property>
+  <property><name>metastore.stats.auto.analyze</name><value>none</value></property>
+  <property><name>metastore.metrics.enabled</name><value>false</value></property>
+</configuration>
+EOF
+  mv "$conf/metastore-site.xml.tmp" "$conf/metastore-site.xml"
+  cat >"$conf/metastore-log4j2.properties" <<'EOF'
+# generated by e2e/stack/services/hms.sh: everything to stdout (the daemon log)
+status = WARN
+name = HmsStack
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_OUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %5p [%t] %c{2}: %m%n
+rootLogger.level = INFO
+rootLogger.appenderRef.console.ref = console
+# One line per Thrift call otherwise (pollers call every second).
+logger.audit.name = org.apache.hadoop.hive.metastore.HiveMetaStore.audit
+logger.audit.level = WARN
+logger.handler.name = org.apache.hadoop.hive.metastore.HMSHandler
+logger.handler.level = WARN
+logger.dn.name = DataNucleus
+logger.dn.level = WARN
+logger.datanucleus.name = org.datanucleus
+logger.datanucleus.level = WARN
+EOF
+}
+
+# hms_java prints the java command line prefix shared by server and tools.
+hms_java() {
+  local side=$1
+  printf '%s\0' "$(java17)/bin/java" "-Xmx$HMS_HEAP" -Xms128m -XX:+UseSerialGC \
+    -XX:TieredStopAtLevel=1 "${HMS_JVM_OPENS[@]}" \
+    -Djava.net.preferIPv4Stack=true -Dlog4j2.formatMsgNoLookups=true \
+    -Dlog4j.configurationFile="$STACK_DIR/hms-$side/conf/metastore-log4j2.properties" \
+    -cp "$STACK_DIR/hms-$side/conf:$HMS_CLASSPATH"
+}
+
+# hms_schema SIDE initialises the metastore schema once (schema tool),
+# detecting an existing one by its VERSION row.
+hms_schema() {
+  local side=$1 v tables
+  v=$(hms_psql "$side" 'SELECT "SCHEMA_VERSION" FROM "VERSION"' 2>/dev/null | head -n 1) || v=""
+  if [ -n "$v" ]; then return 0; fi
+  tables=$(hms_psql "$side" "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") ||
+    die "hms-$side: cannot query $(hms_db "$side") as hive"
+  if [ "$tables" != 0 ]; then
+    # A schema tool run that died half-way: start over (nothing can have
+    # used a metastore whose schema has no VERSION row).
+    log "hms-$side: $(hms_db "$side") has $tables tables but no schema version; recreating its schema"
+    hms_psql "$side" "DROP SCHEMA public CASCADE; CREATE SCHEMA public AUTHORIZATION hive" >/dev/null
+  fi
+  log "hms-$side: initialising the metastore schema in $(hms_db "$side")"
+  local -a java
+  mapfile -d '' java < <(hms_java "$side")
+  METASTORE_HOME=$HMS_DIST "${java[@]}" org.apache.hadoop.hive.metastore.tools.schematool.MetastoreSchemaTool \
+    -dbType postgres -initSchema -driver org.postgresql.Driver \
+    -url "$(hms_jdbc "$side")" -userName hive -passWord hive \
+    >>"$(logfile "hms-$side")" 2>&1 ||
+    { tail -n 40 "$(logfile "hms-$side")" >&2; die "hms-$side: schema tool failed; log: $(logfile "hms-$side")"; }
+  v=$(hms_psql "$side" 'SELECT "SCHEMA_VERSION" FROM "VERSION"' | head -n 1)
+  log "hms-$side: schema version $v"
+}
+
+hms_probe() { "$(java17)/bin/java" -Xmx64m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
+  -cp "$HMS_TOOLS/classes:$HMS_DIST/lib/*" Probe "$HOST" "$1"; }
+
+hms_start() {
+  local side=$1 svc=hms-$1 port
+  port=$(hms_port "$side")
+  hms_write_conf "$side"
+  hms_schema "$side"
+  if ! is_running "$svc"; then
+    if port_open "$port"; then
+      die "$svc: port $port is already in use by another process (not started by this stack)"
+    fi
+    log "$svc: starting Hive Metastore $HIVE_VERSION on $HOST:$port"
+    local -a java
+    mapfile -d '' java < <(hms_java "$side")
+    METASTORE_HOME=$HMS_DIST start_daemon "$svc" "${java[@]}" \
+      org.apache.hadoop.hive.metastore.HiveMetaStore -p "$port"
+  fi
+}
+
+svc_hms_up() {
+  local side
+  if ! port_open "$HDFS_SRC_NN_PORT" || ! port_open "$HDFS_DR_NN_PORT"; then
+    if declare -F svc_hdfs_up >/dev/null; then svc_hdfs_up; else
+      die "hms: HDFS is not up on $HOST:$HDFS_SRC_NN_PORT / $HDFS_DR_NN_PORT (start it first: stack.sh up)"
+    fi
+  fi
+  if ! port_open "$POSTGRES_PORT"; then
+    if declare -F svc_postgres_up >/dev/null; then svc_postgres_up; else
+      die "hms: Postgres is not up on $HOST:$POSTGRES_PORT (start it first: stack.sh up)"
+    fi
+  fi
+  hms_install
+  # Both JVMs start together; the schema tool runs before each one starts.
+  for side in src dr; do hms_start "$side"; done
+  for side in src dr; do wait_ready "hms-$side" 180 hms_probe "$(hms_port "$side")"; done
+}
+
+svc_hms_down() {
+  stop_daemon hms-dr
+  stop_daemon hms-src
+}
+
+svc_hms_status() {
+  local rc=0 side line=""
+  for side in src dr; do
+    if is_running "hms-$side" && port_open "$(hms_port "$side")"; then
+      line+="${line:+, }hms-$side $HOST:$(hms_port "$side")"
+    else
+      rc=1
+    fi
+  done
+  if [ "$rc" = 0 ]; then echo "hms: up ($line)"; else echo "hms: down${line:+ (only $line)}"; fi
+  return "$rc"
+}
+
+svc_hms_env() {
+  echo "HIVEDR_HMS_SRC=$HOST:$HMS_SRC_PORT"
+  echo "HIVEDR_HMS_DR=$HOST:$HMS_DR_PORT"
+  echo "HIVEDR_HMS_SRC_WAREHOUSE=$(hms_nn src)/warehouse"
+  echo "HIVEDR_HMS_DR_WAREHOUSE=$(hms_nn dr)/warehouse"
+  echo "HIVEDR_HMS_SRC_CMROOT=$(hms_nn src)/cmroot"
+}

@@ -1,0 +1,83 @@
+// Package hms connects to Hive Metastores over Thrift and decodes the
+// envelope of their notification-log messages.
+//
+// The Thrift types and the generated client come from gohive's
+// hive_metastore package; this package adds only the transport (plain
+// binary protocol over a buffered socket, the metastore's default when SASL
+// and framing are off) and small helpers.
+package hms
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/beltran/gohive/hive_metastore"
+)
+
+// Client is a connection to one Hive Metastore. It is not safe for
+// concurrent use: Thrift clients multiplex nothing, so each goroutine that
+// talks to a metastore needs its own Client.
+type Client struct {
+	*hive_metastore.ThriftHiveMetastoreClient
+
+	addr      string
+	transport thrift.TTransport
+}
+
+// Options tune Dial. The zero value is usable.
+type Options struct {
+	// ConnectTimeout bounds the TCP connect. Default 10s.
+	ConnectTimeout time.Duration
+	// SocketTimeout bounds each read and write on the connection. Default
+	// 60s; metastore calls that scan large tables can be slow.
+	SocketTimeout time.Duration
+	// MaxMessageSize bounds one Thrift message. Default 256 MiB, enough for
+	// a get_next_notification batch of large partition events.
+	MaxMessageSize int32
+}
+
+func (o *Options) ensureDefaults() {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
+	}
+	if o.SocketTimeout <= 0 {
+		o.SocketTimeout = 60 * time.Second
+	}
+	if o.MaxMessageSize <= 0 {
+		o.MaxMessageSize = 256 << 20
+	}
+}
+
+// Dial connects to the metastore at addr (host:port).
+func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
+	opts.ensureDefaults()
+	conf := &thrift.TConfiguration{
+		ConnectTimeout: opts.ConnectTimeout,
+		SocketTimeout:  opts.SocketTimeout,
+		MaxMessageSize: opts.MaxMessageSize,
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if d := time.Until(dl); d > 0 && d < conf.ConnectTimeout {
+			conf.ConnectTimeout = d
+		}
+	}
+	sock := thrift.NewTSocketConf(addr, conf)
+	if err := sock.Open(); err != nil {
+		return nil, fmt.Errorf("connect to hive metastore %s: %w", addr, err)
+	}
+	trans := thrift.NewTBufferedTransport(sock, 64<<10)
+	proto := thrift.NewTBinaryProtocolConf(trans, conf)
+	return &Client{
+		ThriftHiveMetastoreClient: hive_metastore.NewThriftHiveMetastoreClient(thrift.NewTStandardClient(proto, proto)),
+		addr:                      addr,
+		transport:                 trans,
+	}, nil
+}
+
+// Addr is the address the client is connected to.
+func (c *Client) Addr() string { return c.addr }
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.transport.Close() }
