@@ -214,20 +214,7 @@ func testStackHDFSChecksum(t *testing.T, env *testenv.Env) {
 	wantBlocks := map[testenv.Site]int{testenv.Source: 3, testenv.DR: 1}
 	var algos []string
 	for _, site := range []testenv.Site{testenv.Source, testenv.DR} {
-		fs := env.HDFS(t, site)
-		if err := fs.MkdirAll(parentDir(path), 0o755); err != nil {
-			t.Fatalf("%s: mkdir: %v", site, err)
-		}
-		w, err := fs.Create(path) // the cluster's default block size
-		if err != nil {
-			t.Fatalf("%s: create %s: %v", site, path, err)
-		}
-		if _, err := w.Write(data); err != nil {
-			t.Fatalf("%s: write: %v", site, err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatalf("%s: close: %v", site, err)
-		}
+		testenv.WriteHDFS(t, env.HDFS(t, site), path, data) // the cluster's default block size
 		web := env.WebHDFS(t, site)
 		blocks, err := web.GetFileBlockLocations(ctx, path)
 		if err != nil {
@@ -252,17 +239,6 @@ func testStackHDFSChecksum(t *testing.T, env *testenv.Env) {
 	t.Logf("checksums: %v (Go CRC32C %08x)", algos, wantCRC)
 }
 
-func parentDir(p string) string {
-	i := len(p) - 1
-	for i > 0 && p[i] != '/' {
-		i--
-	}
-	if i == 0 {
-		return "/"
-	}
-	return p[:i]
-}
-
 func testStackHDFSSnapshots(t *testing.T, env *testenv.Env) {
 	ctx := ctxFor(t, 2*time.Minute)
 	fs, web := env.HDFS(t, testenv.Source), env.WebHDFS(t, testenv.Source)
@@ -270,18 +246,7 @@ func testStackHDFSSnapshots(t *testing.T, env *testenv.Env) {
 	if err := fs.MkdirAll(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	put := func(name string) {
-		w, err := fs.Create(dir + "/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write([]byte(name)); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(name string) { testenv.WriteHDFS(t, fs, dir+"/"+name, []byte(name)) }
 	put("old")
 	if err := web.AllowSnapshot(ctx, dir); err != nil {
 		t.Fatal(err)

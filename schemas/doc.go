@@ -1,5 +1,29 @@
 // Package schemas holds the Avro schemas of every record hivedr writes to
-// Kafka, and their Go types and codec.
+// Kafka (the *.avsc files, documented field by field), their Go types, and
+// the codec.
 //
-// Not built yet: see the tailer issue.
+// Wire format: the Confluent one, so any Confluent-compatible consumer
+// (kcat -s avr, Kafka Connect, ...) reads the topics: a magic byte 0, the
+// writer's schema ID (4 bytes, big-endian), then the Avro binary body.
+//
+// Subjects: one per record, named by the record's full name (the
+// record-name strategy), e.g. io.hivedr.MetastoreEvent, because one event
+// topic carries both MetastoreEvent and Heartbeat records and event topics
+// are created per database. NewSerde registers the current schemas and sets
+// each subject's compatibility to BACKWARD.
+//
+// Decoding always uses the writer's schema, fetched by ID, so records
+// written by older (or newer) hivedr versions stay readable: fields the
+// writer lacked take their defaults, fields this version does not know are
+// ignored, and a payload branch or enum symbol it does not know is an error
+// that names it.
+//
+// Evolution rules for the .avsc files:
+//   - only add fields, each with a default;
+//   - never remove or rename a field, a record or an enum symbol, and never
+//     change a field's type (int to long is the one allowed widening);
+//   - add payload branches and enum symbols at the end; enums keep their
+//     default symbol (UNKNOWN, the first);
+//   - update types.go, ToNative, the decoder (native.go) and the direct
+//     encoder (binary.go) in the same change; the tests check they agree.
 package schemas

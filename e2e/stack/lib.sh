@@ -74,20 +74,26 @@ mvn_classpath() {
   if [ -s "$out" ] && [ "$out" -nt "$pomdir/pom.xml" ]; then return 0; fi
   ensure_mvn
   mkdir -p "$(dirname "$out")"
+  local mlog; mlog="$STACK_DIR/logs/maven-$(basename "$pomdir").log"
   log "resolving Maven dependencies of $pomdir/pom.xml (first run downloads them into ~/.m2)"
   JAVA_HOME=$(java17) mvn -q -B -f "$pomdir/pom.xml" dependency:build-classpath \
-    -Dmdep.outputFile="$out.tmp" >"$STACK_DIR/logs/maven.log" 2>&1 ||
-    { tail -n 40 "$STACK_DIR/logs/maven.log" >&2; die "maven could not resolve $pomdir/pom.xml"; }
+    -Dmdep.outputFile="$out.tmp" >"$mlog" 2>&1 ||
+    { tail -n 40 "$mlog" >&2; die "maven could not resolve $pomdir/pom.xml"; }
   mv "$out.tmp" "$out"
 }
 
 pidfile() { echo "$STACK_DIR/run/$1.pid"; }
 logfile() { echo "$STACK_DIR/logs/$1.log"; }
 
-# is_running SVC succeeds when SVC's recorded pid is alive.
+# is_running SVC succeeds when SVC's recorded pid is alive. A zombie (killed
+# but not yet reaped, as after kill -9 under some inits) counts as dead.
 is_running() {
-  local pf; pf=$(pidfile "$1")
-  [ -s "$pf" ] && kill -0 "$(cat "$pf")" 2>/dev/null
+  local pf pid st; pf=$(pidfile "$1")
+  [ -s "$pf" ] || return 1
+  pid=$(cat "$pf")
+  kill -0 "$pid" 2>/dev/null || return 1
+  st=$(ps -o stat= -p "$pid" 2>/dev/null) || return 1
+  [ "${st:0:1}" != Z ]
 }
 
 # start_daemon SVC CMD... starts CMD in its own session (so stop_daemon can

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -228,4 +229,31 @@ func (e *Env) S3(t testing.TB) *s3.Client {
 		Credentials: credentials.NewStaticCredentialsProvider(
 			e.Get(t, "HIVEDR_S3_ACCESS_KEY"), e.Get(t, "HIVEDR_S3_SECRET_KEY"), ""),
 	})
+}
+
+// WriteHDFS writes data to a new file at p (parents created) with the
+// cluster's default block size, retrying Close while the NameNode still
+// waits for the last block's replicas (hdfs.ErrReplicating).
+func WriteHDFS(t testing.TB, c *hdfs.Client, p string, data []byte) {
+	t.Helper()
+	if err := c.MkdirAll(path.Dir(p), 0o755); err != nil {
+		t.Fatalf("hdfs mkdir %s: %v", path.Dir(p), err)
+	}
+	w, err := c.Create(p)
+	if err != nil {
+		t.Fatalf("hdfs create %s: %v", p, err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatalf("hdfs write %s: %v", p, err)
+	}
+	for i := 0; ; i++ {
+		err = w.Close()
+		if err == nil {
+			return
+		}
+		if !hdfs.IsErrReplicating(err) || i == 100 {
+			t.Fatalf("hdfs close %s: %v", p, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -26,6 +26,19 @@ HMS_DIST=$HMS_DIR/dist
 HMS_CP_FILE=$HMS_DIR/classpath.txt
 HMS_TOOLS=$HMS_DIR/tools
 HMS_LISTENER=org.apache.hive.hcatalog.listener.DbNotificationListener
+# How DbNotificationListener is registered (HIVEDR_HMS_LISTENER_MODE):
+#   plain          metastore.event.listeners: each event is written right
+#                  after its change commits. Transactions (open_txns,
+#                  commit_txn, abort_txns) work but log no events.
+#   transactional  metastore.transactional.event.listeners: each event is
+#                  written in the same database transaction as its change,
+#                  and OPEN_TXN, ALLOC_WRITE_ID_EVENT and ACID_WRITE are
+#                  logged too; BUT commit_txn and abort_txn(s) fail with
+#                  NoSuchMethodError (the 4.2.0 listener calls 4.2-only
+#                  methods) and leave a Postgres transaction holding the
+#                  NOTIFICATION_SEQUENCE row lock, so every later event waits
+#                  forever: the metastore must be restarted.
+HMS_LISTENER_MODE=${HIVEDR_HMS_LISTENER_MODE:-plain}
 HMS_HEAP=${HMS_HEAP:-768m}
 
 # JVM flags: Hive 4.0 reflects into JDK internals (DataNucleus, Hadoop's
@@ -170,8 +183,13 @@ hms_install() {
 # hms_write_conf SIDE writes $STACK_DIR/hms-SIDE/conf (metastore-site.xml,
 # metastore-log4j2.properties), regenerated on every up.
 hms_write_conf() {
-  local side=$1 conf=$STACK_DIR/hms-$1/conf nn cm=""
+  local side=$1 conf=$STACK_DIR/hms-$1/conf nn cm="" listener_key
   nn=$(hms_nn "$side")
+  case "$HMS_LISTENER_MODE" in
+    plain) listener_key=metastore.event.listeners ;;
+    transactional) listener_key=metastore.transactional.event.listeners ;;
+    *) die "HIVEDR_HMS_LISTENER_MODE must be plain or transactional, not '$HMS_LISTENER_MODE'" ;;
+  esac
   mkdir -p "$conf"
   if [ "$side" = src ]; then
     cm="
@@ -198,9 +216,17 @@ hms_write_conf() {
   <property><name>metastore.warehouse.dir</name><value>$nn/warehouse</value></property>
   <property><name>metastore.warehouse.external.dir</name><value>$nn/warehouse/external</value></property>
 
-  <property><name>metastore.transactional.event.listeners</name><value>$HMS_LISTENER</value></property>
-  <property><name>metastore.event.db.notification.api.auth</name><value>false</value></property>
+  <property><name>$listener_key</name><value>$HMS_LISTENER</value></property>
+  <!-- Lets any user read the notification log (4.0's key has "metastore."
+       twice; the hive.* name is its alias). -->
+  <property><name>metastore.metastore.event.db.notification.api.auth</name><value>false</value></property>
+  <property><name>hive.metastore.event.db.notification.api.auth</name><value>false</value></property>
   <property><name>metastore.dml.events</name><value>true</value></property>$cm
+  <!-- No metadata transformer: by default 4.0 rewrites tables created by
+       clients that declare no "processor capabilities" (any plain Thrift
+       client) into external tables and refuses ACID ones. A replica must
+       store tables exactly as it is told. -->
+  <property><name>metastore.metadata.transformer.class</name><value></value></property>
 
   <!-- Background work that needs Hive's query engine (absent here). -->
   <property><name>metastore.compactor.initiator.on</name><value>false</value></property>
@@ -209,6 +235,12 @@ hms_write_conf() {
   <property><name>hive.metastore.runworker.in</name><value>hs2</value></property>
   <property><name>metastore.stats.auto.analyze</name><value>none</value></property>
   <property><name>metastore.metrics.enabled</name><value>false</value></property>
+  <!-- Defaults minus HiveProtoEventsCleanerTask (lives in hive-exec: its
+       absence stops every housekeeping task), the metrics tasks (metrics are
+       off) and PartitionManagementTask (partition discovery would add
+       partitions on its own, a surprise on a replica). -->
+  <property><name>metastore.task.threads.always</name><value>org.apache.hadoop.hive.metastore.events.EventCleanerTask,org.apache.hadoop.hive.metastore.RuntimeStatsCleanerTask,org.apache.hadoop.hive.metastore.ScheduledQueryExecutionsMaintTask,org.apache.hadoop.hive.metastore.ReplicationMetricsMaintTask</value></property>
+  <property><name>metastore.task.threads.remote</name><value>org.apache.hadoop.hive.metastore.txn.service.AcidHouseKeeperService,org.apache.hadoop.hive.metastore.txn.service.CompactionHouseKeeperService,org.apache.hadoop.hive.metastore.txn.service.AcidTxnCleanerService,org.apache.hadoop.hive.metastore.txn.service.AcidOpenTxnsCounterService,org.apache.hadoop.hive.metastore.MaterializationsRebuildLockCleanerTask</value></property>
 </configuration>
 EOF
   mv "$conf/metastore-site.xml.tmp" "$conf/metastore-site.xml"
@@ -239,7 +271,7 @@ EOF
 hms_java() {
   local side=$1
   printf '%s\0' "$(java17)/bin/java" "-Xmx$HMS_HEAP" -Xms128m -XX:+UseSerialGC \
-    -XX:TieredStopAtLevel=1 "${HMS_JVM_OPENS[@]}" \
+    -XX:TieredStopAtLevel=1 -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote "${HMS_JVM_OPENS[@]}" \
     -Djava.net.preferIPv4Stack=true -Dlog4j2.formatMsgNoLookups=true \
     -Dlog4j.configurationFile="$STACK_DIR/hms-$side/conf/metastore-log4j2.properties" \
     -cp "$STACK_DIR/hms-$side/conf:$HMS_CLASSPATH"
@@ -272,7 +304,7 @@ hms_schema() {
 }
 
 hms_probe() { "$(java17)/bin/java" -Xmx64m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
-  -cp "$HMS_TOOLS/classes:$HMS_DIST/lib/*" Probe "$HOST" "$1"; }
+  -cp "$HMS_TOOLS/classes:$HMS_CLASSPATH" Probe "$HOST" "$1"; }
 
 hms_start() {
   local side=$1 svc=hms-$1 port

@@ -19,13 +19,13 @@ s3_gobin() {
 # s3_installed_version prints the module version the binary was built from.
 s3_installed_version() {
   [ -x "$1" ] || return 0
-  go version -m "$1" 2>/dev/null | awk -v m="$S3_MODULE" '$1 == "mod" && $2 == m { print $3 }'
+  { go version -m "$1" 2>/dev/null || true; } | awk -v m="$S3_MODULE" '$1 == "mod" && $2 == m { print $3 }'
 }
 
 # s3_install prints the path of versitygw $VERSITYGW_VERSION, building it
 # with `go install` when it is missing or another version.
 s3_install() {
-  command -v go >/dev/null 2>&1 || die "s3: go is required to build versitygw (install Go 1.24+)"
+  command -v go >/dev/null 2>&1 || die "s3: go is required to build versitygw (Go 1.25+; versitygw v1.8.0 needs it)"
   local bindir bin have
   bindir=$(s3_gobin) || die "s3: go env GOPATH failed"
   bin=$bindir/versitygw
@@ -47,24 +47,44 @@ s3_install() {
 s3_ready() {
   local resp
   resp=$(
+    exec 2>/dev/null
     exec 3<>"/dev/tcp/$HOST/$S3_PORT" || exit 1
     printf 'GET / HTTP/1.1\r\nHost: %s:%s\r\nConnection: close\r\n\r\n' "$HOST" "$S3_PORT" >&3
     timeout 3 cat <&3
-  ) 2>/dev/null || return 1
+  ) || return 1
   case $resp in
     HTTP/1.1\ *'<Error>'*) return 0 ;;
     *) return 1 ;;
   esac
 }
 
+# s3_alive succeeds when the recorded pid is a live (not zombie) versitygw,
+# so a stale pid file after kill -9, or a reused pid, reads as "not running".
+s3_alive() {
+  is_running s3 || return 1
+  local pid; pid=$(cat "$(pidfile s3)")
+  [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ] || return 1
+  grep -qa versitygw "/proc/$pid/cmdline" 2>/dev/null
+}
+
 svc_s3_up() {
-  local bin
+  local bin i
   bin=$(s3_install) || exit 1
-  if is_running s3; then
-    wait_ready s3 30 s3_ready
-    return 0
+  if s3_alive; then
+    # Already started: wait until it answers, unless it dies meanwhile
+    # (e.g. it was killed just before this call), then start a new one.
+    for i in $(seq 1 60); do
+      s3_ready && return 0
+      s3_alive || break
+      sleep 0.5
+    done
+    s3_alive && { tail -n 60 "$(logfile s3)" >&2; die "s3 is running but not ready after 30s; log: $(logfile s3)"; }
+    log "s3: recorded process is gone; starting a new one"
   fi
-  port_open "$S3_PORT" && die "s3: port $S3_PORT is in use by another process (not our versitygw: no live pid in $(pidfile s3))"
+  rm -f "$(pidfile s3)"
+  # A process that just died may still hold the port for a moment.
+  for i in $(seq 1 10); do port_open "$S3_PORT" || break; sleep 0.5; done
+  port_open "$S3_PORT" && die "s3: port $S3_PORT is in use by another process (not the versitygw recorded in $(pidfile s3))"
   mkdir -p "$STACK_DIR/s3/data" "$STACK_DIR/s3/versions"
   log "starting versitygw $VERSITYGW_VERSION on $HOST:$S3_PORT"
   start_daemon s3 "$bin" \
@@ -75,10 +95,13 @@ svc_s3_up() {
   wait_ready s3 60 s3_ready
 }
 
-svc_s3_down() { stop_daemon s3; }
+# Only signal the recorded pid when it is still our versitygw.
+svc_s3_down() {
+  if s3_alive; then stop_daemon s3; else rm -f "$(pidfile s3)"; fi
+}
 
 svc_s3_status() {
-  if is_running s3 && s3_ready; then
+  if s3_alive && s3_ready; then
     echo "s3: up (http://$HOST:$S3_PORT, versitygw posix $STACK_DIR/s3/data)"
   else
     echo "s3: down"

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/producer"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// Exit codes shared by the daemons.
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitChainBroken = 3
+)
+
+// commonFlags are the flags every daemon takes.
+type commonFlags struct {
+	config   string
+	logLevel string
+}
+
+func (c *commonFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.config, "config", os.Getenv("HIVEDR_CONFIG"),
+		"YAML configuration file ($HIVEDR_CONFIG); empty means the local stack's defaults")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+}
+
+func (c *commonFlags) logger(stderr io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("-log-level: %q is not debug, info, warn or error", c.logLevel)
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// signalContext is cancelled on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// newSerde registers hivedr's schemas in the configured registry.
+func newSerde(ctx context.Context, url string) (*schemas.Serde, error) {
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		return nil, fmt.Errorf("schema registry %s: %w", url, err)
+	}
+	s, err := schemas.NewSerde(ctx, schemas.NewSRRegistry(cl))
+	if err != nil {
+		return nil, fmt.Errorf("schema registry %s: %w", url, err)
+	}
+	return s, nil
+}
+
+// serveMetrics serves reg on addr until ctx ends. An empty addr serves
+// nothing.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) error {
+	if addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics address %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "addr", ln.Addr().String())
+	return nil
+}
+
+func runTail(args []string, _, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tail", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf commonFlags
+	cf.register(fs)
+	metricsAddr := fs.String("metrics-addr", "", "serve /metrics here, overriding tailer.metrics_addr")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: hivedr tail [flags]\n\nPublish the source metastore's notification log to Kafka: one ordered topic per\n"+
+			"database, copy tasks for the files events reference, and the tailer's checkpoint, in\n"+
+			"one transaction per batch. Exits 3 when the chain of events is broken (purged log).\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	log, err := cf.logger(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "hivedr tail:", err)
+		return exitUsage
+	}
+	conf, err := config.Load(cf.config)
+	if err != nil {
+		fmt.Fprintln(stderr, "hivedr tail:", err)
+		return exitUsage
+	}
+	if *metricsAddr != "" {
+		conf.Tailer.MetricsAddr = *metricsAddr
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	if err := tail(ctx, conf, log); err != nil {
+		log.Error("tailer stopped", "err", err)
+		if errors.Is(err, producer.ErrChainBroken) {
+			return exitChainBroken
+		}
+		return exitError
+	}
+	return exitOK
+}
+
+func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
+	var src producer.Source
+	switch conf.Source.Kind {
+	case "postgres":
+		s, err := producer.NewPostgresSource(ctx, conf.Source.PostgresDSN)
+		if err != nil {
+			return err
+		}
+		src = s
+	default:
+		src = producer.NewThriftSource(conf.Source.Metastore)
+	}
+	defer src.Close()
+	serde, err := newSerde(ctx, conf.SchemaRegistry)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	m := producer.NewMetrics()
+	if err := m.Register(reg); err != nil {
+		return err
+	}
+	if err := serveMetrics(ctx, conf.Tailer.MetricsAddr, reg, log); err != nil {
+		return err
+	}
+	t, err := producer.New(producer.Config{Conf: conf, Source: src, Codec: serde, Logger: log, Metrics: m})
+	if err != nil {
+		return err
+	}
+	return t.Run(ctx)
+}

@@ -1,0 +1,67 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// CommittedEnd returns the last stable offset of a partition: every record
+// below it belongs to a decided transaction (or none).
+func CommittedEnd(ctx context.Context, cl *kgo.Client, topic string, partition int32) (int64, error) {
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("list end offsets of %s: %w", topic, err)
+	}
+	end, ok := ends.Lookup(topic, partition)
+	if !ok {
+		return 0, fmt.Errorf("end offset of %s/%d: no such partition", topic, partition)
+	}
+	if end.Err != nil {
+		return 0, fmt.Errorf("end offset of %s/%d: %w", topic, partition, end.Err)
+	}
+	return end.Offset, nil
+}
+
+// ReadCommitted returns the committed data records of [from, end) of one
+// partition, in offset order. end must be a last stable offset (see
+// CommittedEnd) with no transaction open below it, as when the only writer
+// has been fenced or stopped.
+//
+// A read_committed consumer drops aborted records and, by default, control
+// records, so it cannot tell "nothing more" from "not yet". This one keeps
+// control records: a transaction's last offset is its marker, so the read
+// knows it is done when it has seen offset end-1.
+func ReadCommitted(ctx context.Context, opts []kgo.Opt, topic string, partition int32, from, end int64) ([]*kgo.Record, error) {
+	if from >= end {
+		return nil, nil
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+	}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	for reached := from - 1; reached < end-1; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read %s/%d [%d, %d): reached only %d: %w", topic, partition, from, end, reached, err)
+		}
+		if err := fs.Err(); err != nil {
+			return nil, fmt.Errorf("read %s/%d: %w", topic, partition, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			reached = max(reached, r.Offset)
+			if !r.Attrs.IsControl() && r.Offset < end {
+				out = append(out, r)
+			}
+		})
+	}
+	return out, nil
+}

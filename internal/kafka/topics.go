@@ -1,0 +1,81 @@
+// Package kafka holds hivedr's topic names and the helpers every role uses
+// to create them.
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Topics names hivedr's topics under one prefix.
+type Topics struct{ Prefix string }
+
+// Events is the ordered topic of one database: one partition, total order.
+func (t Topics) Events(db string) string { return t.Prefix + ".events." + db }
+
+// EventsPattern matches every database's events topic; the submatch is the
+// database name.
+func (t Topics) EventsPattern() *regexp.Regexp {
+	return regexp.MustCompile("^" + regexp.QuoteMeta(t.Prefix+".events.") + "(.+)$")
+}
+
+// Manifests carries copy tasks, keyed by task ID.
+func (t Topics) Manifests() string { return t.Prefix + ".manifests" }
+
+// Completions carries copy completions, keyed by task ID.
+func (t Topics) Completions() string { return t.Prefix + ".completions" }
+
+// Checkpoints carries the tailer's checkpoints, keyed by source name.
+func (t Topics) Checkpoints() string { return t.Prefix + ".tailer.checkpoints" }
+
+var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// CheckName returns an error naming topic when Kafka would refuse it.
+func CheckName(topic string) error {
+	if !legalTopic.MatchString(topic) {
+		return fmt.Errorf("topic name %q is not legal in Kafka (letters, digits, '.', '_', '-'; at most 249)", topic)
+	}
+	return nil
+}
+
+// Spec is a topic to create.
+type Spec struct {
+	Name              string
+	Partitions        int32
+	ReplicationFactor int16
+	// Retention is retention.ms; 0 leaves the broker default.
+	Retention time.Duration
+	// Compact sets cleanup.policy=compact (retention then does not apply).
+	Compact bool
+}
+
+// Ensure creates the topics that do not exist yet. Existing topics are left
+// as they are (their partition count is not changed).
+func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) error {
+	for _, s := range specs {
+		if err := CheckName(s.Name); err != nil {
+			return err
+		}
+		cfg := map[string]*string{}
+		if s.Compact {
+			cfg["cleanup.policy"] = kadm.StringPtr("compact")
+		} else if s.Retention > 0 {
+			cfg["retention.ms"] = kadm.StringPtr(strconv.FormatInt(s.Retention.Milliseconds(), 10))
+		}
+		res, err := adm.CreateTopic(ctx, s.Partitions, s.ReplicationFactor, cfg, s.Name)
+		if err == nil {
+			err = res.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s (%d partitions, replication %d): %w", s.Name, s.Partitions, s.ReplicationFactor, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package producer
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// Reasons an event is not published to any database topic; they label the
+// filtered-events metric.
+const (
+	FilterNoDatabase    = "no_database"     // e.g. OPEN_TXN: concerns no database
+	FilterOutOfScope    = "database_out_of_scope"
+	FilterTableExcluded = "table_excluded"
+)
+
+// Routed is what the tailer publishes for one decoded event.
+type Routed struct {
+	// Event is the decoded event with Databases narrowed to the in-scope
+	// ones it goes to, file task IDs set, and any path errors added.
+	Event schemas.Event
+	// Tasks are the copy tasks of its files.
+	Tasks []schemas.CopyTask
+	// Filtered is the reason the event goes nowhere; "" when it is published.
+	Filtered string
+}
+
+// Route decides, without I/O, where an event goes under the policy: to the
+// topic of every in-scope database it concerns in which at least one of the
+// tables it names is included (a rename from an included name to an
+// excluded one still reaches the database, so its replica can follow), and
+// which copy tasks its files become.
+//
+// Guarantee 7: a file outside the source roots, or one no path mapping
+// covers, never becomes a copy task; it becomes an EventError naming the
+// path, on which the applier halts the database.
+func Route(ev schemas.Event, pol *config.Replication) Routed {
+	concerned := ev.Databases
+	if len(concerned) == 0 && ev.Database != "" {
+		concerned = []string{ev.Database}
+	}
+	if len(concerned) == 0 {
+		return Routed{Event: ev, Filtered: FilterNoDatabase}
+	}
+	tables := namedTables(ev)
+	var dbs []string
+	reason := FilterOutOfScope
+	for _, db := range concerned {
+		p, ok := pol.Scope(db)
+		if !ok {
+			continue
+		}
+		names := tables[db]
+		if len(names) == 0 && (len(tables) == 0 || ev.Table == "") {
+			dbs = append(dbs, db) // a database-level event of an in-scope database
+			continue
+		}
+		for _, t := range names {
+			if p.TableIncluded(t) {
+				dbs = append(dbs, db)
+				break
+			}
+		}
+		if len(dbs) == 0 || dbs[len(dbs)-1] != db {
+			reason = FilterTableExcluded
+		}
+	}
+	if len(dbs) == 0 {
+		return Routed{Event: ev, Filtered: reason}
+	}
+	sort.Strings(dbs)
+	ev.Databases = dbs
+
+	r := Routed{Event: ev}
+	if len(ev.Files) > 0 {
+		r.Event.Files = make([]schemas.FileRef, len(ev.Files))
+		copy(r.Event.Files, ev.Files)
+		r.Event.Errors = append([]schemas.EventError(nil), ev.Errors...)
+	}
+	taskDB, taskTable := fileOwner(ev)
+	for i := range r.Event.Files {
+		f := &r.Event.Files[i]
+		if _, err := pol.CheckSourceRoot(f.URI); err != nil {
+			r.Event.Errors = append(r.Event.Errors, schemas.EventError{
+				Kind: schemas.ErrPathOutsideRoots, Message: err.Error(), Path: f.URI,
+			})
+			continue
+		}
+		target, err := pol.MapPath(f.URI)
+		if err != nil {
+			r.Event.Errors = append(r.Event.Errors, schemas.EventError{
+				Kind: schemas.ErrPathOutsideRoots, Message: err.Error(), Path: f.URI,
+			})
+			continue
+		}
+		f.TaskID = fmt.Sprintf("%d-%d", ev.EventID, i)
+		r.Tasks = append(r.Tasks, schemas.CopyTask{
+			TaskID: f.TaskID, EventID: ev.EventID, EventTime: ev.EventTime,
+			Database: taskDB, Table: taskTable,
+			SourceURI: f.URI, TargetURI: target,
+			Checksum: f.Checksum, CMRoot: f.CMRoot, Subdir: f.Subdir,
+		})
+	}
+	return r
+}
+
+// namedTables returns, per database, the table names an event touches: both
+// sides of a rename, or the event's own table.
+func namedTables(ev schemas.Event) map[string][]string {
+	m := map[string][]string{}
+	add := func(t *schemas.Table) {
+		if t != nil && t.Name != "" {
+			m[t.Database] = append(m[t.Database], t.Name)
+		}
+	}
+	switch p := ev.Payload.(type) {
+	case *schemas.TableChange:
+		add(p.Before)
+		add(p.After)
+	case *schemas.Transaction:
+		for _, w := range p.WriteIDs {
+			m[w.Database] = append(m[w.Database], w.Table)
+		}
+	}
+	if len(m) == 0 && ev.Table != "" && ev.Database != "" {
+		m[ev.Database] = []string{ev.Table}
+	}
+	return m
+}
+
+// fileOwner is the table an event's files belong to: the table after the
+// change where there is one.
+func fileOwner(ev schemas.Event) (db, table string) {
+	switch p := ev.Payload.(type) {
+	case *schemas.TableChange:
+		if p.After != nil {
+			return p.After.Database, p.After.Name
+		}
+	case *schemas.InsertData:
+		if p.Table != nil {
+			return p.Table.Database, p.Table.Name
+		}
+	}
+	return ev.Database, ev.Table
+}

@@ -1,0 +1,165 @@
+package producer
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+func testPolicy(t *testing.T) *config.Replication {
+	t.Helper()
+	c := config.Default()
+	c.Replication = config.Replication{
+		Databases: []config.DatabasePolicy{
+			{Name: "finance", ExcludeTables: []string{"tmp_.*"}},
+			{Name: "sales"},
+		},
+		SourceRoots:  []string{"hdfs://src:8020/warehouse"},
+		PathMappings: []config.PathMapping{{Source: "hdfs://src:8020/", Target: "hdfs://dr:8020/"}},
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return &c.Replication
+}
+
+func tbl(db, name string) *schemas.Table { return &schemas.Table{Database: db, Name: name} }
+
+func TestRoute(t *testing.T) {
+	pol := testPolicy(t)
+	tests := []struct {
+		name      string
+		ev        schemas.Event
+		dbs       []string
+		filtered  string
+		tasks     []string // target URIs
+		errPaths  []string
+		taskOwner string
+	}{
+		{
+			name: "database event in scope",
+			ev:   schemas.Event{EventType: "CREATE_DATABASE", Database: "finance", Databases: []string{"finance"}},
+			dbs:  []string{"finance"},
+		},
+		{
+			name:     "database out of scope",
+			ev:       schemas.Event{EventType: "CREATE_DATABASE", Database: "hr", Databases: []string{"hr"}},
+			filtered: FilterOutOfScope,
+		},
+		{
+			name:     "open txn concerns no database",
+			ev:       schemas.Event{EventType: "OPEN_TXN"},
+			filtered: FilterNoDatabase,
+		},
+		{
+			name:     "excluded table",
+			ev:       schemas.Event{EventType: "CREATE_TABLE", Database: "finance", Table: "tmp_x", Databases: []string{"finance"}, Payload: &schemas.TableChange{After: tbl("finance", "tmp_x")}},
+			filtered: FilterTableExcluded,
+		},
+		{
+			name: "rename from excluded to included name still reaches the database",
+			ev: schemas.Event{EventType: "ALTER_TABLE", Database: "finance", Table: "tmp_x", Databases: []string{"finance"},
+				Payload: &schemas.TableChange{Before: tbl("finance", "tmp_x"), After: tbl("finance", "ledger")}},
+			dbs: []string{"finance"},
+		},
+		{
+			name: "rename across databases reaches both",
+			ev: schemas.Event{EventType: "ALTER_TABLE", Database: "sales", Table: "orders", Databases: []string{"finance", "sales"},
+				Payload: &schemas.TableChange{Before: tbl("sales", "orders"), After: tbl("finance", "orders")}},
+			dbs: []string{"finance", "sales"},
+		},
+		{
+			name: "rename into an out-of-scope database reaches the in-scope one only",
+			ev: schemas.Event{EventType: "ALTER_TABLE", Database: "sales", Table: "orders", Databases: []string{"hr", "sales"},
+				Payload: &schemas.TableChange{Before: tbl("sales", "orders"), After: tbl("hr", "orders")}},
+			dbs: []string{"sales"},
+		},
+		{
+			name: "commit touching two databases",
+			ev: schemas.Event{EventType: "COMMIT_TXN", Databases: []string{"finance", "sales"},
+				Payload: &schemas.Transaction{TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{{Database: "finance", Table: "ledger", WriteID: 1}, {Database: "sales", Table: "orders", WriteID: 3}}}},
+			dbs: []string{"finance", "sales"},
+		},
+		{
+			name: "insert files become tasks with mapped targets",
+			ev: schemas.Event{EventID: 42, EventType: "INSERT", Database: "sales", Table: "orders", Databases: []string{"sales"},
+				Payload: &schemas.InsertData{Table: tbl("sales", "orders")},
+				Files: []schemas.FileRef{
+					{URI: "hdfs://src:8020/warehouse/sales.db/orders/f0"},
+					{URI: "hdfs://src:8020/warehouse/sales.db/orders/f1", Checksum: "abc"},
+				}},
+			dbs:       []string{"sales"},
+			tasks:     []string{"hdfs://dr:8020/warehouse/sales.db/orders/f0", "hdfs://dr:8020/warehouse/sales.db/orders/f1"},
+			taskOwner: "sales.orders",
+		},
+		{
+			name: "files outside the roots are errors, not tasks",
+			ev: schemas.Event{EventID: 43, EventType: "INSERT", Database: "sales", Table: "orders", Databases: []string{"sales"},
+				Files: []schemas.FileRef{
+					{URI: "hdfs://src:8020/etc/passwd"},
+					{URI: "hdfs://src:8020/warehouse/../etc/shadow"},
+					{URI: "hdfs://other:8020/warehouse/x"},
+					{URI: "hdfs://src:8020/warehouse/sales.db/orders/ok"},
+				}},
+			dbs:       []string{"sales"},
+			tasks:     []string{"hdfs://dr:8020/warehouse/sales.db/orders/ok"},
+			errPaths:  []string{"hdfs://src:8020/etc/passwd", "hdfs://src:8020/warehouse/../etc/shadow", "hdfs://other:8020/warehouse/x"},
+			taskOwner: "sales.orders",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Route(tt.ev, pol)
+			if r.Filtered != tt.filtered {
+				t.Fatalf("filtered = %q, want %q", r.Filtered, tt.filtered)
+			}
+			if tt.filtered != "" {
+				return
+			}
+			if !slices.Equal(r.Event.Databases, tt.dbs) {
+				t.Errorf("databases = %v, want %v", r.Event.Databases, tt.dbs)
+			}
+			var targets []string
+			for _, task := range r.Tasks {
+				targets = append(targets, task.TargetURI)
+				if got := task.Database + "." + task.Table; got != tt.taskOwner {
+					t.Errorf("task %s belongs to %s, want %s", task.TaskID, got, tt.taskOwner)
+				}
+				if !strings.HasPrefix(task.TaskID, "4") {
+					t.Errorf("task id %q does not start with the event id", task.TaskID)
+				}
+			}
+			if !slices.Equal(targets, tt.tasks) {
+				t.Errorf("task targets = %v, want %v", targets, tt.tasks)
+			}
+			var errPaths []string
+			for _, e := range r.Event.Errors {
+				if e.Kind != schemas.ErrPathOutsideRoots || !strings.Contains(e.Message, e.Path) {
+					t.Errorf("error %+v: want PATH_OUTSIDE_ROOTS naming its path", e)
+				}
+				errPaths = append(errPaths, e.Path)
+			}
+			if !slices.Equal(errPaths, tt.errPaths) {
+				t.Errorf("error paths = %v, want %v", errPaths, tt.errPaths)
+			}
+			// Files that became tasks carry their task ID; refused ones none.
+			for _, f := range r.Event.Files {
+				if (f.TaskID != "") == slices.Contains(tt.errPaths, f.URI) {
+					t.Errorf("file %s has task id %q", f.URI, f.TaskID)
+				}
+			}
+		})
+	}
+}
+
+func TestRouteDoesNotAliasInput(t *testing.T) {
+	ev := schemas.Event{EventID: 1, Database: "sales", Databases: []string{"sales"},
+		Files: []schemas.FileRef{{URI: "hdfs://src:8020/warehouse/a"}}}
+	Route(ev, testPolicy(t))
+	if ev.Files[0].TaskID != "" {
+		t.Fatal("Route modified its input's files")
+	}
+}

@@ -1,0 +1,425 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// Codec turns records into Kafka values and back (schemas.Serde: the
+// Confluent wire format with registered schemas).
+type Codec interface {
+	Encode(v any) ([]byte, error)
+	Decode(ctx context.Context, b []byte) (any, error)
+}
+
+// Header keys the tailer sets on every record, so that consumers and tools
+// can route without decoding the value.
+const (
+	HeaderType    = "hivedr.type"     // record full name, e.g. io.hivedr.MetastoreEvent
+	HeaderEventID = "hivedr.event_id" // decimal event ID, on events and copy tasks
+)
+
+// Config wires a Tailer.
+type Config struct {
+	// Conf is the loaded configuration (source name, Kafka, tailer tuning,
+	// replication policy).
+	Conf *config.Config
+	// Source is the notification log to read.
+	Source Source
+	// Codec encodes records (and decodes the checkpoint).
+	Codec Codec
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// Metrics; nil means new, unregistered metrics.
+	Metrics *Metrics
+	// KafkaOpts are added to every Kafka client the tailer makes (TLS, SASL,
+	// test hooks).
+	KafkaOpts []kgo.Opt
+}
+
+// Tailer publishes the source notification log to Kafka. Create it with New
+// and run it with Run; it is not reusable after Run returns.
+type Tailer struct {
+	cfg    Config
+	conf   *config.Config
+	topics kafka.Topics
+	log    *slog.Logger
+	m      *Metrics
+
+	prod *kgo.Client // transactional
+	adm  *kadm.Client
+
+	checkpoint     int64 // last event ID published or filtered, committed
+	checkpointTime time.Time
+	head           int64
+	created        map[string]bool // topics known to exist
+	inScope        []string        // in-scope databases, for heartbeats
+	lastDBRefresh  time.Time
+	lastHeartbeat  time.Time
+}
+
+// New checks cfg and connects to Kafka. Nothing is read or written yet.
+func New(cfg Config) (*Tailer, error) {
+	if cfg.Conf == nil || cfg.Source == nil || cfg.Codec == nil {
+		return nil, errors.New("producer: Config needs Conf, Source and Codec")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	c := cfg.Conf
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(c.Kafka.Brokers...),
+		kgo.TransactionalID(c.Tailer.TransactionalID),
+		kgo.TransactionTimeout(60 * time.Second),
+		kgo.ProducerBatchMaxBytes(16 << 20),
+		kgo.MaxBufferedRecords(1 << 20),
+		kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+	}, cfg.KafkaOpts...)
+	prod, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka producer: %w", err)
+	}
+	return &Tailer{
+		cfg: cfg, conf: c, topics: kafka.Topics{Prefix: c.Kafka.TopicPrefix},
+		log: cfg.Logger.With("role", "tailer", "source", c.Source.Name), m: cfg.Metrics,
+		prod: prod, adm: kadm.NewClient(prod), created: map[string]bool{},
+	}, nil
+}
+
+// Run tails until ctx ends (returning nil) or a fatal error: a broken chain
+// (errors.Is(err, ErrChainBroken)), a fenced producer, or a configuration
+// the cluster refuses. Transient source and Kafka errors are retried.
+func (t *Tailer) Run(ctx context.Context) error {
+	defer t.prod.Close()
+	if err := t.start(ctx); err != nil {
+		t.m.setState(StateFailed)
+		return err
+	}
+	t.m.setState(StateRunning)
+	backoff := time.Second
+	for {
+		progressed, err := t.step(ctx)
+		switch {
+		case ctx.Err() != nil:
+			t.m.setState(StateStopped)
+			return nil
+		case errors.Is(err, ErrChainBroken):
+			t.m.setState(StateChainBroken)
+			t.log.Error("chain broken: stopping", "err", err)
+			return err
+		case isFatalKafka(err):
+			t.m.setState(StateFailed)
+			return err
+		case err != nil:
+			t.m.errors.Inc()
+			t.log.Warn("tail step failed; retrying from the checkpoint", "err", err, "checkpoint", t.checkpoint, "backoff", backoff)
+			if !sleep(ctx, backoff) {
+				t.m.setState(StateStopped)
+				return nil
+			}
+			backoff = min(backoff*2, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		if !progressed && !sleep(ctx, t.conf.Tailer.PollInterval.Duration) {
+			t.m.setState(StateStopped)
+			return nil
+		}
+	}
+}
+
+// start creates the shared topics, fences any earlier tailer with the same
+// transactional ID and reads the checkpoint.
+func (t *Tailer) start(ctx context.Context) error {
+	k := t.conf.Kafka
+	if err := kafka.Ensure(ctx, t.adm,
+		kafka.Spec{Name: t.topics.Manifests(), Partitions: k.ManifestPartitions, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration},
+		kafka.Spec{Name: t.topics.Completions(), Partitions: k.ManifestPartitions, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration},
+		kafka.Spec{Name: t.topics.Checkpoints(), Partitions: 1, ReplicationFactor: k.ReplicationFactor, Compact: true},
+	); err != nil {
+		return err
+	}
+	// Loading the producer ID runs InitProducerID for our transactional
+	// ID: it fences any zombie tailer and aborts a transaction a killed
+	// tailer left open, so the checkpoint read below sees only what was
+	// committed.
+	if _, _, err := t.prod.ProducerID(ctx); err != nil {
+		return fmt.Errorf("init transactional producer %q: %w", t.conf.Tailer.TransactionalID, err)
+	}
+	cp, found, err := readCheckpoint(ctx, t.prod, t.topics.Checkpoints(), t.conf.Source.Name, t.cfg.Codec,
+		append([]kgo.Opt{kgo.SeedBrokers(t.conf.Kafka.Brokers...)}, t.cfg.KafkaOpts...))
+	if err != nil {
+		return err
+	}
+	if found {
+		t.checkpoint, t.checkpointTime = cp.LastEventID, cp.LastEventTime
+		t.log.Info("resuming from checkpoint", "event_id", cp.LastEventID, "written", cp.Written)
+	} else {
+		start, _ := t.conf.Tailer.StartPosition()
+		switch start {
+		case -1:
+			if start, err = t.cfg.Source.Head(ctx); err != nil {
+				return err
+			}
+			t.log.Info("no checkpoint: starting at the log's head; earlier events are not published (bootstrap them separately)", "event_id", start)
+		case 0:
+			first, err := t.cfg.Source.Next(ctx, 0, 1)
+			if err != nil {
+				return err
+			}
+			if len(first) > 0 {
+				start = first[0].EventID - 1
+			}
+			t.log.Info("no checkpoint: starting at the log's first event", "event_id", start+1)
+		default:
+			t.log.Info("no checkpoint: starting after the configured event", "event_id", start)
+		}
+		t.checkpoint = start
+	}
+	t.m.lastPublished.Set(float64(t.checkpoint))
+	return nil
+}
+
+// step reads one batch and publishes it in one transaction, with
+// heartbeats when due. It reports whether it published any event.
+func (t *Tailer) step(ctx context.Context) (bool, error) {
+	if time.Since(t.lastDBRefresh) > 30*time.Second {
+		if err := t.refreshDatabases(ctx); err != nil {
+			return false, err
+		}
+	}
+	pollStart := time.Now()
+	evs, err := t.cfg.Source.Next(ctx, t.checkpoint, t.conf.Tailer.BatchSize)
+	t.m.pollSeconds.Observe(time.Since(pollStart).Seconds())
+	if err != nil {
+		return false, err
+	}
+	if len(evs) == 0 || t.head < evs[len(evs)-1].EventID {
+		if t.head, err = t.cfg.Source.Head(ctx); err != nil {
+			return false, err
+		}
+		t.m.sourceHead.Set(float64(t.head))
+	}
+	n := contiguous(t.checkpoint, evs)
+	if n == 0 && (len(evs) > 0 || t.head > t.checkpoint) {
+		if len(evs) == 0 {
+			// The head moved past us but nothing came back: either events
+			// arrived between the two calls, or everything after the
+			// checkpoint was purged. Ask again to tell which.
+			if evs, err = t.cfg.Source.Next(ctx, t.checkpoint, 1); err != nil {
+				return false, err
+			}
+		}
+		if len(evs) == 0 || evs[0].EventID != t.checkpoint+1 {
+			gap := &GapError{Checkpoint: t.checkpoint, Head: t.head}
+			if len(evs) > 0 {
+				gap.Found = evs[0].EventID
+			}
+			return false, gap
+		}
+		return true, nil // a new event appeared; the next step takes it
+	}
+	evs = evs[:n] // a gap inside the batch is reported by the next step
+
+	heartbeat := time.Since(t.lastHeartbeat) >= t.conf.Tailer.HeartbeatInterval.Duration
+	if len(evs) == 0 && !heartbeat {
+		return false, nil
+	}
+	if err := t.publish(ctx, evs, heartbeat); err != nil {
+		return false, err
+	}
+	return len(evs) > 0, nil
+}
+
+// publish writes evs, their copy tasks, heartbeats if due, and the new
+// checkpoint in one Kafka transaction.
+//
+// Guarantee 2 (no loss, no gap, exactly once): the checkpoint record
+// commits or aborts together with the events it covers, and a restarted
+// tailer resumes from the newest committed checkpoint after fencing the
+// old producer, so a read_committed consumer sees every event once.
+func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) error {
+	var recs []*kgo.Record
+	cp, cpTime := t.checkpoint, t.checkpointTime
+	for _, raw := range evs {
+		ev := Decode(raw)
+		ev.Source = t.conf.Source.Name
+		t.m.eventsRead.WithLabelValues(ev.EventType).Inc()
+		r := Route(ev, &t.conf.Replication)
+		cp, cpTime = ev.EventID, ev.EventTime
+		if r.Filtered != "" {
+			t.m.eventsFiltered.WithLabelValues(r.Filtered, ev.Database).Inc()
+			continue
+		}
+		if len(r.Event.Errors) > 0 {
+			t.log.Warn("publishing event with errors; the applier will halt its databases on it",
+				"event_id", ev.EventID, "type", ev.EventType, "databases", r.Event.Databases, "errors", r.Event.Errors)
+		}
+		val, err := t.cfg.Codec.Encode(&r.Event)
+		if err != nil {
+			return fmt.Errorf("encode event %d (%s): %w", ev.EventID, ev.EventType, err)
+		}
+		id := strconv.FormatInt(ev.EventID, 10)
+		for _, db := range r.Event.Databases {
+			topic := t.topics.Events(db)
+			if err := t.ensureEventsTopic(ctx, topic); err != nil {
+				return err
+			}
+			recs = append(recs, record(topic, id, val, "io.hivedr.MetastoreEvent", id))
+			t.m.eventsPublished.WithLabelValues(ev.EventType, db).Inc()
+		}
+		for i := range r.Tasks {
+			tv, err := t.cfg.Codec.Encode(&r.Tasks[i])
+			if err != nil {
+				return fmt.Errorf("encode copy task %s: %w", r.Tasks[i].TaskID, err)
+			}
+			recs = append(recs, record(t.topics.Manifests(), r.Tasks[i].TaskID, tv, "io.hivedr.CopyTask", id))
+		}
+		t.m.tasksPublished.Add(float64(len(r.Tasks)))
+	}
+	if heartbeat {
+		now := time.Now()
+		for _, db := range t.inScope {
+			topic := t.topics.Events(db)
+			if err := t.ensureEventsTopic(ctx, topic); err != nil {
+				return err
+			}
+			hv, err := t.cfg.Codec.Encode(&schemas.Heartbeat{
+				Database: db, ScannedEventID: cp, ScannedEventTime: cpTime,
+				SourceHeadEventID: t.head, Sent: now, Source: t.conf.Source.Name,
+			})
+			if err != nil {
+				return fmt.Errorf("encode heartbeat for %s: %w", db, err)
+			}
+			recs = append(recs, record(topic, "heartbeat", hv, "io.hivedr.Heartbeat", ""))
+		}
+	}
+	cv, err := t.cfg.Codec.Encode(&schemas.TailerCheckpoint{
+		Source: t.conf.Source.Name, LastEventID: cp, LastEventTime: cpTime, Written: time.Now(), State: StateRunning,
+	})
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	recs = append(recs, record(t.topics.Checkpoints(), t.conf.Source.Name, cv, "io.hivedr.TailerCheckpoint", ""))
+
+	start := time.Now()
+	if err := t.transact(ctx, recs); err != nil {
+		return err
+	}
+	t.m.produceSeconds.Observe(time.Since(start).Seconds())
+	t.checkpoint, t.checkpointTime = cp, cpTime
+	t.m.lastPublished.Set(float64(cp))
+	if heartbeat {
+		t.lastHeartbeat = time.Now()
+	}
+	return nil
+}
+
+// transact produces recs in one transaction and commits it; on any error
+// it aborts, so nothing of the batch becomes visible.
+func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
+	if err := t.prod.BeginTransaction(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	var firstErr error
+	done := make(chan struct{}, len(recs))
+	for _, r := range recs {
+		t.prod.Produce(ctx, r, func(r *kgo.Record, err error) {
+			if err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+			}
+			done <- struct{}{}
+		})
+	}
+	for range recs {
+		<-done
+	}
+	commit := kgo.TryCommit
+	if firstErr != nil {
+		commit = kgo.TryAbort
+		if err := t.prod.AbortBufferedRecords(ctx); err != nil {
+			return errors.Join(firstErr, fmt.Errorf("abort buffered records: %w", err))
+		}
+	}
+	if err := t.prod.EndTransaction(ctx, commit); err != nil {
+		return errors.Join(firstErr, fmt.Errorf("end transaction: %w", err))
+	}
+	return firstErr
+}
+
+func record(topic, key string, value []byte, typ, eventID string) *kgo.Record {
+	r := &kgo.Record{Topic: topic, Key: []byte(key), Value: value,
+		Headers: []kgo.RecordHeader{{Key: HeaderType, Value: []byte(typ)}}}
+	if eventID != "" {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderEventID, Value: []byte(eventID)})
+	}
+	return r
+}
+
+// ensureEventsTopic creates a database's topic the first time it is needed:
+// one partition, for total order.
+func (t *Tailer) ensureEventsTopic(ctx context.Context, topic string) error {
+	if t.created[topic] {
+		return nil
+	}
+	k := t.conf.Kafka
+	if err := kafka.Ensure(ctx, t.adm, kafka.Spec{Name: topic, Partitions: 1, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration}); err != nil {
+		return err
+	}
+	t.created[topic] = true
+	return nil
+}
+
+// refreshDatabases re-reads which source databases are in scope, for
+// heartbeats.
+func (t *Tailer) refreshDatabases(ctx context.Context) error {
+	dbs, err := t.cfg.Source.Databases(ctx)
+	if err != nil {
+		return err
+	}
+	var in []string
+	for _, db := range dbs {
+		if _, ok := t.conf.Replication.Scope(db); ok {
+			in = append(in, db)
+		}
+	}
+	slices.Sort(in)
+	t.inScope = in
+	t.lastDBRefresh = time.Now()
+	return nil
+}
+
+// isFatalKafka reports errors no retry can fix: another tailer with our
+// transactional ID fenced us, or the cluster refuses us the ID.
+func isFatalKafka(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.InvalidTransactionTimeout)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
+}

@@ -1,0 +1,247 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// memRegistry is an in-memory schemas.Registry for unit tests.
+type memRegistry struct {
+	mu  sync.Mutex
+	ids map[string]int
+	byID []string
+}
+
+func (r *memRegistry) Register(_ context.Context, _, schema string) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids == nil {
+		r.ids = map[string]int{}
+	}
+	if id, ok := r.ids[schema]; ok {
+		return id, nil
+	}
+	r.byID = append(r.byID, schema)
+	r.ids[schema] = len(r.byID)
+	return len(r.byID), nil
+}
+
+func (r *memRegistry) SchemaByID(_ context.Context, id int) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id < 1 || id > len(r.byID) {
+		return "", fmt.Errorf("no schema %d", id)
+	}
+	return r.byID[id-1], nil
+}
+
+// memSource is a notification log in memory.
+type memSource struct {
+	mu  sync.Mutex
+	evs []RawEvent
+}
+
+func (s *memSource) add(db, typ string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := int64(len(s.evs) + 1)
+	if len(s.evs) > 0 {
+		id = s.evs[len(s.evs)-1].EventID + 1
+	}
+	s.evs = append(s.evs, RawEvent{EventID: id, EventTime: 1_700_000_000 + id, EventType: typ, Catalog: "hive",
+		Database: db, MessageFormat: "json-0.2", Message: `{"db":"` + db + `"}`})
+}
+
+func (s *memSource) purge(upTo int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.evs) > 0 && s.evs[0].EventID <= upTo {
+		s.evs = s.evs[1:]
+	}
+}
+
+func (s *memSource) Head(context.Context) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.evs) == 0 {
+		return 0, nil
+	}
+	return s.evs[len(s.evs)-1].EventID, nil
+}
+
+func (s *memSource) Next(_ context.Context, after int64, max int) ([]RawEvent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []RawEvent
+	for _, e := range s.evs {
+		if e.EventID > after && len(out) < max {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (s *memSource) Databases(context.Context) ([]string, error) { return []string{"sales", "hr"}, nil }
+func (s *memSource) Close() error                                { return nil }
+
+type fixture struct {
+	conf  *config.Config
+	src   *memSource
+	serde *schemas.Serde
+	opts  []kgo.Opt
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	conf := config.Default()
+	conf.Kafka.Brokers = cluster.ListenAddrs()
+	conf.Kafka.ManifestPartitions = 2
+	conf.Tailer.BatchSize = 7
+	conf.Tailer.PollInterval = config.Duration{Duration: 10 * time.Millisecond}
+	conf.Tailer.HeartbeatInterval = config.Duration{Duration: time.Hour}
+	conf.Tailer.StartEventID = "earliest"
+	conf.Replication.Databases = []config.DatabasePolicy{{Name: "sales"}}
+	if err := conf.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	serde, err := schemas.NewSerde(context.Background(), &memRegistry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{conf: conf, src: &memSource{}, serde: serde}
+}
+
+// run runs a tailer until the checkpoint reaches upTo or it fails.
+func (f *fixture) run(t *testing.T, upTo int64) error {
+	t.Helper()
+	tl, err := New(Config{Conf: f.conf, Source: f.src, Codec: f.serde, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(ctx) }()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+		if got := readGauge(tl); got >= upTo {
+			cancel()
+			return <-done
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("tailer did not reach event %d (at %d)", upTo, readGauge(tl))
+		}
+	}
+}
+
+// readGauge is the race-free view of the tailer's checkpoint.
+func readGauge(tl *Tailer) int64 { return int64(testutil.ToFloat64(tl.m.lastPublished)) }
+
+func (f *fixture) eventIDs(t *testing.T, db string) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.conf.Kafka.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topic := kafka.Topics{Prefix: f.conf.Kafka.TopicPrefix}.Events(db)
+	end, err := kafka.CommittedEnd(ctx, cl, topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := kafka.ReadCommitted(ctx, []kgo.Opt{kgo.SeedBrokers(f.conf.Kafka.Brokers...)}, topic, 0, 0, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, r := range recs {
+		v, err := f.serde.Decode(ctx, r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev, ok := v.(*schemas.Event); ok {
+			if k, _ := strconv.ParseInt(string(r.Key), 10, 64); k != ev.EventID {
+				t.Errorf("record key %q, event id %d", r.Key, ev.EventID)
+			}
+			ids = append(ids, ev.EventID)
+		}
+	}
+	return ids
+}
+
+func TestTailerResumesFromCheckpointWithoutDuplicates(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 30; i++ {
+		db := "sales"
+		if i%3 == 0 {
+			db = "hr" // out of scope: filtered, but still moves the checkpoint
+		}
+		f.src.add(db, "CREATE_DATABASE")
+	}
+	if err := f.run(t, 30); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 12; i++ {
+		f.src.add("sales", "CREATE_DATABASE")
+	}
+	if err := f.run(t, 42); err != nil {
+		t.Fatal(err)
+	}
+	ids := f.eventIDs(t, "sales")
+	var want []int64
+	for id := int64(1); id <= 42; id++ {
+		if id > 30 || (id-1)%3 != 0 {
+			want = append(want, id)
+		}
+	}
+	if fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Fatalf("sales topic has events %v, want %v", ids, want)
+	}
+}
+
+func TestTailerStopsOnPurgedLog(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 10; i++ {
+		f.src.add("sales", "CREATE_DATABASE")
+	}
+	if err := f.run(t, 10); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		f.src.add("sales", "CREATE_DATABASE")
+	}
+	f.src.purge(14) // events 11..14 are gone while the tailer is stopped
+	err := f.run(t, 20)
+	var gap *GapError
+	if !errors.Is(err, ErrChainBroken) || !errors.As(err, &gap) || gap.Checkpoint != 10 || gap.Found != 15 {
+		t.Fatalf("err = %v; want a CHAIN_BROKEN gap after checkpoint 10 finding 15", err)
+	}
+	if ids := f.eventIDs(t, "sales"); len(ids) != 10 {
+		t.Fatalf("events after the gap were published: %v", ids)
+	}
+}

@@ -1,0 +1,237 @@
+package schemas
+
+import "time"
+
+// The Go forms of the records in the *.avsc files beside this file. Field
+// docs live in the schemas; names map snake_case <-> CamelCase one to one.
+// Nullable Avro fields are pointers (records) or use the zero value where
+// the schema's default is the zero value.
+
+// Event is a MetastoreEvent: one entry of the source notification log.
+type Event struct {
+	EventID       int64
+	EventTime     time.Time
+	EventType     string
+	Catalog       string
+	Database      string // "" encodes as null
+	Table         string // "" encodes as null
+	Databases     []string
+	Source        string
+	MessageFormat string
+	Message       string
+	Payload       Payload // nil encodes as null
+	Files         []FileRef
+	Errors        []EventError
+}
+
+// Payload is one of *DatabaseChange, *TableChange, *PartitionChange,
+// *InsertData, *Transaction, *WriteIDAllocation, *ColumnStats.
+type Payload interface{ isPayload() }
+
+func (*DatabaseChange) isPayload()    {}
+func (*TableChange) isPayload()       {}
+func (*PartitionChange) isPayload()   {}
+func (*InsertData) isPayload()        {}
+func (*Transaction) isPayload()       {}
+func (*WriteIDAllocation) isPayload() {}
+func (*ColumnStats) isPayload()       {}
+
+// DatabaseChange is CREATE/ALTER/DROP_DATABASE.
+type DatabaseChange struct {
+	Before, After *Database
+}
+
+// Database is a metastore database.
+type Database struct {
+	Name            string
+	Description     string
+	Location        string
+	ManagedLocation string
+	Owner           string
+	Parameters      map[string]string
+}
+
+// TableChange is CREATE/ALTER/DROP_TABLE.
+type TableChange struct {
+	Before, After *Table
+	IsTruncate    bool
+}
+
+// Table is a metastore table or view.
+type Table struct {
+	Database         string
+	Name             string
+	Owner            string
+	TableType        string
+	Location         string
+	Columns          []Column
+	PartitionKeys    []Column
+	Parameters       map[string]string
+	Storage          Storage
+	ViewOriginalText string
+	ViewExpandedText string
+	CreateTime       int64
+	WriteID          int64
+	ThriftJSON       string
+}
+
+// Column is a column or partition key.
+type Column struct {
+	Name, Type, Comment string
+}
+
+// Storage is the format part of a storage descriptor.
+type Storage struct {
+	InputFormat     string
+	OutputFormat    string
+	SerdeLib        string
+	SerdeParameters map[string]string
+	Compressed      bool
+	NumBuckets      int32
+	BucketColumns   []string
+	Parameters      map[string]string
+}
+
+// PartitionChange is ADD/ALTER/DROP_PARTITION.
+type PartitionChange struct {
+	Table         *Table
+	Before, After []Partition
+	IsTruncate    bool
+}
+
+// Partition is a partition of a table.
+type Partition struct {
+	Values     []string
+	Location   string
+	Parameters map[string]string
+	Columns    []Column
+	Storage    *Storage
+	CreateTime int64
+	WriteID    int64
+	ThriftJSON string
+}
+
+// InsertData is INSERT (INTO, or OVERWRITE when Replace).
+type InsertData struct {
+	Table     *Table
+	Partition *Partition
+	Replace   bool
+}
+
+// Transaction is OPEN_TXN, COMMIT_TXN or ABORT_TXN.
+type Transaction struct {
+	TxnIDs   []int64
+	WriteIDs []TableWriteID
+}
+
+// TableWriteID is a table's write ID within a transaction.
+type TableWriteID struct {
+	Database, Table string
+	WriteID         int64
+}
+
+// WriteIDAllocation is ALLOC_WRITE_ID.
+type WriteIDAllocation struct {
+	Database, Table string
+	Allocations     []TxnWriteID
+}
+
+// TxnWriteID pairs a transaction with the write ID it got.
+type TxnWriteID struct {
+	TxnID, WriteID int64
+}
+
+// ColumnStats is an update or delete of column statistics.
+type ColumnStats struct {
+	Database, Table string
+	PartitionValues []string
+	Columns         []string
+	StatsJSON       string
+}
+
+// FileRef is a data file an event references.
+type FileRef struct {
+	URI, Checksum, CMRoot, Subdir, TaskID string
+}
+
+// EventErrorKind says why an event cannot be applied as is.
+type EventErrorKind string
+
+// The kinds of EventError.
+const (
+	ErrUnknown          EventErrorKind = "UNKNOWN" // the schema's default; what "" encodes as
+	ErrDecode           EventErrorKind = "DECODE"
+	ErrUnknownEventType EventErrorKind = "UNKNOWN_EVENT_TYPE"
+	ErrPathOutsideRoots EventErrorKind = "PATH_OUTSIDE_ROOTS"
+)
+
+// EventError is a reason the applier must halt at an event.
+type EventError struct {
+	Kind    EventErrorKind
+	Message string
+	Path    string
+}
+
+// CopyTask is one file to copy.
+type CopyTask struct {
+	TaskID    string
+	EventID   int64
+	EventTime time.Time
+	Database  string
+	Table     string
+	SourceURI string
+	TargetURI string
+	Checksum  string
+	CMRoot    string
+	Subdir    string
+}
+
+// CopyStatus is the outcome of a copy task.
+type CopyStatus string
+
+// The outcomes of a copy task.
+const (
+	StatusUnknown          CopyStatus = "UNKNOWN" // the schema's default; what "" encodes as
+	StatusCopied           CopyStatus = "COPIED"
+	StatusSkippedIdentical CopyStatus = "SKIPPED_IDENTICAL"
+	StatusFailed           CopyStatus = "FAILED"
+	StatusSourceGone       CopyStatus = "SOURCE_GONE"
+)
+
+// CopyCompletion is the outcome of one copy task.
+type CopyCompletion struct {
+	TaskID       string
+	EventID      int64
+	Database     string
+	SourceURI    string
+	TargetURI    string
+	Status       CopyStatus
+	Length       int64
+	CRC32C       *uint32
+	Verification string
+	CopiedFrom   string
+	Error        string
+	Evidence     string
+	Attempts     int32
+	Started      time.Time
+	Finished     time.Time
+}
+
+// Heartbeat keeps a quiet database's lag true.
+type Heartbeat struct {
+	Database          string
+	ScannedEventID    int64
+	ScannedEventTime  time.Time
+	SourceHeadEventID int64
+	Sent              time.Time
+	Source            string
+}
+
+// TailerCheckpoint is the tailer's position.
+type TailerCheckpoint struct {
+	Source        string
+	LastEventID   int64
+	LastEventTime time.Time
+	Written       time.Time
+	State         string
+}
