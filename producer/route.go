@@ -11,7 +11,7 @@ import (
 // Reasons an event is not published to any database topic; they label the
 // filtered-events metric.
 const (
-	FilterNoDatabase    = "no_database"     // e.g. OPEN_TXN: concerns no database
+	FilterNoDatabase    = "no_database" // e.g. OPEN_TXN: concerns no database
 	FilterOutOfScope    = "database_out_of_scope"
 	FilterTableExcluded = "table_excluded"
 )

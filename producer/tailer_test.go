@@ -22,8 +22,8 @@ import (
 
 // memRegistry is an in-memory schemas.Registry for unit tests.
 type memRegistry struct {
-	mu  sync.Mutex
-	ids map[string]int
+	mu   sync.Mutex
+	ids  map[string]int
 	byID []string
 }
 
