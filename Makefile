@@ -6,7 +6,7 @@ GO      ?= go
 STACK   := bash e2e/stack/stack.sh
 PKGS     = $(shell $(GO) list ./... | grep -v '/e2e$$')
 
-.PHONY: all build test unit e2e vet fmt-check demo stack-up stack-down stack-status stack-clean
+.PHONY: all build test unit e2e vet fmt-check demo bench-tail stack-up stack-down stack-status stack-clean
 
 all: build
 
@@ -31,6 +31,10 @@ vet: fmt-check
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); \
 	if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+
+## bench-tail: tailer throughput from a 200,000-event Postgres log into Kafka
+bench-tail: stack-up
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkTailerPostgres -benchtime 1x -timeout 30m ./e2e/
 
 ## stack-up / stack-down / stack-status: the local real stack (e2e/stack)
 stack-up:

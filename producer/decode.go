@@ -2,7 +2,6 @@ package producer
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,10 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/thrift/lib/go/thrift"
-	"github.com/beltran/gohive/hive_metastore"
-
-	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -30,9 +25,9 @@ import (
 // The JSON field names come from the metastore's JSON*Message classes
 // (org.apache.hadoop.hive.metastore.messaging.json). Embedded metastore
 // objects (tableObjJson, partitionListJson, dbJson, colStatsJson, ...) are
-// Thrift structs serialized with TJSONProtocol; they are read into gohive's
-// generated hive_metastore types and mapped to schemas types, keeping the
-// original text in ThriftJSON.
+// Thrift structs serialized with TJSONProtocol; tjson.go reads the fields
+// Decode uses straight into schemas types, keeping the original text in
+// ThriftJSON.
 
 // defaultCatalog is the metastore's default catalog, used when a row has
 // no CAT_NAME (transaction events are logged without one).
@@ -193,10 +188,12 @@ func (d *decoder) decode() (err error) {
 			err = fmt.Errorf("%s message: panic while decoding: %v", d.raw.EventType, r)
 		}
 	}()
-	msg, err := hms.MessageJSON(d.raw.MessageFormat, d.raw.Message)
+	m, err := decodeMessageJSON(d.raw.MessageFormat, d.raw.Message)
 	if err != nil {
 		return fmt.Errorf("%s message: %w", d.raw.EventType, err)
 	}
+	defer m.release()
+	msg := m.json
 	if fn == nil {
 		if !json.Valid(msg) {
 			return fmt.Errorf("%s message: not valid JSON", d.raw.EventType)
@@ -266,118 +263,30 @@ func decodeJSON(msg []byte, v any) error {
 	return nil
 }
 
-// parseThrift reads a TJSONProtocol text into obj.
-func parseThrift(field, text string, obj thrift.TStruct) error {
+// parseThrift reads one embedded metastore object with read (tjson.go),
+// naming the message field in its error.
+func parseThrift[T any](field, text string, read func(string) (T, error)) (T, error) {
+	var zero T
 	if text == "" {
-		return fmt.Errorf("%s: empty", field)
+		return zero, fmt.Errorf("%s: empty", field)
 	}
-	buf := &thrift.TMemoryBuffer{Buffer: bytes.NewBufferString(text)}
-	if err := obj.Read(context.Background(), thrift.NewTJSONProtocol(buf)); err != nil {
-		return fmt.Errorf("%s: thrift json: %w", field, err)
+	v, err := read(text)
+	if err != nil {
+		return zero, fmt.Errorf("%s: thrift json: %w", field, err)
 	}
-	return nil
+	return v, nil
 }
 
 func parseThriftTable(field, text string) (*schemas.Table, error) {
-	var t hive_metastore.Table
-	if err := parseThrift(field, text, &t); err != nil {
-		return nil, err
-	}
-	return decodeTable(&t, text), nil
+	return parseThrift(field, text, tjsonTable)
 }
 
 func parseThriftPartition(field, text string) (*schemas.Partition, error) {
-	var p hive_metastore.Partition
-	if err := parseThrift(field, text, &p); err != nil {
-		return nil, err
-	}
-	return decodePartition(&p, text), nil
+	return parseThrift(field, text, tjsonPartition)
 }
 
 func parseThriftDatabase(field, text string) (*schemas.Database, error) {
-	var db hive_metastore.Database
-	if err := parseThrift(field, text, &db); err != nil {
-		return nil, err
-	}
-	return &schemas.Database{
-		Name:            db.Name,
-		Description:     db.Description,
-		Location:        db.LocationUri,
-		ManagedLocation: db.GetManagedLocationUri(),
-		Owner:           db.GetOwnerName(),
-		Parameters:      db.Parameters,
-	}, nil
-}
-
-func decodeColumns(fs []*hive_metastore.FieldSchema) []schemas.Column {
-	if len(fs) == 0 {
-		return nil
-	}
-	out := make([]schemas.Column, 0, len(fs))
-	for _, f := range fs {
-		if f != nil {
-			out = append(out, schemas.Column{Name: f.Name, Type: f.Type, Comment: f.Comment})
-		}
-	}
-	return out
-}
-
-func decodeStorage(sd *hive_metastore.StorageDescriptor) schemas.Storage {
-	if sd == nil {
-		return schemas.Storage{NumBuckets: -1}
-	}
-	s := schemas.Storage{
-		InputFormat:   sd.InputFormat,
-		OutputFormat:  sd.OutputFormat,
-		Compressed:    sd.Compressed,
-		NumBuckets:    sd.NumBuckets,
-		BucketColumns: sd.BucketCols,
-		Parameters:    sd.Parameters,
-	}
-	if sd.SerdeInfo != nil {
-		s.SerdeLib = sd.SerdeInfo.SerializationLib
-		s.SerdeParameters = sd.SerdeInfo.Parameters
-	}
-	return s
-}
-
-func decodeTable(t *hive_metastore.Table, text string) *schemas.Table {
-	out := &schemas.Table{
-		Database:         t.DbName,
-		Name:             t.TableName,
-		Owner:            t.Owner,
-		TableType:        t.TableType,
-		PartitionKeys:    decodeColumns(t.PartitionKeys),
-		Parameters:       t.Parameters,
-		Storage:          decodeStorage(t.Sd),
-		ViewOriginalText: t.ViewOriginalText,
-		ViewExpandedText: t.ViewExpandedText,
-		CreateTime:       int64(t.CreateTime),
-		WriteID:          t.WriteId,
-		ThriftJSON:       text,
-	}
-	if t.Sd != nil {
-		out.Location = t.Sd.Location
-		out.Columns = decodeColumns(t.Sd.Cols)
-	}
-	return out
-}
-
-func decodePartition(p *hive_metastore.Partition, text string) *schemas.Partition {
-	out := &schemas.Partition{
-		Values:     p.Values,
-		Parameters: p.Parameters,
-		CreateTime: int64(p.CreateTime),
-		WriteID:    p.WriteId,
-		ThriftJSON: text,
-	}
-	if p.Sd != nil {
-		out.Location = p.Sd.Location
-		out.Columns = decodeColumns(p.Sd.Cols)
-		st := decodeStorage(p.Sd)
-		out.Storage = &st
-	}
-	return out
+	return parseThrift(field, text, tjsonDatabase)
 }
 
 // decodeBool is a boolean the metastore may log as a JSON string
@@ -931,27 +840,21 @@ func decodeUpdateColStat(d *decoder, msg []byte, partitioned bool) error {
 	if err := decodeJSON(msg, &m); err != nil {
 		return err
 	}
-	var cs hive_metastore.ColumnStatistics
-	if err := parseThrift("colStatsJson", m.ColStatsJSON, &cs); err != nil {
+	cs, err := parseThrift("colStatsJson", m.ColStatsJSON, tjsonColumnStatistics)
+	if err != nil {
 		return err
 	}
 	out := &schemas.ColumnStats{Database: m.Database, Table: d.raw.Table, StatsJSON: m.ColStatsJSON}
-	if cs.StatsDesc != nil {
-		if cs.StatsDesc.DbName != "" {
-			out.Database = cs.StatsDesc.DbName
-		}
-		if cs.StatsDesc.TableName != "" {
-			out.Table = cs.StatsDesc.TableName
-		}
+	if cs.database != "" {
+		out.Database = cs.database
+	}
+	if cs.table != "" {
+		out.Table = cs.table
 	}
 	if out.Database == "" {
 		out.Database = d.raw.Database
 	}
-	for _, o := range cs.StatsObj {
-		if o != nil {
-			out.Columns = append(out.Columns, o.ColName)
-		}
-	}
+	out.Columns = cs.columns
 	if partitioned {
 		out.PartitionValues = m.PartVals
 	}

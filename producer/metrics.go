@@ -1,6 +1,9 @@
 package producer
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
 
 // Tailer states, as the hivedr_tailer_state gauge and status report them.
 const (
@@ -83,4 +86,25 @@ func (m *Metrics) setState(s string) {
 		}
 		m.state.WithLabelValues(st).Set(v)
 	}
+}
+
+// LastPublished is the checkpoint: the last event ID covered by a committed
+// transaction.
+func (m *Metrics) LastPublished() int64 { return int64(gaugeValue(m.lastPublished)) }
+
+// TasksPublished is the number of copy tasks published.
+func (m *Metrics) TasksPublished() int64 {
+	var pb dto.Metric
+	if err := m.tasksPublished.Write(&pb); err != nil {
+		return 0
+	}
+	return int64(pb.GetCounter().GetValue())
+}
+
+func gaugeValue(g prometheus.Gauge) float64 {
+	var pb dto.Metric
+	if err := g.Write(&pb); err != nil {
+		return 0
+	}
+	return pb.GetGauge().GetValue()
 }

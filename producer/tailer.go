@@ -282,7 +282,7 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 			if err := t.ensureEventsTopic(ctx, topic); err != nil {
 				return err
 			}
-			recs = append(recs, record(topic, id, val, "io.hivedr.MetastoreEvent", id))
+			recs = append(recs, record(topic, id, val, schemas.NameMetastoreEvent, id))
 			t.m.eventsPublished.WithLabelValues(ev.EventType, db).Inc()
 		}
 		for i := range r.Tasks {
@@ -290,7 +290,7 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 			if err != nil {
 				return fmt.Errorf("encode copy task %s: %w", r.Tasks[i].TaskID, err)
 			}
-			recs = append(recs, record(t.topics.Manifests(), r.Tasks[i].TaskID, tv, "io.hivedr.CopyTask", id))
+			recs = append(recs, record(t.topics.Manifests(), r.Tasks[i].TaskID, tv, schemas.NameCopyTask, id))
 		}
 		t.m.tasksPublished.Add(float64(len(r.Tasks)))
 	}
@@ -308,7 +308,7 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 			if err != nil {
 				return fmt.Errorf("encode heartbeat for %s: %w", db, err)
 			}
-			recs = append(recs, record(topic, "heartbeat", hv, "io.hivedr.Heartbeat", ""))
+			recs = append(recs, record(topic, "heartbeat", hv, schemas.NameHeartbeat, ""))
 		}
 	}
 	cv, err := t.cfg.Codec.Encode(&schemas.TailerCheckpoint{
@@ -317,7 +317,7 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
-	recs = append(recs, record(t.topics.Checkpoints(), t.conf.Source.Name, cv, "io.hivedr.TailerCheckpoint", ""))
+	recs = append(recs, record(t.topics.Checkpoints(), t.conf.Source.Name, cv, schemas.NameTailerCheckpoint, ""))
 
 	start := time.Now()
 	if err := t.transact(ctx, recs); err != nil {

@@ -24,6 +24,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"cat", "print records of hivedr topics as JSON, decoded with their schemas", runCat},
 		{"tail", "publish the source notification log to Kafka (the tailer daemon)", runTail},
 		{"version", "print the version of hivedr", runVersion},
 	}

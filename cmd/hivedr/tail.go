@@ -125,7 +125,7 @@ func runTail(args []string, _, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if err := tail(ctx, conf, log); err != nil {
+	if err := tail(ctx, conf, log); err != nil && ctx.Err() == nil {
 		log.Error("tailer stopped", "err", err)
 		if errors.Is(err, producer.ErrChainBroken) {
 			return exitChainBroken

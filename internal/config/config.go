@@ -172,7 +172,7 @@ func Default() *Config {
 		},
 		Replication: Replication{
 			PathMappings: []PathMapping{{Source: localHDFSSrc + "/", Target: localHDFSDR + "/"}},
-			SourceRoots:  []string{localHDFSSrc + "/warehouse/"},
+			SourceRoots:  []string{localHDFSSrc + "/warehouse/", localHDFSSrc + "/external/"},
 		},
 	}
 }

@@ -3,26 +3,40 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // CommittedEnd returns the last stable offset of a partition: every record
-// below it belongs to a decided transaction (or none).
+// below it belongs to a decided transaction (or none). A partition just
+// created may take a moment to be known to the broker's metadata; it is
+// waited for up to ten seconds.
 func CommittedEnd(ctx context.Context, cl *kgo.Client, topic string, partition int32) (int64, error) {
-	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		return 0, fmt.Errorf("list end offsets of %s: %w", topic, err)
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ends, err := adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			return 0, fmt.Errorf("list end offsets of %s: %w", topic, err)
+		}
+		end, ok := ends.Lookup(topic, partition)
+		switch {
+		case ok && end.Err == nil:
+			return end.Offset, nil
+		case time.Now().After(deadline):
+			if !ok {
+				return 0, fmt.Errorf("end offset of %s/%d: no such partition", topic, partition)
+			}
+			return 0, fmt.Errorf("end offset of %s/%d: %w", topic, partition, end.Err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	end, ok := ends.Lookup(topic, partition)
-	if !ok {
-		return 0, fmt.Errorf("end offset of %s/%d: no such partition", topic, partition)
-	}
-	if end.Err != nil {
-		return 0, fmt.Errorf("end offset of %s/%d: %w", topic, partition, end.Err)
-	}
-	return end.Offset, nil
 }
 
 // ReadCommitted returns the committed data records of [from, end) of one

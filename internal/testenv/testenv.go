@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/internal/hdfscrc"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/webhdfs"
 )
@@ -256,4 +257,11 @@ func WriteHDFS(t testing.TB, c *hdfs.Client, p string, data []byte) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// HDFSCRC returns a client that reads COMPOSITE-CRC32C file checksums from
+// the site's DataNodes.
+func (e *Env) HDFSCRC(t testing.TB, site Site) *hdfscrc.Client {
+	t.Helper()
+	return hdfscrc.New(e.Get(t, "HIVEDR_HDFS_"+string(site)+"_HTTP"), e.superuser(), nil)
 }

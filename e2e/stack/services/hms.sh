@@ -8,14 +8,18 @@
 #
 # Jars (e2e/stack/hms/pom.xml, resolved into ~/.m2):
 #   - the metastore's binary distribution (tar.gz), unpacked once into
-#     $STACK_DIR/hms/dist; its lib/*.jar is the core of the classpath;
-#   - the Hadoop client (shaded hadoop-client-api/runtime), which the
-#     distribution does not ship;
+#     $STACK_DIR/hms/dist; its lib/*.jar comes first on the classpath;
+#   - the Hadoop client (hadoop-common + hadoop-hdfs-client 3.3.6, unshaded,
+#     as Hive 4.0.1 is built against), which the distribution does not ship;
+#   - hive-common (HiveConf, read by the listener's cleaner thread);
 #   - hive-hcatalog-server-extensions (DbNotificationListener). The only
 #     Hive 4 build on Maven Central is 4.2.0, compiled for Java 21 (class
 #     file version 65), which Java 17 refuses to load although the listener
 #     uses no Java 21 API; hms.sh therefore writes a copy of that jar whose
 #     class files are marked version 61 (Java 17), byte code unchanged.
+#     Some of its methods name 4.2-only types (AlterPartitionsEvent ...)
+#     that 4.0.1 never passes, so the JVM's verifier, which would load them,
+#     is off for application classes (-XX:-BytecodeVerificationRemote).
 #
 # Daemons: hms-src (thrift 127.0.0.1:$HMS_SRC_PORT), hms-dr (:$HMS_DR_PORT).
 # State: $STACK_DIR/hms (dist, jars, tools), $STACK_DIR/hms-src/conf,
@@ -26,19 +30,17 @@ HMS_DIST=$HMS_DIR/dist
 HMS_CP_FILE=$HMS_DIR/classpath.txt
 HMS_TOOLS=$HMS_DIR/tools
 HMS_LISTENER=org.apache.hive.hcatalog.listener.DbNotificationListener
-# How DbNotificationListener is registered (HIVEDR_HMS_LISTENER_MODE):
-#   plain          metastore.event.listeners: each event is written right
-#                  after its change commits. Transactions (open_txns,
-#                  commit_txn, abort_txns) work but log no events.
-#   transactional  metastore.transactional.event.listeners: each event is
-#                  written in the same database transaction as its change,
-#                  and OPEN_TXN, ALLOC_WRITE_ID_EVENT and ACID_WRITE are
-#                  logged too; BUT commit_txn and abort_txn(s) fail with
-#                  NoSuchMethodError (the 4.2.0 listener calls 4.2-only
-#                  methods) and leave a Postgres transaction holding the
-#                  NOTIFICATION_SEQUENCE row lock, so every later event waits
-#                  forever: the metastore must be restarted.
-HMS_LISTENER_MODE=${HIVEDR_HMS_LISTENER_MODE:-plain}
+# DbNotificationListener is a transactional listener: each event is written
+# in the same Postgres transaction as its change. HIVEDR_HMS_LISTENER_MODE:
+#   compat (default)  hivedr.stack.DbNotificationListener401, the 4.2.0
+#                     listener with its three 4.2-only calls (commit, abort,
+#                     reload messages) redone with 4.0.1's MessageBuilder;
+#   stock             the 4.2.0 listener as shipped: commit_txn and
+#                     abort_txn(s) then fail with NoSuchMethodError, and in
+#                     this mode leave a Postgres transaction holding the
+#                     NOTIFICATION_SEQUENCE row lock, so every later event
+#                     waits forever (restart the metastore).
+HMS_LISTENER_MODE=${HIVEDR_HMS_LISTENER_MODE:-compat}
 HMS_HEAP=${HMS_HEAP:-768m}
 
 # JVM flags: Hive 4.0 reflects into JDK internals (DataNucleus, Hadoop's
@@ -60,7 +62,7 @@ HMS_JVM_OPENS=(
   --add-opens=java.sql/java.sql=ALL-UNNAMED
 )
 
-# hms_var SIDE NAME prints per-instance values (SIDE is src or dr).
+# Per-instance values; SIDE is src or dr.
 hms_port() { if [ "$1" = src ]; then echo "$HMS_SRC_PORT"; else echo "$HMS_DR_PORT"; fi; }
 hms_nn() { if [ "$1" = src ]; then echo "hdfs://$HOST:$HDFS_SRC_NN_PORT"; else echo "hdfs://$HOST:$HDFS_DR_NN_PORT"; fi; }
 hms_db() { echo "metastore_$1"; }
@@ -68,16 +70,19 @@ hms_jdbc() { echo "jdbc:postgresql://$HOST:$POSTGRES_PORT/$(hms_db "$1")"; }
 
 # hms_psql SIDE SQL runs SQL as hive on that side's database; prints rows.
 hms_psql() {
-  PGPASSWORD=hive PGCONNECT_TIMEOUT=5 psql -X -q -A -t -v ON_ERROR_STOP=1 \
+  PGPASSWORD=hive PGCONNECT_TIMEOUT=5 PGOPTIONS="-c client_min_messages=warning" \
+    psql -X -q -A -t -v ON_ERROR_STOP=1 \
     -h "$HOST" -p "$POSTGRES_PORT" -U hive -d "$(hms_db "$1")" -c "$2"
 }
 
-# hms_write_tools writes the two small Java helpers hms.sh needs:
+# hms_write_tools DIR writes the Java sources hms.sh compiles into DIR:
 #   Retarget JAR_IN JAR_OUT  copies a jar, marking class files newer than
 #                            Java 17 (major > 61) as version 61;
 #   Probe HOST PORT          one Thrift call (get_current_notificationEventId)
-#                            against a metastore; exit 0 and the id when served.
+#                            against a metastore; exit 0 and the id when served;
+#   hivedr.stack.DbNotificationListener401 (see below).
 hms_write_tools() {
+  local HMS_TOOLS=$1
   mkdir -p "$HMS_TOOLS/src"
   cat >"$HMS_TOOLS/src/Retarget.java" <<'EOF'
 import java.io.*;
@@ -105,6 +110,110 @@ public class Retarget {
       }
     }
     System.out.println(changed + " class files marked as Java 17 (version 61)");
+  }
+}
+EOF
+  # The 4.2.0 DbNotificationListener calls three methods that Hive 4.0.1
+  # lacks (CommitTxnEvent.getDatabases/getWriteId, AbortTxnEvent.getWriteId
+  # and a newer buildReloadMessage). This subclass keeps everything else of
+  # the real listener and builds those three messages with 4.0.1's own
+  # MessageBuilder, storing them through the listener's own (private) writer.
+  mkdir -p "$HMS_TOOLS/src/hivedr/stack"
+  cat >"$HMS_TOOLS/src/hivedr/stack/DbNotificationListener401.java" <<'EOF'
+package hivedr.stack;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.sql.Connection;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hive.metastore.api.MetaException;
+import org.apache.hadoop.hive.metastore.api.NotificationEvent;
+import org.apache.hadoop.hive.metastore.api.TxnType;
+import org.apache.hadoop.hive.metastore.events.AbortTxnEvent;
+import org.apache.hadoop.hive.metastore.events.CommitTxnEvent;
+import org.apache.hadoop.hive.metastore.events.ListenerEvent;
+import org.apache.hadoop.hive.metastore.events.ReloadEvent;
+import org.apache.hadoop.hive.metastore.messaging.EventMessage;
+import org.apache.hadoop.hive.metastore.messaging.MessageBuilder;
+import org.apache.hadoop.hive.metastore.messaging.MessageEncoder;
+import org.apache.hadoop.hive.metastore.messaging.MessageFactory;
+import org.apache.hadoop.hive.metastore.tools.SQLGenerator;
+import org.apache.hive.hcatalog.listener.DbNotificationListener;
+
+/** DbNotificationListener 4.2.0 on a Hive 4.0.1 metastore (local stack only). */
+public class DbNotificationListener401 extends DbNotificationListener {
+  // Method handles, not reflection: Class.getDeclaredMethod would resolve
+  // every method signature of the listener, some of which name 4.2-only types.
+  private static final MethodHandle ADD_LOG;
+  private static final MethodHandle PROCESS;
+  static {
+    try {
+      MethodHandles.Lookup l = MethodHandles.privateLookupIn(DbNotificationListener.class, MethodHandles.lookup());
+      ADD_LOG = l.findVirtual(DbNotificationListener.class, "addNotificationLog", MethodType.methodType(void.class,
+          NotificationEvent.class, ListenerEvent.class, Connection.class, SQLGenerator.class));
+      PROCESS = l.findVirtual(DbNotificationListener.class, "process",
+          MethodType.methodType(void.class, NotificationEvent.class, ListenerEvent.class));
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  private final MessageEncoder encoder;
+
+  public DbNotificationListener401(Configuration conf) throws MetaException {
+    super(conf);
+    encoder = MessageFactory.getDefaultInstance(conf);
+  }
+
+  private NotificationEvent event(EventMessage.EventType type, EventMessage msg) {
+    int now = (int) (System.currentTimeMillis() / 1000);
+    return new NotificationEvent(0, now, type.toString(), encoder.getSerializer().serialize(msg));
+  }
+
+  private static MetaException failed(Throwable t) {
+    if (t instanceof MetaException) return (MetaException) t;
+    MetaException me = new MetaException("cannot log notification event: " + t);
+    me.initCause(t);
+    return me;
+  }
+
+  @Override
+  public void onCommitTxn(CommitTxnEvent e, Connection conn, SQLGenerator gen) throws MetaException {
+    if (e.getTxnType() == TxnType.READ_ONLY) return;
+    NotificationEvent ev = event(EventMessage.EventType.COMMIT_TXN,
+        MessageBuilder.getInstance().buildCommitTxnMessage(e.getTxnId()));
+    try {
+      ADD_LOG.invoke((DbNotificationListener) this, ev, (ListenerEvent) e, conn, gen);
+    } catch (Throwable t) {
+      throw failed(t);
+    }
+  }
+
+  @Override
+  public void onAbortTxn(AbortTxnEvent e, Connection conn, SQLGenerator gen) throws MetaException {
+    if (e.getTxnType() == TxnType.READ_ONLY) return;
+    NotificationEvent ev = event(EventMessage.EventType.ABORT_TXN,
+        MessageBuilder.getInstance().buildAbortTxnMessage(e.getTxnId(), e.getDbsUpdated()));
+    try {
+      ADD_LOG.invoke((DbNotificationListener) this, ev, (ListenerEvent) e, conn, gen);
+    } catch (Throwable t) {
+      throw failed(t);
+    }
+  }
+
+  @Override
+  public void onReload(ReloadEvent e) throws MetaException {
+    NotificationEvent ev = event(EventMessage.EventType.RELOAD,
+        MessageBuilder.getInstance().buildReloadMessage(e.getTableObj(), e.getPartitionObj(), e.isRefreshEvent()));
+    ev.setCatName(e.getTableObj().isSetCatName() ? e.getTableObj().getCatName() : "hive");
+    ev.setDbName(e.getTableObj().getDbName());
+    ev.setTableName(e.getTableObj().getTableName());
+    try {
+      PROCESS.invoke((DbNotificationListener) this, ev, (ListenerEvent) e);
+    } catch (Throwable t) {
+      throw failed(t);
+    }
   }
 }
 EOF
@@ -154,41 +263,50 @@ hms_install() {
     touch "$stamp"
   fi
 
-  if [ ! -f "$HMS_TOOLS/.stamp" ] || [ "${BASH_SOURCE[0]}" -nt "$HMS_TOOLS/.stamp" ]; then
-    log "hms: compiling helper tools"
-    rm -rf "$HMS_TOOLS"
-    hms_write_tools
-    mkdir -p "$HMS_TOOLS/classes"
-    "$jh/bin/javac" -nowarn -d "$HMS_TOOLS/classes" -cp "$HMS_DIST/lib/*" \
-      "$HMS_TOOLS/src/Retarget.java" "$HMS_TOOLS/src/Probe.java" ||
-      die "hms: cannot compile $HMS_TOOLS/src"
-    touch "$HMS_TOOLS/.stamp"
-  fi
-
-  HMS_LISTENER_JAR=$HMS_DIR/lib/$(basename "$hcat_jar" .jar)-java17.jar
-  if [ ! -s "$HMS_LISTENER_JAR" ] || [ "$hcat_jar" -nt "$HMS_LISTENER_JAR" ]; then
-    mkdir -p "$HMS_DIR/lib"
+  # Tools, the Java 17 copy of the listener jar and the listener subclass;
+  # rebuilt when this file or the listener jar changes.
+  HMS_LISTENER_JAR=$HMS_TOOLS/$(basename "$hcat_jar" .jar)-java17.jar
+  local deps
+  deps=$(tr ':' '\n' <<<"$cp" | grep -v -e '\.tar\.gz$' -e '/hive-hcatalog-server-extensions-' | paste -sd:)
+  if [ ! -f "$HMS_TOOLS/.stamp" ] || [ "${BASH_SOURCE[0]}" -nt "$HMS_TOOLS/.stamp" ] ||
+    [ "$hcat_jar" -nt "$HMS_TOOLS/.stamp" ]; then
+    # Built aside and swapped in: a running metastore keeps its open files.
+    local new=$HMS_TOOLS.new
+    log "hms: compiling helper tools and the listener subclass"
+    rm -rf "$new"
+    hms_write_tools "$new"
+    mkdir -p "$new/classes" "$new/listener"
+    "$jh/bin/javac" -nowarn -d "$new/classes" -cp "$HMS_DIST/lib/*:$deps" \
+      "$new/src/Retarget.java" "$new/src/Probe.java" ||
+      die "hms: cannot compile $new/src"
     log "hms: $(basename "$hcat_jar") targets Java 21; writing a Java 17 copy"
-    "$jh/bin/java" -cp "$HMS_TOOLS/classes" Retarget "$hcat_jar" "$HMS_LISTENER_JAR.tmp" >&2 ||
+    "$jh/bin/java" -cp "$new/classes" Retarget "$hcat_jar" "$new/$(basename "$HMS_LISTENER_JAR")" >&2 ||
       die "hms: cannot rewrite $hcat_jar"
-    mv "$HMS_LISTENER_JAR.tmp" "$HMS_LISTENER_JAR"
+    "$jh/bin/javac" -nowarn -d "$new/listener" \
+      -cp "$HMS_DIST/lib/*:$deps:$new/$(basename "$HMS_LISTENER_JAR")" \
+      "$new/src/hivedr/stack/DbNotificationListener401.java" ||
+      die "hms: cannot compile the listener subclass"
+    touch "$new/.stamp"
+    rm -rf "$HMS_TOOLS.old"
+    if [ -d "$HMS_TOOLS" ]; then mv "$HMS_TOOLS" "$HMS_TOOLS.old"; fi
+    mv "$new" "$HMS_TOOLS"
+    rm -rf "$HMS_TOOLS.old"
   fi
 
-  # Classpath: the distribution's lib/, the Hadoop client jars from Maven,
-  # then the Java 17 copy of the listener jar.
-  HMS_CLASSPATH="$HMS_DIST/lib/*:$(tr ':' '\n' <<<"$cp" |
-    grep -v -e '\.tar\.gz$' -e '/hive-hcatalog-server-extensions-' | paste -sd:):$HMS_LISTENER_JAR"
+  # Classpath: the distribution's lib/, the jars from Maven (Hadoop client,
+  # hive-common), the Java 17 copy of the listener jar and its subclass.
+  HMS_CLASSPATH="$HMS_DIST/lib/*:$deps:$HMS_LISTENER_JAR:$HMS_TOOLS/listener"
 }
 
 # hms_write_conf SIDE writes $STACK_DIR/hms-SIDE/conf (metastore-site.xml,
 # metastore-log4j2.properties), regenerated on every up.
 hms_write_conf() {
-  local side=$1 conf=$STACK_DIR/hms-$1/conf nn cm="" listener_key
+  local side=$1 conf=$STACK_DIR/hms-$1/conf nn cm="" listener
   nn=$(hms_nn "$side")
   case "$HMS_LISTENER_MODE" in
-    plain) listener_key=metastore.event.listeners ;;
-    transactional) listener_key=metastore.transactional.event.listeners ;;
-    *) die "HIVEDR_HMS_LISTENER_MODE must be plain or transactional, not '$HMS_LISTENER_MODE'" ;;
+    compat) listener=hivedr.stack.DbNotificationListener401 ;;
+    stock) listener=$HMS_LISTENER ;;
+    *) die "HIVEDR_HMS_LISTENER_MODE must be compat or stock, not '$HMS_LISTENER_MODE'" ;;
   esac
   mkdir -p "$conf"
   if [ "$side" = src ]; then
@@ -214,9 +332,11 @@ hms_write_conf() {
 
   <property><name>fs.defaultFS</name><value>$nn</value></property>
   <property><name>metastore.warehouse.dir</name><value>$nn/warehouse</value></property>
-  <property><name>metastore.warehouse.external.dir</name><value>$nn/warehouse/external</value></property>
+  <!-- External tables live beside the managed warehouse, not in it: the
+       metastore refuses external locations inside metastore.warehouse.dir. -->
+  <property><name>metastore.warehouse.external.dir</name><value>$nn/external</value></property>
 
-  <property><name>$listener_key</name><value>$HMS_LISTENER</value></property>
+  <property><name>metastore.transactional.event.listeners</name><value>$listener</value></property>
   <!-- Lets any user read the notification log (4.0's key has "metastore."
        twice; the hive.* name is its alias). -->
   <property><name>metastore.metastore.event.db.notification.api.auth</name><value>false</value></property>
@@ -226,7 +346,7 @@ hms_write_conf() {
        clients that declare no "processor capabilities" (any plain Thrift
        client) into external tables and refuses ACID ones. A replica must
        store tables exactly as it is told. -->
-  <property><name>metastore.metadata.transformer.class</name><value></value></property>
+  <property><name>metastore.metadata.transformer.class</name><value> </value></property>
 
   <!-- Background work that needs Hive's query engine (absent here). -->
   <property><name>metastore.compactor.initiator.on</name><value>false</value></property>
@@ -260,6 +380,8 @@ logger.audit.name = org.apache.hadoop.hive.metastore.HiveMetaStore.audit
 logger.audit.level = WARN
 logger.handler.name = org.apache.hadoop.hive.metastore.HMSHandler
 logger.handler.level = WARN
+logger.objectstore.name = org.apache.hadoop.hive.metastore.ObjectStore
+logger.objectstore.level = WARN
 logger.dn.name = DataNucleus
 logger.dn.level = WARN
 logger.datanucleus.name = org.datanucleus
@@ -364,5 +486,7 @@ svc_hms_env() {
   echo "HIVEDR_HMS_DR=$HOST:$HMS_DR_PORT"
   echo "HIVEDR_HMS_SRC_WAREHOUSE=$(hms_nn src)/warehouse"
   echo "HIVEDR_HMS_DR_WAREHOUSE=$(hms_nn dr)/warehouse"
+  echo "HIVEDR_HMS_SRC_EXTERNAL=$(hms_nn src)/external"
+  echo "HIVEDR_HMS_DR_EXTERNAL=$(hms_nn dr)/external"
   echo "HIVEDR_HMS_SRC_CMROOT=$(hms_nn src)/cmroot"
 }

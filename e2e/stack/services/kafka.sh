@@ -127,10 +127,10 @@ kafka_format() {
 # KRaft logs it only once the broker caught up with the metadata log, was
 # unfenced and opened its client listener.
 kafka_started() {
-  tac "$(logfile kafka)" 2>/dev/null | awk '
-    /Kafka Server started/ { ok = 1; exit }
-    /^==== .* starting: / { exit }
-    END { exit !ok }'
+  # The broker has started since the latest start marker. (Reads the whole
+  # log: a `tac | awk` that stops early dies of SIGPIPE under pipefail.)
+  awk '/^==== .* starting: / { ok = 0 } /Kafka Server started/ { ok = 1 } END { exit !ok }' \
+    "$(logfile kafka)" 2>/dev/null
 }
 
 kafka_ready() { is_running kafka && port_open "$KAFKA_PORT" && kafka_started; }

@@ -11,7 +11,8 @@
 PG_DIR=$STACK_DIR/postgres
 PG_DATA=$PG_DIR/data
 PG_SOCK=$PG_DIR/sock
-PG_DATABASES=(metastore_src metastore_dr)
+# hivedr_test holds tests' own synthetic notification logs (one schema each).
+PG_DATABASES=(metastore_src metastore_dr hivedr_test)
 
 # pg_bindir prints the newest /usr/lib/postgresql/<version>/bin with a server.
 pg_bindir() {
@@ -109,13 +110,39 @@ pg_adopt() {
   echo "$pid" >"$(pidfile postgres)"
 }
 
+# pg_clear_stale runs before a start when no postmaster of ours is alive:
+# after a kill -9 of the postmaster, its backends take a moment to notice
+# and exit, and an unreaped (zombie) postmaster still looks alive to
+# postgres' lock-file check. Wait until no live process works in $PG_DATA
+# (every postgres process has it as its working directory), then drop the
+# stale lock file.
+pg_clear_stale() {
+  local lock=$PG_DATA/postmaster.pid p st busy i
+  [ -s "$lock" ] || [ -e "$PG_SOCK/.s.PGSQL.$POSTGRES_PORT.lock" ] || return 0
+  for i in $(seq 1 60); do
+    busy=""
+    for p in /proc/[0-9]*; do
+      [ "$(readlink "$p/cwd" 2>/dev/null)" = "$PG_DATA" ] || continue
+      st=$(ps -o stat= -p "${p#/proc/}" 2>/dev/null) || continue
+      [ "${st:0:1}" = Z ] && continue
+      busy=${p#/proc/}
+      break
+    done
+    [ -z "$busy" ] && break
+    sleep 0.25
+  done
+  [ -z "$busy" ] || die "postgres: process $busy still works in $PG_DATA, but is not our postmaster"
+  log "postgres: removing the stale lock files of a postmaster that is gone (pid $(head -n 1 "$lock" 2>/dev/null))"
+  rm -f "$lock" "$PG_SOCK/.s.PGSQL.$POSTGRES_PORT.lock" "$PG_SOCK/.s.PGSQL.$POSTGRES_PORT"
+}
+
 pg_setup_db() {
   pg_psql <<'EOF' >/dev/null
 SELECT 'CREATE ROLE hive LOGIN'
  WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hive') \gexec
 ALTER ROLE hive LOGIN PASSWORD 'hive';
 SELECT format('CREATE DATABASE %I OWNER hive', d)
-  FROM unnest(ARRAY['metastore_src', 'metastore_dr']) AS d
+  FROM unnest(ARRAY['metastore_src', 'metastore_dr', 'hivedr_test']) AS d
  WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = d) \gexec
 EOF
 }
@@ -128,10 +155,8 @@ svc_postgres_up() {
   pg_fix_traversal
   pg_init
   if ! is_running postgres && ! pg_adopt; then
+    pg_clear_stale
     log "postgres: starting $bin/postgres on $HOST:$POSTGRES_PORT"
-    # A postmaster killed with -9 leaves postmaster.pid behind; postgres
-    # itself removes it when the recorded pid is dead. Its orphaned
-    # backends exit on their own once they notice the postmaster is gone.
     start_daemon postgres setpriv --reuid=postgres --regid=postgres --init-groups -- \
       "$bin/postgres" -D "$PG_DATA"
   fi
@@ -161,4 +186,5 @@ svc_postgres_status() {
 svc_postgres_env() {
   echo "HIVEDR_POSTGRES_SRC_DSN=postgres://hive:hive@$HOST:$POSTGRES_PORT/metastore_src?sslmode=disable"
   echo "HIVEDR_POSTGRES_DR_DSN=postgres://hive:hive@$HOST:$POSTGRES_PORT/metastore_dr?sslmode=disable"
+  echo "HIVEDR_POSTGRES_TEST_DSN=postgres://hive:hive@$HOST:$POSTGRES_PORT/hivedr_test?sslmode=disable"
 }

@@ -47,15 +47,16 @@ type fixture struct {
 func main() {
 	addr := flag.String("hms", "127.0.0.1:19083", "source metastore host:port")
 	out := flag.String("out", "producer/testdata/events", "directory for the fixtures")
-	warehouse := flag.String("warehouse", "hdfs://127.0.0.1:18020/warehouse", "warehouse root, for file URIs in INSERT events")
+	warehouse := flag.String("warehouse", "hdfs://127.0.0.1:18020/warehouse", "managed warehouse root")
+	external := flag.String("external", "hdfs://127.0.0.1:18020/external", "root for external tables; must lie outside the managed warehouse")
 	flag.Parse()
-	if err := run(*addr, *out, *warehouse); err != nil {
+	if err := run(*addr, *out, *warehouse, *external); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(addr, out, warehouse string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+func run(addr, out, warehouse, external string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c, err := hms.Dial(ctx, addr, hms.Options{})
 	if err != nil {
@@ -75,12 +76,20 @@ func run(addr, out, warehouse string) error {
 	start := cur.EventId
 	log.Printf("capturing after event %d", start)
 
-	s := &steps{ctx: ctx, c: c, warehouse: warehouse}
+	s := &steps{ctx: ctx, c: c, addr: addr, warehouse: warehouse, external: external}
 	s.script()
 
-	events, err := readEvents(ctx, c, start)
+	var events []*hive_metastore.NotificationEvent
+	s.do("read notifications", func() error {
+		var err error
+		events, err = readEvents(ctx, s.c, start)
+		return err
+	})
 	if err != nil {
 		return err
+	}
+	if len(events) == 0 {
+		return fmt.Errorf("no events after %d", start)
 	}
 	if err := writeFixtures(out, events); err != nil {
 		return err
@@ -96,21 +105,63 @@ func run(addr, out, warehouse string) error {
 	return nil
 }
 
-// steps runs the capture script; each step logs its own failure.
+// steps runs the capture script; each step logs its own failure. A step
+// that loses the connection is retried once on a new one, since the
+// metastore may be restarted while the stack is being set up.
 type steps struct {
 	ctx       context.Context
 	c         *hms.Client
+	addr      string
 	warehouse string
+	external  string
 	failed    int
 }
 
 func (s *steps) do(name string, f func() error) {
-	if err := f(); err != nil {
+	err := f()
+	if err != nil && isConnError(err) {
+		log.Printf("step %q lost the connection (%v); reconnecting", name, err)
+		if rerr := s.reconnect(); rerr != nil {
+			err = rerr
+		} else {
+			err = f()
+		}
+	}
+	if err != nil {
 		s.failed++
 		log.Printf("step %q failed: %v", name, err)
 		return
 	}
 	log.Printf("step %q ok", name)
+}
+
+func isConnError(err error) bool {
+	msg := err.Error()
+	for _, m := range []string{"EOF", "broken pipe", "connection reset", "connection refused", "i/o timeout"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *steps) reconnect() error {
+	s.c.Close()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		c, err := hms.Dial(s.ctx, s.addr, hms.Options{})
+		if err == nil {
+			if _, err = c.GetCurrentNotificationEventId(s.ctx); err == nil {
+				s.c = c
+				return nil
+			}
+			c.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("reconnect to %s: %w", s.addr, err)
+		}
+		time.Sleep(3 * time.Second)
+	}
 }
 
 func strp(s string) *string { return &s }
@@ -174,28 +225,34 @@ func (s *steps) table(db, name string) (*hive_metastore.Table, error) {
 }
 
 func (s *steps) script() {
-	ctx, c, wh := s.ctx, s.c, s.warehouse
+	ctx, wh := s.ctx, s.warehouse
 
 	s.do("create database "+salesDB, func() error {
-		return c.CreateDatabase(ctx, &hive_metastore.Database{
+		return s.c.CreateDatabase(ctx, &hive_metastore.Database{
 			Name: salesDB, Description: "hivedr capture: sales",
-			Parameters: map[string]string{"owner.team": "sales"},
-			OwnerName:   strp("hivedr"), OwnerType: hive_metastore.PrincipalTypePtr(hive_metastore.PrincipalType_USER),
+			// Thrift sends an unset location as "", which the metastore
+			// rejects: name both locations.
+			LocationUri:        s.external + "/" + salesDB + ".db",
+			ManagedLocationUri: strp(wh + "/" + salesDB + ".db"),
+			Parameters:         map[string]string{"owner.team": "sales"},
+			OwnerName:          strp("hivedr"), OwnerType: hive_metastore.PrincipalTypePtr(hive_metastore.PrincipalType_USER),
 		})
 	})
 	s.do("create database "+archiveDB, func() error {
-		return c.CreateDatabase(ctx, &hive_metastore.Database{
+		return s.c.CreateDatabase(ctx, &hive_metastore.Database{
 			Name: archiveDB, Description: "hivedr capture: archive",
-			Parameters: map[string]string{},
+			LocationUri:        s.external + "/" + archiveDB + ".db",
+			ManagedLocationUri: strp(wh + "/" + archiveDB + ".db"),
+			Parameters:         map[string]string{},
 		})
 	})
 	s.do("alter database "+salesDB, func() error {
-		db, err := c.GetDatabase(ctx, salesDB)
+		db, err := s.c.GetDatabase(ctx, salesDB)
 		if err != nil {
 			return err
 		}
 		db.Parameters["retention.days"] = "30"
-		return c.AlterDatabase(ctx, salesDB, db)
+		return s.c.AlterDatabase(ctx, salesDB, db)
 	})
 
 	// Table locations follow the databases' own: external tables under
@@ -204,9 +261,9 @@ func (s *steps) script() {
 	extLoc := map[string]string{}
 	managedLoc := map[string]string{}
 	for _, name := range []string{salesDB, archiveDB} {
-		extLoc[name] = wh + "/external/" + name + ".db"
+		extLoc[name] = s.external + "/" + name + ".db"
 		managedLoc[name] = wh + "/" + name + ".db"
-		if db, err := c.GetDatabase(ctx, name); err == nil {
+		if db, err := s.c.GetDatabase(ctx, name); err == nil {
 			if db.LocationUri != "" {
 				extLoc[name] = db.LocationUri
 			}
@@ -219,7 +276,7 @@ func (s *steps) script() {
 	// A partitioned external table and an unpartitioned one.
 	ordersLoc := extLoc[salesDB] + "/orders"
 	s.do("create partitioned table orders", func() error {
-		return c.CreateTable(ctx, &hive_metastore.Table{
+		return s.c.CreateTable(ctx, &hive_metastore.Table{
 			DbName: salesDB, TableName: "orders", Owner: "hivedr",
 			Sd:            textSD(ordersLoc, cols("id", "bigint", "amount", "decimal(10,2)", "note", "string")),
 			PartitionKeys: cols("dt", "string", "region", "string"),
@@ -229,7 +286,7 @@ func (s *steps) script() {
 	})
 	custLoc := extLoc[salesDB] + "/customers"
 	s.do("create unpartitioned table customers", func() error {
-		return c.CreateTable(ctx, &hive_metastore.Table{
+		return s.c.CreateTable(ctx, &hive_metastore.Table{
 			DbName: salesDB, TableName: "customers", Owner: "hivedr",
 			Sd:         textSD(custLoc, cols("id", "bigint", "name", "string")),
 			Parameters: map[string]string{"EXTERNAL": "TRUE"},
@@ -240,7 +297,7 @@ func (s *steps) script() {
 	// database so that one transaction can touch both.
 	for _, db := range []string{salesDB, archiveDB} {
 		s.do("create transactional table "+db+".events_acid", func() error {
-			return c.CreateTableReq(ctx, &hive_metastore.CreateTableRequest{
+			return s.c.CreateTableReq(ctx, &hive_metastore.CreateTableRequest{
 				Table: &hive_metastore.Table{
 					DbName: db, TableName: "events_acid", Owner: "hivedr",
 					Sd:         orcSD(managedLoc[db]+"/events_acid", cols("id", "bigint", "payload", "string")),
@@ -269,7 +326,7 @@ func (s *steps) script() {
 				Parameters: map[string]string{},
 			})
 		}
-		_, err = c.AddPartitions(ctx, parts)
+		_, err = s.c.AddPartitions(ctx, parts)
 		return err
 	})
 	s.do("alter table orders add column", func() error {
@@ -278,21 +335,21 @@ func (s *steps) script() {
 			return err
 		}
 		t.Sd.Cols = append(t.Sd.Cols, &hive_metastore.FieldSchema{Name: "channel", Type: "string", Comment: "added later"})
-		return c.AlterTable(ctx, salesDB, "orders", t)
+		return s.c.AlterTable(ctx, salesDB, "orders", t)
 	})
 	s.do("alter partition orders/2024-01-01/eu", func() error {
-		p, err := c.GetPartition(ctx, salesDB, "orders", []string{"2024-01-01", "eu"})
+		p, err := s.c.GetPartition(ctx, salesDB, "orders", []string{"2024-01-01", "eu"})
 		if err != nil {
 			return err
 		}
 		p.Parameters["hivedr.note"] = "altered"
-		return c.AlterPartition(ctx, salesDB, "orders", p)
+		return s.c.AlterPartition(ctx, salesDB, "orders", p)
 	})
 
 	// INSERT events through fire_listener_event: into the unpartitioned
 	// table, then an overwrite of a partition, with checksums.
 	s.do("insert into customers", func() error {
-		_, err := c.FireListenerEvent(ctx, &hive_metastore.FireEventRequest{
+		_, err := s.c.FireListenerEvent(ctx, &hive_metastore.FireEventRequest{
 			Successful: true,
 			DbName:     strp(salesDB), TableName: strp("customers"),
 			Data: &hive_metastore.FireEventRequestData{InsertData: &hive_metastore.InsertEventRequestData{
@@ -304,7 +361,7 @@ func (s *steps) script() {
 		return err
 	})
 	s.do("insert overwrite orders/2024-01-02/us", func() error {
-		_, err := c.FireListenerEvent(ctx, &hive_metastore.FireEventRequest{
+		_, err := s.c.FireListenerEvent(ctx, &hive_metastore.FireEventRequest{
 			Successful: true,
 			DbName:     strp(salesDB), TableName: strp("orders"),
 			PartitionVals: []string{"2024-01-02", "us"},
@@ -319,7 +376,7 @@ func (s *steps) script() {
 
 	// Column statistics: table level, partition level, then deletes.
 	s.do("update table column stats customers.id", func() error {
-		_, err := c.UpdateTableColumnStatistics(ctx, &hive_metastore.ColumnStatistics{
+		_, err := s.c.UpdateTableColumnStatistics(ctx, &hive_metastore.ColumnStatistics{
 			StatsDesc: &hive_metastore.ColumnStatisticsDesc{IsTblLevel: true, DbName: salesDB, TableName: "customers", LastAnalyzed: i64p(time.Now().Unix())},
 			StatsObj: []*hive_metastore.ColumnStatisticsObj{{
 				ColName: "id", ColType: "bigint",
@@ -330,7 +387,7 @@ func (s *steps) script() {
 		return err
 	})
 	s.do("update partition column stats orders/2024-01-01/eu.id", func() error {
-		_, err := c.UpdatePartitionColumnStatistics(ctx, &hive_metastore.ColumnStatistics{
+		_, err := s.c.UpdatePartitionColumnStatistics(ctx, &hive_metastore.ColumnStatistics{
 			StatsDesc: &hive_metastore.ColumnStatisticsDesc{IsTblLevel: false, DbName: salesDB, TableName: "orders", PartName: strp("dt=2024-01-01/region=eu"), LastAnalyzed: i64p(time.Now().Unix())},
 			StatsObj: []*hive_metastore.ColumnStatisticsObj{{
 				ColName: "id", ColType: "bigint",
@@ -341,19 +398,19 @@ func (s *steps) script() {
 		return err
 	})
 	s.do("delete table column stats customers.id", func() error {
-		_, err := c.DeleteTableColumnStatistics(ctx, salesDB, "customers", "id", "hive")
+		_, err := s.c.DeleteTableColumnStatistics(ctx, salesDB, "customers", "id", "hive")
 		return err
 	})
 	s.do("delete partition column stats orders/2024-01-01/eu.id", func() error {
-		_, err := c.DeletePartitionColumnStatistics(ctx, salesDB, "orders", "dt=2024-01-01/region=eu", "id", "hive")
+		_, err := s.c.DeletePartitionColumnStatistics(ctx, salesDB, "orders", "dt=2024-01-01/region=eu", "id", "hive")
 		return err
 	})
 
 	// Truncation: the unpartitioned table (ALTER_TABLE isTruncateOp) and
 	// one partition (ALTER_PARTITION isTruncateOp).
-	s.do("truncate customers", func() error { return c.TruncateTable(ctx, salesDB, "customers", nil) })
+	s.do("truncate customers", func() error { return s.c.TruncateTable(ctx, salesDB, "customers", nil) })
 	s.do("truncate orders/2024-01-02/us", func() error {
-		return c.TruncateTable(ctx, salesDB, "orders", []string{"dt=2024-01-02/region=us"})
+		return s.c.TruncateTable(ctx, salesDB, "orders", []string{"dt=2024-01-02/region=us"})
 	})
 
 	// Renames within and across databases.
@@ -363,7 +420,7 @@ func (s *steps) script() {
 			return err
 		}
 		t.TableName = "clients"
-		return c.AlterTable(ctx, salesDB, "customers", t)
+		return s.c.AlterTable(ctx, salesDB, "customers", t)
 	})
 	s.do("move clients to "+archiveDB, func() error {
 		t, err := s.table(salesDB, "clients")
@@ -371,7 +428,7 @@ func (s *steps) script() {
 			return err
 		}
 		t.DbName = archiveDB
-		return c.AlterTable(ctx, salesDB, "clients", t)
+		return s.c.AlterTable(ctx, salesDB, "clients", t)
 	})
 
 	// Transactions: one commits writes to both databases, one aborts.
@@ -379,37 +436,37 @@ func (s *steps) script() {
 
 	// Constraints and functions: logged, not modelled by hivedr.
 	s.do("add primary key orders.id", func() error {
-		return c.AddPrimaryKey(ctx, &hive_metastore.AddPrimaryKeyRequest{PrimaryKeyCols: []*hive_metastore.SQLPrimaryKey{{
+		return s.c.AddPrimaryKey(ctx, &hive_metastore.AddPrimaryKeyRequest{PrimaryKeyCols: []*hive_metastore.SQLPrimaryKey{{
 			TableDb: salesDB, TableName: "orders", ColumnName: "id", KeySeq: 1, PkName: "orders_pk", RelyCstr: true,
 		}}})
 	})
 	s.do("drop constraint orders_pk", func() error {
-		return c.DropConstraint(ctx, &hive_metastore.DropConstraintRequest{Dbname: salesDB, Tablename: "orders", Constraintname: "orders_pk"})
+		return s.c.DropConstraint(ctx, &hive_metastore.DropConstraintRequest{Dbname: salesDB, Tablename: "orders", Constraintname: "orders_pk"})
 	})
 	s.do("create function", func() error {
-		return c.CreateFunction(ctx, &hive_metastore.Function{
+		return s.c.CreateFunction(ctx, &hive_metastore.Function{
 			FunctionName: "mask", DbName: salesDB, ClassName: "com.example.hive.Mask",
 			OwnerName: "hivedr", OwnerType: hive_metastore.PrincipalType_USER,
 			CreateTime: int32(time.Now().Unix()), FunctionType: hive_metastore.FunctionType_JAVA,
 			ResourceUris: []*hive_metastore.ResourceUri{{ResourceType: hive_metastore.ResourceType_JAR, URI: wh + "/lib/mask.jar"}},
 		})
 	})
-	s.do("drop function", func() error { return c.DropFunction(ctx, salesDB, "mask") })
+	s.do("drop function", func() error { return s.c.DropFunction(ctx, salesDB, "mask") })
 
 	s.do("drop partition orders/2024-01-01/eu", func() error {
-		_, err := c.DropPartition(ctx, salesDB, "orders", []string{"2024-01-01", "eu"}, false)
+		_, err := s.c.DropPartition(ctx, salesDB, "orders", []string{"2024-01-01", "eu"}, false)
 		return err
 	})
-	s.do("drop table orders", func() error { return c.DropTable(ctx, salesDB, "orders", false) })
-	s.do("drop database "+archiveDB, func() error { return c.DropDatabase(ctx, archiveDB, true, true) })
-	s.do("drop database "+salesDB, func() error { return c.DropDatabase(ctx, salesDB, true, true) })
+	s.do("drop table orders", func() error { return s.c.DropTable(ctx, salesDB, "orders", false) })
+	s.do("drop database "+archiveDB, func() error { return s.c.DropDatabase(ctx, archiveDB, true, true) })
+	s.do("drop database "+salesDB, func() error { return s.c.DropDatabase(ctx, salesDB, true, true) })
 }
 
 func (s *steps) transactions() {
-	ctx, c := s.ctx, s.c
+	ctx := s.ctx
 	var txns []int64
 	s.do("open 2 transactions", func() error {
-		r, err := c.OpenTxns(ctx, &hive_metastore.OpenTxnRequest{NumTxns: 2, User: "hivedr", Hostname: "capture", AgentInfo: "hivedr-capture"})
+		r, err := s.c.OpenTxns(ctx, &hive_metastore.OpenTxnRequest{NumTxns: 2, User: "hivedr", Hostname: "capture", AgentInfo: "hivedr-capture"})
 		if err != nil {
 			return err
 		}
@@ -423,7 +480,7 @@ func (s *steps) transactions() {
 	writeIDs := map[string]int64{}
 	for _, db := range []string{salesDB, archiveDB} {
 		s.do("allocate write id "+db+".events_acid", func() error {
-			r, err := c.AllocateTableWriteIds(ctx, &hive_metastore.AllocateTableWriteIdsRequest{DbName: db, TableName: "events_acid", TxnIds: []int64{commit}})
+			r, err := s.c.AllocateTableWriteIds(ctx, &hive_metastore.AllocateTableWriteIdsRequest{DbName: db, TableName: "events_acid", TxnIds: []int64{commit}})
 			if err != nil {
 				return err
 			}
@@ -444,7 +501,7 @@ func (s *steps) transactions() {
 				return err
 			}
 			delta := fmt.Sprintf("delta_%07d_%07d_0000", wid, wid)
-			_, err = c.AddWriteNotificationLog(ctx, &hive_metastore.WriteNotificationLogRequest{
+			_, err = s.c.AddWriteNotificationLog(ctx, &hive_metastore.WriteNotificationLogRequest{
 				TxnId: commit, WriteId: wid, Db: db, Table: "events_acid",
 				FileInfo: &hive_metastore.InsertEventRequestData{
 					FilesAdded:         []string{t.Sd.Location + "/" + delta + "/bucket_00000_0"},
@@ -455,12 +512,12 @@ func (s *steps) transactions() {
 			return err
 		})
 	}
-	s.do("commit transaction", func() error { return c.CommitTxn(ctx, &hive_metastore.CommitTxnRequest{Txnid: commit}) })
+	s.do("commit transaction", func() error { return s.c.CommitTxn(ctx, &hive_metastore.CommitTxnRequest{Txnid: commit}) })
 	s.do("allocate write id for the aborted transaction", func() error {
-		_, err := c.AllocateTableWriteIds(ctx, &hive_metastore.AllocateTableWriteIdsRequest{DbName: salesDB, TableName: "events_acid", TxnIds: []int64{abort}})
+		_, err := s.c.AllocateTableWriteIds(ctx, &hive_metastore.AllocateTableWriteIdsRequest{DbName: salesDB, TableName: "events_acid", TxnIds: []int64{abort}})
 		return err
 	})
-	s.do("abort transaction", func() error { return c.AbortTxns(ctx, &hive_metastore.AbortTxnsRequest{TxnIds: []int64{abort}}) })
+	s.do("abort transaction", func() error { return s.c.AbortTxns(ctx, &hive_metastore.AbortTxnsRequest{TxnIds: []int64{abort}}) })
 }
 
 func readEvents(ctx context.Context, c *hms.Client, after int64) ([]*hive_metastore.NotificationEvent, error) {

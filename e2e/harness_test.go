@@ -1,0 +1,348 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/testenv"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// hivedrBin builds the hivedr binary once per test run: e2e tests run the
+// real binary as separate processes, the way operators run it.
+func hivedrBin(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hivedr-e2e-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "hivedr")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/hivedr").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// proc is a hivedr process started by a test.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// startHivedr runs `hivedr args...`; the process is killed when the test ends.
+func startHivedr(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: exec.Command(hivedrBin(t), args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.kill9()
+		if t.Failed() {
+			t.Logf("output of %s:\n%s", name, tail(p.out.String(), 60))
+		}
+	})
+	return p
+}
+
+func tail(s string, lines int) string {
+	ls := strings.Split(s, "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
+
+// kill9 kills the process the way a crash would: no cleanup, no flush.
+func (p *proc) kill9() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("%s exited %d on SIGTERM:\n%s", p.name, code, tail(p.out.String(), 40))
+	}
+}
+
+// wait returns the exit code, failing the test if the process outlives d.
+func (p *proc) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		t.Fatalf("%s still running after %s:\n%s", p.name, d, tail(p.out.String(), 40))
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		t.Fatalf("%s: %v", p.name, p.err)
+	}
+	return 0
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeFile writes a test file and returns its path.
+func writeFile(t testing.TB, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// eventually polls cond until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// serde returns a codec over the stack's schema registry.
+func serde(t testing.TB, env *testenv.Env) *schemas.Serde {
+	t.Helper()
+	cl, err := sr.NewClient(sr.URLs(env.Get(t, "HIVEDR_SCHEMA_REGISTRY")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schemas.NewSerde(ctxFor(t, time.Minute), schemas.NewSRRegistry(cl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// decoded is one record of a topic, decoded.
+type decoded struct {
+	rec   *kgo.Record
+	value any
+}
+
+// readTopic returns every committed record of every partition of topic,
+// partition by partition, decoded through the registry. Writers may be
+// running: only records below each partition's last stable offset are read.
+func readTopic(t *testing.T, env *testenv.Env, s *schemas.Serde, topic string) []decoded {
+	t.Helper()
+	ctx := ctxFor(t, 2*time.Minute)
+	ends, err := env.KafkaAdmin(t).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []kadm.ListedOffset
+	ends.Each(func(o kadm.ListedOffset) { parts = append(parts, o) })
+	sort.Slice(parts, func(i, j int) bool { return parts[i].Partition < parts[j].Partition })
+	var out []decoded
+	for _, end := range parts {
+		if end.Err != nil {
+			t.Fatalf("%s/%d: %v", topic, end.Partition, end.Err)
+		}
+		recs, err := kafka.ReadCommitted(ctx, []kgo.Opt{kgo.SeedBrokers(env.KafkaBrokers(t)...)}, topic, end.Partition, 0, end.Offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			v, err := s.Decode(ctx, r.Value)
+			if err != nil {
+				t.Fatalf("%s/%d@%d: %v", topic, r.Partition, r.Offset, err)
+			}
+			out = append(out, decoded{rec: r, value: v})
+		}
+	}
+	return out
+}
+
+// events picks the metastore events out of decoded records.
+func events(ds []decoded) []*schemas.Event {
+	var out []*schemas.Event
+	for _, d := range ds {
+		if e, ok := d.value.(*schemas.Event); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// synthLog is a notification log of our own in Postgres, with the
+// metastore's table layout, for tests that must do to a log what one must
+// not do to the real metastore's (purge it, write malformed rows) and for
+// the benchmark. Each has its own schema in the hivedr_test database.
+type synthLog struct {
+	conn   *pgx.Conn
+	schema string
+	dsn    string // for the tailer: search_path set to the schema
+}
+
+func newSynthLog(t testing.TB, env *testenv.Env) *synthLog {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	base := env.Get(t, "HIVEDR_POSTGRES_TEST_DSN")
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connect %s: %v", base, err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	s := &synthLog{conn: conn, schema: "synth_" + uniq(t)}
+	// The metastore's own DDL for these tables (hive-schema-4.0.0.postgres.sql),
+	// reduced to what a notification log reader touches.
+	ddl := fmt.Sprintf(`
+		CREATE SCHEMA %[1]s;
+		CREATE TABLE %[1]s."NOTIFICATION_LOG" (
+			"NL_ID" BIGINT NOT NULL PRIMARY KEY, "EVENT_ID" BIGINT NOT NULL, "EVENT_TIME" INTEGER NOT NULL,
+			"EVENT_TYPE" VARCHAR(32) NOT NULL, "CAT_NAME" VARCHAR(256), "DB_NAME" VARCHAR(128),
+			"TBL_NAME" VARCHAR(256), "MESSAGE" TEXT, "MESSAGE_FORMAT" VARCHAR(16));
+		CREATE UNIQUE INDEX ON %[1]s."NOTIFICATION_LOG" ("EVENT_ID");
+		CREATE TABLE %[1]s."NOTIFICATION_SEQUENCE" ("NNI_ID" BIGINT NOT NULL PRIMARY KEY, "NEXT_EVENT_ID" BIGINT NOT NULL);
+		INSERT INTO %[1]s."NOTIFICATION_SEQUENCE" VALUES (1, 1);
+		CREATE TABLE %[1]s."DBS" ("DB_ID" BIGINT PRIMARY KEY, "NAME" VARCHAR(128));`, s.schema)
+	if _, err := conn.Exec(ctx, ddl); err != nil {
+		t.Fatalf("create synthetic log: %v", err)
+	}
+	t.Cleanup(func() { conn.Exec(context.Background(), "DROP SCHEMA "+s.schema+" CASCADE") })
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	s.dsn = base + sep + "search_path=" + s.schema
+	return s
+}
+
+// synthRow is a row to append to a synthetic log.
+type synthRow struct {
+	Type, DB, Table, Format, Message string
+}
+
+// append adds rows with the next event IDs, as the metastore would.
+func (s *synthLog) append(t testing.TB, rows []synthRow) (first, last int64) {
+	t.Helper()
+	ctx := ctxFor(t, 5*time.Minute)
+	tx, err := s.conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if err := tx.QueryRow(ctx, `SELECT "NEXT_EVENT_ID" FROM `+s.schema+`."NOTIFICATION_SEQUENCE" FOR UPDATE`).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Unix()
+	copyRows := make([][]any, len(rows))
+	for i, r := range rows {
+		id := first + int64(i)
+		copyRows[i] = []any{id, id, int32(now), r.Type, "hive", nullIfEmpty(r.DB), nullIfEmpty(r.Table), r.Message, r.Format}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "NOTIFICATION_LOG"},
+		[]string{"NL_ID", "EVENT_ID", "EVENT_TIME", "EVENT_TYPE", "CAT_NAME", "DB_NAME", "TBL_NAME", "MESSAGE", "MESSAGE_FORMAT"},
+		pgx.CopyFromRows(copyRows)); err != nil {
+		t.Fatal(err)
+	}
+	last = first + int64(len(rows)) - 1
+	if _, err := tx.Exec(ctx, `UPDATE `+s.schema+`."NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = $1`, last+1); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return first, last
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// purge deletes events [from, to], as the metastore's cleaner does past
+// its time to live.
+func (s *synthLog) purge(t testing.TB, from, to int64) {
+	t.Helper()
+	if _, err := s.conn.Exec(ctxFor(t, time.Minute), `DELETE FROM `+s.schema+`."NOTIFICATION_LOG" WHERE "EVENT_ID" BETWEEN $1 AND $2`, from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// addDatabases lists databases in DBS (for heartbeats).
+func (s *synthLog) addDatabases(t testing.TB, names ...string) {
+	t.Helper()
+	for i, n := range names {
+		if _, err := s.conn.Exec(ctxFor(t, time.Minute), `INSERT INTO `+s.schema+`."DBS" VALUES ($1, $2)`, i+1, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

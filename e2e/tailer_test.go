@@ -1,0 +1,337 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/testenv"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// capturedRows are the notification rows the capture program recorded from
+// the real source metastore (producer/testdata/events): real messages, in
+// the order the metastore wrote them.
+func capturedRows(t testing.TB) []synthRow {
+	t.Helper()
+	files, err := filepath.Glob("../producer/testdata/events/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no captured events in ../producer/testdata/events: %v", err)
+	}
+	sort.Strings(files)
+	var rows []synthRow
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct {
+			EventType, DbName, TableName, MessageFormat, Message string
+		}
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		rows = append(rows, synthRow{Type: e.EventType, DB: e.DbName, Table: e.TableName, Format: e.MessageFormat, Message: e.Message})
+	}
+	return rows
+}
+
+// repeatRows returns n rows cycling through the captured ones.
+func repeatRows(rows []synthRow, n int) []synthRow {
+	out := make([]synthRow, n)
+	for i := range out {
+		out[i] = rows[i%len(rows)]
+	}
+	return out
+}
+
+// tailerConf is the YAML of a tailer reading a test's own log into its own
+// topics (a fresh prefix per test, so tests never see each other's records).
+type tailerConf struct {
+	prefix, source   string
+	kind, postgres   string
+	batch            int
+	start            string
+	databases        string // YAML list items under replication.databases
+	metricsAddr      string
+	heartbeatSeconds int
+}
+
+func (c tailerConf) write(t *testing.T, env *testenv.Env) string {
+	t.Helper()
+	if c.kind == "" {
+		c.kind = "thrift"
+	}
+	if c.batch == 0 {
+		c.batch = 100
+	}
+	if c.start == "" {
+		c.start = "earliest"
+	}
+	if c.heartbeatSeconds == 0 {
+		c.heartbeatSeconds = 1
+	}
+	src := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE")
+	dr := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")
+	y := strings.NewReplacer(
+		"$SOURCE", c.source, "$KIND", c.kind, "$HMS", env.Get(t, "HIVEDR_HMS_SRC"), "$PG", c.postgres,
+		"$BROKERS", strings.Join(env.KafkaBrokers(t), ","), "$PREFIX", c.prefix,
+		"$REGISTRY", env.Get(t, "HIVEDR_SCHEMA_REGISTRY"), "$BATCH", fmt.Sprint(c.batch),
+		"${HEARTBEAT}", fmt.Sprint(c.heartbeatSeconds), "$START", c.start, "$METRICS", c.metricsAddr,
+		"$DATABASES", c.databases, "$SRC", src, "$DR", dr,
+	).Replace(`
+source:
+  name: $SOURCE
+  kind: $KIND
+  metastore: $HMS
+  postgres_dsn: "$PG"
+kafka:
+  brokers: [$BROKERS]
+  topic_prefix: $PREFIX
+  replication_factor: 1
+  manifest_partitions: 3
+schema_registry: $REGISTRY
+tailer:
+  batch_size: $BATCH
+  poll_interval: 200ms
+  heartbeat_interval: ${HEARTBEAT}s
+  start_event_id: "$START"
+  metrics_addr: "$METRICS"
+replication:
+  databases:
+$DATABASES
+  source_roots: ["$SRC/warehouse", "$SRC/external"]
+  path_mappings:
+    - {source: "$SRC/", target: "$DR/"}
+`)
+	return writeFile(t, "tailer.yaml", y)
+}
+
+// waitCheckpoint waits until the tailer's committed checkpoint reaches id.
+func waitCheckpoint(t *testing.T, env *testenv.Env, s *schemas.Serde, c tailerConf, id int64, p *proc, d time.Duration) {
+	t.Helper()
+	topic := kafka.Topics{Prefix: c.prefix}.Checkpoints()
+	eventually(t, d, fmt.Sprintf("checkpoint %d on %s", id, topic), func() bool {
+		if p != nil && p.exited() {
+			t.Fatalf("tailer exited early:\n%s", tail(p.out.String(), 40))
+		}
+		return lastCheckpoint(t, env, s, topic, c.source) >= id
+	})
+}
+
+// lastCheckpoint is the newest committed checkpoint of source; -1 for none.
+func lastCheckpoint(t *testing.T, env *testenv.Env, s *schemas.Serde, topic, source string) int64 {
+	t.Helper()
+	best := int64(-1)
+	td, err := env.KafkaAdmin(t).ListTopics(ctxFor(t, 30*time.Second), topic)
+	if err != nil || td.Error() != nil {
+		return best // not created yet
+	}
+	for _, d := range readTopic(t, env, s, topic) {
+		if cp, ok := d.value.(*schemas.TailerCheckpoint); ok && cp.Source == source {
+			best = max(best, cp.LastEventID)
+		}
+	}
+	return best
+}
+
+// published is what a tailer run left on its topics: event IDs per database
+// topic and copy task IDs.
+type published struct {
+	events map[string][]int64
+	tasks  []string
+}
+
+func readPublished(t *testing.T, env *testenv.Env, s *schemas.Serde, prefix string, dbs []string) published {
+	t.Helper()
+	topics := kafka.Topics{Prefix: prefix}
+	p := published{events: map[string][]int64{}}
+	for _, db := range dbs {
+		for _, e := range events(readTopic(t, env, s, topics.Events(db))) {
+			p.events[db] = append(p.events[db], e.EventID)
+		}
+	}
+	for _, d := range readTopic(t, env, s, topics.Manifests()) {
+		if task, ok := d.value.(*schemas.CopyTask); ok {
+			p.tasks = append(p.tasks, task.TaskID)
+		}
+	}
+	sort.Strings(p.tasks)
+	return p
+}
+
+// TestTailerKill9ExactlyOnce kills the tailer with SIGKILL at random points
+// while it publishes a log of 30,000 real captured events in batches of 40,
+// restarting it each time. What a read_committed consumer then sees must be
+// exactly what an undisturbed tailer publishes from the same log: every
+// event once, in order, and every copy task once.
+func TestTailerKill9ExactlyOnce(t *testing.T) {
+	env := testenv.Require(t)
+	s := serde(t, env)
+	log := newSynthLog(t, env)
+	_, last := log.append(t, repeatRows(capturedRows(t), 30000))
+	dbs := []string{"cap_sales", "cap_archive"}
+	policy := "    - {name: cap_sales}\n    - {name: cap_archive}"
+
+	// The reference: one clean run.
+	ref := tailerConf{prefix: "t" + uniq(t), source: "ref", kind: "postgres", postgres: log.dsn, batch: 40, databases: policy}
+	p := startHivedr(t, "reference tailer", "tail", "-config", ref.write(t, env))
+	waitCheckpoint(t, env, s, ref, last, p, 4*time.Minute)
+	p.stop(t)
+	want := readPublished(t, env, s, ref.prefix, dbs)
+	for _, db := range dbs {
+		ids := want.events[db]
+		if len(ids) == 0 {
+			t.Fatalf("reference run published nothing for %s", db)
+		}
+		for i := 1; i < len(ids); i++ {
+			if ids[i] <= ids[i-1] {
+				t.Fatalf("reference run: %s has event %d after %d", db, ids[i], ids[i-1])
+			}
+		}
+	}
+	for i := 1; i < len(want.tasks); i++ {
+		if want.tasks[i] == want.tasks[i-1] {
+			t.Fatalf("reference run published copy task %s twice", want.tasks[i])
+		}
+	}
+
+	// The crash run: same log, its own prefix and transactional ID.
+	crash := ref
+	crash.prefix, crash.source = "t"+uniq(t), "crash"
+	cfg := crash.write(t, env)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	kills := 0
+	for i := 0; i < 6; i++ {
+		p := startHivedr(t, fmt.Sprintf("tailer run %d", i), "tail", "-config", cfg)
+		time.Sleep(time.Duration(700+rng.IntN(1300)) * time.Millisecond)
+		if p.exited() {
+			t.Fatalf("tailer run %d exited on its own:\n%s", i, tail(p.out.String(), 40))
+		}
+		p.kill9()
+		kills++
+	}
+	mid := lastCheckpoint(t, env, s, kafka.Topics{Prefix: crash.prefix}.Checkpoints(), crash.source)
+	if mid >= last {
+		t.Fatalf("the killed runs finished the whole log (checkpoint %d of %d): the kills did not land mid-stream; make the log longer", mid, last)
+	}
+	p = startHivedr(t, "tailer after kills", "tail", "-config", cfg)
+	waitCheckpoint(t, env, s, crash, last, p, 4*time.Minute)
+	p.stop(t)
+	got := readPublished(t, env, s, crash.prefix, dbs)
+	for _, db := range dbs {
+		if !slices.Equal(got.events[db], want.events[db]) {
+			t.Errorf("%s after %d kills: %d events, reference %d; first difference at %d",
+				db, kills, len(got.events[db]), len(want.events[db]), firstDiff(got.events[db], want.events[db]))
+		}
+	}
+	if !slices.Equal(got.tasks, want.tasks) {
+		t.Errorf("copy tasks after %d kills: %d, reference %d", kills, len(got.tasks), len(want.tasks))
+	}
+	t.Logf("%d kills (checkpoint %d of %d before the last restart): %v events per database, %d copy tasks, identical to the reference",
+		kills, mid, last, map[string]int{dbs[0]: len(got.events[dbs[0]]), dbs[1]: len(got.events[dbs[1]])}, len(got.tasks))
+}
+
+func firstDiff(a, b []int64) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// TestTailerChainBroken deletes events past the tailer's checkpoint while it
+// is stopped, as the metastore's cleaner does to a log left behind too long.
+// The tailer must exit with CHAIN_BROKEN naming the expected and found IDs,
+// and publish nothing after the gap.
+func TestTailerChainBroken(t *testing.T) {
+	env := testenv.Require(t)
+	s := serde(t, env)
+	log := newSynthLog(t, env)
+	rows := capturedRows(t)
+	_, first := log.append(t, rows)
+	conf := tailerConf{prefix: "t" + uniq(t), source: "gap", kind: "postgres", postgres: log.dsn,
+		databases: "    - {name: cap_sales}\n    - {name: cap_archive}"}
+	cfg := conf.write(t, env)
+	p := startHivedr(t, "tailer", "tail", "-config", cfg)
+	waitCheckpoint(t, env, s, conf, first, p, 2*time.Minute)
+	p.stop(t)
+
+	from, to := log.append(t, rows)
+	log.purge(t, from, from+4)
+	p = startHivedr(t, "tailer after purge", "tail", "-config", cfg)
+	if code := p.wait(t, 2*time.Minute); code != 3 {
+		t.Fatalf("tailer exited %d after a purge, want 3 (CHAIN_BROKEN):\n%s", code, tail(p.out.String(), 20))
+	}
+	out := p.out.String()
+	for _, want := range []string{"CHAIN_BROKEN", fmt.Sprintf("expected event %d", from), fmt.Sprintf("event %d next", from+5), "bootstrap"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tailer output does not say %q:\n%s", want, tail(out, 20))
+		}
+	}
+	if cp := lastCheckpoint(t, env, s, kafka.Topics{Prefix: conf.prefix}.Checkpoints(), conf.source); cp != first {
+		t.Errorf("checkpoint moved to %d past the gap (want %d)", cp, first)
+	}
+	for _, db := range []string{"cap_sales", "cap_archive"} {
+		for _, e := range events(readTopic(t, env, s, kafka.Topics{Prefix: conf.prefix}.Events(db))) {
+			if e.EventID > first {
+				t.Errorf("%s: event %d published after the gap (log ends at %d)", db, e.EventID, to)
+			}
+		}
+	}
+}
+
+// TestTailerMalformedMessage puts undecodable and unknown rows in the log.
+// Each is published with its raw message and the reason, and the events
+// after them still flow.
+func TestTailerMalformedMessage(t *testing.T) {
+	env := testenv.Require(t)
+	s := serde(t, env)
+	log := newSynthLog(t, env)
+	rows := capturedRows(t)
+	bad := []synthRow{
+		{Type: "CREATE_TABLE", DB: "cap_sales", Table: "broken", Format: "gzip(json-2.0)", Message: "this is not base64 gzip"},
+		{Type: "CREATE_TABLE", DB: "cap_sales", Table: "broken", Format: "json-0.2", Message: `{"db":"cap_sales","tableObjJson":"{not tjson"}`},
+		{Type: "FROBNICATE_TABLE", DB: "cap_sales", Table: "x", Format: "json-0.2", Message: `{"db":"cap_sales"}`},
+	}
+	_, last := log.append(t, append(append(rows[:5:5], bad...), rows[5:]...))
+	conf := tailerConf{prefix: "t" + uniq(t), source: "bad", kind: "postgres", postgres: log.dsn,
+		databases: "    - {name: cap_sales}\n    - {name: cap_archive}"}
+	p := startHivedr(t, "tailer", "tail", "-config", conf.write(t, env))
+	waitCheckpoint(t, env, s, conf, last, p, 2*time.Minute)
+	p.stop(t)
+
+	evs := events(readTopic(t, env, s, kafka.Topics{Prefix: conf.prefix}.Events("cap_sales")))
+	byID := map[int64]*schemas.Event{}
+	for _, e := range evs {
+		byID[e.EventID] = e
+	}
+	for i, want := range []schemas.EventErrorKind{schemas.ErrDecode, schemas.ErrDecode, schemas.ErrUnknownEventType} {
+		id := int64(6 + i)
+		e := byID[id]
+		if e == nil {
+			t.Fatalf("bad event %d (%s) was not published", id, bad[i].Type)
+		}
+		if len(e.Errors) == 0 || e.Errors[0].Kind != want || e.Message != bad[i].Message || e.Payload != nil {
+			t.Errorf("event %d: errors %+v, message %q; want %s with the raw message kept", id, e.Errors, e.Message, want)
+		}
+		t.Logf("event %d published with %s: %s", id, e.Errors[0].Kind, e.Errors[0].Message)
+	}
+	if evs[len(evs)-1].EventID <= 8 {
+		t.Fatalf("no event after the malformed ones was published (last %d)", evs[len(evs)-1].EventID)
+	}
+	for _, e := range evs {
+		if e.EventID > 8 && len(e.Errors) > 0 && e.Errors[0].Kind != schemas.ErrPathOutsideRoots {
+			t.Errorf("event %d after the bad ones has errors %+v", e.EventID, e.Errors)
+		}
+	}
+}
