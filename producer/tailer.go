@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -258,41 +260,34 @@ func (t *Tailer) step(ctx context.Context) (bool, error) {
 func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) error {
 	var recs []*kgo.Record
 	cp, cpTime := t.checkpoint, t.checkpointTime
-	for _, raw := range evs {
-		ev := Decode(raw)
-		ev.Source = t.conf.Source.Name
+	for i, p := range t.prepare(evs) {
+		ev := &p.routed.Event
+		if p.err != nil {
+			return p.err
+		}
 		t.m.eventsRead.WithLabelValues(ev.EventType).Inc()
-		r := Route(ev, &t.conf.Replication)
-		cp, cpTime = ev.EventID, ev.EventTime
-		if r.Filtered != "" {
-			t.m.eventsFiltered.WithLabelValues(r.Filtered, ev.Database).Inc()
+		cp, cpTime = evs[i].EventID, ev.EventTime
+		if p.routed.Filtered != "" {
+			t.m.eventsFiltered.WithLabelValues(p.routed.Filtered, ev.Database).Inc()
 			continue
 		}
-		if len(r.Event.Errors) > 0 {
+		if len(ev.Errors) > 0 {
 			t.log.Warn("publishing event with errors; the applier will halt its databases on it",
-				"event_id", ev.EventID, "type", ev.EventType, "databases", r.Event.Databases, "errors", r.Event.Errors)
-		}
-		val, err := t.cfg.Codec.Encode(&r.Event)
-		if err != nil {
-			return fmt.Errorf("encode event %d (%s): %w", ev.EventID, ev.EventType, err)
+				"event_id", ev.EventID, "type", ev.EventType, "databases", ev.Databases, "errors", ev.Errors)
 		}
 		id := strconv.FormatInt(ev.EventID, 10)
-		for _, db := range r.Event.Databases {
+		for _, db := range ev.Databases {
 			topic := t.topics.Events(db)
 			if err := t.ensureEventsTopic(ctx, topic); err != nil {
 				return err
 			}
-			recs = append(recs, record(topic, id, val, schemas.NameMetastoreEvent, id))
+			recs = append(recs, record(topic, id, p.value, schemas.NameMetastoreEvent, id))
 			t.m.eventsPublished.WithLabelValues(ev.EventType, db).Inc()
 		}
-		for i := range r.Tasks {
-			tv, err := t.cfg.Codec.Encode(&r.Tasks[i])
-			if err != nil {
-				return fmt.Errorf("encode copy task %s: %w", r.Tasks[i].TaskID, err)
-			}
-			recs = append(recs, record(t.topics.Manifests(), r.Tasks[i].TaskID, tv, schemas.NameCopyTask, id))
+		for j, task := range p.routed.Tasks {
+			recs = append(recs, record(t.topics.Manifests(), task.TaskID, p.taskValues[j], schemas.NameCopyTask, id))
 		}
-		t.m.tasksPublished.Add(float64(len(r.Tasks)))
+		t.m.tasksPublished.Add(float64(len(p.routed.Tasks)))
 	}
 	if heartbeat {
 		now := time.Now()
@@ -330,6 +325,56 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 		t.lastHeartbeat = time.Now()
 	}
 	return nil
+}
+
+// prepared is one event decoded, routed and encoded.
+type prepared struct {
+	routed     Routed
+	value      []byte   // the encoded event, when published
+	taskValues [][]byte // the encoded copy tasks
+	err        error
+}
+
+// prepare decodes, routes and encodes evs on all cores: each step is pure,
+// and results keep the order of evs.
+func (t *Tailer) prepare(evs []RawEvent) []prepared {
+	out := make([]prepared, len(evs))
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(evs)/32))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(evs); i += workers {
+				out[i] = t.prepareOne(evs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (t *Tailer) prepareOne(raw RawEvent) prepared {
+	ev := Decode(raw)
+	ev.Source = t.conf.Source.Name
+	p := prepared{routed: Route(ev, &t.conf.Replication)}
+	if p.routed.Filtered != "" {
+		return p
+	}
+	var err error
+	if p.value, err = t.cfg.Codec.Encode(&p.routed.Event); err != nil {
+		p.err = fmt.Errorf("encode event %d (%s): %w", ev.EventID, ev.EventType, err)
+		return p
+	}
+	for i := range p.routed.Tasks {
+		v, err := t.cfg.Codec.Encode(&p.routed.Tasks[i])
+		if err != nil {
+			p.err = fmt.Errorf("encode copy task %s: %w", p.routed.Tasks[i].TaskID, err)
+			return p
+		}
+		p.taskValues = append(p.taskValues, v)
+	}
+	return p
 }
 
 // transact produces recs in one transaction and commits it; on any error
