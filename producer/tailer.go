@@ -383,19 +383,27 @@ func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
 	if err := t.prod.BeginTransaction(); err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
-	var firstErr error
-	done := make(chan struct{}, len(recs))
+	// Produce callbacks run on franz-go's goroutines, possibly several at
+	// once (one per partition), so the first error is kept under a lock.
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	wg.Add(len(recs))
 	for _, r := range recs {
 		t.prod.Produce(ctx, r, func(r *kgo.Record, err error) {
-			if err != nil && firstErr == nil {
-				firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+				}
+				mu.Unlock()
 			}
-			done <- struct{}{}
 		})
 	}
-	for range recs {
-		<-done
-	}
+	wg.Wait()
 	commit := kgo.TryCommit
 	if firstErr != nil {
 		commit = kgo.TryAbort
