@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -188,12 +189,12 @@ func (d *decoder) decode() (err error) {
 			err = fmt.Errorf("%s message: panic while decoding: %v", d.raw.EventType, r)
 		}
 	}()
-	m, err := decodeMessageJSON(d.raw.MessageFormat, d.raw.Message)
+	m, err := hms.DecodeMessage(d.raw.MessageFormat, d.raw.Message)
 	if err != nil {
 		return fmt.Errorf("%s message: %w", d.raw.EventType, err)
 	}
-	defer m.release()
-	msg := m.json
+	defer m.Release()
+	msg := m.JSON
 	if fn == nil {
 		if !json.Valid(msg) {
 			return fmt.Errorf("%s message: not valid JSON", d.raw.EventType)

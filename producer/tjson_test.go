@@ -653,37 +653,3 @@ func FuzzTJSON(f *testing.F) {
 	})
 }
 
-// TestDecodeMessageJSONMatchesHMS checks the pooled message reader against
-// hms.MessageJSON: same text, same errors.
-func TestDecodeMessageJSONMatchesHMS(t *testing.T) {
-	type input struct{ format, message string }
-	var inputs []input
-	for _, f := range loadDecodeFixtures(t) {
-		inputs = append(inputs, input{f.raw.MessageFormat, f.raw.Message})
-	}
-	inputs = append(inputs,
-		input{hms.FormatGzipJSON, "%%% not base64"},
-		input{hms.FormatGzipJSON, "aGVsbG8"},
-		input{hms.FormatGzipJSON, "plain"},
-		input{hms.FormatGzipJSON, ""},
-		input{hms.FormatGzipJSON, gzipBase64(t, `{"a":1}`)[:20]},
-		input{hms.FormatGzipJSON, gzipBase64(t, `{"a":1}`) + "\n"},
-		input{hms.FormatGzipJSON, gzipBase64(t, `{"a":1}`+strings.Repeat(" ", 100000))},
-		input{"gzip(json-3.0)", gzipBase64(t, `{}`)},
-		input{hms.FormatJSON, `{"a":1}`},
-		input{"", `x`},
-		input{"json-9", `{}`},
-		input{"avro-1", `{}`},
-	)
-	// Twice over, so pooled readers and buffers are reused after errors.
-	for range 2 {
-		for _, in := range inputs {
-			want, wantErr := hms.MessageJSON(in.format, in.message)
-			m, err := decodeMessageJSON(in.format, in.message)
-			if fmt.Sprint(err) != fmt.Sprint(wantErr) || !bytes.Equal(m.json, want) {
-				t.Errorf("%s %.40q: got %.60q, %v; want %.60q, %v", in.format, in.message, m.json, err, want, wantErr)
-			}
-			m.release()
-		}
-	}
-}

@@ -52,3 +52,20 @@ func TestMessageJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeMessageReusesBuffers alternates good and bad messages so pooled
+// readers are reused after errors, and checks each result.
+func TestDecodeMessageReusesBuffers(t *testing.T) {
+	docs := []string{`{"a":1}`, strings.Repeat(`{"b":"xyz"}`, 1000), `{}`}
+	for i := 0; i < 300; i++ {
+		doc := docs[i%len(docs)]
+		m, err := DecodeMessage(FormatGzipJSON, gzipBase64(t, doc))
+		if err != nil || string(m.JSON) != doc {
+			t.Fatalf("round %d: %q, %v", i, m.JSON, err)
+		}
+		m.Release()
+		if _, err := DecodeMessage(FormatGzipJSON, base64.StdEncoding.EncodeToString([]byte("not gzip"))); err == nil {
+			t.Fatalf("round %d: a non-gzip message decoded", i)
+		}
+	}
+}
