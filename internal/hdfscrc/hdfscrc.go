@@ -23,16 +23,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hivedr/hivedr/internal/webhdfs"
@@ -57,9 +53,7 @@ type Client struct {
 	// after connecting.
 	IOTimeout time.Duration
 
-	base string // http://host:port of the NameNode's HTTP endpoint
-	user string
-	hc   *http.Client
+	web *webhdfs.Client
 }
 
 // New returns a client for the cluster whose NameNode serves WebHDFS at
@@ -68,19 +62,10 @@ type Client struct {
 // reached at the addresses the NameNode reports (IP address and transfer
 // port).
 func New(webhdfsAddr, user string, hc *http.Client) *Client {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	base := webhdfsAddr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
 	return &Client{
 		DialTimeout: DefaultDialTimeout,
 		IOTimeout:   DefaultIOTimeout,
-		base:        strings.TrimRight(base, "/"),
-		user:        user,
-		hc:          hc,
+		web:         webhdfs.New(webhdfsAddr, user, hc),
 	}
 }
 
@@ -105,38 +90,13 @@ func (c *Client) FileCRC32C(ctx context.Context, path string) (crc uint32, lengt
 	return crc, length, nil
 }
 
-// locatedBlocksJSON is the LocatedBlocks object of GET_BLOCK_LOCATIONS.
-type locatedBlocksJSON struct {
-	FileLength          int64          `json:"fileLength"`
-	IsUnderConstruction bool           `json:"isUnderConstruction"`
-	IsLastBlockComplete bool           `json:"isLastBlockComplete"`
-	LocatedBlocks       []locatedBlock `json:"locatedBlocks"`
-}
+type (
+	locatedBlock = webhdfs.LocatedBlock
+	datanode     = webhdfs.DatanodeInfo
+)
 
-// locatedBlock is one block of a file and the DataNodes that hold it.
-type locatedBlock struct {
-	Block struct {
-		PoolID string `json:"blockPoolId"`
-		// Block IDs and generation stamps are Java longs; old clusters
-		// have negative (random) block IDs.
-		BlockID         int64 `json:"blockId"`
-		GenerationStamp int64 `json:"generationStamp"`
-		NumBytes        int64 `json:"numBytes"`
-	} `json:"block"`
-	StartOffset int64      `json:"startOffset"`
-	IsCorrupt   bool       `json:"isCorrupt"`
-	Locations   []datanode `json:"locations"`
-}
-
-// datanode is where a replica of a block lives.
-type datanode struct {
-	IPAddr   string `json:"ipAddr"`
-	HostName string `json:"hostName"`
-	XferPort int    `json:"xferPort"`
-}
-
-// addr returns the DataNode's data transfer address.
-func (d datanode) addr() string {
+// xferAddr returns the DataNode's data transfer address.
+func xferAddr(d datanode) string {
 	host := d.IPAddr
 	if host == "" {
 		host = d.HostName
@@ -160,7 +120,7 @@ func (c *Client) locatedBlocks(ctx context.Context, path string) ([]locatedBlock
 		if length >= 0 {
 			want = length - covered
 		}
-		lb, err := c.getBlockLocations(ctx, path, covered, want)
+		lb, err := c.web.GetBlockLocations(ctx, path, covered, want)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -194,62 +154,6 @@ func (c *Client) locatedBlocks(ctx context.Context, path string) ([]locatedBlock
 	return blocks, length, nil
 }
 
-// getBlockLocations runs WebHDFS GET_BLOCK_LOCATIONS for [offset,
-// offset+length) of path.
-func (c *Client) getBlockLocations(ctx context.Context, path string, offset, length int64) (locatedBlocksJSON, error) {
-	const op = "GET_BLOCK_LOCATIONS"
-	if !strings.HasPrefix(path, "/") {
-		return locatedBlocksJSON{}, fmt.Errorf("hdfscrc: checksum of %q: path is not absolute", path)
-	}
-	q := url.Values{
-		"op":     {op},
-		"offset": {strconv.FormatInt(offset, 10)},
-		"length": {strconv.FormatInt(length, 10)},
-	}
-	if c.user != "" {
-		q.Set("user.name", c.user)
-	}
-	u := c.base + "/webhdfs/v1" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return locatedBlocksJSON{}, fmt.Errorf("hdfscrc: webhdfs %s %s: %w", op, path, err)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return locatedBlocksJSON{}, fmt.Errorf("hdfscrc: webhdfs %s %s: %w", op, path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return locatedBlocksJSON{}, fmt.Errorf("hdfscrc: webhdfs %s %s: read answer: %w", op, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		rerr := &webhdfs.RemoteError{Op: op, Path: path, Status: resp.StatusCode}
-		var re struct {
-			RemoteException struct {
-				Exception string `json:"exception"`
-				Message   string `json:"message"`
-			} `json:"RemoteException"`
-		}
-		if json.Unmarshal(body, &re) == nil && re.RemoteException.Exception != "" {
-			rerr.Exception, rerr.Message = re.RemoteException.Exception, re.RemoteException.Message
-		} else {
-			rerr.Message = strings.TrimSpace(string(body))
-		}
-		return locatedBlocksJSON{}, rerr
-	}
-	var out struct {
-		LocatedBlocks *locatedBlocksJSON `json:"LocatedBlocks"`
-	}
-	if err := json.Unmarshal(body, &out); err != nil {
-		return locatedBlocksJSON{}, fmt.Errorf("hdfscrc: webhdfs %s %s: decode answer %.200q: %w", op, path, body, err)
-	}
-	if out.LocatedBlocks == nil {
-		return locatedBlocksJSON{}, fmt.Errorf("hdfscrc: webhdfs %s %s: answer %.200q has no LocatedBlocks", op, path, body)
-	}
-	return *out.LocatedBlocks, nil
-}
-
 // blockCRC asks the DataNodes holding block b, in the NameNode's order,
 // for the block's CRC-32C until one answers.
 func (c *Client) blockCRC(ctx context.Context, path string, b locatedBlock) (uint32, error) {
@@ -268,11 +172,11 @@ func (c *Client) blockCRC(ctx context.Context, path string, b locatedBlock) (uin
 	}
 	var errs []error
 	for _, dn := range b.Locations {
-		crc, err := c.askDatanode(ctx, dn.addr(), eb)
+		crc, err := c.askDatanode(ctx, xferAddr(dn), eb)
 		if err == nil {
 			return crc, nil
 		}
-		errs = append(errs, fmt.Errorf("datanode %s: %w", dn.addr(), err))
+		errs = append(errs, fmt.Errorf("datanode %s: %w", xferAddr(dn), err))
 		if ctx.Err() != nil {
 			break
 		}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -209,4 +210,52 @@ func (c *Client) SnapshotDiff(ctx context.Context, path, from, to string) ([]Dif
 		return nil, err
 	}
 	return out.SnapshotDiffReport.DiffList, nil
+}
+
+// LocatedBlocks is the answer of GET_BLOCK_LOCATIONS: a file's length and
+// the blocks covering a range of it, with the DataNodes that hold them.
+type LocatedBlocks struct {
+	FileLength          int64          `json:"fileLength"`
+	IsUnderConstruction bool           `json:"isUnderConstruction"`
+	IsLastBlockComplete bool           `json:"isLastBlockComplete"`
+	LocatedBlocks       []LocatedBlock `json:"locatedBlocks"`
+}
+
+// LocatedBlock is one block of a file and the DataNodes that hold it.
+type LocatedBlock struct {
+	Block struct {
+		PoolID string `json:"blockPoolId"`
+		// Block IDs and generation stamps are Java longs; old clusters
+		// have negative (random) block IDs.
+		BlockID         int64 `json:"blockId"`
+		GenerationStamp int64 `json:"generationStamp"`
+		NumBytes        int64 `json:"numBytes"`
+	} `json:"block"`
+	StartOffset int64          `json:"startOffset"`
+	IsCorrupt   bool           `json:"isCorrupt"`
+	Locations   []DatanodeInfo `json:"locations"`
+}
+
+// DatanodeInfo is a DataNode as the NameNode reports it.
+type DatanodeInfo struct {
+	IPAddr   string `json:"ipAddr"`
+	HostName string `json:"hostName"`
+	XferPort int    `json:"xferPort"`
+}
+
+// GetBlockLocations lists the blocks of [offset, offset+length) of the
+// file at path (the internal GET_BLOCK_LOCATIONS operation, which unlike
+// GETFILEBLOCKLOCATIONS gives block IDs and transfer ports).
+func (c *Client) GetBlockLocations(ctx context.Context, path string, offset, length int64) (LocatedBlocks, error) {
+	var out struct {
+		LocatedBlocks *LocatedBlocks `json:"LocatedBlocks"`
+	}
+	params := url.Values{"offset": {strconv.FormatInt(offset, 10)}, "length": {strconv.FormatInt(length, 10)}}
+	if err := c.do(ctx, http.MethodGet, "GET_BLOCK_LOCATIONS", path, params, &out); err != nil {
+		return LocatedBlocks{}, err
+	}
+	if out.LocatedBlocks == nil {
+		return LocatedBlocks{}, fmt.Errorf("webhdfs GET_BLOCK_LOCATIONS %s: answer has no LocatedBlocks", path)
+	}
+	return *out.LocatedBlocks, nil
 }
