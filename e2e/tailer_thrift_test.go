@@ -246,7 +246,7 @@ func TestTailerThriftWorkload(t *testing.T) {
 	// kcat from Debian reads the same committed records (it has no Avro
 	// support, so it shows the Confluent-framed value raw; the key and the
 	// type header are plain).
-	kcatOut := runCmd(t, "kcat", "-C", "-b", strings.Join(env.KafkaBrokers(t), ","), "-t", topics.Events(sales),
+	kcatOut := runCmd(t, env.Get(t, "HIVEDR_KCAT"), "-C", "-b", strings.Join(env.KafkaBrokers(t), ","), "-t", topics.Events(sales),
 		"-X", "isolation.level=read_committed", "-o", "beginning", "-e", "-c", "1", "-J")
 	var kc struct {
 		Key     string   `json:"key"`

@@ -11,7 +11,7 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SERVICES=(postgres kafka registry hdfs s3 hms)
+SERVICES=(tools postgres kafka registry hdfs s3 hms)
 for s in "${SERVICES[@]}"; do
   f="$STACK_LIB_DIR/services/$s.sh"
   if [ -f "$f" ]; then . "$f"; fi
