@@ -1,0 +1,79 @@
+// Package fs is the one filesystem interface of hivedr's copy path, with
+// implementations for HDFS, S3 and the local filesystem. copyd moves bytes
+// through it; nothing else in hivedr reads or writes data files.
+//
+// Paths are full locations: hdfs://host:port/p, s3://bucket/key, or an
+// absolute local path (file:///p is accepted too). A Router picks the FS
+// for a location by scheme and authority.
+package fs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// ErrNotExist is returned (wrapped) when a file does not exist.
+var ErrNotExist = errors.New("file does not exist")
+
+// FileInfo describes a file.
+type FileInfo struct {
+	Size    int64
+	ModTime time.Time
+	IsDir   bool
+}
+
+// Checksum is a whole-file checksum as a store reports it.
+type Checksum struct {
+	// CRC32C of the whole file, independent of block or part sizes.
+	CRC32C uint32
+	// Source says how it was obtained, e.g. "hdfs-composite-crc",
+	// "s3-full-object-crc32c", "computed".
+	Source string
+}
+
+// FS is one storage system.
+//
+// Invariant kept by every implementation: a reader of a path never sees a
+// partial file written through Create. HDFS and local writes go to a
+// staging name beside the target (same directory, so the rename cannot
+// cross filesystems) and are renamed into place by Commit; S3 objects
+// appear only when their single put or multipart upload completes.
+type FS interface {
+	// Stat describes the file at path, or returns an error wrapping
+	// ErrNotExist.
+	Stat(ctx context.Context, path string) (FileInfo, error)
+	// Open reads n bytes of the file at path from offset off (n < 0: to
+	// the end).
+	Open(ctx context.Context, path string, off, n int64) (io.ReadCloser, error)
+	// Checksum returns the file's CRC32C as the store computes it, without
+	// reading the file through this process where the store can do it
+	// itself. ok is false when the store cannot say (an S3 object written
+	// without a full-object checksum, for example).
+	Checksum(ctx context.Context, path string) (sum Checksum, ok bool, err error)
+	// Create starts writing a new file at path of the given size (-1 when
+	// unknown); parents are created. Nothing is visible at path until
+	// Commit; an existing file there is replaced by Commit.
+	Create(ctx context.Context, path string, size int64) (Writer, error)
+	// Remove deletes the file at path; a missing file is not an error.
+	Remove(ctx context.Context, path string) error
+	// Discard cleans up a write a crashed process left behind, given the
+	// path and the Writer's Staging value: it deletes the staging file or
+	// aborts the multipart upload. Already gone is not an error.
+	Discard(ctx context.Context, path, staging string) error
+}
+
+// Writer is a file being written.
+type Writer interface {
+	io.Writer
+	// Commit makes the file visible at its path, atomically. The CRC32C
+	// the caller computed while writing is passed so stores that verify
+	// on upload (S3) can refuse a mismatch.
+	Commit(ctx context.Context, crc32c uint32) error
+	// Abort discards what was written; the path is left as it was.
+	Abort(ctx context.Context) error
+	// Staging identifies the in-progress write (a staging path, or an S3
+	// upload ID) so a restarted daemon can clean it up.
+	Staging() string
+}
