@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hivedr/hivedr/internal/fs"
 )
 
 // Config is the whole configuration file.
@@ -34,6 +36,41 @@ type Config struct {
 	Tailer Tailer `yaml:"tailer"`
 	// Replication is the policy: what replicates and where files go.
 	Replication Replication `yaml:"replication"`
+	// Copyd tunes `hivedr copyd`.
+	Copyd Copyd `yaml:"copyd"`
+	// Filesystems are the stores copyd reads and writes (see fs.Config;
+	// fs.NewRouter checks them).
+	Filesystems fs.Config `yaml:"filesystems"`
+}
+
+// Copyd tunes the copy daemons.
+type Copyd struct {
+	// Group is the consumer group all copy daemons share. Default
+	// hivedr-copyd.
+	Group string `yaml:"group"`
+	// Instance names this daemon; its transactional ID is
+	// hivedr-copyd-<instance>, so it must be unique per daemon and stable
+	// across its restarts. Default: the host name.
+	Instance string `yaml:"instance"`
+	// Workers is how many files one daemon copies at once. Default 8.
+	Workers int `yaml:"workers"`
+	// MaxBatch is the most tasks taken per round (one transaction).
+	// Default 4 x workers.
+	MaxBatch int `yaml:"max_batch"`
+	// BytesPerSecond limits the daemon's copy bandwidth; 0 is unlimited.
+	BytesPerSecond int64 `yaml:"bytes_per_second"`
+	// Retries of a transient failure before a task completes FAILED.
+	// Default 5.
+	Retries int `yaml:"retries"`
+	// TargetRoots are the only locations copyd writes; default: the
+	// targets of replication.path_mappings.
+	TargetRoots []string `yaml:"target_roots"`
+	// CMRoots are change-management roots copyd may read copies of moved
+	// or deleted source files from, when they lie outside the source roots.
+	// Default: the local stack's source cmroot.
+	CMRoots []string `yaml:"cm_roots"`
+	// MetricsAddr serves /metrics; empty disables. Default 127.0.0.1:9465.
+	MetricsAddr string `yaml:"metrics_addr"`
 }
 
 // Source says how to read the source notification log.
@@ -155,6 +192,7 @@ const (
 	localPGSrc    = "postgres://hive:hive@127.0.0.1:15432/metastore_src?sslmode=disable"
 	localHDFSSrc  = "hdfs://127.0.0.1:18020"
 	localHDFSDR   = "hdfs://127.0.0.1:28020"
+	localS3       = "http://127.0.0.1:19000"
 )
 
 // Default returns the configuration for the local stack.
@@ -169,6 +207,15 @@ func Default() *Config {
 		Tailer: Tailer{
 			BatchSize: 1000, PollInterval: Duration{time.Second}, HeartbeatInterval: Duration{5 * time.Second},
 			StartEventID: "latest", MetricsAddr: "127.0.0.1:9464",
+		},
+		Copyd: Copyd{Group: "hivedr-copyd", Workers: 8, Retries: 5, MetricsAddr: "127.0.0.1:9465",
+			CMRoots: []string{localHDFSSrc + "/cmroot/"}},
+		Filesystems: fs.Config{
+			HDFS: []fs.HDFSConfig{
+				{NameNodes: []string{"127.0.0.1:18020"}, WebHDFS: "127.0.0.1:18070", User: "hivedr"},
+				{NameNodes: []string{"127.0.0.1:28020"}, WebHDFS: "127.0.0.1:28070", User: "hivedr"},
+			},
+			S3: []fs.S3Config{{Endpoint: localS3, Region: "us-east-1", AccessKey: "hivedr", SecretKey: "hivedr-secret-key", PathStyle: true}},
 		},
 		Replication: Replication{
 			PathMappings: []PathMapping{{Source: localHDFSSrc + "/", Target: localHDFSDR + "/"}},
@@ -259,6 +306,9 @@ func (c *Config) Validate() error {
 	if err := c.Replication.compile(); err != nil {
 		return err
 	}
+	if err := c.validateCopyd(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -297,6 +347,51 @@ func compileAll(key string, exprs []string) ([]*regexp.Regexp, error) {
 		out = append(out, re)
 	}
 	return out, nil
+}
+
+func (c *Config) validateCopyd() error {
+	d := &c.Copyd
+	if d.Group == "" {
+		return errors.New("copyd.group: must not be empty")
+	}
+	if d.Instance == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			return errors.New("copyd.instance: not set and the host name is unknown")
+		}
+		d.Instance = h
+	}
+	if d.Workers < 1 || d.Workers > 1024 {
+		return fmt.Errorf("copyd.workers: %d must be between 1 and 1024", d.Workers)
+	}
+	if d.MaxBatch == 0 {
+		d.MaxBatch = 4 * d.Workers
+	}
+	if d.MaxBatch < 1 {
+		return fmt.Errorf("copyd.max_batch: %d must be positive", d.MaxBatch)
+	}
+	if d.BytesPerSecond < 0 {
+		return fmt.Errorf("copyd.bytes_per_second: %d must not be negative", d.BytesPerSecond)
+	}
+	if d.Retries < 0 {
+		return fmt.Errorf("copyd.retries: %d must not be negative", d.Retries)
+	}
+	if len(d.TargetRoots) == 0 {
+		for _, m := range c.Replication.PathMappings {
+			d.TargetRoots = append(d.TargetRoots, m.Target)
+		}
+	}
+	for i, r := range d.TargetRoots {
+		if _, err := ParseLocation(r); err != nil {
+			return fmt.Errorf("copyd.target_roots[%d]: %w", i, err)
+		}
+	}
+	for i, r := range d.CMRoots {
+		if _, err := ParseLocation(r); err != nil {
+			return fmt.Errorf("copyd.cm_roots[%d]: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // StartPosition parses StartEventID: -1 for latest, 0 for earliest (the

@@ -2,7 +2,7 @@ package config
 
 import (
 	"fmt"
-	"net/url"
+	"github.com/hivedr/hivedr/internal/location"
 	"path"
 	"sort"
 	"strings"
@@ -46,59 +46,12 @@ func (p *DatabasePolicy) TableIncluded(table string) bool {
 	return false
 }
 
-// Location is a parsed, normalised storage location.
-type Location struct {
-	Scheme    string // lower case; "" for a local path
-	Authority string // lower case host[:port]
-	Path      string // absolute, cleaned
-}
+// Location is a parsed, normalised storage location (see package
+// location).
+type Location = location.Location
 
-func (l Location) String() string {
-	if l.Scheme == "" {
-		return l.Path
-	}
-	return l.Scheme + "://" + l.Authority + l.Path
-}
-
-// ParseLocation normalises a URI or absolute path. It refuses relative
-// paths and any ".." segment: a location must name its place directly, so
-// that a root check on it cannot be escaped.
-func ParseLocation(s string) (Location, error) {
-	var l Location
-	if strings.Contains(s, "://") {
-		u, err := url.Parse(s)
-		if err != nil {
-			return l, fmt.Errorf("location %q: %w", s, err)
-		}
-		if u.RawQuery != "" || u.Fragment != "" {
-			return l, fmt.Errorf("location %q: has a query or fragment", s)
-		}
-		l.Scheme, l.Authority, l.Path = strings.ToLower(u.Scheme), strings.ToLower(u.Host), u.Path
-	} else {
-		l.Path = s
-	}
-	if !strings.HasPrefix(l.Path, "/") {
-		return l, fmt.Errorf("location %q: path is not absolute", s)
-	}
-	for _, seg := range strings.Split(l.Path, "/") {
-		if seg == ".." {
-			return l, fmt.Errorf("location %q: has a \"..\" segment", s)
-		}
-	}
-	l.Path = path.Clean(l.Path)
-	return l, nil
-}
-
-// Within reports whether l is root itself or lies under it.
-func (l Location) Within(root Location) bool {
-	if l.Scheme != root.Scheme || l.Authority != root.Authority {
-		return false
-	}
-	if root.Path == "/" || l.Path == root.Path {
-		return true
-	}
-	return strings.HasPrefix(l.Path, root.Path+"/")
-}
+// ParseLocation normalises a URI or absolute path (location.Parse).
+func ParseLocation(s string) (Location, error) { return location.Parse(s) }
 
 // CheckSourceRoot returns the normalised location of uri, or an error that
 // names uri when it is not under one of the source roots.

@@ -22,6 +22,10 @@ type FileInfo struct {
 	Size    int64
 	ModTime time.Time
 	IsDir   bool
+	// IsSymlink is set when the path itself is a symbolic link (local
+	// filesystem only). The link is described, not its target: Open and
+	// Checksum refuse to follow it, and Commit replaces the link itself.
+	IsSymlink bool
 }
 
 // Checksum is a whole-file checksum as a store reports it.

@@ -244,18 +244,23 @@ func WriteHDFS(t testing.TB, c *hdfs.Client, p string, data []byte) {
 	if err != nil {
 		t.Fatalf("hdfs create %s: %v", p, err)
 	}
-	if _, err := w.Write(data); err != nil {
-		t.Fatalf("hdfs write %s: %v", p, err)
+	// An empty Write would still allocate a block that never completes.
+	if len(data) > 0 {
+		if _, err := w.Write(data); err != nil {
+			t.Fatalf("hdfs write %s: %v", p, err)
+		}
 	}
-	for i := 0; ; i++ {
+	deadline, wait := time.Now().Add(time.Minute), 20*time.Millisecond
+	for {
 		err = w.Close()
 		if err == nil {
 			return
 		}
-		if !hdfs.IsErrReplicating(err) || i == 100 {
+		if !hdfs.IsErrReplicating(err) || time.Now().After(deadline) {
 			t.Fatalf("hdfs close %s: %v", p, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
 	}
 }
 

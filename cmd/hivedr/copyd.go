@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hivedr/hivedr/copyd"
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/state"
+)
+
+func runCopyd(args []string, _, stderr io.Writer) int {
+	fl := flag.NewFlagSet("copyd", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	var cf commonFlags
+	cf.register(fl)
+	metricsAddr := fl.String("metrics-addr", "", "serve /metrics here, overriding copyd.metrics_addr")
+	stateDir := fl.String("state-dir", "", "Pebble directory for in-flight writes (default: $XDG_STATE_HOME or ~/.local/state, then hivedr/copyd-<instance>)")
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: hivedr copyd [flags]\n\nCopy the files the copy tasks on <prefix>.manifests name, verify them with CRC32C,\n"+
+			"publish them atomically, and write one completion per task to <prefix>.completions,\n"+
+			"in Kafka transactions with the consumer group's offsets.\n\nFlags:")
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		return exitUsage
+	}
+	log, err := cf.logger(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "hivedr copyd:", err)
+		return exitUsage
+	}
+	conf, err := config.Load(cf.config)
+	if err != nil {
+		fmt.Fprintln(stderr, "hivedr copyd:", err)
+		return exitUsage
+	}
+	if *metricsAddr != "" {
+		conf.Copyd.MetricsAddr = *metricsAddr
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	if err := runCopyDaemon(ctx, conf, *stateDir, log); err != nil && ctx.Err() == nil {
+		log.Error("copyd stopped", "err", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func defaultStateDir(instance string) (string, error) {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", errors.New("-state-dir: not set and there is no home directory")
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "hivedr", "copyd-"+instance), nil
+}
+
+func runCopyDaemon(ctx context.Context, conf *config.Config, stateDir string, log *slog.Logger) error {
+	router, err := fs.NewRouter(conf.Filesystems)
+	if err != nil {
+		return fmt.Errorf("config: filesystems.%w", err)
+	}
+	defer router.Close()
+	if stateDir == "" {
+		if stateDir, err = defaultStateDir(conf.Copyd.Instance); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	st, err := state.Open(stateDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := cleanStaging(ctx, st, router, log); err != nil {
+		return err
+	}
+	serde, err := newSerde(ctx, conf.SchemaRegistry)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	m := copyd.NewMetrics()
+	if err := m.Register(reg); err != nil {
+		return err
+	}
+	if err := serveMetrics(ctx, conf.Copyd.MetricsAddr, reg, log); err != nil {
+		return err
+	}
+	eng, err := copyd.NewEngine(copyd.EngineConfig{
+		SourceRoots:    conf.Replication.SourceRoots,
+		TargetRoots:    conf.Copyd.TargetRoots,
+		CMRoots:        conf.Copyd.CMRoots,
+		Retries:        conf.Copyd.Retries,
+		BytesPerSecond: conf.Copyd.BytesPerSecond,
+		Staging:        st,
+	}, router, m)
+	if err != nil {
+		return err
+	}
+	d, err := copyd.NewDaemon(copyd.DaemonConfig{
+		Brokers:              conf.Kafka.Brokers,
+		Topics:               kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
+		Group:                conf.Copyd.Group,
+		TransactionalID:      "hivedr-copyd-" + conf.Copyd.Instance,
+		Workers:              conf.Copyd.Workers,
+		MaxBatch:             conf.Copyd.MaxBatch,
+		CompletionPartitions: conf.Kafka.ManifestPartitions,
+		ReplicationFactor:    conf.Kafka.ReplicationFactor,
+		Copier:               eng,
+		Codec:                serde,
+		Logger:               log,
+	})
+	if err != nil {
+		return err
+	}
+	return d.Run(ctx)
+}
+
+// cleanStaging discards the writes a crashed run left in progress (staging
+// files, multipart uploads), as recorded in the state store.
+func cleanStaging(ctx context.Context, st *state.Store, router *fs.Router, log *slog.Logger) error {
+	pending, err := st.Pending()
+	if err != nil {
+		return err
+	}
+	for _, p := range pending {
+		f, loc, err := router.Split(p.Location)
+		if err != nil {
+			return fmt.Errorf("clean up %s of task %s: %w", p.Staging, p.TaskID, err)
+		}
+		if err := f.Discard(ctx, loc, p.Staging); err != nil {
+			return fmt.Errorf("clean up %s of task %s: %w", p.Staging, p.TaskID, err)
+		}
+		if err := st.End(ctx, p.TaskID, p.Location, p.Staging); err != nil {
+			return err
+		}
+		log.Info("cleaned up an interrupted write", "task", p.TaskID, "target", p.Location, "staging", p.Staging)
+	}
+	return nil
+}

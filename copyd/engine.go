@@ -1,0 +1,644 @@
+package copyd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// Resolver finds the store that holds a location (the fs Router).
+type Resolver interface {
+	// Split returns the FS of location and the path to give that FS.
+	Split(location string) (fs.FS, string, error)
+}
+
+// FileChecksummer is implemented by stores that can report a file's
+// checksum in the form the metastore logs it when change management is on:
+// the hex of Hadoop's FileChecksum bytes (ReplChangeManager.checksumFor;
+// for HDFS, what WebHDFS GETFILECHECKSUM answers). The engine uses it to
+// tell whether a source still holds the bytes of the event when the event's
+// checksum is not a CRC32C. ok is false when the store cannot say.
+type FileChecksummer interface {
+	FileChecksum(ctx context.Context, path string) (hexSum string, ok bool, err error)
+}
+
+// StagingLog records writes in progress, so that a daemon restarted after a
+// crash can Discard what they left behind. Begin is called after a target's
+// staging file (or multipart upload) is created and before a byte is
+// written; End once it was committed or aborted.
+type StagingLog interface {
+	Begin(ctx context.Context, taskID, location, staging string) error
+	End(ctx context.Context, taskID, location, staging string) error
+}
+
+// EngineConfig configures an Engine.
+type EngineConfig struct {
+	// SourceRoots are the only locations the engine reads (required).
+	SourceRoots []string
+	// CMRoots are further locations the engine may read change-management
+	// copies from, for change-management roots outside SourceRoots.
+	CMRoots []string
+	// TargetRoots are the only locations the engine writes (required).
+	TargetRoots []string
+	// Retries is how many times a failed attempt is made again (transient
+	// errors and checksum mismatches); 0: none. hivedr's configuration
+	// defaults it to 5.
+	Retries int
+	// InitialBackoff is the wait before the first retry, doubled for each
+	// further one up to MaxBackoff, with jitter. Defaults 200ms and 30s.
+	InitialBackoff, MaxBackoff time.Duration
+	// BytesPerSecond limits the bandwidth of all the Engine's copies
+	// together; 0: unlimited.
+	BytesPerSecond int64
+	// Staging, if set, is told of every write in progress.
+	Staging StagingLog
+	// Now and Sleep replace the clock in tests. Defaults time.Now and a
+	// context-aware timer.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Engine copies and verifies files, one copy task at a time per call; it is
+// safe for concurrent use, and its copies share one bandwidth limit.
+type Engine struct {
+	cfg              EngineConfig
+	r                Resolver
+	m                *Metrics
+	src, read, tgt   []config.Location // read: src + CM roots
+	thr              *throttle
+	bufs             sync.Pool
+	now              func() time.Time
+	sleep            func(context.Context, time.Duration) error
+	initial, maxWait time.Duration
+}
+
+// NewEngine checks cfg and returns an Engine that reaches stores through r.
+// A nil m means new, unregistered metrics.
+func NewEngine(cfg EngineConfig, r Resolver, m *Metrics) (*Engine, error) {
+	if r == nil {
+		return nil, errors.New("copyd: NewEngine needs a Resolver")
+	}
+	if cfg.Retries < 0 {
+		return nil, fmt.Errorf("copyd: retries %d must not be negative", cfg.Retries)
+	}
+	if cfg.BytesPerSecond < 0 {
+		return nil, fmt.Errorf("copyd: bytes per second %d must not be negative", cfg.BytesPerSecond)
+	}
+	if m == nil {
+		m = NewMetrics()
+	}
+	e := &Engine{cfg: cfg, r: r, m: m, now: cfg.Now, sleep: cfg.Sleep,
+		initial: cfg.InitialBackoff, maxWait: cfg.MaxBackoff}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.sleep == nil {
+		e.sleep = sleepCtx
+	}
+	if e.initial <= 0 {
+		e.initial = 200 * time.Millisecond
+	}
+	if e.maxWait <= 0 {
+		e.maxWait = 30 * time.Second
+	}
+	var err error
+	if e.src, err = parseRoots("source root", cfg.SourceRoots); err != nil {
+		return nil, err
+	}
+	if e.tgt, err = parseRoots("target root", cfg.TargetRoots); err != nil {
+		return nil, err
+	}
+	cm, err := parseRoots("change-management root", cfg.CMRoots)
+	if err != nil {
+		return nil, err
+	}
+	if len(e.src) == 0 || len(e.tgt) == 0 {
+		return nil, errors.New("copyd: NewEngine needs source roots and target roots")
+	}
+	e.read = append(append([]config.Location(nil), e.src...), cm...)
+	e.thr = newThrottle(cfg.BytesPerSecond, e.now, e.sleep, m.waited)
+	e.bufs.New = func() any { b := make([]byte, copyBufferSize); return &b }
+	return e, nil
+}
+
+// copyBufferSize is the size of the buffer each copy streams through.
+const copyBufferSize = 1 << 20
+
+func parseRoots(what string, roots []string) ([]config.Location, error) {
+	var out []config.Location
+	for i, r := range roots {
+		l, err := parseLocation(r)
+		if err != nil {
+			return nil, fmt.Errorf("copyd: %s %d: %w", what, i, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// parseLocation is config.ParseLocation with file:///p and
+// file://localhost/p taken as the local path /p.
+func parseLocation(s string) (config.Location, error) {
+	if s == "" {
+		return config.Location{}, errors.New("location is empty")
+	}
+	l, err := config.ParseLocation(s)
+	if err != nil {
+		return l, err
+	}
+	if l.Scheme == "file" && (l.Authority == "" || l.Authority == "localhost") {
+		l.Scheme, l.Authority = "", ""
+	}
+	return l, nil
+}
+
+// confine returns the normalised form of loc if it lies under one of
+// roots, and an error naming loc otherwise. The normalised form is what
+// was checked, and the only form the engine uses from then on.
+func confine(what, loc string, roots []config.Location) (string, error) {
+	l, err := parseLocation(loc)
+	if err != nil {
+		return "", permanent(fmt.Errorf("%s %q refused: %w", what, loc, err))
+	}
+	for _, r := range roots {
+		if l.Within(r) {
+			return l.String(), nil
+		}
+	}
+	return "", permanent(fmt.Errorf("%s %s refused: outside the configured roots", what, loc))
+}
+
+// Discard removes what an interrupted write to location left behind, given
+// the staging value a StagingLog was told. The location must lie under the
+// target roots.
+func (e *Engine) Discard(ctx context.Context, location, staging string) error {
+	loc, err := confine("target", location, e.tgt)
+	if err != nil {
+		return err
+	}
+	f, p, err := e.r.Split(loc)
+	if err != nil {
+		return fmt.Errorf("discard staging %s of %s: %w", staging, loc, err)
+	}
+	return f.Discard(ctx, p, staging)
+}
+
+// Copy carries out one copy task and says how it went. It never panics and
+// always returns a completion: COPIED, SKIPPED_IDENTICAL, SOURCE_GONE (with
+// evidence) or FAILED (with the error).
+//
+// Confinement comes first: a source not under the source roots or a target
+// not under the target roots (another scheme or host, a ".." segment, a
+// relative path) completes FAILED, naming the path, before any store is
+// asked anything. Attempts is 0 then.
+//
+// If ctx ends first, the completion is FAILED with an error saying the copy
+// was interrupted; a daemon that is stopping should not publish it, and
+// should leave the task to be delivered again.
+func (e *Engine) Copy(ctx context.Context, task schemas.CopyTask) (c schemas.CopyCompletion) {
+	c = schemas.CopyCompletion{
+		TaskID: task.TaskID, EventID: task.EventID, Database: task.Database,
+		SourceURI: task.SourceURI, TargetURI: task.TargetURI,
+		Length: -1, Started: e.now(),
+	}
+	e.m.inFlight.Inc()
+	defer func() {
+		if p := recover(); p != nil {
+			c.Status, c.Length, c.CRC32C = schemas.StatusFailed, -1, nil
+			c.Error = fmt.Sprintf("internal error copying %s to %s: %v", task.SourceURI, task.TargetURI, p)
+		}
+		c.Finished = e.now()
+		e.m.inFlight.Dec()
+		e.m.completed(&c)
+	}()
+	fail := func(err error) {
+		c.Status, c.Length, c.CRC32C, c.Error = schemas.StatusFailed, -1, nil, err.Error()
+	}
+
+	src, err := confine("source", task.SourceURI, e.src)
+	if err != nil {
+		fail(err)
+		return c
+	}
+	tgt, err := confine("target", task.TargetURI, e.tgt)
+	if err != nil {
+		fail(err)
+		return c
+	}
+	sum, err := ParseEventChecksum(task.Checksum)
+	if err != nil {
+		fail(fmt.Errorf("task %s for %s: %w", task.TaskID, task.SourceURI, err))
+		return c
+	}
+
+	for attempt := 1; ; attempt++ {
+		c.Attempts = int32(attempt)
+		res, err := e.attempt(ctx, task, src, tgt, sum)
+		if err == nil {
+			c.Status, c.Length, c.CRC32C = res.status, res.length, res.crc
+			c.Verification, c.CopiedFrom, c.Evidence = res.verification, res.copiedFrom, res.evidence
+			return c
+		}
+		if ctx.Err() != nil {
+			fail(fmt.Errorf("copy of %s to %s interrupted: %w (last error: %v)", src, tgt, ctx.Err(), err))
+			return c
+		}
+		if !retryable(err) {
+			fail(err)
+			return c
+		}
+		if attempt > e.cfg.Retries {
+			fail(fmt.Errorf("after %d attempts: %w", attempt, err))
+			return c
+		}
+		e.m.retries.Inc()
+		if serr := e.sleep(ctx, backoff(attempt, e.initial, e.maxWait)); serr != nil {
+			fail(fmt.Errorf("copy of %s to %s interrupted: %w (last error: %v)", src, tgt, serr, err))
+			return c
+		}
+	}
+}
+
+// result is the outcome of a successful attempt.
+type result struct {
+	status       schemas.CopyStatus
+	length       int64
+	crc          *uint32
+	verification string
+	copiedFrom   string
+	evidence     string
+}
+
+// candidate is a file observed as a possible origin of the bytes, or the
+// target.
+type candidate struct {
+	loc  string // normalised location
+	fs   fs.FS
+	path string // as the FS takes it
+	FileState
+	match     Match
+	matchHow  string // how match was found ("crc32c", "filechecksum")
+	crcSource string // fs.Checksum.Source
+}
+
+// attempt observes, decides and acts once. An error is retried or not by
+// its kind (retryable); a result is final.
+func (e *Engine) attempt(ctx context.Context, task schemas.CopyTask, src, tgt string, sum EventChecksum) (result, error) {
+	from, err := e.observe(ctx, src, sum, true)
+	if err != nil {
+		return result{}, err
+	}
+	to, err := e.observe(ctx, tgt, sum, false)
+	if err != nil {
+		return result{}, err
+	}
+	obs := Observation{
+		Origin: FromSource, Source: from.FileState, SourceMatch: from.match,
+		Target: to.FileState, TargetMatch: to.match,
+		CMAvailable: task.CMRoot != "" && sum.Hex != "",
+	}
+	d := Decide(obs)
+	evidence := []string{"source " + from.describe(sum)}
+	if d.Action == LookInCMRoot {
+		cmLoc := CMPath(task.CMRoot, path.Base(task.SourceURI), strings.TrimSpace(task.Checksum))
+		cmLoc, err := confine("change-management copy", cmLoc, e.read)
+		if err != nil {
+			return result{}, fmt.Errorf("source %s: %s; %w", src, d.Reason, err)
+		}
+		if from, err = e.observe(ctx, cmLoc, sum, true); err != nil {
+			return result{}, err
+		}
+		obs.Origin, obs.Source, obs.SourceMatch = FromCMRoot, from.FileState, from.match
+		d = Decide(obs)
+		evidence = append(evidence, "change-management copy "+from.describe(sum))
+	} else if !from.Exists || from.match == MatchNo {
+		switch {
+		case task.CMRoot == "":
+			evidence = append(evidence, "change-management copy: the event names no change-management root")
+		case sum.Hex == "":
+			evidence = append(evidence, "change-management copy: the event logged no checksum to find it by")
+		}
+	}
+
+	switch d.Action {
+	case SkipIdentical:
+		r := result{status: schemas.StatusSkippedIdentical, length: to.Size,
+			verification: "crc32c:" + skipChecks(from, to) + " (target already identical: " + d.Reason + "; nothing moved)"}
+		if to.HasCRC {
+			r.crc = &to.CRC32C
+		}
+		return r, nil
+	case SourceGone:
+		evidence = append(evidence, "snapshots: not looked in (snapshot fallback is not implemented)")
+		return result{status: schemas.StatusSourceGone, length: -1, evidence: strings.Join(evidence, "; ")}, nil
+	case Fail:
+		return result{}, permanent(fmt.Errorf("copy %s to %s: %s", from.loc, tgt, d.Reason))
+	case Copy:
+		r, err := e.transfer(ctx, task, from, to, sum)
+		if err != nil {
+			return result{}, err
+		}
+		if from.loc != src {
+			r.copiedFrom = from.loc
+			r.evidence = strings.Join(evidence, "; ")
+		}
+		return r, nil
+	}
+	return result{}, fmt.Errorf("copy %s to %s: unexpected decision %v", src, tgt, d.Action)
+}
+
+// skipChecks names what a SKIPPED_IDENTICAL was decided on.
+func skipChecks(from, to candidate) string {
+	switch {
+	case to.match == MatchYes && from.HasCRC && from.CRC32C == to.CRC32C:
+		return "source+event+target"
+	case to.match == MatchYes:
+		return "event+target"
+	}
+	return "source+target"
+}
+
+// observe describes the file at loc. withHex: ask a FileChecksummer too
+// (sources and change-management copies; a target lives on another cluster,
+// whose MD5-of-MD5 checksums are not comparable with the event's).
+func (e *Engine) observe(ctx context.Context, loc string, sum EventChecksum, withHex bool) (candidate, error) {
+	f, p, err := e.r.Split(loc)
+	if err != nil {
+		return candidate{}, permanent(fmt.Errorf("no store for %s: %w", loc, err))
+	}
+	c := candidate{loc: loc, fs: f, path: p}
+	fi, err := f.Stat(ctx, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	c.Exists, c.IsDir, c.IsSymlink, c.Size = true, fi.IsDir, fi.IsSymlink, fi.Size
+	if c.IsDir || c.IsSymlink {
+		return c, nil
+	}
+	cs, ok, err := f.Checksum(ctx, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return candidate{loc: loc, fs: f, path: p}, nil // gone since the Stat
+	}
+	if err != nil {
+		return c, err
+	}
+	if ok {
+		c.CRC32C, c.HasCRC, c.crcSource = cs.CRC32C, true, cs.Source
+	}
+	if c.match = sum.matchCRC(c.CRC32C, c.HasCRC); c.match != MatchUnknown {
+		c.matchHow = "crc32c"
+		return c, nil
+	}
+	if fc, isFC := f.(FileChecksummer); withHex && isFC && sum.Hex != "" && !sum.IsCRC32C {
+		h, ok, err := fc.FileChecksum(ctx, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return candidate{loc: loc, fs: f, path: p}, nil
+		}
+		if err != nil {
+			return c, err
+		}
+		if c.match = sum.matchHex(h, ok); c.match != MatchUnknown {
+			c.matchHow = "filechecksum " + strings.ToLower(h)
+		}
+	}
+	return c, nil
+}
+
+// describe says what was found of c, for evidence.
+func (c candidate) describe(sum EventChecksum) string {
+	switch {
+	case !c.Exists:
+		return c.loc + ": does not exist"
+	case c.IsDir:
+		return c.loc + ": is a directory"
+	case c.IsSymlink:
+		return c.loc + ": is a symbolic link"
+	}
+	s := fmt.Sprintf("%s: %d bytes", c.loc, c.Size)
+	if c.HasCRC {
+		s += fmt.Sprintf(", crc32c %08x", c.CRC32C)
+	}
+	switch {
+	case sum.Hex == "":
+		s += ", no event checksum"
+	case c.match == MatchUnknown:
+		s += ", event checksum " + sum.Hex + " not comparable"
+	default:
+		s += fmt.Sprintf(", %s %s the event checksum %s", c.matchHow, c.match, sum.Hex)
+	}
+	return s
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// transfer streams from to the target, computing the CRC32C on the way,
+// and verifies it.
+//
+// Invariant (atomic publish): the target's Writer is committed only after
+// the bytes streamed were verified against every checksum of the origin
+// that could be had (its store's CRC32C, the event's CRC32C, its length);
+// on any failure the write is aborted and the target is as it was.
+func (e *Engine) transfer(ctx context.Context, task schemas.CopyTask, from, to candidate, sum EventChecksum) (result, error) {
+	rc, err := from.fs.Open(ctx, from.path, 0, -1)
+	if err != nil {
+		return result{}, err
+	}
+	defer rc.Close()
+	w, err := to.fs.Create(ctx, to.path, from.Size)
+	if err != nil {
+		return result{}, err
+	}
+	staging := w.Staging()
+	if e.cfg.Staging != nil {
+		if err := e.cfg.Staging.Begin(ctx, task.TaskID, to.loc, staging); err != nil {
+			abortWrite(ctx, w)
+			return result{}, fmt.Errorf("record staging %s of %s: %w", staging, to.loc, err)
+		}
+	}
+	done := false // committed, or aborted
+	defer func() {
+		if !done {
+			done = abortWrite(ctx, w) == nil
+		}
+		if done && e.cfg.Staging != nil {
+			// The restart sweep cleans anything this misses.
+			_ = e.cfg.Staging.End(context.WithoutCancel(ctx), task.TaskID, to.loc, staging)
+		}
+	}()
+
+	h := crc32.New(castagnoli)
+	bp := e.bufs.Get().(*[]byte)
+	mr := &meteredReader{ctx: ctx, r: rc, t: e.thr, count: e.m.moved}
+	n, err := io.CopyBuffer(io.MultiWriter(w, h), mr, *bp)
+	e.bufs.Put(bp)
+	if err != nil {
+		return result{}, fmt.Errorf("copy %s to %s: %w", from.loc, to.loc, err)
+	}
+	crc := h.Sum32()
+
+	var checks []string
+	if n != from.Size {
+		return result{}, &mismatchError{fmt.Sprintf("length mismatch: read %d bytes from %s, which had %d when the copy began",
+			n, from.loc, from.Size)}
+	}
+	if from.HasCRC {
+		if crc != from.CRC32C {
+			return result{}, &mismatchError{fmt.Sprintf("CRC32C mismatch: computed %08x streaming %s, its store reports %08x (%s)",
+				crc, from.loc, from.CRC32C, from.crcSource)}
+		}
+		checks = append(checks, "source")
+	}
+	if sum.IsCRC32C {
+		if crc != sum.CRC32C {
+			return result{}, &mismatchError{fmt.Sprintf("CRC32C mismatch: computed %08x streaming %s, the event logged %08x",
+				crc, from.loc, sum.CRC32C)}
+		}
+		checks = append(checks, "event")
+	}
+	if err := w.Commit(ctx, crc); err != nil {
+		return result{}, fmt.Errorf("commit %s: %w", to.loc, err)
+	}
+	done = true
+
+	// After the commit the file is visible: a target that turns out wrong
+	// is removed, so no wrong bytes stay where a reader may take them.
+	ts, tok, err := to.fs.Checksum(ctx, to.path)
+	if err != nil {
+		return result{}, err
+	}
+	if tok {
+		if ts.CRC32C != crc {
+			return result{}, e.removeBad(ctx, to, fmt.Sprintf("CRC32C mismatch: computed %08x streaming %s, the target store reports %08x (%s) for %s after the commit",
+				crc, from.loc, ts.CRC32C, ts.Source, to.loc))
+		}
+		checks = append(checks, "target")
+	}
+	var verification string
+	if len(checks) > 0 {
+		verification = "crc32c:" + strings.Join(checks, "+")
+	}
+	if !from.HasCRC && !sum.IsCRC32C || !tok {
+		var why []string
+		if !from.HasCRC && !sum.IsCRC32C {
+			why = append(why, "no checksum of the origin could be had")
+		}
+		if !tok {
+			why = append(why, "the target store gives no checksum")
+		}
+		ranges, sampled, err := e.sampleCompare(ctx, from, to, n)
+		if err != nil {
+			var me *mismatchError
+			if errors.As(err, &me) {
+				return result{}, e.removeBad(ctx, to, me.msg)
+			}
+			return result{}, err
+		}
+		fb := fmt.Sprintf("length+sampled-reread (%d bytes in %d ranges re-read from the target and the origin): %s",
+			sampled, ranges, strings.Join(why, ", "))
+		if verification != "" {
+			verification += "; " + fb
+		} else {
+			verification = fb
+		}
+	}
+	if from.match == MatchYes && from.matchHow != "crc32c" {
+		verification += "; the origin's " + from.matchHow + " equals the event's"
+	}
+	return result{status: schemas.StatusCopied, length: n, crc: &crc, verification: verification}, nil
+}
+
+// abortWrite aborts w even when ctx has ended.
+func abortWrite(ctx context.Context, w fs.Writer) error {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return w.Abort(actx)
+}
+
+// removeBad removes a committed target found wrong and returns the
+// mismatch (with the removal's failure, if any).
+func (e *Engine) removeBad(ctx context.Context, to candidate, msg string) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := to.fs.Remove(rctx, to.path); err != nil {
+		msg += fmt.Sprintf(" (and removing it failed: %v)", err)
+	}
+	return &mismatchError{msg}
+}
+
+// sampleSpan is the length of one range of a sampled re-read.
+const sampleSpan = 64 << 10
+
+// sampleRanges returns the ranges of a file of size bytes that a sampled
+// re-read compares: the whole file when it is small, else its first,
+// middle and last sampleSpan bytes.
+func sampleRanges(size int64) [][2]int64 {
+	switch {
+	case size <= 0:
+		return nil
+	case size <= 3*sampleSpan:
+		return [][2]int64{{0, size}}
+	}
+	return [][2]int64{{0, sampleSpan}, {size/2 - sampleSpan/2, sampleSpan}, {size - sampleSpan, sampleSpan}}
+}
+
+// sampleCompare checks that the target has n bytes and that sampled ranges
+// of it equal the same ranges of the origin. It returns how many ranges
+// and bytes it compared.
+func (e *Engine) sampleCompare(ctx context.Context, from, to candidate, n int64) (int, int64, error) {
+	fi, err := to.fs.Stat(ctx, to.path)
+	if err != nil {
+		return 0, 0, err
+	}
+	if fi.Size != n {
+		return 0, 0, &mismatchError{fmt.Sprintf("length mismatch: wrote %d bytes to %s, which has %d after the commit", n, to.loc, fi.Size)}
+	}
+	var total int64
+	rs := sampleRanges(n)
+	for _, r := range rs {
+		a, err := e.readRange(ctx, from, r[0], r[1])
+		if err != nil {
+			return 0, 0, err
+		}
+		b, err := e.readRange(ctx, to, r[0], r[1])
+		if err != nil {
+			return 0, 0, err
+		}
+		if !bytes.Equal(a, b) {
+			i := 0
+			for i < len(a) && i < len(b) && a[i] == b[i] {
+				i++
+			}
+			return 0, 0, &mismatchError{fmt.Sprintf("sampled re-read mismatch: byte %d of %s differs from %s", r[0]+int64(i), to.loc, from.loc)}
+		}
+		total += r[1]
+	}
+	return len(rs), total, nil
+}
+
+// readRange reads n bytes of c from off, through the throttle.
+func (e *Engine) readRange(ctx context.Context, c candidate, off, n int64) ([]byte, error) {
+	rc, err := c.fs.Open(ctx, c.path, off, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(&meteredReader{ctx: ctx, r: rc, t: e.thr, count: e.m.moved}, buf); err != nil {
+		return nil, fmt.Errorf("re-read %d bytes of %s at %d: %w", n, c.loc, off, err)
+	}
+	return buf, nil
+}

@@ -1,0 +1,792 @@
+package copyd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+const (
+	srcNN = "hdfs://src:8020"
+	drNN  = "hdfs://dr:8020"
+	cmDir = srcNN + "/cmroot"
+)
+
+// fakeClock is a clock whose Sleep advances it at once.
+type fakeClock struct {
+	mu    sync.Mutex
+	t     time.Time
+	slept time.Duration
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	c.slept += d
+	return nil
+}
+
+type fixture struct {
+	src, dr *memFS
+	r       *memResolver
+	e       *Engine
+	m       *Metrics
+	clock   *fakeClock
+}
+
+func newFixture(t *testing.T, mod func(*EngineConfig)) *fixture {
+	t.Helper()
+	f := &fixture{src: newMemFS(), dr: newMemFS(), m: NewMetrics(), clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}}
+	f.r = &memResolver{stores: map[string]fs.FS{srcNN: memHexFS{f.src}, drNN: f.dr}}
+	cfg := EngineConfig{
+		SourceRoots: []string{srcNN + "/warehouse/", srcNN + "/external"},
+		CMRoots:     []string{cmDir},
+		TargetRoots: []string{drNN + "/warehouse"},
+		Retries:     3,
+		Now:         f.clock.Now,
+		Sleep:       f.clock.Sleep,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	e, err := NewEngine(cfg, f.r, f.m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.e = e
+	return f
+}
+
+func task(name, checksum, cmRoot string) schemas.CopyTask {
+	return schemas.CopyTask{
+		TaskID: "7-" + name, EventID: 7, Database: "sales",
+		SourceURI: srcNN + "/warehouse/sales.db/t/" + name,
+		TargetURI: drNN + "/warehouse/sales.db/t/" + name,
+		Checksum:  checksum, CMRoot: cmRoot,
+	}
+}
+
+func randomBytes(n int) []byte {
+	r := rand.New(rand.NewPCG(uint64(n), 1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func crcHex(b []byte) string { return fmt.Sprintf("%08x", crcOf(b)) }
+
+func hasCall(calls []string, prefix string) bool {
+	for _, c := range calls {
+		if strings.HasPrefix(c, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCopy(t *testing.T) {
+	for _, n := range []int{0, 1, 100, 3<<20 + 17} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			f := newFixture(t, nil)
+			data := randomBytes(n)
+			tk := task("f", "", "")
+			f.src.put(tk.SourceURI, data)
+			c := f.e.Copy(context.Background(), tk)
+			if c.Status != schemas.StatusCopied || c.Length != int64(n) || c.CRC32C == nil || *c.CRC32C != crcOf(data) ||
+				c.Attempts != 1 || c.Error != "" || c.CopiedFrom != "" {
+				t.Fatalf("completion %+v", c)
+			}
+			if c.Verification != "crc32c:source+target" {
+				t.Errorf("verification %q", c.Verification)
+			}
+			if c.TaskID != tk.TaskID || c.EventID != 7 || c.Database != "sales" || c.SourceURI != tk.SourceURI || c.TargetURI != tk.TargetURI {
+				t.Errorf("identity fields: %+v", c)
+			}
+			got, ok := f.dr.get(tk.TargetURI)
+			if !ok || !bytes.Equal(got, data) {
+				t.Fatalf("target holds %d bytes (%v), want %d", len(got), ok, n)
+			}
+			if len(f.dr.staged) != 0 {
+				t.Errorf("staging left: %v", f.dr.staged)
+			}
+			if v := testutil.ToFloat64(f.m.files.WithLabelValues("COPIED")); v != 1 {
+				t.Errorf("files copied metric %v", v)
+			}
+			if v := testutil.ToFloat64(f.m.bytes.WithLabelValues("COPIED")); v != float64(n) {
+				t.Errorf("bytes copied metric %v", v)
+			}
+			if v := testutil.ToFloat64(f.m.inFlight); v != 0 {
+				t.Errorf("in flight %v after the copy", v)
+			}
+		})
+	}
+}
+
+func TestCopyWithEventChecksum(t *testing.T) {
+	f := newFixture(t, nil)
+	data := randomBytes(5000)
+	tk := task("f", strings.ToUpper(crcHex(data)), cmDir)
+	f.src.put(tk.SourceURI, data)
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusCopied || c.Verification != "crc32c:source+event+target" {
+		t.Fatalf("completion %+v", c)
+	}
+}
+
+func TestSkipIdentical(t *testing.T) {
+	f := newFixture(t, nil)
+	data := randomBytes(1 << 20)
+	tk := task("f", "", "")
+	f.src.put(tk.SourceURI, data)
+	f.dr.put(tk.TargetURI, data)
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusSkippedIdentical || c.Length != 1<<20 || c.CRC32C == nil || *c.CRC32C != crcOf(data) {
+		t.Fatalf("completion %+v", c)
+	}
+	if !strings.HasPrefix(c.Verification, "crc32c:source+target") {
+		t.Errorf("verification %q", c.Verification)
+	}
+	for _, store := range []*memFS{f.src, f.dr} {
+		for _, op := range []string{"open", "create", "write", "remove"} {
+			if hasCall(store.callLog(), op) {
+				t.Errorf("%s called while skipping: %v", op, store.callLog())
+			}
+		}
+	}
+	if v := testutil.ToFloat64(f.m.transferred); v != 0 {
+		t.Errorf("%v bytes moved", v)
+	}
+	if v := testutil.ToFloat64(f.m.bytes.WithLabelValues("SKIPPED_IDENTICAL")); v != 1<<20 {
+		t.Errorf("skipped bytes metric %v", v)
+	}
+
+	// Same length, other bytes: copied.
+	other := randomBytes(1 << 20)
+	other[0] ^= 0xff
+	f.dr.put(tk.TargetURI, other)
+	if c := f.e.Copy(context.Background(), tk); c.Status != schemas.StatusCopied {
+		t.Fatalf("different target: %+v", c)
+	}
+}
+
+func TestByteFlippedAfterChecksum(t *testing.T) {
+	f := newFixture(t, nil)
+	data := randomBytes(2 << 20)
+	tk := task("f", "", "")
+	f.src.put(tk.SourceURI, data)
+	old := crcOf(data)
+	f.src.files[tk.SourceURI][12345] ^= 0x01 // the store still reports the old checksum
+	now := crcOf(f.src.files[tk.SourceURI])
+
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusFailed || c.Attempts != 4 || c.CRC32C != nil || c.Length != -1 {
+		t.Fatalf("completion %+v", c)
+	}
+	for _, want := range []string{fmt.Sprintf("%08x", old), fmt.Sprintf("%08x", now), "after 4 attempts", tk.SourceURI} {
+		if !strings.Contains(c.Error, want) {
+			t.Errorf("error %q does not say %q", c.Error, want)
+		}
+	}
+	if _, ok := f.dr.get(tk.TargetURI); ok {
+		t.Error("the flipped bytes reached the target")
+	}
+	if hasCall(f.dr.callLog(), "commit") {
+		t.Error("a write was committed")
+	}
+	if len(f.dr.staged) != 0 {
+		t.Errorf("staging left: %v", f.dr.staged)
+	}
+	if v := testutil.ToFloat64(f.m.retries); v != 3 {
+		t.Errorf("retries metric %v", v)
+	}
+	if v := testutil.ToFloat64(f.m.files.WithLabelValues("FAILED")); v != 1 {
+		t.Errorf("failed metric %v", v)
+	}
+}
+
+func TestEventChecksumMismatchAtCopy(t *testing.T) {
+	// The source store has no checksum, and the bytes differ from the
+	// event's CRC32C: caught while streaming, never committed.
+	f := newFixture(t, nil)
+	f.src.noCRC = true
+	data := randomBytes(1000)
+	tk := task("f", "0badc0de", "")
+	f.src.put(tk.SourceURI, data)
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusFailed || !strings.Contains(c.Error, "0badc0de") || !strings.Contains(c.Error, crcHex(data)) {
+		t.Fatalf("completion %+v", c)
+	}
+	if _, ok := f.dr.get(tk.TargetURI); ok {
+		t.Error("bytes differing from the event's reached the target")
+	}
+}
+
+func TestTargetStoreMismatch(t *testing.T) {
+	f := newFixture(t, func(c *EngineConfig) { c.Retries = 1 })
+	lie := uint32(0xdeadbeef)
+	f.dr.lyingCRC = &lie
+	data := randomBytes(4096)
+	tk := task("f", "", "")
+	f.src.put(tk.SourceURI, data)
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusFailed || c.Attempts != 2 || !strings.Contains(c.Error, "deadbeef") || !strings.Contains(c.Error, crcHex(data)) {
+		t.Fatalf("completion %+v", c)
+	}
+	if _, ok := f.dr.get(tk.TargetURI); ok {
+		t.Error("a target found wrong after the commit was left in place")
+	}
+}
+
+func TestNoChecksumFallback(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		srcNo, dstNo bool
+		want         []string
+	}{
+		{"target store", false, true, []string{"crc32c:source; length+sampled-reread", "the target store gives no checksum"}},
+		{"both stores", true, true, []string{"length+sampled-reread", "no checksum of the origin", "the target store gives no checksum"}},
+		{"source store", true, false, []string{"crc32c:target; length+sampled-reread", "no checksum of the origin"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.src.noCRC, f.dr.noCRC = tc.srcNo, tc.dstNo
+			data := randomBytes(1<<20 + 3)
+			tk := task("f", "", "")
+			f.src.put(tk.SourceURI, data)
+			c := f.e.Copy(context.Background(), tk)
+			if c.Status != schemas.StatusCopied || *c.CRC32C != crcOf(data) {
+				t.Fatalf("completion %+v", c)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(c.Verification, w) {
+					t.Errorf("verification %q does not say %q", c.Verification, w)
+				}
+			}
+			if !strings.Contains(c.Verification, "in 3 ranges") {
+				t.Errorf("verification %q: want 3 ranges", c.Verification)
+			}
+		})
+	}
+	// Without checksums a same-length target is never taken as identical.
+	f := newFixture(t, nil)
+	f.src.noCRC, f.dr.noCRC = true, true
+	tk := task("f", "", "")
+	f.src.put(tk.SourceURI, []byte("abc"))
+	f.dr.put(tk.TargetURI, []byte("abd"))
+	if c := f.e.Copy(context.Background(), tk); c.Status != schemas.StatusCopied || c.Verification == "" {
+		t.Fatalf("completion %+v", c)
+	}
+	if got, _ := f.dr.get(tk.TargetURI); string(got) != "abc" {
+		t.Fatalf("target %q", got)
+	}
+}
+
+func TestSampledRereadCatchesCorruption(t *testing.T) {
+	// The target store has no checksum and its commit flips a byte: the
+	// sampled re-read sees it, the bad file is removed, and the task fails.
+	f := newFixture(t, func(c *EngineConfig) { c.Retries = 1 })
+	f.dr.noCRC, f.dr.corruptAt = true, 5
+	tk := task("f", "", "")
+	f.src.put(tk.SourceURI, randomBytes(1000))
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusFailed || c.Attempts != 2 || !strings.Contains(c.Error, "sampled re-read mismatch: byte 5 of "+tk.TargetURI) {
+		t.Fatalf("completion %+v", c)
+	}
+	if _, ok := f.dr.get(tk.TargetURI); ok {
+		t.Error("the corrupt target was left in place")
+	}
+}
+
+func TestSampleRanges(t *testing.T) {
+	for _, tc := range []struct {
+		size int64
+		want [][2]int64
+	}{
+		{0, nil},
+		{1, [][2]int64{{0, 1}}},
+		{3 * sampleSpan, [][2]int64{{0, 3 * sampleSpan}}},
+		{1 << 20, [][2]int64{{0, sampleSpan}, {1<<19 - sampleSpan/2, sampleSpan}, {1<<20 - sampleSpan, sampleSpan}}},
+	} {
+		if got := sampleRanges(tc.size); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("sampleRanges(%d) = %v, want %v", tc.size, got, tc.want)
+		}
+	}
+}
+
+func TestSourceGoneCMRootHasIt(t *testing.T) {
+	f := newFixture(t, nil)
+	data := randomBytes(3000)
+	sum := crcHex(data)
+	tk := task("000000_0", sum, cmDir)
+	cm := cmDir + "/000000_0_" + sum
+	f.src.put(cm, data)
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusCopied || c.CopiedFrom != cm || *c.CRC32C != crcOf(data) {
+		t.Fatalf("completion %+v", c)
+	}
+	if !strings.Contains(c.Evidence, tk.SourceURI+": does not exist") || !strings.Contains(c.Verification, "event") {
+		t.Errorf("evidence %q verification %q", c.Evidence, c.Verification)
+	}
+	if got, _ := f.dr.get(tk.TargetURI); !bytes.Equal(got, data) {
+		t.Fatal("target does not hold the change-management copy")
+	}
+}
+
+func TestSourceRewrittenCMRootHasIt(t *testing.T) {
+	// A MD5-of-MD5 event checksum: the source's FileChecksum says it was
+	// rewritten; the CM copy's says it holds the event's bytes.
+	f := newFixture(t, nil)
+	const sum = "00000200000000000000000077ac2bb5c4b4e7b8bd3e9fd4b6b9d6c9"
+	const newer = "000002000000000000000000aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	old, now := randomBytes(3000), randomBytes(4000)
+	tk := task("000000_0", sum, cmDir)
+	cm := cmDir + "/000000_0_" + sum
+	f.src.put(tk.SourceURI, now)
+	f.src.fileSums[tk.SourceURI] = newer
+	f.src.put(cm, old)
+	f.src.fileSums[cm] = sum
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusCopied || c.CopiedFrom != cm || *c.CRC32C != crcOf(old) {
+		t.Fatalf("completion %+v", c)
+	}
+	if !strings.Contains(c.Evidence, "filechecksum "+newer+" differs from") || !strings.Contains(c.Verification, "filechecksum "+sum) {
+		t.Errorf("evidence %q verification %q", c.Evidence, c.Verification)
+	}
+	// Unchanged source with the same FileChecksum: copied from the source.
+	f.src.fileSums[tk.SourceURI] = sum
+	f.dr.Remove(context.Background(), tk.TargetURI)
+	if c := f.e.Copy(context.Background(), tk); c.Status != schemas.StatusCopied || c.CopiedFrom != "" || *c.CRC32C != crcOf(now) {
+		t.Fatalf("completion %+v", c)
+	}
+}
+
+func TestSourceGoneNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		checksum string
+		cmRoot   string
+		put      bool
+		want     []string
+	}{
+		{"gone, cm missing", "0a0b0c0d", cmDir, false, []string{
+			srcNN + "/warehouse/sales.db/t/f: does not exist",
+			"change-management copy " + cmDir + "/f_0a0b0c0d: does not exist",
+			"snapshots: not looked in"}},
+		{"gone, no cm root", "0a0b0c0d", "", false, []string{": does not exist", "names no change-management root", "snapshots"}},
+		{"gone, no checksum", "", cmDir, false, []string{": does not exist", "no checksum", "snapshots"}},
+		{"rewritten, no cm", "0a0b0c0d", "", true, []string{"crc32c differs from the event checksum 0a0b0c0d", "snapshots"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			tk := task("f", tc.checksum, tc.cmRoot)
+			if tc.put {
+				f.src.put(tk.SourceURI, []byte("new bytes"))
+			}
+			c := f.e.Copy(context.Background(), tk)
+			if c.Status != schemas.StatusSourceGone || c.Attempts != 1 || c.Length != -1 || c.CRC32C != nil {
+				t.Fatalf("completion %+v", c)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(c.Evidence, w) {
+					t.Errorf("evidence %q does not say %q", c.Evidence, w)
+				}
+			}
+			if hasCall(f.dr.callLog(), "create") {
+				t.Error("a target was written")
+			}
+		})
+	}
+	// The CM copy is there but its bytes are not the event's.
+	f := newFixture(t, nil)
+	tk := task("f", "0a0b0c0d", cmDir)
+	f.src.put(cmDir+"/f_0a0b0c0d", []byte("other"))
+	if c := f.e.Copy(context.Background(), tk); c.Status != schemas.StatusSourceGone || !strings.Contains(c.Evidence, "crc32c differs from") {
+		t.Fatalf("completion %+v", c)
+	}
+}
+
+func TestSourceGoneTargetAlreadyHasIt(t *testing.T) {
+	// Redelivered after the source was dropped: the target holds the
+	// event's bytes already.
+	f := newFixture(t, nil)
+	data := randomBytes(100)
+	tk := task("f", crcHex(data), cmDir)
+	f.dr.put(tk.TargetURI, data)
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusSkippedIdentical || c.Verification == "" || !strings.HasPrefix(c.Verification, "crc32c:event+target") {
+		t.Fatalf("completion %+v", c)
+	}
+}
+
+func TestConfinement(t *testing.T) {
+	good := task("f", "", "")
+	for _, tc := range []struct {
+		name, source, target, want string
+	}{
+		{"source on another host", "hdfs://other:8020/warehouse/f", good.TargetURI, "hdfs://other:8020/warehouse/f"},
+		{"source on another scheme", "s3://src:8020/warehouse/f", good.TargetURI, "s3://src:8020/warehouse/f"},
+		{"source outside the roots", srcNN + "/etc/passwd", good.TargetURI, srcNN + "/etc/passwd"},
+		{"source sibling of a root", srcNN + "/warehouse2/f", good.TargetURI, srcNN + "/warehouse2/f"},
+		{"source dot-dot", srcNN + "/warehouse/../etc/passwd", good.TargetURI, srcNN + "/warehouse/../etc/passwd"},
+		{"source relative", "warehouse/f", good.TargetURI, "warehouse/f"},
+		{"source local path", "/warehouse/f", good.TargetURI, "/warehouse/f"},
+		{"source empty", "", good.TargetURI, "source"},
+		{"source with a query", srcNN + "/warehouse/f?x=1", good.TargetURI, srcNN + "/warehouse/f?x=1"},
+		{"target on another host", good.SourceURI, "hdfs://other:8020/warehouse/f", "hdfs://other:8020/warehouse/f"},
+		{"target outside the roots", good.SourceURI, drNN + "/elsewhere/f", drNN + "/elsewhere/f"},
+		{"target dot-dot", good.SourceURI, drNN + "/warehouse/a/../../x", drNN + "/warehouse/a/../../x"},
+		{"target relative", good.SourceURI, "x/f", "x/f"},
+		{"target is the source cluster", good.SourceURI, srcNN + "/warehouse/f", srcNN + "/warehouse/f"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.src.put(good.SourceURI, []byte("x"))
+			tk := good
+			tk.SourceURI, tk.TargetURI = tc.source, tc.target
+			c := f.e.Copy(context.Background(), tk)
+			if c.Status != schemas.StatusFailed || c.Attempts != 0 || !strings.Contains(c.Error, tc.want) || !strings.Contains(c.Error, "refused") {
+				t.Fatalf("completion %+v; want FAILED naming %q", c, tc.want)
+			}
+			if len(f.r.splits) != 0 || len(f.src.callLog()) != 0 || len(f.dr.callLog()) != 0 {
+				t.Fatalf("stores were asked: splits %v, source %v, target %v", f.r.splits, f.src.callLog(), f.dr.callLog())
+			}
+		})
+	}
+}
+
+func TestCMRootOutsideRoots(t *testing.T) {
+	f := newFixture(t, func(c *EngineConfig) { c.CMRoots = nil })
+	tk := task("f", "0a0b0c0d", cmDir)
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusFailed || c.Attempts != 1 || !strings.Contains(c.Error, cmDir+"/f_0a0b0c0d") || !strings.Contains(c.Error, "outside") {
+		t.Fatalf("completion %+v", c)
+	}
+	if hasCall(f.src.callLog(), "stat "+cmDir) {
+		t.Error("the change-management copy outside the roots was looked at")
+	}
+}
+
+func TestTransientThenSuccess(t *testing.T) {
+	for _, tc := range []struct {
+		op  string
+		err error
+	}{
+		{"open", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}},
+		{"read", fmt.Errorf("read block: %w", syscall.ECONNRESET)},
+		{"stat", context.DeadlineExceeded},
+		{"create", errors.New("webhdfs: 503 Service Unavailable")},
+	} {
+		t.Run(tc.op, func(t *testing.T) {
+			f := newFixture(t, func(c *EngineConfig) { c.InitialBackoff = time.Second })
+			data := randomBytes(10000)
+			tk := task("f", "", "")
+			f.src.put(tk.SourceURI, data)
+			if tc.op == "create" {
+				f.dr.fault(tc.op, tc.err)
+			} else {
+				f.src.fault(tc.op, tc.err)
+			}
+			c := f.e.Copy(context.Background(), tk)
+			if c.Status != schemas.StatusCopied || c.Attempts != 2 {
+				t.Fatalf("completion %+v", c)
+			}
+			if f.clock.slept < 500*time.Millisecond || f.clock.slept > time.Second {
+				t.Errorf("backed off %v; want 0.5-1 s", f.clock.slept)
+			}
+			if got, _ := f.dr.get(tk.TargetURI); !bytes.Equal(got, data) {
+				t.Error("target bytes")
+			}
+			if v := testutil.ToFloat64(f.m.retries); v != 1 {
+				t.Errorf("retries metric %v", v)
+			}
+			if len(f.dr.staged) != 0 {
+				t.Errorf("staging left: %v", f.dr.staged)
+			}
+		})
+	}
+}
+
+func TestPermanentErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"permission", fmt.Errorf("open %s: %w", srcNN+"/warehouse/sales.db/t/f", os.ErrPermission)},
+		{"not exist at open", fmt.Errorf("open: %w", fs.ErrNotExist)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			tk := task("f", "", "")
+			f.src.put(tk.SourceURI, []byte("abc"))
+			f.src.fault("open", tc.err)
+			c := f.e.Copy(context.Background(), tk)
+			if c.Status != schemas.StatusFailed || c.Attempts != 1 || !strings.Contains(c.Error, tc.err.Error()) {
+				t.Fatalf("completion %+v", c)
+			}
+		})
+	}
+	// A directory where the source should be.
+	f := newFixture(t, nil)
+	tk := task("d", "", "")
+	f.src.put(tk.SourceURI+"/inner", []byte("x"))
+	if c := f.e.Copy(context.Background(), tk); c.Status != schemas.StatusFailed || c.Attempts != 1 || !strings.Contains(c.Error, "directory") {
+		t.Fatalf("completion %+v", c)
+	}
+	// Transient errors that never stop: all attempts made.
+	f = newFixture(t, nil)
+	tk = task("f", "", "")
+	f.src.put(tk.SourceURI, []byte("abc"))
+	f.src.fault("open", syscall.ECONNRESET, syscall.ECONNRESET, syscall.ECONNRESET, syscall.ECONNRESET)
+	if c := f.e.Copy(context.Background(), tk); c.Status != schemas.StatusFailed || c.Attempts != 4 || !strings.Contains(c.Error, "after 4 attempts") {
+		t.Fatalf("completion %+v", c)
+	}
+}
+
+func TestRetryable(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{syscall.ECONNRESET, true},
+		{&net.OpError{Op: "read", Err: syscall.ETIMEDOUT}, true},
+		{errors.New("something odd"), true},
+		{&mismatchError{"x"}, true},
+		{&fs.ChecksumError{Location: "/x"}, true},
+		{fmt.Errorf("x: %w", fs.ErrNotExist), false},
+		{fmt.Errorf("x: %w", os.ErrPermission), false},
+		{permanent(errors.New("refused")), false},
+		{context.Canceled, false},
+		{httpErr(503), true},
+		{httpErr(429), true},
+		{httpErr(403), false},
+		{httpErr(404), false},
+	} {
+		if got := retryable(tc.err); got != tc.want {
+			t.Errorf("retryable(%v) = %v", tc.err, got)
+		}
+	}
+}
+
+type httpErr int
+
+func (h httpErr) Error() string       { return fmt.Sprintf("HTTP %d", int(h)) }
+func (h httpErr) HTTPStatusCode() int { return int(h) }
+
+func TestBackoff(t *testing.T) {
+	for attempt, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 10: 30 * time.Second} {
+		for range 50 {
+			d := backoff(attempt, time.Second, 30*time.Second)
+			if d < want/2 || d > want {
+				t.Fatalf("backoff(%d) = %v, want in [%v, %v]", attempt, d, want/2, want)
+			}
+		}
+	}
+}
+
+func TestThrottledCopyRate(t *testing.T) {
+	const rate = 256 << 10
+	f := newFixture(t, func(c *EngineConfig) { c.BytesPerSecond = rate })
+	data := randomBytes(2 << 20)
+	tk := task("f", "", "")
+	f.src.put(tk.SourceURI, data)
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusCopied {
+		t.Fatalf("completion %+v", c)
+	}
+	secs := c.Finished.Sub(c.Started).Seconds()
+	want := float64(len(data)) / rate
+	if got := float64(len(data)) / secs; got > rate*1.1 || got < rate*0.9 {
+		t.Fatalf("copied at %.0f B/s in %.2f s (want %.2f s); limit %d B/s", got, secs, want, rate)
+	}
+	if w := testutil.ToFloat64(f.m.throttleWait); w < want*0.8 {
+		t.Errorf("throttle wait metric %v s", w)
+	}
+}
+
+func TestStagingLog(t *testing.T) {
+	log := &stagingLog{}
+	f := newFixture(t, func(c *EngineConfig) { c.Staging = log; c.Retries = 0 })
+	tk := task("f", "", "")
+	f.src.put(tk.SourceURI, []byte("abc"))
+	if c := f.e.Copy(context.Background(), tk); c.Status != schemas.StatusCopied {
+		t.Fatalf("completion %+v", c)
+	}
+	f.src.put(task("f2", "", "").SourceURI, []byte("abc"))
+	f.dr.fault("write", syscall.EIO)
+	if c := f.e.Copy(context.Background(), task("f2", "", "")); c.Status != schemas.StatusFailed {
+		t.Fatalf("completion %+v", c)
+	}
+	want := []string{
+		"begin 7-f " + tk.TargetURI + " " + tk.TargetURI + ".staging-1",
+		"end 7-f " + tk.TargetURI + " " + tk.TargetURI + ".staging-1",
+		"begin 7-f2 " + drNN + "/warehouse/sales.db/t/f2 " + drNN + "/warehouse/sales.db/t/f2.staging-2",
+		"end 7-f2 " + drNN + "/warehouse/sales.db/t/f2 " + drNN + "/warehouse/sales.db/t/f2.staging-2",
+	}
+	if fmt.Sprint(log.events) != fmt.Sprint(want) {
+		t.Fatalf("staging log\n%s\nwant\n%s", strings.Join(log.events, "\n"), strings.Join(want, "\n"))
+	}
+	if err := f.e.Discard(context.Background(), tk.TargetURI, "x"); err != nil || !hasCall(f.dr.callLog(), "discard "+tk.TargetURI) {
+		t.Fatalf("Discard: %v %v", err, f.dr.callLog())
+	}
+	if err := f.e.Discard(context.Background(), srcNN+"/warehouse/f", "x"); err == nil {
+		t.Fatal("Discard outside the target roots")
+	}
+}
+
+type stagingLog struct{ events []string }
+
+func (l *stagingLog) Begin(ctx context.Context, id, loc, s string) error {
+	l.events = append(l.events, "begin "+id+" "+loc+" "+s)
+	return nil
+}
+
+func (l *stagingLog) End(ctx context.Context, id, loc, s string) error {
+	l.events = append(l.events, "end "+id+" "+loc+" "+s)
+	return nil
+}
+
+func TestInterrupted(t *testing.T) {
+	f := newFixture(t, nil)
+	tk := task("f", "", "")
+	f.src.put(tk.SourceURI, []byte("abc"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f.src.fault("stat", syscall.ECONNRESET)
+	c := f.e.Copy(ctx, tk)
+	if c.Status != schemas.StatusFailed || c.Attempts != 1 || !strings.Contains(c.Error, "interrupted") {
+		t.Fatalf("completion %+v", c)
+	}
+}
+
+type panicResolver struct{}
+
+func (panicResolver) Split(string) (fs.FS, string, error) { panic("boom") }
+
+func TestNeverPanics(t *testing.T) {
+	e, err := NewEngine(EngineConfig{SourceRoots: []string{"/a"}, TargetRoots: []string{"/b"}}, panicResolver{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.Copy(context.Background(), schemas.CopyTask{TaskID: "x", SourceURI: "/a/f", TargetURI: "/b/f"})
+	if c.Status != schemas.StatusFailed || !strings.Contains(c.Error, "boom") || c.Finished.IsZero() {
+		t.Fatalf("completion %+v", c)
+	}
+}
+
+func TestNewEngineChecks(t *testing.T) {
+	r := &memResolver{}
+	for _, cfg := range []EngineConfig{
+		{TargetRoots: []string{"/b"}},
+		{SourceRoots: []string{"/a"}},
+		{SourceRoots: []string{"a"}, TargetRoots: []string{"/b"}},
+		{SourceRoots: []string{"/a/../b"}, TargetRoots: []string{"/b"}},
+		{SourceRoots: []string{"/a"}, TargetRoots: []string{"/b"}, Retries: -1},
+		{SourceRoots: []string{"/a"}, TargetRoots: []string{"/b"}, BytesPerSecond: -1},
+	} {
+		if _, err := NewEngine(cfg, r, nil); err == nil {
+			t.Errorf("NewEngine(%+v) accepted", cfg)
+		}
+	}
+	if _, err := NewEngine(EngineConfig{SourceRoots: []string{"/a"}, TargetRoots: []string{"/b"}}, nil, nil); err == nil {
+		t.Error("NewEngine without a resolver accepted")
+	}
+}
+
+func TestMetricsRegister(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewMetrics().Register(reg); err == nil {
+		t.Fatal("registered twice")
+	}
+}
+
+// localResolver serves local paths with the fs package's Local.
+type localResolver struct{ l fs.FS }
+
+func (r localResolver) Split(loc string) (fs.FS, string, error) { return r.l, loc, nil }
+
+func TestLocalFS(t *testing.T) {
+	dir := t.TempDir()
+	src, dst, outside := filepath.Join(dir, "src"), filepath.Join(dir, "dst"), filepath.Join(dir, "outside")
+	for _, d := range []string{src, dst, outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := NewEngine(EngineConfig{SourceRoots: []string{src}, TargetRoots: []string{"file://" + dst}, Retries: 1},
+		localResolver{fs.NewLocal()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, n := range []int{0, 1, 1<<20 + 5} {
+		data := randomBytes(n)
+		name := fmt.Sprintf("f%d", n)
+		if err := os.WriteFile(filepath.Join(src, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tk := schemas.CopyTask{TaskID: name, SourceURI: "file://" + filepath.Join(src, name), TargetURI: filepath.Join(dst, "t", name)}
+		c := e.Copy(ctx, tk)
+		if c.Status != schemas.StatusCopied || c.Length != int64(n) || *c.CRC32C != crcOf(data) {
+			t.Fatalf("%d bytes: %+v", n, c)
+		}
+		if got, err := os.ReadFile(filepath.Join(dst, "t", name)); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes: target %d bytes, %v", n, len(got), err)
+		}
+		if c := e.Copy(ctx, tk); c.Status != schemas.StatusSkippedIdentical {
+			t.Fatalf("%d bytes again: %+v", n, c)
+		}
+	}
+	// A symbolic link inside the root pointing outside it is not followed.
+	secret := filepath.Join(outside, "secret")
+	if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(src, "link")); err != nil {
+		t.Fatal(err)
+	}
+	c := e.Copy(ctx, schemas.CopyTask{TaskID: "link", SourceURI: filepath.Join(src, "link"), TargetURI: filepath.Join(dst, "link")})
+	if c.Status != schemas.StatusFailed || !strings.Contains(c.Error, "symbolic link") {
+		t.Fatalf("symlink: %+v", c)
+	}
+	if _, err := os.Lstat(filepath.Join(dst, "link")); err == nil {
+		t.Fatal("the symlink's target was copied")
+	}
+	entries, _ := os.ReadDir(filepath.Join(dst, "t"))
+	for _, en := range entries {
+		if fs.IsStagingName(en.Name()) {
+			t.Errorf("staging file left: %s", en.Name())
+		}
+	}
+}

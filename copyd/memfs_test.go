@@ -1,0 +1,267 @@
+package copyd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/fs"
+)
+
+// memFS is an in-memory fs.FS for tests. Checksums are taken when a file
+// is put (so a test can change the bytes behind a store's back), faults
+// can be injected per operation, and every call is logged.
+type memFS struct {
+	mu        sync.Mutex
+	files     map[string][]byte
+	sums      map[string]uint32 // the store's CRC32C, as of the last Put/Commit
+	fileSums  map[string]string // FileChecksum hex, when set
+	noCRC     bool              // Checksum answers ok=false
+	lyingCRC  *uint32           // Checksum answers this for every file
+	corruptAt int               // > 0: Commit flips the byte at this offset
+	faults    map[string][]error
+	calls     []string
+	staging   int
+	staged    map[string]bool // staging names not yet committed or aborted
+	committed int
+}
+
+func newMemFS() *memFS {
+	return &memFS{files: map[string][]byte{}, sums: map[string]uint32{}, fileSums: map[string]string{},
+		faults: map[string][]error{}, staged: map[string]bool{}}
+}
+
+func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// put stores a file and its checksum.
+func (m *memFS) put(p string, b []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[p] = append([]byte(nil), b...)
+	m.sums[p] = crcOf(b)
+}
+
+// get returns a file's bytes.
+func (m *memFS) get(p string) ([]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.files[p]
+	return b, ok
+}
+
+// fault makes the next calls of op ("stat", "open", ...) fail with errs,
+// one each.
+func (m *memFS) fault(op string, errs ...error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.faults[op] = append(m.faults[op], errs...)
+}
+
+// enter logs a call and returns its injected fault, if any.
+func (m *memFS) enter(op, p string) error {
+	m.calls = append(m.calls, op+" "+p)
+	if errs := m.faults[op]; len(errs) > 0 {
+		m.faults[op] = errs[1:]
+		return errs[0]
+	}
+	return nil
+}
+
+func (m *memFS) callLog() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.calls...)
+}
+
+func notExist(op, p string) error { return fmt.Errorf("%s %s: %w", op, p, fs.ErrNotExist) }
+
+func (m *memFS) Stat(ctx context.Context, p string) (fs.FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("stat", p); err != nil {
+		return fs.FileInfo{}, err
+	}
+	if b, ok := m.files[p]; ok {
+		return fs.FileInfo{Size: int64(len(b))}, nil
+	}
+	prefix := strings.TrimSuffix(p, "/") + "/"
+	for k := range m.files {
+		if strings.HasPrefix(k, prefix) {
+			return fs.FileInfo{IsDir: true}, nil
+		}
+	}
+	return fs.FileInfo{}, notExist("stat", p)
+}
+
+func (m *memFS) Open(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("open", p); err != nil {
+		return nil, err
+	}
+	b, ok := m.files[p]
+	if !ok {
+		return nil, notExist("open", p)
+	}
+	b = b[min(off, int64(len(b))):]
+	if n >= 0 {
+		b = b[:min(n, int64(len(b)))]
+	}
+	r := io.Reader(bytes.NewReader(b))
+	if errs := m.faults["read"]; len(errs) > 0 {
+		m.faults["read"] = errs[1:]
+		r = io.MultiReader(io.LimitReader(r, int64(len(b)/2)), errReader{errs[0]})
+	}
+	return io.NopCloser(r), nil
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+func (m *memFS) Checksum(ctx context.Context, p string) (fs.Checksum, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("checksum", p); err != nil {
+		return fs.Checksum{}, false, err
+	}
+	if _, ok := m.files[p]; !ok {
+		return fs.Checksum{}, false, notExist("checksum", p)
+	}
+	switch {
+	case m.noCRC:
+		return fs.Checksum{}, false, nil
+	case m.lyingCRC != nil:
+		return fs.Checksum{CRC32C: *m.lyingCRC, Source: "mem-lying"}, true, nil
+	}
+	return fs.Checksum{CRC32C: m.sums[p], Source: "mem"}, true, nil
+}
+
+func (m *memFS) Create(ctx context.Context, p string, size int64) (fs.Writer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("create", p); err != nil {
+		return nil, err
+	}
+	m.staging++
+	s := fmt.Sprintf("%s.staging-%d", p, m.staging)
+	m.staged[s] = true
+	return &memWriter{m: m, path: p, staging: s}, nil
+}
+
+func (m *memFS) Remove(ctx context.Context, p string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("remove", p); err != nil {
+		return err
+	}
+	delete(m.files, p)
+	delete(m.sums, p)
+	return nil
+}
+
+func (m *memFS) Discard(ctx context.Context, p, staging string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("discard", p); err != nil {
+		return err
+	}
+	delete(m.staged, staging)
+	return nil
+}
+
+// memHexFS is a memFS that also reports FileChecksums (as HDFS does).
+type memHexFS struct{ *memFS }
+
+func (m memHexFS) FileChecksum(ctx context.Context, p string) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("filechecksum", p); err != nil {
+		return "", false, err
+	}
+	if _, ok := m.files[p]; !ok {
+		return "", false, notExist("filechecksum", p)
+	}
+	h, ok := m.fileSums[p]
+	return h, ok, nil
+}
+
+type memWriter struct {
+	m       *memFS
+	path    string
+	staging string
+	buf     bytes.Buffer
+	closed  bool
+}
+
+func (w *memWriter) Write(p []byte) (int, error) {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if err := w.m.enter("write", w.path); err != nil {
+		return 0, err
+	}
+	return w.buf.Write(p)
+}
+
+func (w *memWriter) Commit(ctx context.Context, crc uint32) error {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if err := w.m.enter("commit", w.path); err != nil {
+		return err
+	}
+	if got := crcOf(w.buf.Bytes()); got != crc {
+		return &fs.ChecksumError{Location: w.path, Want: crc, Got: got, HasGot: true}
+	}
+	w.m.files[w.path] = append([]byte(nil), w.buf.Bytes()...)
+	w.m.sums[w.path] = crc
+	if i := w.m.corruptAt; i > 0 && i < w.buf.Len() {
+		w.m.files[w.path][i] ^= 0x80
+	}
+	delete(w.m.staged, w.staging)
+	w.m.committed++
+	w.closed = true
+	return nil
+}
+
+func (w *memWriter) Abort(ctx context.Context) error {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	w.m.enter("abort", w.path)
+	delete(w.m.staged, w.staging)
+	w.closed = true
+	return nil
+}
+
+func (w *memWriter) Staging() string { return w.staging }
+
+// memResolver routes locations to memFSs by scheme://authority ("" for
+// local paths), and logs every Split.
+type memResolver struct {
+	mu     sync.Mutex
+	stores map[string]fs.FS
+	splits []string
+}
+
+func (r *memResolver) Split(loc string) (fs.FS, string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.splits = append(r.splits, loc)
+	l, err := config.ParseLocation(loc)
+	if err != nil {
+		return nil, "", err
+	}
+	key := ""
+	if l.Scheme != "" {
+		key = l.Scheme + "://" + l.Authority
+	}
+	f, ok := r.stores[key]
+	if !ok {
+		return nil, "", fmt.Errorf("no store for %q", key)
+	}
+	return f, loc, nil
+}

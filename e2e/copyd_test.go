@@ -1,0 +1,378 @@
+package e2e
+
+import (
+	"encoding/hex"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/testenv"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// copydConf is the YAML of a copy daemon working on a test's own topics.
+type copydConf struct {
+	prefix, instance string
+	workers          int
+	bytesPerSecond   int64
+	bucket           string // the S3 bucket targets may use
+}
+
+func (c copydConf) write(t *testing.T, env *testenv.Env) string {
+	t.Helper()
+	if c.workers == 0 {
+		c.workers = 4
+	}
+	src := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE")
+	dr := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")
+	y := strings.NewReplacer(
+		"$BROKERS", strings.Join(env.KafkaBrokers(t), ","), "$PREFIX", c.prefix,
+		"$REGISTRY", env.Get(t, "HIVEDR_SCHEMA_REGISTRY"), "$INSTANCE", c.instance,
+		"$WORKERS", fmt.Sprint(c.workers), "$BPS", fmt.Sprint(c.bytesPerSecond),
+		"$SRCNN", env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE"), "$SRCWEB", env.Get(t, "HIVEDR_HDFS_SRC_HTTP"),
+		"$DRNN", env.Get(t, "HIVEDR_HDFS_DR_NAMENODE"), "$DRWEB", env.Get(t, "HIVEDR_HDFS_DR_HTTP"),
+		"$S3", env.Get(t, "HIVEDR_S3_ENDPOINT"), "$AK", env.Get(t, "HIVEDR_S3_ACCESS_KEY"), "$SK", env.Get(t, "HIVEDR_S3_SECRET_KEY"),
+		"$SRC", src, "$DR", dr, "$BUCKET", c.bucket,
+	).Replace(`
+kafka:
+  brokers: [$BROKERS]
+  topic_prefix: $PREFIX
+  replication_factor: 1
+  manifest_partitions: 3
+schema_registry: $REGISTRY
+copyd:
+  instance: $INSTANCE
+  workers: $WORKERS
+  bytes_per_second: $BPS
+  retries: 2
+  metrics_addr: ""
+  target_roots: ["$DR/copytest", "s3://$BUCKET/copytest"]
+filesystems:
+  hdfs:
+    - {namenodes: [$SRCNN], webhdfs: $SRCWEB, user: hivedr}
+    - {namenodes: [$DRNN], webhdfs: $DRWEB, user: hivedr}
+  s3:
+    - {endpoint: $S3, region: us-east-1, access_key: $AK, secret_key: $SK, path_style: true}
+replication:
+  source_roots: ["$SRC/copytest"]
+  path_mappings:
+    - {source: "$SRC/", target: "$DR/"}
+`)
+	return writeFile(t, "copyd.yaml", y)
+}
+
+// copyFixture is a test's source files and the tasks that copy them.
+type copyFixture struct {
+	t      *testing.T
+	env    *testenv.Env
+	s      *schemas.Serde
+	prefix string
+	dir    string // /copytest/<random>
+	data   map[string][]byte
+	tasks  []schemas.CopyTask
+}
+
+func newCopyFixture(t *testing.T, env *testenv.Env, s *schemas.Serde) *copyFixture {
+	u := uniq(t)
+	f := &copyFixture{t: t, env: env, s: s, prefix: "c" + u, dir: "/copytest/" + u, data: map[string][]byte{}}
+	// The manifests topic, as the tailer would create it.
+	if err := kafka.Ensure(ctxFor(t, time.Minute), env.KafkaAdmin(t),
+		kafka.Spec{Name: kafka.Topics{Prefix: f.prefix}.Manifests(), Partitions: 3, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *copyFixture) srcURI(name string) string {
+	return "hdfs://" + f.env.Get(f.t, "HIVEDR_HDFS_SRC_NAMENODE") + f.dir + "/" + name
+}
+
+// file writes a source file of n random bytes.
+func (f *copyFixture) file(name string, n int) []byte {
+	b := randomBytes(f.t, n)
+	testenv.WriteHDFS(f.t, f.env.HDFS(f.t, testenv.Source), f.dir+"/"+name, b)
+	f.data[name] = b
+	return b
+}
+
+// task adds a copy task of a source file to target.
+func (f *copyFixture) task(name, source, target, checksum string) schemas.CopyTask {
+	task := schemas.CopyTask{
+		EventID: 1, EventTime: time.Now(), Database: "copytest", Table: name,
+		SourceURI: source, TargetURI: target, Checksum: checksum,
+	}
+	task.TaskID = fmt.Sprintf("%d-%s", len(f.tasks), name)
+	f.tasks = append(f.tasks, task)
+	return task
+}
+
+// publish sends every task to the manifests topic.
+func (f *copyFixture) publish() {
+	f.t.Helper()
+	cl := f.env.Kafka(f.t)
+	for i := range f.tasks {
+		v, err := f.s.Encode(&f.tasks[i])
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		rec := &kgo.Record{Topic: kafka.Topics{Prefix: f.prefix}.Manifests(), Key: []byte(f.tasks[i].TaskID), Value: v}
+		if err := cl.ProduceSync(ctxFor(f.t, time.Minute), rec).FirstErr(); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// completions reads the committed completions, by task ID (all of them, to
+// count duplicates).
+func (f *copyFixture) completions() map[string][]*schemas.CopyCompletion {
+	f.t.Helper()
+	topic := kafka.Topics{Prefix: f.prefix}.Completions()
+	out := map[string][]*schemas.CopyCompletion{}
+	td, err := f.env.KafkaAdmin(f.t).ListTopics(ctxFor(f.t, 30*time.Second), topic)
+	if err != nil || td.Error() != nil {
+		return out
+	}
+	for _, d := range readTopic(f.t, f.env, f.s, topic) {
+		if c, ok := d.value.(*schemas.CopyCompletion); ok {
+			out[c.TaskID] = append(out[c.TaskID], c)
+		}
+	}
+	return out
+}
+
+// waitCompletions waits until every task has a completion.
+func (f *copyFixture) waitCompletions(p *proc, d time.Duration) map[string][]*schemas.CopyCompletion {
+	f.t.Helper()
+	var got map[string][]*schemas.CopyCompletion
+	eventually(f.t, d, fmt.Sprintf("%d completions", len(f.tasks)), func() bool {
+		if p != nil && p.exited() {
+			f.t.Fatalf("copyd exited:\n%s", tail(p.out.String(), 40))
+		}
+		got = f.completions()
+		for _, task := range f.tasks {
+			if len(got[task.TaskID]) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return got
+}
+
+func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// hdfsChecksumHex is the file checksum as the metastore logs it for a file
+// when change management is on: the hex of HDFS's file checksum bytes.
+func hdfsChecksumHex(t *testing.T, env *testenv.Env, path string) string {
+	t.Helper()
+	sum, err := env.WebHDFS(t, testenv.Source).GetFileChecksum(ctxFor(t, time.Minute), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := min(int(sum.Length), len(sum.Bytes))
+	return hex.EncodeToString(sum.Bytes[:n])
+}
+
+// TestCopydCopiesAndVerifies runs `hivedr copyd` on tasks from the source
+// HDFS (1 MiB blocks) to the DR HDFS (4 MiB blocks) and to S3, with files
+// of 0 bytes, 1 byte, several blocks and more than one S3 part; checks the
+// bytes end to end; and checks that a byte flipped at the source after its
+// checksum was taken, and paths outside the roots, are caught.
+func TestCopydCopiesAndVerifies(t *testing.T) {
+	env := testenv.Require(t)
+	s := serde(t, env)
+	f := newCopyFixture(t, env, s)
+	bucket := "copytest-" + uniq(t)
+	if _, err := env.S3(t).CreateBucket(ctxFor(t, time.Minute), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	drNN := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")
+	sizes := map[string]int{"empty": 0, "one": 1, "blocks": 3<<20 + 17, "large": 20 << 20}
+	for name, n := range sizes {
+		f.file(name, n)
+		f.task(name+"-hdfs", f.srcURI(name), drNN+f.dir+"/"+name, "")
+		f.task(name+"-s3", f.srcURI(name), "s3://"+bucket+f.dir+"/"+name, "")
+	}
+	// Flipped after its checksum was taken (as the metastore logged it).
+	f.file("flipped", 2<<20)
+	sum := hdfsChecksumHex(t, env, f.dir+"/flipped")
+	flipped := append([]byte(nil), f.data["flipped"]...)
+	flipped[12345] ^= 0x01
+	if err := env.HDFS(t, testenv.Source).Remove(f.dir + "/flipped"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WriteHDFS(t, env.HDFS(t, testenv.Source), f.dir+"/flipped", flipped)
+	f.task("flipped", f.srcURI("flipped"), drNN+f.dir+"/flipped", sum)
+	// Outside the roots.
+	f.task("src-outside", "hdfs://"+env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE")+"/etc/passwd", drNN+f.dir+"/passwd", "")
+	f.task("src-dotdot", f.srcURI("../../etc/x"), drNN+f.dir+"/x", "")
+	f.task("dst-outside", f.srcURI("one"), drNN+"/elsewhere"+f.dir+"/one", "")
+	f.publish()
+
+	cfg := copydConf{prefix: f.prefix, instance: "t" + uniq(t), bucket: bucket}.write(t, env)
+	p := startHivedr(t, "copyd", "copyd", "-config", cfg)
+	got := f.waitCompletions(p, 3*time.Minute)
+	p.stop(t)
+
+	for _, task := range f.tasks {
+		cs := got[task.TaskID]
+		if len(cs) != 1 {
+			t.Errorf("task %s has %d completions", task.TaskID, len(cs))
+			continue
+		}
+		c := cs[0]
+		name, kind, _ := strings.Cut(task.TaskID[strings.IndexByte(task.TaskID, '-')+1:], "-")
+		switch {
+		case strings.HasPrefix(name, "src") || strings.HasPrefix(name, "dst"):
+			if c.Status != schemas.StatusFailed || !(strings.Contains(c.Error, task.SourceURI) || strings.Contains(c.Error, task.TargetURI)) {
+				t.Errorf("%s: status %s error %q; want FAILED naming the path", task.TaskID, c.Status, c.Error)
+			}
+		case name == "flipped":
+			if c.Status == schemas.StatusCopied || c.Status == schemas.StatusSkippedIdentical {
+				t.Errorf("flipped source was copied: %+v", c)
+			}
+			if _, err := env.HDFS(t, testenv.DR).Stat(f.dir + "/flipped"); err == nil {
+				t.Errorf("flipped source reached the DR cluster")
+			}
+			t.Logf("flipped byte caught: %s: %s%s", c.Status, c.Error, c.Evidence)
+		default:
+			want := f.data[name]
+			if c.Status != schemas.StatusCopied || c.Length != int64(len(want)) || c.CRC32C == nil || *c.CRC32C != crcOf(want) {
+				t.Errorf("%s: %+v; want COPIED %d bytes crc %08x", task.TaskID, c, len(want), crcOf(want))
+			}
+			var gotCRC uint32
+			var err error
+			if kind == "hdfs" {
+				gotCRC, _, err = env.HDFSCRC(t, testenv.DR).FileCRC32C(ctxFor(t, time.Minute), f.dir+"/"+name)
+			} else {
+				gotCRC, err = s3CRC(t, env, bucket, strings.TrimPrefix(f.dir, "/")+"/"+name)
+			}
+			if err != nil || gotCRC != crcOf(want) {
+				t.Errorf("%s: target CRC32C %08x (%v), want %08x", task.TaskID, gotCRC, err, crcOf(want))
+			}
+		}
+	}
+	for _, name := range []string{"passwd", "x"} {
+		if _, err := env.HDFS(t, testenv.DR).Stat(f.dir + "/" + name); err == nil {
+			t.Errorf("%s was written although its task was refused", name)
+		}
+	}
+
+	// Delivered again (as after a crash before the offset commit): the
+	// files are in place, so nothing is moved.
+	f2 := *f
+	f2.tasks = nil
+	for _, task := range f.tasks {
+		if strings.Contains(task.TaskID, "-large-") || strings.Contains(task.TaskID, "-blocks-") {
+			task.TaskID = "again-" + task.TaskID
+			f2.tasks = append(f2.tasks, task)
+		}
+	}
+	f2.publish()
+	p = startHivedr(t, "copyd again", "copyd", "-config", cfg)
+	got = f2.waitCompletions(p, 2*time.Minute)
+	p.stop(t)
+	for _, task := range f2.tasks {
+		if cs := got[task.TaskID]; len(cs) != 1 || cs[0].Status != schemas.StatusSkippedIdentical {
+			t.Errorf("redelivered %s: %+v; want one SKIPPED_IDENTICAL", task.TaskID, cs)
+		}
+	}
+}
+
+func s3CRC(t *testing.T, env *testenv.Env, bucket, key string) (uint32, error) {
+	t.Helper()
+	out, err := env.S3(t).GetObject(ctxFor(t, time.Minute), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return 0, err
+	}
+	defer out.Body.Close()
+	h := crc32.New(castagnoli)
+	if _, err := io.Copy(h, out.Body); err != nil {
+		return 0, err
+	}
+	return h.Sum32(), nil
+}
+
+// TestCopydKill9 kills copy daemons with SIGKILL while they are writing
+// files (throttled so the kills land mid-file), restarts them, and checks
+// that every task ends with exactly one completion, every target file is
+// whole and correct, and no staging file is left behind.
+func TestCopydKill9(t *testing.T) {
+	env := testenv.Require(t)
+	s := serde(t, env)
+	f := newCopyFixture(t, env, s)
+	drNN := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")
+	for i := 0; i < 6; i++ {
+		name := fmt.Sprintf("f%d", i)
+		f.file(name, 12<<20)
+		f.task(name, f.srcURI(name), drNN+f.dir+"/"+name, "")
+	}
+	f.publish()
+	cfg := copydConf{prefix: f.prefix, instance: "k" + uniq(t), workers: 3, bytesPerSecond: 24 << 20}.write(t, env)
+	for i := 0; i < 3; i++ {
+		p := startHivedr(t, fmt.Sprintf("copyd run %d", i), "copyd", "-config", cfg)
+		time.Sleep(time.Duration(1200+400*i) * time.Millisecond)
+		p.kill9()
+	}
+	p := startHivedr(t, "copyd after kills", "copyd", "-config", cfg)
+	got := f.waitCompletions(p, 3*time.Minute)
+	p.stop(t)
+	for _, task := range f.tasks {
+		cs := got[task.TaskID]
+		if len(cs) != 1 {
+			t.Errorf("task %s has %d completions: %+v", task.TaskID, len(cs), cs)
+			continue
+		}
+		if st := cs[0].Status; st != schemas.StatusCopied && st != schemas.StatusSkippedIdentical {
+			t.Errorf("task %s: %s %s", task.TaskID, st, cs[0].Error)
+		}
+		want := f.data[task.Table]
+		crc, n, err := env.HDFSCRC(t, testenv.DR).FileCRC32C(ctxFor(t, time.Minute), f.dir+"/"+task.Table)
+		if err != nil || n != int64(len(want)) || crc != crcOf(want) {
+			t.Errorf("%s on DR: %d bytes crc %08x (%v); want %d bytes crc %08x", task.Table, n, crc, err, len(want), crcOf(want))
+		}
+	}
+	entries, err := env.HDFS(t, testenv.DR).ReadDir(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, ok := f.data[e.Name()]; !ok {
+			t.Errorf("left behind on DR: %s/%s", f.dir, e.Name())
+		}
+	}
+}
+
+// TestCopydThrottle copies one 24 MiB file with a limit of 8 MiB/s; the
+// copy must take 3 s, within 10%.
+func TestCopydThrottle(t *testing.T) {
+	env := testenv.Require(t)
+	s := serde(t, env)
+	f := newCopyFixture(t, env, s)
+	f.file("big", 24<<20)
+	f.task("big", f.srcURI("big"), "hdfs://"+env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")+f.dir+"/big", "")
+	f.publish()
+	const limit = 8 << 20
+	cfg := copydConf{prefix: f.prefix, instance: "r" + uniq(t), workers: 1, bytesPerSecond: limit}.write(t, env)
+	p := startHivedr(t, "copyd", "copyd", "-config", cfg)
+	got := f.waitCompletions(p, 2*time.Minute)
+	p.stop(t)
+	c := got[f.tasks[0].TaskID][0]
+	if c.Status != schemas.StatusCopied {
+		t.Fatalf("copy: %+v", c)
+	}
+	secs := c.Finished.Sub(c.Started).Seconds()
+	rate := float64(24<<20) / secs
+	t.Logf("24 MiB in %.2f s: %.2f MiB/s (limit 8)", secs, rate/(1<<20))
+	if rate > limit*1.10 || rate < limit*0.90 {
+		t.Fatalf("copy rate %.2f MiB/s is not within 10%% of the 8 MiB/s limit", rate/(1<<20))
+	}
+}

@@ -1,0 +1,166 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// Config says how to reach every store that locations may name. It is the
+// `filesystems:` section of hivedr's configuration.
+//
+//	filesystems:
+//	  local: true
+//	  hdfs:
+//	    - namenodes: [nn1.example.com:8020]
+//	      webhdfs: nn1.example.com:9870
+//	      user: hive
+//	  s3:
+//	    - endpoint: https://s3.eu-west-1.amazonaws.com
+//	      region: eu-west-1
+//	      access_key: AKIA...
+//	      secret_key: ...
+type Config struct {
+	// Local allows local paths (/p or file:///p). Default false.
+	Local bool `yaml:"local"`
+	// HDFS lists the clusters, one per authority.
+	HDFS []HDFSConfig `yaml:"hdfs"`
+	// S3 lists the S3 endpoints. Each serves the buckets it lists; one
+	// entry may list none and then serves every other bucket.
+	S3 []S3Config `yaml:"s3"`
+}
+
+// HDFSConfig is one HDFS cluster.
+type HDFSConfig struct {
+	// Authority is the host:port (or HA nameservice) that hdfs://
+	// locations on this cluster carry. Default: the first NameNode.
+	Authority string `yaml:"authority"`
+	// NameNodes are the NameNodes' RPC addresses, host:port. Required.
+	NameNodes []string `yaml:"namenodes"`
+	// WebHDFS is the active NameNode's HTTP address, host:port or URL;
+	// checksums are read through it. Required.
+	WebHDFS string `yaml:"webhdfs"`
+	// User is the HDFS user to act as (simple authentication). Required.
+	User string `yaml:"user"`
+}
+
+// authority returns the authority locations carry, lower-cased.
+func (c HDFSConfig) authority() string {
+	if c.Authority != "" {
+		return strings.ToLower(c.Authority)
+	}
+	if len(c.NameNodes) > 0 {
+		return strings.ToLower(c.NameNodes[0])
+	}
+	return ""
+}
+
+func (c HDFSConfig) validate() error {
+	if len(c.NameNodes) == 0 {
+		return errors.New("namenodes: at least one NameNode address is required")
+	}
+	for i, nn := range c.NameNodes {
+		if _, _, err := net.SplitHostPort(nn); err != nil {
+			return fmt.Errorf("namenodes[%d]: %q is not host:port", i, nn)
+		}
+	}
+	if c.Authority != "" && strings.ContainsAny(c.Authority, "/@?#") {
+		return fmt.Errorf("authority: %q is not a host:port or nameservice", c.Authority)
+	}
+	if c.WebHDFS == "" {
+		return errors.New("webhdfs: required")
+	}
+	if c.User == "" {
+		return errors.New("user: required")
+	}
+	return nil
+}
+
+// Defaults of S3Config.
+const (
+	DefaultS3Region        = "us-east-1"
+	DefaultS3PartSize      = 8 << 20
+	DefaultS3PartsInFlight = 2
+	// MinS3PartSize is S3's smallest part but the last.
+	MinS3PartSize = 5 << 20
+	// maxS3Parts is S3's largest part number.
+	maxS3Parts = 10000
+)
+
+// S3Config is one S3 endpoint and the buckets it serves; one client serves
+// them all.
+type S3Config struct {
+	// Endpoint is the service URL, e.g. http://127.0.0.1:19000. Empty
+	// means AWS's endpoint for Region.
+	Endpoint string `yaml:"endpoint"`
+	// Region signs requests. Default us-east-1.
+	Region string `yaml:"region"`
+	// AccessKey and SecretKey are static credentials; both empty means
+	// anonymous requests.
+	AccessKey string `yaml:"access_key"`
+	SecretKey string `yaml:"secret_key"`
+	// PathStyle addresses buckets as endpoint/bucket rather than
+	// bucket.endpoint (needed by most non-AWS servers).
+	PathStyle bool `yaml:"path_style"`
+	// Buckets served by this endpoint. Empty: every bucket no other entry
+	// lists (at most one entry may leave it empty).
+	Buckets []string `yaml:"buckets"`
+	// PartSize is the multipart part size in bytes, and the largest object
+	// written with a single PutObject. Default 8 MiB; at least 5 MiB. It
+	// grows for a file whose known size would need more than 10,000
+	// parts.
+	PartSize int64 `yaml:"part_size"`
+	// PartsInFlight bounds the parts of one file uploading at once; a
+	// writer holds at most PartsInFlight+1 parts in memory. Default 2.
+	PartsInFlight int `yaml:"parts_in_flight"`
+}
+
+// withDefaults returns c with defaults filled in, or an error naming the
+// bad key.
+func (c S3Config) withDefaults() (S3Config, error) {
+	if c.Region == "" {
+		c.Region = DefaultS3Region
+	}
+	if c.PartSize == 0 {
+		c.PartSize = DefaultS3PartSize
+	}
+	if c.PartsInFlight == 0 {
+		c.PartsInFlight = DefaultS3PartsInFlight
+	}
+	if c.Endpoint != "" {
+		u, err := url.Parse(c.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("endpoint: %q is not an http(s) URL", c.Endpoint)
+		}
+	}
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		return c, errors.New("access_key, secret_key: give both or neither")
+	}
+	if c.PartSize < MinS3PartSize {
+		return c, fmt.Errorf("part_size: %d is below S3's minimum of %d", c.PartSize, MinS3PartSize)
+	}
+	if c.PartsInFlight < 1 {
+		return c, fmt.Errorf("parts_in_flight: %d, want at least 1", c.PartsInFlight)
+	}
+	for i, b := range c.Buckets {
+		if b == "" || strings.ContainsAny(b, "/") {
+			return c, fmt.Errorf("buckets[%d]: %q is not a bucket name", i, b)
+		}
+	}
+	return c, nil
+}
+
+// sameHDFSAuthority reports whether the authority of a location (lower
+// case) names the cluster with authority want: equal, or equal once the
+// default NameNode port 8020 is added to a location that has none.
+func sameHDFSAuthority(got, want string) bool {
+	if got == want {
+		return true
+	}
+	if _, _, err := net.SplitHostPort(got); err != nil && got != "" {
+		return net.JoinHostPort(got, "8020") == want
+	}
+	return false
+}

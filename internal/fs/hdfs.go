@@ -1,0 +1,399 @@
+package fs
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
+
+	"github.com/hivedr/hivedr/internal/hdfscrc"
+	"github.com/hivedr/hivedr/internal/webhdfs"
+)
+
+// HDFS is the FS of one HDFS cluster. Data moves through the native
+// protocol (colinmarc/hdfs); checksums are COMPOSITE-CRC32Cs read from the
+// DataNodes (internal/hdfscrc), which do not depend on the block size.
+//
+// Locations are hdfs://<authority>/path, the authority being the one the
+// cluster was configured with, or bare absolute paths on this cluster.
+//
+// The native client takes no contexts: a context is checked before each
+// NameNode call, and its deadline bounds DataNode reads and writes.
+// NameNode calls are not interrupted by a cancelled context.
+//
+// It is safe for concurrent use. It connects to the NameNode on first use
+// and after a failed attempt tries again on the next call.
+type HDFS struct {
+	authority string
+	opts      hdfs.ClientOptions
+	crc       *hdfscrc.Client
+	web       *webhdfs.Client
+
+	mu     sync.Mutex
+	client *hdfs.Client
+}
+
+var _ FS = (*HDFS)(nil)
+
+// NewHDFS returns the FS of the cluster c describes. It does not connect.
+func NewHDFS(c HDFSConfig) (*HDFS, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return &HDFS{
+		authority: c.authority(),
+		opts:      hdfs.ClientOptions{Addresses: c.NameNodes, User: c.User},
+		crc:       hdfscrc.New(c.WebHDFS, c.User, nil),
+		web:       webhdfs.New(c.WebHDFS, c.User, nil),
+	}, nil
+}
+
+// Close closes the connection to the NameNode, if any. Files still being
+// written lose their lease.
+func (h *HDFS) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.client == nil {
+		return nil
+	}
+	err := h.client.Close()
+	h.client = nil
+	return err
+}
+
+// conn returns the native client, connecting on first use.
+func (h *HDFS) conn(ctx context.Context) (*hdfs.Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.client != nil {
+		return h.client, nil
+	}
+	c, err := hdfs.NewClient(h.opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to hdfs://%s (namenodes %s): %w", h.authority, strings.Join(h.opts.Addresses, ","), err)
+	}
+	h.client = c
+	return c, nil
+}
+
+// path returns the cluster path of loc, refusing another cluster's.
+func (h *HDFS) path(loc string) (string, error) {
+	l, err := parseLocation(loc)
+	if err != nil {
+		return "", err
+	}
+	if l.scheme != "" && (l.scheme != "hdfs" || !sameHDFSAuthority(l.authority, h.authority)) {
+		return "", fmt.Errorf("location %s is not on hdfs://%s", loc, h.authority)
+	}
+	return path.Clean(l.path), nil
+}
+
+// location returns the full location of the cluster path p.
+func (h *HDFS) location(p string) string { return "hdfs://" + h.authority + p }
+
+// hdfsError wraps err from an operation on loc, wrapping ErrNotExist when
+// the file is missing.
+func hdfsError(op, loc string, err error) error {
+	var re *webhdfs.RemoteError
+	if errors.Is(err, os.ErrNotExist) || errors.As(err, &re) && re.Exception == "FileNotFoundException" {
+		return fmt.Errorf("%s %s: %w", op, loc, ErrNotExist)
+	}
+	return fmt.Errorf("%s %s: %w", op, loc, err)
+}
+
+// Stat implements FS.
+func (h *HDFS) Stat(ctx context.Context, loc string) (FileInfo, error) {
+	p, err := h.path(loc)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	c, err := h.conn(ctx)
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("stat %s: %w", loc, err)
+	}
+	fi, err := c.Stat(p)
+	if err != nil {
+		return FileInfo{}, hdfsError("stat", loc, err)
+	}
+	return FileInfo{Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir()}, nil
+}
+
+// Open implements FS.
+func (h *HDFS) Open(ctx context.Context, loc string, off, n int64) (io.ReadCloser, error) {
+	p, err := h.path(loc)
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 {
+		return nil, fmt.Errorf("open %s: negative offset %d", loc, off)
+	}
+	c, err := h.conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", loc, err)
+	}
+	f, err := c.Open(p)
+	if err != nil {
+		return nil, hdfsError("open", loc, err)
+	}
+	if f.Stat().IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("open %s: is a directory", loc)
+	}
+	if d, ok := ctx.Deadline(); ok {
+		f.SetDeadline(d)
+	}
+	if off > f.Stat().Size() {
+		off = f.Stat().Size()
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open %s: seek to %d: %w", loc, off, err)
+	}
+	var r io.Reader = f
+	if n >= 0 {
+		r = io.LimitReader(f, n)
+	}
+	return &readCloser{Reader: ctxReader{ctx, r}, Closer: f}, nil
+}
+
+// Checksum implements FS: the file's COMPOSITE-CRC32C, which the DataNodes
+// derive from the chunk CRCs they store, without the data crossing the
+// network. A file still being written is an error.
+func (h *HDFS) Checksum(ctx context.Context, loc string) (Checksum, bool, error) {
+	p, err := h.path(loc)
+	if err != nil {
+		return Checksum{}, false, err
+	}
+	crc, _, err := h.crc.FileCRC32C(ctx, p)
+	if err != nil {
+		return Checksum{}, false, hdfsError("checksum", loc, err)
+	}
+	return Checksum{CRC32C: crc, Source: "hdfs-composite-crc"}, true, nil
+}
+
+// FileChecksum returns the file's checksum as the metastore logs it in
+// events when change management is on: the hex of the HDFS FileChecksum
+// (MD5-of-MD5-of-CRC32C, which depends on the block size), that is, what
+// WebHDFS GETFILECHECKSUM answers, cut to its stated length. copyd compares
+// it with an event's checksum to tell whether the source still holds the
+// bytes the event saw.
+func (h *HDFS) FileChecksum(ctx context.Context, loc string) (string, bool, error) {
+	p, err := h.path(loc)
+	if err != nil {
+		return "", false, err
+	}
+	sum, err := h.web.GetFileChecksum(ctx, p)
+	if err != nil {
+		return "", false, hdfsError("file checksum", loc, err)
+	}
+	n := int(sum.Length)
+	if n <= 0 || n > len(sum.Bytes) {
+		return "", false, fmt.Errorf("file checksum of %s: %d bytes stated, %d given", loc, sum.Length, len(sum.Bytes))
+	}
+	return hex.EncodeToString(sum.Bytes[:n]), true, nil
+}
+
+// Create implements FS. The file is written to a new staging file beside
+// the target, with the cluster's default block size and replication.
+// ctx's deadline, if any, bounds the writes to the DataNodes.
+func (h *HDFS) Create(ctx context.Context, loc string, size int64) (Writer, error) {
+	p, err := h.path(loc)
+	if err != nil {
+		return nil, err
+	}
+	dir, base := path.Split(p)
+	if base == "" {
+		return nil, fmt.Errorf("create %s: no file name", loc)
+	}
+	c, err := h.conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", loc, err)
+	}
+	if err := c.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: make parent directories: %w", loc, err)
+	}
+	name, err := stagingName(base)
+	if err != nil {
+		return nil, err
+	}
+	staging := dir + name
+	// Create fails when the name exists, so a staging file is always new.
+	f, err := c.Create(staging)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: staging file %s: %w", loc, staging, err)
+	}
+	if d, ok := ctx.Deadline(); ok {
+		f.SetDeadline(d)
+	}
+	return &hdfsWriter{fs: h, c: c, loc: loc, path: p, staging: staging, f: f}, nil
+}
+
+// hdfsWriter writes a staging file and renames it into place.
+type hdfsWriter struct {
+	fs            *HDFS
+	c             *hdfs.Client
+	loc           string
+	path, staging string
+	f             *hdfs.FileWriter
+	closed        bool // the staging file is complete (or abandoned)
+	done          bool // committed or aborted
+}
+
+func (w *hdfsWriter) Write(p []byte) (int, error) {
+	if w.closed {
+		return 0, fmt.Errorf("write %s: writer is closed", w.loc)
+	}
+	if len(p) == 0 {
+		return 0, nil // the native writer would start a block for nothing
+	}
+	n, err := w.f.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("write %s (staging %s): %w", w.loc, w.staging, err)
+	}
+	return n, nil
+}
+
+// Commit implements Writer. Invariant: the staging file is renamed over
+// the target only after it is complete on the NameNode and the
+// COMPOSITE-CRC32C its DataNodes report equals the caller's CRC32C, so
+// the target never holds bytes other than those the caller checksummed.
+// The rename is the NameNode's rename2 with OVERWRITE (what
+// colinmarc/hdfs's Rename sends): it replaces an existing target in one
+// step, so readers see the old file or the new one, never neither.
+func (w *hdfsWriter) Commit(ctx context.Context, crc32c uint32) error {
+	if w.done {
+		return fmt.Errorf("commit %s: writer is closed", w.loc)
+	}
+	if err := w.close(ctx); err != nil {
+		return err
+	}
+	got, _, err := w.fs.crc.FileCRC32C(ctx, w.staging)
+	if err != nil {
+		return fmt.Errorf("commit %s: checksum of staging file %s: %w", w.loc, w.staging, err)
+	}
+	if got != crc32c {
+		return &ChecksumError{Location: w.loc, Want: crc32c, Got: got, HasGot: true,
+			Detail: "COMPOSITE-CRC32C of staging file " + w.staging}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("commit %s: %w", w.loc, err)
+	}
+	if err := w.c.Rename(w.staging, w.path); err != nil {
+		return fmt.Errorf("commit %s: rename %s into place: %w", w.loc, w.staging, err)
+	}
+	w.done = true
+	return nil
+}
+
+// close completes the staging file, retrying while the NameNode waits for
+// the last block's minimum replication, as Hadoop's client does.
+func (w *hdfsWriter) close(ctx context.Context) error {
+	if w.closed {
+		return nil
+	}
+	wait := 50 * time.Millisecond
+	for {
+		err := w.f.Close()
+		if err == nil {
+			w.closed = true
+			return nil
+		}
+		if !hdfs.IsErrReplicating(err) {
+			return fmt.Errorf("commit %s: close staging file %s: %w", w.loc, w.staging, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("commit %s: close staging file %s: still replicating: %w", w.loc, w.staging, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// Abort implements Writer: it deletes the staging file, finished or not.
+// It may follow a failed Commit, and does nothing after a successful one.
+func (w *hdfsWriter) Abort(ctx context.Context) error {
+	if w.done {
+		return nil
+	}
+	if !w.closed {
+		// Closing releases the DataNode connection; it also completes the
+		// file (or fails to), which does not matter as it is deleted next.
+		// The deadline keeps a broken pipeline from holding Abort up.
+		w.f.SetDeadline(time.Now().Add(10 * time.Second))
+		w.f.Close()
+	}
+	w.closed, w.done = true, true
+	if err := w.c.Remove(w.staging); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("abort %s: remove staging file %s: %w", w.loc, w.staging, err)
+	}
+	return nil
+}
+
+// Staging implements Writer: the staging file's full location.
+func (w *hdfsWriter) Staging() string { return w.fs.location(w.staging) }
+
+// Remove implements FS. It refuses a directory.
+func (h *HDFS) Remove(ctx context.Context, loc string) error {
+	p, err := h.path(loc)
+	if err != nil {
+		return err
+	}
+	c, err := h.conn(ctx)
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", loc, err)
+	}
+	fi, err := c.Stat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", loc, err)
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("remove %s: is a directory", loc)
+	}
+	if err := c.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", loc, err)
+	}
+	return nil
+}
+
+// Discard implements FS. staging must name a staging file of loc (as
+// Staging returned it, or its bare path); anything else is refused, so
+// Discard never deletes another file.
+func (h *HDFS) Discard(ctx context.Context, loc, staging string) error {
+	if staging == "" {
+		return nil
+	}
+	p, err := h.path(loc)
+	if err != nil {
+		return err
+	}
+	sp, err := h.path(staging)
+	if err != nil {
+		return fmt.Errorf("discard %s: %w", loc, err)
+	}
+	if !isStagingFor(p, sp) {
+		return fmt.Errorf("discard %s: %s is not one of its staging files", loc, staging)
+	}
+	c, err := h.conn(ctx)
+	if err != nil {
+		return fmt.Errorf("discard %s: %w", loc, err)
+	}
+	if err := c.Remove(sp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("discard %s: remove %s: %w", loc, staging, err)
+	}
+	return nil
+}

@@ -1,0 +1,299 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Local is the FS of the local filesystem. Locations are absolute paths or
+// file:///paths. It never follows a symbolic link at the path itself:
+// Stat describes the link, Open and Checksum refuse it, and Commit
+// replaces the link rather than writing through it. Links in parent
+// directories are followed; confinement against them is the caller's.
+type Local struct{}
+
+// NewLocal returns the local FS.
+func NewLocal() *Local { return &Local{} }
+
+var _ FS = (*Local)(nil)
+
+// localPath returns the filesystem path of loc.
+func localPath(loc string) (string, error) {
+	l, err := parseLocation(loc)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case l.scheme == "":
+	case l.scheme == "file" && (l.authority == "" || l.authority == "localhost"):
+	default:
+		return "", fmt.Errorf("location %s is not on the local filesystem", loc)
+	}
+	return filepath.Clean(filepath.FromSlash(l.path)), nil
+}
+
+// Stat implements FS. It does not follow a symbolic link at path.
+func (*Local) Stat(ctx context.Context, loc string) (FileInfo, error) {
+	p, err := localPath(loc)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return FileInfo{}, localError("stat", loc, err)
+	}
+	return FileInfo{
+		Size:      fi.Size(),
+		ModTime:   fi.ModTime(),
+		IsDir:     fi.IsDir(),
+		IsSymlink: fi.Mode()&os.ModeSymlink != 0,
+	}, nil
+}
+
+// localError wraps err from an os call on loc, wrapping ErrNotExist too
+// when the file is missing.
+func localError(op, loc string, err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s %s: %w", op, loc, ErrNotExist)
+	}
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("%s %s: is a symbolic link, not followed", op, loc)
+	}
+	return fmt.Errorf("%s %s: %w", op, loc, err)
+}
+
+// openRegular opens the regular file at p for reading, refusing a symbolic
+// link or anything but a regular file.
+func openRegular(op, loc, p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, localError(op, loc, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, localError(op, loc, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s %s: not a regular file (%s)", op, loc, fi.Mode().Type())
+	}
+	return f, nil
+}
+
+// Open implements FS.
+func (*Local) Open(ctx context.Context, loc string, off, n int64) (io.ReadCloser, error) {
+	p, err := localPath(loc)
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 {
+		return nil, fmt.Errorf("open %s: negative offset %d", loc, off)
+	}
+	f, err := openRegular("open", loc, p)
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		n = 1<<63 - 1 - off
+	}
+	return &readCloser{Reader: io.NewSectionReader(f, off, n), Closer: f}, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// Checksum implements FS by reading the file: the local filesystem keeps
+// no checksum of its own.
+func (*Local) Checksum(ctx context.Context, loc string) (Checksum, bool, error) {
+	p, err := localPath(loc)
+	if err != nil {
+		return Checksum{}, false, err
+	}
+	f, err := openRegular("checksum", loc, p)
+	if err != nil {
+		return Checksum{}, false, err
+	}
+	defer f.Close()
+	h := crc32.New(castagnoli)
+	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
+		return Checksum{}, false, fmt.Errorf("checksum %s: %w", loc, err)
+	}
+	return Checksum{CRC32C: h.Sum32(), Source: "computed"}, true, nil
+}
+
+// ctxReader stops reading when ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
+}
+
+// Create implements FS. The bytes go to a new staging file beside the
+// target, created with O_EXCL so it can be neither an existing file nor a
+// symbolic link planted there.
+func (*Local) Create(ctx context.Context, loc string, size int64) (Writer, error) {
+	p, err := localPath(loc)
+	if err != nil {
+		return nil, err
+	}
+	dir, base := filepath.Split(p)
+	if base == "" {
+		return nil, fmt.Errorf("create %s: no file name", loc)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", loc, err)
+	}
+	name, err := stagingName(base)
+	if err != nil {
+		return nil, err
+	}
+	staging := filepath.Join(dir, name)
+	f, err := os.OpenFile(staging, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: staging file: %w", loc, err)
+	}
+	return &localWriter{loc: loc, path: p, staging: staging, f: f, crc: crc32.New(castagnoli)}, nil
+}
+
+// localWriter writes a staging file and renames it into place.
+type localWriter struct {
+	loc, path, staging string
+	f                  *os.File
+	crc                hash.Hash32
+	done               bool // committed or aborted
+}
+
+func (w *localWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, fmt.Errorf("write %s: writer is closed", w.loc)
+	}
+	n, err := w.f.Write(p)
+	w.crc.Write(p[:n])
+	if err != nil {
+		return n, fmt.Errorf("write %s: %w", w.loc, err)
+	}
+	return n, nil
+}
+
+// Commit implements Writer. Invariant: the staging file is renamed into
+// place only after its bytes are synced and their CRC32C, computed here as
+// they were written, equals the caller's; the directory is synced after
+// the rename so the new name survives a crash.
+func (w *localWriter) Commit(ctx context.Context, crc32c uint32) error {
+	if w.done {
+		return fmt.Errorf("commit %s: writer is closed", w.loc)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("commit %s: %w", w.loc, err)
+	}
+	if got := w.crc.Sum32(); got != crc32c {
+		return &ChecksumError{Location: w.loc, Want: crc32c, Got: got, HasGot: true}
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("commit %s: sync: %w", w.loc, err)
+	}
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("commit %s: close: %w", w.loc, err)
+	}
+	w.done = true
+	if err := os.Rename(w.staging, w.path); err != nil {
+		os.Remove(w.staging)
+		return fmt.Errorf("commit %s: %w", w.loc, err)
+	}
+	if err := syncDir(filepath.Dir(w.path)); err != nil {
+		return fmt.Errorf("commit %s: %w", w.loc, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Abort implements Writer. It may follow a failed Commit, and does nothing
+// after a successful one.
+func (w *localWriter) Abort(ctx context.Context) error {
+	if w.f != nil && !w.done {
+		w.f.Close()
+	}
+	w.done = true
+	if err := os.Remove(w.staging); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("abort %s: %w", w.loc, err)
+	}
+	return nil
+}
+
+// Staging implements Writer: the staging file's path.
+func (w *localWriter) Staging() string { return w.staging }
+
+// Remove implements FS. It refuses a directory.
+func (*Local) Remove(ctx context.Context, loc string) error {
+	p, err := localPath(loc)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Lstat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", loc, err)
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("remove %s: is a directory", loc)
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", loc, err)
+	}
+	return nil
+}
+
+// Discard implements FS. staging must name a staging file of loc (as
+// Staging returned it); anything else is refused, so Discard never
+// deletes another file.
+func (*Local) Discard(ctx context.Context, loc, staging string) error {
+	if staging == "" {
+		return nil
+	}
+	p, err := localPath(loc)
+	if err != nil {
+		return err
+	}
+	sp, err := localPath(staging)
+	if err != nil {
+		return fmt.Errorf("discard %s: %w", loc, err)
+	}
+	if !isStagingFor(filepath.ToSlash(p), filepath.ToSlash(sp)) {
+		return fmt.Errorf("discard %s: %s is not one of its staging files", loc, staging)
+	}
+	if err := os.Remove(sp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("discard %s: %w", loc, err)
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package fs
+
+import (
+	"strings"
+	"testing"
+)
+
+func testRouter(t *testing.T) *Router {
+	t.Helper()
+	r, err := NewRouter(Config{
+		Local: true,
+		HDFS: []HDFSConfig{
+			{NameNodes: []string{"127.0.0.1:18020"}, WebHDFS: "127.0.0.1:18070", User: "hivedr"},
+			{NameNodes: []string{"dr-nn:8020"}, WebHDFS: "dr-nn:9870", User: "hivedr"},
+			{Authority: "prodns", NameNodes: []string{"nn1:8020", "nn2:8020"}, WebHDFS: "nn1:9870", User: "hive"},
+		},
+		S3: []S3Config{
+			{Endpoint: "http://127.0.0.1:19000", AccessKey: "a", SecretKey: "s", PathStyle: true, Buckets: []string{"dr-bucket"}},
+			{Region: "eu-west-1"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestRouterSplit(t *testing.T) {
+	r := testRouter(t)
+	for _, c := range []struct {
+		loc, path string
+		fs        func(FS) bool
+	}{
+		{"hdfs://127.0.0.1:18020/warehouse/t/f", "hdfs://127.0.0.1:18020/warehouse/t/f",
+			func(f FS) bool { h, ok := f.(*HDFS); return ok && h.authority == "127.0.0.1:18020" }},
+		{"hdfs://DR-NN/warehouse//t/", "hdfs://dr-nn:8020/warehouse/t",
+			func(f FS) bool { h, ok := f.(*HDFS); return ok && h.authority == "dr-nn:8020" }},
+		{"hdfs://prodns/w/f", "hdfs://prodns/w/f",
+			func(f FS) bool { h, ok := f.(*HDFS); return ok && h.authority == "prodns" }},
+		{"s3://dr-bucket/w/t/f", "s3://dr-bucket/w/t/f",
+			func(f FS) bool { return f == r.s3["dr-bucket"] }},
+		{"s3a://other/w/f", "s3://other/w/f",
+			func(f FS) bool { return f == r.s3Default }},
+		{"/tmp/x//y", "/tmp/x/y", func(f FS) bool { _, ok := f.(*Local); return ok }},
+		{"file:///tmp/x", "/tmp/x", func(f FS) bool { _, ok := f.(*Local); return ok }},
+	} {
+		f, p, err := r.Split(c.loc)
+		if err != nil {
+			t.Errorf("Split(%s): %v", c.loc, err)
+			continue
+		}
+		if p != c.path || !c.fs(f) {
+			t.Errorf("Split(%s) = %T %s, want path %s", c.loc, f, p, c.path)
+		}
+	}
+	if r.s3["dr-bucket"] == r.s3Default {
+		t.Error("two endpoints share one client")
+	}
+}
+
+func TestRouterRefuses(t *testing.T) {
+	r := testRouter(t)
+	for _, loc := range []string{
+		"hdfs://unknown:8020/f",
+		"hdfs://127.0.0.1:18021/f",
+		"gs://bucket/f",
+		"s3://bucket-only",
+		"s3:///key",
+		"relative/path",
+		"hdfs://127.0.0.1:18020/a/../b",
+		"file://remote/tmp/x",
+		"hdfs://127.0.0.1:18020/f?x=1",
+	} {
+		if _, _, err := r.Split(loc); err == nil || !strings.Contains(err.Error(), loc) {
+			t.Errorf("Split(%q) = %v, want an error naming it", loc, err)
+		}
+	}
+
+	noLocal, err := NewRouter(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := noLocal.Split("/tmp/x"); err == nil {
+		t.Error("Split of a local path without local enabled succeeded")
+	}
+	if _, _, err := noLocal.Split("s3://b/k"); err == nil {
+		t.Error("Split of an s3 location with no endpoint succeeded")
+	}
+}
+
+func TestRouterConfigErrors(t *testing.T) {
+	hdfsOK := HDFSConfig{NameNodes: []string{"nn:8020"}, WebHDFS: "nn:9870", User: "u"}
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{HDFS: []HDFSConfig{{WebHDFS: "nn:9870", User: "u"}}}, "hdfs[0].namenodes"},
+		{Config{HDFS: []HDFSConfig{{NameNodes: []string{"nn"}, WebHDFS: "nn:9870", User: "u"}}}, "hdfs[0].namenodes[0]"},
+		{Config{HDFS: []HDFSConfig{hdfsOK, {NameNodes: []string{"nn:8020"}, User: "u"}}}, "hdfs[1].webhdfs"},
+		{Config{HDFS: []HDFSConfig{{NameNodes: []string{"nn:8020"}, WebHDFS: "nn:9870"}}}, "hdfs[0].user"},
+		{Config{HDFS: []HDFSConfig{hdfsOK, hdfsOK}}, "hdfs[1]: authority nn:8020"},
+		{Config{S3: []S3Config{{}, {}}}, "s3[1].buckets"},
+		{Config{S3: []S3Config{{Buckets: []string{"a"}}, {Buckets: []string{"b", "a"}}}}, "s3[1].buckets[1]"},
+		{Config{S3: []S3Config{{PartSize: 1 << 20}}}, "s3[0].part_size"},
+		{Config{S3: []S3Config{{AccessKey: "a"}}}, "s3[0].access_key"},
+		{Config{S3: []S3Config{{Endpoint: "127.0.0.1:19000"}}}, "s3[0].endpoint"},
+		{Config{S3: []S3Config{{Buckets: []string{"a/b"}}}}, "s3[0].buckets[0]"},
+	} {
+		_, err := NewRouter(c.cfg)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("NewRouter(%+v) = %v, want an error starting %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+func TestStagingNames(t *testing.T) {
+	name, err := stagingName("part-00000.orc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsStagingName(name) || !isStagingFor("/w/t/part-00000.orc", "/w/t/"+name) {
+		t.Errorf("%s is not recognised as a staging name", name)
+	}
+	if isStagingFor("/w/t/part-00001.orc", "/w/t/"+name) || isStagingFor("/w/u/part-00000.orc", "/w/t/"+name) {
+		t.Errorf("%s is taken for another file's staging name", name)
+	}
+	for _, n := range []string{"part-0", ".part-0.staging", ".hivedr-0123456789abcdef.staging", ".x.hivedr-0123456789abcdef"} {
+		if IsStagingName(n) {
+			t.Errorf("IsStagingName(%q) = true", n)
+		}
+	}
+}
+
+func TestCRC32CEncoding(t *testing.T) {
+	// The x-amz-checksum-crc32c of "hello" is base64 of its big-endian
+	// CRC32C, 0x9a71bb4c.
+	if got := encodeCRC32C(crcOf([]byte("hello"))); got != "mnG7TA==" {
+		t.Errorf("encodeCRC32C = %s", got)
+	}
+	if c, err := decodeCRC32C("mnG7TA=="); err != nil || c != 0x9a71bb4c {
+		t.Errorf("decodeCRC32C = %08x, %v", c, err)
+	}
+	if _, err := decodeCRC32C("mnG7TA==-3"); err == nil {
+		t.Error("decodeCRC32C accepted a composite checksum")
+	}
+}

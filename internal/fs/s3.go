@@ -1,0 +1,502 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// S3 is the FS of one S3 endpoint, for all the buckets it serves.
+// Locations are s3://bucket/key (s3a:// and s3n:// are taken as s3://).
+//
+// Objects appear whole or not at all: a file smaller than a part is one
+// PutObject, a larger one a multipart upload completed by Commit. Either
+// way the caller's CRC32C goes with the final request as the object's
+// full-object CRC32C, and the server refuses the write if the bytes it
+// received do not have it.
+//
+// It is safe for concurrent use.
+type S3 struct {
+	client        *s3.Client
+	partSize      int64
+	partsInFlight int
+	parts         sync.Pool // *[]byte of capacity partSize
+}
+
+var _ FS = (*S3)(nil)
+
+// NewS3 returns the FS of the endpoint c describes. It does not connect.
+func NewS3(c S3Config) (*S3, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	opts := s3.Options{
+		Region:       c.Region,
+		UsePathStyle: c.PathStyle,
+		HTTPClient:   &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+	}
+	if c.Endpoint != "" {
+		opts.BaseEndpoint = aws.String(c.Endpoint)
+	}
+	if c.AccessKey != "" {
+		opts.Credentials = credentials.NewStaticCredentialsProvider(c.AccessKey, c.SecretKey, "")
+	} else {
+		opts.Credentials = aws.AnonymousCredentials{}
+	}
+	return NewS3WithClient(s3.New(opts), c.PartSize, c.PartsInFlight)
+}
+
+// NewS3WithClient returns the FS of the endpoint client talks to, with
+// the part size and parts in flight of S3Config (0 for their defaults).
+func NewS3WithClient(client *s3.Client, partSize int64, partsInFlight int) (*S3, error) {
+	c, err := S3Config{PartSize: partSize, PartsInFlight: partsInFlight}.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &S3{client: client, partSize: c.PartSize, partsInFlight: c.PartsInFlight}
+	s.parts.New = func() any {
+		b := make([]byte, 0, s.partSize)
+		return &b
+	}
+	return s, nil
+}
+
+// s3Path splits loc into bucket and key.
+func s3Path(loc string) (bucket, key string, err error) {
+	l, err := parseLocation(loc)
+	if err != nil {
+		return "", "", err
+	}
+	switch l.scheme {
+	case "s3", "s3a", "s3n":
+	default:
+		return "", "", fmt.Errorf("location %s is not an s3:// location", loc)
+	}
+	key = strings.TrimPrefix(l.path, "/")
+	if l.authority == "" || key == "" {
+		return "", "", fmt.Errorf("location %s: want s3://bucket/key", loc)
+	}
+	return l.authority, key, nil
+}
+
+// apiCode returns the S3 error code of err, or "".
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func isNotFound(err error) bool {
+	var nf *types.NotFound
+	var nk *types.NoSuchKey
+	return errors.As(err, &nf) || errors.As(err, &nk) || apiCode(err) == "NotFound" || apiCode(err) == "NoSuchKey"
+}
+
+func s3Error(op, loc string, err error) error {
+	if isNotFound(err) {
+		return fmt.Errorf("%s %s: %w", op, loc, ErrNotExist)
+	}
+	return fmt.Errorf("%s %s: %w", op, loc, err)
+}
+
+// Stat implements FS.
+func (s *S3) Stat(ctx context.Context, loc string) (FileInfo, error) {
+	bucket, key, err := s3Path(loc)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		return FileInfo{}, s3Error("stat", loc, err)
+	}
+	return FileInfo{Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
+}
+
+// Open implements FS with a ranged GetObject.
+func (s *S3) Open(ctx context.Context, loc string, off, n int64) (io.ReadCloser, error) {
+	bucket, key, err := s3Path(loc)
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 {
+		return nil, fmt.Errorf("open %s: negative offset %d", loc, off)
+	}
+	in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
+	switch {
+	case n == 0:
+		// An empty range cannot be asked for; check the object exists.
+		if _, err := s.Stat(ctx, loc); err != nil {
+			return nil, err
+		}
+		return io.NopCloser(strings.NewReader("")), nil
+	case n > 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+	case off > 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		if apiCode(err) == "InvalidRange" {
+			// The range starts at or past the end (an empty object has
+			// no byte 0): nothing to read, if the object is there.
+			if _, err := s.Stat(ctx, loc); err != nil {
+				return nil, err
+			}
+			return io.NopCloser(strings.NewReader("")), nil
+		}
+		return nil, s3Error("open", loc, err)
+	}
+	return out.Body, nil
+}
+
+// Checksum implements FS: the object's full-object CRC32C, as stored with
+// it. ok is false for an object stored without one, or with a composite
+// CRC32C of its parts ("<crc>-<parts>"), which is not the CRC32C of the
+// whole object.
+func (s *S3) Checksum(ctx context.Context, loc string) (Checksum, bool, error) {
+	bucket, key, err := s3Path(loc)
+	if err != nil {
+		return Checksum{}, false, err
+	}
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket: &bucket, Key: &key, ChecksumMode: types.ChecksumModeEnabled,
+	})
+	if err != nil {
+		return Checksum{}, false, s3Error("checksum", loc, err)
+	}
+	v := aws.ToString(out.ChecksumCRC32C)
+	if v == "" || out.ChecksumType == types.ChecksumTypeComposite || strings.Contains(v, "-") {
+		return Checksum{}, false, nil
+	}
+	if out.ChecksumType != "" && out.ChecksumType != types.ChecksumTypeFullObject {
+		return Checksum{}, false, nil
+	}
+	crc, err := decodeCRC32C(v)
+	if err != nil {
+		return Checksum{}, false, fmt.Errorf("checksum %s: %w", loc, err)
+	}
+	return Checksum{CRC32C: crc, Source: "s3-full-object-crc32c"}, true, nil
+}
+
+// encodeCRC32C is the x-amz-checksum-crc32c form of crc: base64 of its
+// four big-endian bytes.
+func encodeCRC32C(crc uint32) string {
+	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, crc))
+}
+
+func decodeCRC32C(s string) (uint32, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil || len(b) != 4 {
+		return 0, fmt.Errorf("CRC32C %q is not base64 of 4 bytes", s)
+	}
+	return binary.BigEndian.Uint32(b), nil
+}
+
+// isChecksumRefusal reports whether err is the server refusing a write
+// because the bytes do not have the checksum sent with them.
+func isChecksumRefusal(err error) bool {
+	switch apiCode(err) {
+	case "BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch":
+		return true
+	}
+	return false
+}
+
+// Create implements FS. Nothing is sent until a part's worth of bytes is
+// written (or Commit): a small file is one PutObject at Commit. size, when
+// known, sizes the buffer of a small file and the parts of a huge one.
+// ctx bounds the whole write: the part uploads run under it until Commit
+// or Abort.
+func (s *S3) Create(ctx context.Context, loc string, size int64) (Writer, error) {
+	bucket, key, err := s3Path(loc)
+	if err != nil {
+		return nil, err
+	}
+	partSize := s.partSize
+	if size > partSize*maxS3Parts {
+		// Parts of a whole number of MiB, enough for 10,000 to hold size.
+		partSize = ((size+maxS3Parts-1)/maxS3Parts + 1<<20 - 1) &^ (1<<20 - 1)
+	}
+	w := &s3Writer{
+		fs: s, loc: loc, bucket: bucket, key: key, partSize: partSize,
+		sem: make(chan struct{}, s.partsInFlight),
+	}
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	if size >= 0 && size < partSize {
+		w.buf = make([]byte, 0, size)
+	} else {
+		w.buf = w.getBuf()
+	}
+	return w, nil
+}
+
+// s3Writer buffers a part's worth of bytes, uploads full parts in the
+// background (at most partsInFlight at once) and completes the object on
+// Commit.
+//
+// Write, Commit and Abort are called from one goroutine; the part uploads
+// report back under mu.
+type s3Writer struct {
+	fs          *S3
+	loc         string
+	bucket, key string
+	partSize    int64
+	written     int64
+	buf         []byte
+
+	// ctx bounds the part uploads: it ends with Create's context or Abort.
+	ctx    context.Context
+	cancel context.CancelFunc
+	sem    chan struct{} // a token per part uploading
+	wg     sync.WaitGroup
+
+	uploadID string
+	nparts   int32
+	done     bool // committed or aborted
+
+	mu    sync.Mutex
+	parts []types.CompletedPart // by part number - 1
+	err   error                 // the first part upload's failure
+}
+
+func (w *s3Writer) getBuf() []byte {
+	if w.partSize != w.fs.partSize {
+		return make([]byte, 0, w.partSize)
+	}
+	return (*w.fs.parts.Get().(*[]byte))[:0]
+}
+
+func (w *s3Writer) putBuf(b []byte) {
+	if int64(cap(b)) == w.fs.partSize {
+		b = b[:0]
+		w.fs.parts.Put(&b)
+	}
+}
+
+func (w *s3Writer) uploadErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+func (w *s3Writer) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, fmt.Errorf("write %s: writer is closed", w.loc)
+	}
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), int(w.partSize)-len(w.buf))
+		w.buf = append(w.buf, p[:k]...)
+		p, n = p[k:], n+k
+		w.written += int64(k)
+		if int64(len(w.buf)) == w.partSize {
+			if err := w.flushPart(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// flushPart starts uploading the buffer as the next part, starting the
+// multipart upload first if need be, and waits while partsInFlight parts
+// are already uploading.
+func (w *s3Writer) flushPart() error {
+	if err := w.uploadErr(); err != nil {
+		return err
+	}
+	if w.uploadID == "" {
+		out, err := w.fs.client.CreateMultipartUpload(w.ctx, &s3.CreateMultipartUploadInput{
+			Bucket: &w.bucket, Key: &w.key,
+			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c,
+			ChecksumType:      types.ChecksumTypeFullObject,
+		})
+		if err != nil {
+			return fmt.Errorf("write %s: create multipart upload: %w", w.loc, err)
+		}
+		w.uploadID = aws.ToString(out.UploadId)
+	}
+	if w.nparts == maxS3Parts {
+		return fmt.Errorf("write %s: more than %d parts of %d bytes", w.loc, maxS3Parts, w.partSize)
+	}
+	select {
+	case w.sem <- struct{}{}:
+	case <-w.ctx.Done():
+		return fmt.Errorf("write %s: %w", w.loc, w.ctx.Err())
+	}
+	w.nparts++
+	num, body := w.nparts, w.buf
+	w.buf = w.getBuf()
+	w.mu.Lock()
+	w.parts = append(w.parts, types.CompletedPart{})
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() { <-w.sem }()
+		part, err := w.uploadPart(num, body)
+		w.putBuf(body)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if err != nil {
+			if w.err == nil {
+				w.err = err
+			}
+			return
+		}
+		w.parts[num-1] = part
+	}()
+	return nil
+}
+
+func (w *s3Writer) uploadPart(num int32, body []byte) (types.CompletedPart, error) {
+	sum := encodeCRC32C(crc32.Checksum(body, castagnoli))
+	out, err := w.fs.client.UploadPart(w.ctx, &s3.UploadPartInput{
+		Bucket: &w.bucket, Key: &w.key, UploadId: &w.uploadID,
+		PartNumber:        aws.Int32(num),
+		Body:              bytes.NewReader(body),
+		ContentLength:     aws.Int64(int64(len(body))),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c,
+		ChecksumCRC32C:    &sum,
+	})
+	if err != nil {
+		return types.CompletedPart{}, fmt.Errorf("write %s: upload part %d: %w", w.loc, num, err)
+	}
+	return types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num), ChecksumCRC32C: &sum}, nil
+}
+
+// Commit implements Writer. Invariant: the object appears only through
+// the one request that carries the caller's CRC32C as its full-object
+// checksum (PutObject, or CompleteMultipartUpload with ChecksumType
+// FULL_OBJECT), so the server publishes it only if its bytes have that
+// CRC32C. A refusal is a *ChecksumError. After a failed Commit, Abort
+// cleans up.
+func (w *s3Writer) Commit(ctx context.Context, crc32c uint32) error {
+	if w.done {
+		return fmt.Errorf("commit %s: writer is closed", w.loc)
+	}
+	sum := encodeCRC32C(crc32c)
+	if w.uploadID == "" {
+		_, err := w.fs.client.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: &w.bucket, Key: &w.key,
+			Body:              bytes.NewReader(w.buf),
+			ContentLength:     aws.Int64(int64(len(w.buf))),
+			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c,
+			ChecksumCRC32C:    &sum,
+		})
+		if err != nil {
+			return w.commitError(crc32c, err)
+		}
+		w.finish()
+		return nil
+	}
+	if len(w.buf) > 0 {
+		if err := w.flushPart(); err != nil {
+			return err
+		}
+	}
+	w.wg.Wait()
+	if err := w.uploadErr(); err != nil {
+		return err
+	}
+	_, err := w.fs.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: &w.bucket, Key: &w.key, UploadId: &w.uploadID,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: w.parts},
+		ChecksumCRC32C:  &sum,
+		ChecksumType:    types.ChecksumTypeFullObject,
+		MpuObjectSize:   aws.Int64(w.written),
+	})
+	if err != nil {
+		return w.commitError(crc32c, err)
+	}
+	w.finish()
+	return nil
+}
+
+func (w *s3Writer) commitError(crc32c uint32, err error) error {
+	if isChecksumRefusal(err) {
+		return &ChecksumError{Location: w.loc, Want: crc32c, Detail: "refused by S3: " + err.Error()}
+	}
+	return fmt.Errorf("commit %s: %w", w.loc, err)
+}
+
+// finish releases the writer's resources.
+func (w *s3Writer) finish() {
+	w.done = true
+	w.cancel()
+	w.wg.Wait()
+	w.putBuf(w.buf)
+	w.buf = nil
+}
+
+// Abort implements Writer: it stops the part uploads and aborts the
+// multipart upload, if one was started. It may follow a failed Commit,
+// and does nothing after a successful one.
+func (w *s3Writer) Abort(ctx context.Context) error {
+	if w.done {
+		return nil
+	}
+	w.finish()
+	if w.uploadID == "" {
+		return nil
+	}
+	return w.fs.abortUpload(ctx, w.loc, w.bucket, w.key, w.uploadID)
+}
+
+// Staging implements Writer: the multipart upload ID, or "" before the
+// first part is full (nothing is stored before then).
+func (w *s3Writer) Staging() string { return w.uploadID }
+
+func (s *S3) abortUpload(ctx context.Context, loc, bucket, key, uploadID string) error {
+	_, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{
+		Bucket: &bucket, Key: &key, UploadId: &uploadID,
+	})
+	var nu *types.NoSuchUpload
+	if err != nil && !errors.As(err, &nu) && apiCode(err) != "NoSuchUpload" {
+		return fmt.Errorf("abort upload %s of %s: %w", uploadID, loc, err)
+	}
+	return nil
+}
+
+// Remove implements FS.
+func (s *S3) Remove(ctx context.Context, loc string) error {
+	bucket, key, err := s3Path(loc)
+	if err != nil {
+		return err
+	}
+	if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("remove %s: %w", loc, err)
+	}
+	return nil
+}
+
+// Discard implements FS: it aborts the multipart upload staging of loc.
+// An upload already completed or aborted is not an error; an upload ID of
+// another key is not found, so Discard cannot touch another object.
+func (s *S3) Discard(ctx context.Context, loc, staging string) error {
+	if staging == "" {
+		return nil
+	}
+	bucket, key, err := s3Path(loc)
+	if err != nil {
+		return err
+	}
+	return s.abortUpload(ctx, loc, bucket, key, staging)
+}
