@@ -37,6 +37,10 @@ type DaemonConfig struct {
 	// TransactionalID must be unique per daemon and stable across its
 	// restarts, so a restarted daemon fences its own zombie.
 	TransactionalID string
+	// Instance, when set, is the daemon's static group membership ID
+	// (KIP-345): a daemon restarted after a crash takes its partitions back
+	// at once instead of waiting for its old session to time out.
+	Instance string
 	// Workers is how many files are copied at once. Default 8.
 	Workers int
 	// MaxBatch is the most copy tasks taken per round. Default 4*Workers.
@@ -107,6 +111,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
 	}, c.KafkaOpts...)
+	if c.Instance != "" {
+		opts = append(opts, kgo.InstanceID(c.Instance))
+	}
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		return fmt.Errorf("copyd: kafka: %w", err)

@@ -322,6 +322,11 @@ func TestCopydKill9(t *testing.T) {
 		time.Sleep(time.Duration(1200+400*i) * time.Millisecond)
 		p.kill9()
 	}
+	before := len(f.completions())
+	if before >= len(f.tasks) {
+		t.Fatalf("all %d tasks completed before the last kill: the kills did not land mid-copy", before)
+	}
+	t.Logf("%d of %d tasks completed before the last restart", before, len(f.tasks))
 	p := startHivedr(t, "copyd after kills", "copyd", "-config", cfg)
 	got := f.waitCompletions(p, 3*time.Minute)
 	p.stop(t)

@@ -652,4 +652,3 @@ func FuzzTJSON(f *testing.F) {
 		tjsonCompare(t, "fuzz", kind, text)
 	})
 }
-

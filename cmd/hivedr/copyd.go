@@ -119,6 +119,7 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, stateDir string, lo
 		Topics:               kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
 		Group:                conf.Copyd.Group,
 		TransactionalID:      "hivedr-copyd-" + conf.Copyd.Instance,
+		Instance:             conf.Copyd.Instance,
 		Workers:              conf.Copyd.Workers,
 		MaxBatch:             conf.Copyd.MaxBatch,
 		CompletionPartitions: conf.Kafka.ManifestPartitions,

@@ -4,6 +4,7 @@
 //	gen gen    -nn HOST:PORT [-root /bench] ...
 //	gen verify -src-nn A -src-http A -src PATH -dst-nn B -dst-http B -dst PATH [-crc]
 //	gen rm     -nn HOST:PORT PATH...
+//	gen mkdir  -nn HOST:PORT PATH...
 //
 // gen makes sure the two data sets exist on the source cluster, writing only
 // what is missing: "large", a few big files of random bytes under
@@ -19,7 +20,8 @@
 // copy's file count, byte count and block sizes, and exits non-zero naming
 // the first differences.
 //
-// rm removes paths recursively (a missing path is not an error).
+// rm removes paths recursively (a missing path is not an error); mkdir
+// makes directories and their parents.
 package main
 
 import (
@@ -54,7 +56,9 @@ func main() {
 	case "verify":
 		err = runVerify(os.Args[2:])
 	case "rm":
-		err = runRm(os.Args[2:])
+		err = runRm(os.Args[2:], false)
+	case "mkdir":
+		err = runRm(os.Args[2:], true)
 	default:
 		usage()
 	}
@@ -359,7 +363,7 @@ func closeRetry(w *hdfs.FileWriter, name string) error {
 	}
 }
 
-func runRm(args []string) error {
+func runRm(args []string, mkdir bool) error {
 	fs := flag.NewFlagSet("rm", flag.ExitOnError)
 	nn := fs.String("nn", "", "NameNode host:port")
 	fs.Parse(args)
@@ -369,6 +373,12 @@ func runRm(args []string) error {
 	}
 	defer c.Close()
 	for _, p := range fs.Args() {
+		if mkdir {
+			if err := c.MkdirAll(p, 0o755); err != nil {
+				return fmt.Errorf("mkdir %s: %w", p, err)
+			}
+			continue
+		}
 		if err := c.RemoveAll(p); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("remove %s: %w", p, err)
 		}
