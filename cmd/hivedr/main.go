@@ -25,6 +25,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"cat", "print records of hivedr topics as JSON, decoded with their schemas", runCat},
+		{"copy", "copy a directory tree with copyd's engine, without Kafka", runCopy},
 		{"copyd", "copy and verify the files copy tasks name (the copy daemon)", runCopyd},
 		{"tail", "publish the source notification log to Kafka (the tailer daemon)", runTail},
 		{"version", "print the version of hivedr", runVersion},

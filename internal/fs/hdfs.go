@@ -397,3 +397,32 @@ func (h *HDFS) Discard(ctx context.Context, loc, staging string) error {
 	}
 	return nil
 }
+
+// Walk calls fn with the location and size of every file under the
+// directory loc, in lexical order. Staging files are skipped.
+func (h *HDFS) Walk(ctx context.Context, loc string, fn func(location string, size int64) error) error {
+	p, err := h.path(loc)
+	if err != nil {
+		return err
+	}
+	c, err := h.conn(ctx)
+	if err != nil {
+		return err
+	}
+	err = c.Walk(p, func(fp string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if info.IsDir() || IsStagingName(info.Name()) {
+			return nil
+		}
+		return fn(h.location(fp), info.Size())
+	})
+	if err != nil {
+		return hdfsError("walk", loc, err)
+	}
+	return nil
+}
