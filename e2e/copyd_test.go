@@ -62,7 +62,7 @@ filesystems:
   s3:
     - {endpoint: $S3, region: us-east-1, access_key: $AK, secret_key: $SK, path_style: true}
 replication:
-  source_roots: ["$SRC/copytest"]
+  source_roots: ["$SRC/copytest", "s3://$BUCKET/copytest"]
   path_mappings:
     - {source: "$SRC/", target: "$DR/"}
 `)
@@ -267,7 +267,7 @@ func TestCopydCopiesAndVerifies(t *testing.T) {
 	}
 
 	// Delivered again (as after a crash before the offset commit): the
-	// files are in place, so nothing is moved.
+	// files are in place, so nothing is moved. And S3 to S3.
 	f2 := *f
 	f2.tasks = nil
 	for _, task := range f.tasks {
@@ -276,12 +276,25 @@ func TestCopydCopiesAndVerifies(t *testing.T) {
 			f2.tasks = append(f2.tasks, task)
 		}
 	}
+	s3s3 := schemas.CopyTask{TaskID: "s3-to-s3", SourceURI: "s3://" + bucket + f.dir + "/large",
+		TargetURI: "s3://" + bucket + f.dir + "/s3copy/large", Database: "copytest", Table: "large"}
+	f2.tasks = append(f2.tasks, s3s3)
 	f2.publish()
 	p = startHivedr(t, "copyd again", "copyd", "-config", cfg)
 	got = f2.waitCompletions(p, 2*time.Minute)
 	p.stop(t)
 	for _, task := range f2.tasks {
-		if cs := got[task.TaskID]; len(cs) != 1 || cs[0].Status != schemas.StatusSkippedIdentical {
+		cs := got[task.TaskID]
+		if task.TaskID == s3s3.TaskID {
+			if len(cs) != 1 || cs[0].Status != schemas.StatusCopied || cs[0].CRC32C == nil || *cs[0].CRC32C != crcOf(f.data["large"]) {
+				t.Errorf("S3 to S3: %+v; want one COPIED with the source's CRC32C", cs)
+			}
+			if crc, err := s3CRC(t, env, bucket, strings.TrimPrefix(f.dir, "/")+"/s3copy/large"); err != nil || crc != crcOf(f.data["large"]) {
+				t.Errorf("S3 to S3 target: crc %08x (%v)", crc, err)
+			}
+			continue
+		}
+		if len(cs) != 1 || cs[0].Status != schemas.StatusSkippedIdentical {
 			t.Errorf("redelivered %s: %+v; want one SKIPPED_IDENTICAL", task.TaskID, cs)
 		}
 	}
