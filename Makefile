@@ -6,7 +6,7 @@ GO      ?= go
 STACK   := bash e2e/stack/stack.sh
 PKGS     = $(shell $(GO) list ./... | grep -v '/e2e$$')
 
-.PHONY: all build test unit e2e vet fmt-check demo bench-tail stack-up stack-down stack-status stack-clean
+.PHONY: all build test unit e2e vet fmt-check demo bench-tail bench-copy stack-up stack-down stack-status stack-clean
 
 all: build
 
@@ -35,6 +35,10 @@ fmt-check:
 ## bench-tail: tailer throughput from a 200,000-event Postgres log into Kafka
 bench-tail: stack-up
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkTailerPostgres -benchtime 1x -timeout 30m ./e2e/
+
+## bench-copy: hivedr's copy engine against Hadoop DistCp, 1 GiB in 4 files and 10,000 files of 4 KiB
+bench-copy: build stack-up
+	HIVEDR_COPY_CMD="$(CURDIR)/bin/hivedr copy -log-level warn" bash e2e/bench/bench-copy.sh
 
 ## stack-up / stack-down / stack-status: the local real stack (e2e/stack)
 stack-up:
