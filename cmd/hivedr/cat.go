@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -31,33 +30,22 @@ type catRecord struct {
 }
 
 func runCat(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cat", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf commonFlags
-	cf.register(fs)
-	n := fs.Int("n", 0, "stop after this many records (0: no limit)")
-	follow := fs.Bool("f", false, "keep waiting for new records instead of stopping at the end")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: hivedr cat [flags] TOPIC...\n\nPrint the committed records of hivedr topics as JSON lines, decoded with the\n"+
-			"writer's schema from the schema registry. Reads from the beginning; stops at the\n"+
-			"end of the topics unless -f.\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	fl, cf := newFlagSet("cat", "Usage: hivedr cat [flags] TOPIC...\n\nPrint the committed records of hivedr topics as JSON lines, decoded with the\n"+
+		"writer's schema from the schema registry. Reads from the beginning; stops at the\n"+
+		"end of the topics unless -f.", stderr)
+	n := fl.Int("n", 0, "stop after this many records (0: no limit)")
+	follow := fl.Bool("f", false, "keep waiting for new records instead of stopping at the end")
+	conf, _, ok := setup(fl, cf, args, stderr)
+	if !ok {
 		return exitUsage
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return exitUsage
-	}
-	conf, err := config.Load(cf.config)
-	if err != nil {
-		fmt.Fprintln(stderr, "hivedr cat:", err)
+	if fl.NArg() == 0 {
+		fl.Usage()
 		return exitUsage
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if err := cat(ctx, conf, fs.Args(), *n, *follow, stdout); err != nil {
+	if err := cat(ctx, conf, fl.Args(), *n, *follow, stdout); err != nil {
 		fmt.Fprintln(stderr, "hivedr cat:", err)
 		return exitError
 	}

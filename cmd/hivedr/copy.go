@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -22,28 +21,17 @@ type walker interface {
 }
 
 func runCopy(args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("copy", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	var cf commonFlags
-	cf.register(fl)
+	fl, cf := newFlagSet("copy", "Usage: hivedr copy [flags] SOURCE_DIR TARGET_DIR\n\nCopy a directory tree with copyd's engine (CRC32C verified, atomic, skipping\n"+
+		"identical files), without Kafka: for bootstraps and benchmarks. SOURCE_DIR must be\n"+
+		"on HDFS. Exits 1 if any file failed.", stderr)
 	workers := fl.Int("workers", 16, "files copied at once")
 	bps := fl.Int64("bytes-per-second", 0, "bandwidth limit; 0 is unlimited")
-	fl.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: hivedr copy [flags] SOURCE_DIR TARGET_DIR\n\nCopy a directory tree with copyd's engine (CRC32C verified, atomic, skipping\n"+
-			"identical files), without Kafka: for bootstraps and benchmarks. SOURCE_DIR must be\n"+
-			"on HDFS. Exits 1 if any file failed.\n\nFlags:")
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
+	conf, _, ok := setup(fl, cf, args, stderr)
+	if !ok {
 		return exitUsage
 	}
 	if fl.NArg() != 2 {
 		fl.Usage()
-		return exitUsage
-	}
-	conf, err := config.Load(cf.config)
-	if err != nil {
-		fmt.Fprintln(stderr, "hivedr copy:", err)
 		return exitUsage
 	}
 	ctx, stop := signalContext()

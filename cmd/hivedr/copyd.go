@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,29 +19,13 @@ import (
 )
 
 func runCopyd(args []string, _, stderr io.Writer) int {
-	fl := flag.NewFlagSet("copyd", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	var cf commonFlags
-	cf.register(fl)
+	fl, cf := newFlagSet("copyd", "Usage: hivedr copyd [flags]\n\nCopy the files the copy tasks on <prefix>.manifests name, verify them with CRC32C,\n"+
+		"publish them atomically, and write one completion per task to <prefix>.completions,\n"+
+		"in Kafka transactions with the consumer group's offsets.", stderr)
 	metricsAddr := fl.String("metrics-addr", "", "serve /metrics here, overriding copyd.metrics_addr")
 	stateDir := fl.String("state-dir", "", "Pebble directory for in-flight writes (default: $XDG_STATE_HOME or ~/.local/state, then hivedr/copyd-<instance>)")
-	fl.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: hivedr copyd [flags]\n\nCopy the files the copy tasks on <prefix>.manifests name, verify them with CRC32C,\n"+
-			"publish them atomically, and write one completion per task to <prefix>.completions,\n"+
-			"in Kafka transactions with the consumer group's offsets.\n\nFlags:")
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		return exitUsage
-	}
-	log, err := cf.logger(stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "hivedr copyd:", err)
-		return exitUsage
-	}
-	conf, err := config.Load(cf.config)
-	if err != nil {
-		fmt.Fprintln(stderr, "hivedr copyd:", err)
+	conf, log, ok := setup(fl, cf, args, stderr)
+	if !ok {
 		return exitUsage
 	}
 	if *metricsAddr != "" {

@@ -51,6 +51,37 @@ func (c *commonFlags) logger(stderr io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil
 }
 
+// newFlagSet makes a subcommand's flag set with the common flags and a
+// usage text (summary, then the flags).
+func newFlagSet(name, summary string, stderr io.Writer) (*flag.FlagSet, *commonFlags) {
+	fl := flag.NewFlagSet(name, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	cf := &commonFlags{}
+	cf.register(fl)
+	fl.Usage = func() {
+		fmt.Fprintf(stderr, "%s\n\nFlags:\n", summary)
+		fl.PrintDefaults()
+	}
+	return fl, cf
+}
+
+// setup parses args and loads the logger and the configuration, printing
+// what is wrong (prefixed "hivedr name:") when it fails.
+func setup(fl *flag.FlagSet, cf *commonFlags, args []string, stderr io.Writer) (*config.Config, *slog.Logger, bool) {
+	if err := fl.Parse(args); err != nil {
+		return nil, nil, false
+	}
+	log, err := cf.logger(stderr)
+	if err == nil {
+		var conf *config.Config
+		if conf, err = config.Load(cf.config); err == nil {
+			return conf, log, true
+		}
+	}
+	fmt.Fprintf(stderr, "hivedr %s: %v\n", fl.Name(), err)
+	return nil, nil, false
+}
+
 // signalContext is cancelled on SIGINT or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -96,28 +127,12 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, lo
 }
 
 func runTail(args []string, _, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tail", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf commonFlags
-	cf.register(fs)
-	metricsAddr := fs.String("metrics-addr", "", "serve /metrics here, overriding tailer.metrics_addr")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: hivedr tail [flags]\n\nPublish the source metastore's notification log to Kafka: one ordered topic per\n"+
-			"database, copy tasks for the files events reference, and the tailer's checkpoint, in\n"+
-			"one transaction per batch. Exits 3 when the chain of events is broken (purged log).\n\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
-	}
-	log, err := cf.logger(stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "hivedr tail:", err)
-		return exitUsage
-	}
-	conf, err := config.Load(cf.config)
-	if err != nil {
-		fmt.Fprintln(stderr, "hivedr tail:", err)
+	fl, cf := newFlagSet("tail", "Usage: hivedr tail [flags]\n\nPublish the source metastore's notification log to Kafka: one ordered topic per\n"+
+		"database, copy tasks for the files events reference, and the tailer's checkpoint, in\n"+
+		"one transaction per batch. Exits 3 when the chain of events is broken (purged log).", stderr)
+	metricsAddr := fl.String("metrics-addr", "", "serve /metrics here, overriding tailer.metrics_addr")
+	conf, log, ok := setup(fl, cf, args, stderr)
+	if !ok {
 		return exitUsage
 	}
 	if *metricsAddr != "" {
