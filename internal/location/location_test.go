@@ -53,4 +53,3 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
-
