@@ -49,6 +49,7 @@ kafka:
   manifest_partitions: 3
 schema_registry: $REGISTRY
 copyd:
+  group: $PREFIX-copyd
   instance: $INSTANCE
   workers: $WORKERS
   bytes_per_second: $BPS
