@@ -169,7 +169,7 @@ func readPublished(t *testing.T, env *testenv.Env, s *schemas.Serde, prefix stri
 }
 
 // TestTailerKill9ExactlyOnce kills the tailer with SIGKILL at random points
-// while it publishes a log of 30,000 real captured events in batches of 40,
+// while it publishes a log of 50,000 real captured events in batches of 40,
 // restarting it each time. What a read_committed consumer then sees must be
 // exactly what an undisturbed tailer publishes from the same log: every
 // event once, in order, and every copy task once.
@@ -177,7 +177,7 @@ func TestTailerKill9ExactlyOnce(t *testing.T) {
 	env := testenv.Require(t)
 	s := serde(t, env)
 	log := newSynthLog(t, env)
-	_, last := log.append(t, repeatRows(capturedRows(t), 30000))
+	_, last := log.append(t, repeatRows(capturedRows(t), 50000))
 	dbs := []string{"cap_sales", "cap_archive"}
 	policy := "    - {name: cap_sales}\n    - {name: cap_archive}"
 
