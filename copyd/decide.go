@@ -58,11 +58,17 @@ const (
 	// FromCMRoot is the copy Hive's change management keeps of the file
 	// under the task's change-management root.
 	FromCMRoot
+	// FromSnapshot is the file as a snapshot of a source directory holds
+	// it (read-only: its bytes cannot change between check and copy).
+	FromSnapshot
 )
 
 func (o Origin) String() string {
-	if o == FromCMRoot {
+	switch o {
+	case FromCMRoot:
 		return "change-management copy"
+	case FromSnapshot:
+		return "snapshot copy"
 	}
 	return "source"
 }
@@ -84,6 +90,9 @@ type Observation struct {
 	// CMAvailable is set when the task names a change-management root and
 	// a checksum, so that a CM copy of the file can be looked for.
 	CMAvailable bool
+	// SnapshotsAvailable is set when the source's store can find the file
+	// in snapshots and the task names a checksum to check them by.
+	SnapshotsAvailable bool
 }
 
 // Action is what Decide says to do.
@@ -98,6 +107,10 @@ const (
 	// LookInCMRoot: the source is gone or changed; observe the
 	// change-management copy and decide again.
 	LookInCMRoot
+	// LookInSnapshots: neither the source nor a change-management copy
+	// holds the right bytes; observe the file in the source's snapshots,
+	// newest first, and decide again for each.
+	LookInSnapshots
 	// SourceGone: no candidate holds the right bytes.
 	SourceGone
 	// Fail: the task cannot be done (see the reason).
@@ -112,6 +125,8 @@ func (a Action) String() string {
 		return "copy"
 	case LookInCMRoot:
 		return "look-in-cm-root"
+	case LookInSnapshots:
+		return "look-in-snapshots"
 	case SourceGone:
 		return "source-gone"
 	case Fail:
@@ -136,6 +151,13 @@ type Decision struct {
 //     same size and equal CRC32Cs reported by both stores (never on length
 //     alone), or a target whose CRC32C is the event's own;
 //   - no symbolic link or directory is read or replaced.
+//
+// A snapshot copy is held to more than the others: it is copied only when
+// its checksum is known to equal the event's (MatchYes), never when it
+// cannot be compared; a candidate is looked for in the change-management
+// root first, then in snapshots, and after a snapshot copy is rejected the
+// engine tries the next one itself (Decide never says LookInSnapshots for
+// a snapshot copy).
 func Decide(o Observation) Decision {
 	s, t := o.Source, o.Target
 	switch {
@@ -151,13 +173,23 @@ func Decide(o Observation) Decision {
 		return Decision{SkipIdentical, "target's CRC32C is the event's checksum"}
 	}
 
-	if !s.Exists || o.SourceMatch == MatchNo {
+	unverified := o.Origin == FromSnapshot && o.SourceMatch == MatchUnknown
+	if !s.Exists || o.SourceMatch == MatchNo || unverified {
 		why := o.Origin.String() + " does not exist"
-		if s.Exists {
+		switch {
+		case !s.Exists:
+		case unverified:
+			why = o.Origin.String() + "'s checksum cannot be compared with the event's; not copied unverified"
+		case o.Origin == FromSnapshot:
+			why = o.Origin.String() + "'s checksum differs from the event's"
+		default:
 			why = o.Origin.String() + " changed after the event: its checksum differs from the event's"
 		}
-		if o.Origin == FromSource && o.CMAvailable {
+		switch {
+		case o.Origin == FromSource && o.CMAvailable:
 			return Decision{LookInCMRoot, why}
+		case o.Origin != FromSnapshot && o.SnapshotsAvailable:
+			return Decision{LookInSnapshots, why}
 		}
 		return Decision{SourceGone, why}
 	}

@@ -12,9 +12,16 @@
 //     target, and how both relate to the checksum the metastore logged for
 //     the file decides between skipping an identical target, copying,
 //     looking for Hive's change-management copy of a file that is gone or
-//     was rewritten since the event, and reporting SOURCE_GONE with the
-//     evidence. Bytes whose checksum differs from the event's are never
-//     copied.
+//     was rewritten since the event, then for the file in the snapshots of
+//     the source directories that hold it (newest first, on stores that
+//     implement SnapshotFinder: HDFS), and reporting SOURCE_GONE with the
+//     evidence of every place looked in. Bytes whose checksum differs from
+//     the event's are never copied; a snapshot copy is copied only when its
+//     checksum is known to equal the event's (its CRC32C for a CRC32C
+//     event checksum, its FileChecksum for a MD5-of-MD5 one), and only
+//     when its location lies under the source roots (a snapshot of a
+//     directory above the roots is not read). The completion's CopiedFrom
+//     names the change-management or snapshot copy used.
 //   - Transfer. Bytes stream from the origin to the target's Writer through
 //     a token bucket shared by all the Engine's copies, the CRC32C computed
 //     on the way. The write is committed only after that CRC32C agrees with
@@ -26,10 +33,6 @@
 //     naming both values. Transient errors are retried with exponential
 //     backoff and jitter; permanent ones fail at once.
 //
-// Not implemented yet, and documented as such in completions where it
-// matters: the fallback to the newest source snapshot when neither the
-// source nor its change-management copy has the right bytes (such tasks
-// complete SOURCE_GONE, their evidence saying snapshots were not looked
-// in); and splitting large files into ranges copied in parallel (each file
-// is one stream).
+// Not implemented yet: splitting large files into ranges copied in
+// parallel (each file is one stream).
 package copyd

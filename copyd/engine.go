@@ -33,6 +33,17 @@ type FileChecksummer interface {
 	FileChecksum(ctx context.Context, path string) (hexSum string, ok bool, err error)
 }
 
+// SnapshotFinder is implemented by stores that keep snapshots of
+// directories (HDFS). SnapshotCandidates returns the locations of the file
+// at path inside the snapshots that hold a file there, newest snapshot
+// first. When neither the source nor its change-management copy holds the
+// event's bytes, the engine checks these in turn and copies from the first
+// whose checksum equals the event's; a candidate that is not within the
+// source roots is not read.
+type SnapshotFinder interface {
+	SnapshotCandidates(ctx context.Context, path string) ([]string, error)
+}
+
 // StagingLog records writes in progress, so that a daemon restarted after a
 // crash can Discard what they left behind. Begin is called after a target's
 // staging file (or multipart upload) is created and before a byte is
@@ -299,6 +310,7 @@ func (e *Engine) attempt(ctx context.Context, task schemas.CopyTask, src, tgt st
 	if err != nil {
 		return result{}, err
 	}
+	source := from
 	to, err := e.observe(ctx, tgt, sum, false)
 	if err != nil {
 		return result{}, err
@@ -308,6 +320,8 @@ func (e *Engine) attempt(ctx context.Context, task schemas.CopyTask, src, tgt st
 		Target: to.FileState, TargetMatch: to.match,
 		CMAvailable: task.CMRoot != "" && sum.Hex != "",
 	}
+	_, canSnap := source.fs.(SnapshotFinder)
+	obs.SnapshotsAvailable = canSnap && sum.Hex != ""
 	d := Decide(obs)
 	evidence := []string{"source " + from.describe(sum)}
 	if d.Action == LookInCMRoot {
@@ -331,6 +345,20 @@ func (e *Engine) attempt(ctx context.Context, task schemas.CopyTask, src, tgt st
 		}
 	}
 
+	if d.Action == LookInSnapshots {
+		from, d, evidence, err = e.lookInSnapshots(ctx, source, obs, sum, evidence)
+		if err != nil {
+			return result{}, err
+		}
+	} else if d.Action == SourceGone {
+		switch {
+		case !canSnap:
+			evidence = append(evidence, "snapshots: the source's store keeps none to look in")
+		case sum.Hex == "":
+			evidence = append(evidence, "snapshots: the event logged no checksum to check a snapshot copy by")
+		}
+	}
+
 	switch d.Action {
 	case SkipIdentical:
 		r := result{status: schemas.StatusSkippedIdentical, length: to.Size,
@@ -340,7 +368,6 @@ func (e *Engine) attempt(ctx context.Context, task schemas.CopyTask, src, tgt st
 		}
 		return r, nil
 	case SourceGone:
-		evidence = append(evidence, "snapshots: not looked in (snapshot fallback is not implemented)")
 		return result{status: schemas.StatusSourceGone, length: -1, evidence: strings.Join(evidence, "; ")}, nil
 	case Fail:
 		return result{}, permanent(fmt.Errorf("copy %s to %s: %s", from.loc, tgt, d.Reason))
@@ -356,6 +383,49 @@ func (e *Engine) attempt(ctx context.Context, task schemas.CopyTask, src, tgt st
 		return r, nil
 	}
 	return result{}, fmt.Errorf("copy %s to %s: unexpected decision %v", src, tgt, d.Action)
+}
+
+// lookInSnapshots looks for the event's bytes in the snapshots of the
+// source's directories, newest first, and returns the first candidate
+// that Decide copies or skips, with that decision. When there is none the
+// decision is SourceGone. Every candidate checked is named in the evidence.
+//
+// Invariant: a snapshot copy is read only if its normalised location lies
+// under the source roots (".snapshot" is an ordinary segment to the root
+// check), and copied only if its checksum equals the event's (Decide).
+func (e *Engine) lookInSnapshots(ctx context.Context, source candidate, obs Observation, sum EventChecksum,
+	evidence []string) (candidate, Decision, []string, error) {
+	gone := Decision{SourceGone, "no snapshot holds the event's bytes"}
+	cands, err := source.fs.(SnapshotFinder).SnapshotCandidates(ctx, source.path)
+	if err != nil {
+		if retryable(err) {
+			return source, Decision{}, nil, err
+		}
+		return source, gone, append(evidence, fmt.Sprintf("snapshots: could not be listed: %v", err)), nil
+	}
+	if len(cands) == 0 {
+		return source, gone, append(evidence, "snapshots: none holds "+source.loc), nil
+	}
+	obs.Origin = FromSnapshot
+	for _, cand := range cands {
+		loc, err := confine("snapshot copy", cand, e.src)
+		if err != nil {
+			evidence = append(evidence, err.Error()) // names cand and why
+			continue
+		}
+		c, err := e.observe(ctx, loc, sum, true)
+		if err != nil {
+			return source, Decision{}, nil, err
+		}
+		obs.Source, obs.SourceMatch = c.FileState, c.match
+		d := Decide(obs)
+		desc := "snapshot copy " + c.describe(sum)
+		if d.Action == Copy || d.Action == SkipIdentical {
+			return c, d, append(evidence, desc), nil
+		}
+		evidence = append(evidence, desc+" (not used: "+d.Reason+")")
+	}
+	return source, gone, evidence, nil
 }
 
 // skipChecks names what a SKIPPED_IDENTICAL was decided on.

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/webhdfs"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -63,7 +64,7 @@ type fixture struct {
 func newFixture(t *testing.T, mod func(*EngineConfig)) *fixture {
 	t.Helper()
 	f := &fixture{src: newMemFS(), dr: newMemFS(), m: NewMetrics(), clock: &fakeClock{t: time.Unix(1_800_000_000, 0)}}
-	f.r = &memResolver{stores: map[string]fs.FS{srcNN: memHexFS{f.src}, drNN: f.dr}}
+	f.r = &memResolver{stores: map[string]fs.FS{srcNN: memSnapFS{memHexFS{f.src}}, drNN: f.dr}}
 	cfg := EngineConfig{
 		SourceRoots: []string{srcNN + "/warehouse/", srcNN + "/external"},
 		CMRoots:     []string{cmDir},
@@ -399,10 +400,11 @@ func TestSourceGoneNothing(t *testing.T) {
 		{"gone, cm missing", "0a0b0c0d", cmDir, false, []string{
 			srcNN + "/warehouse/sales.db/t/f: does not exist",
 			"change-management copy " + cmDir + "/f_0a0b0c0d: does not exist",
-			"snapshots: not looked in"}},
-		{"gone, no cm root", "0a0b0c0d", "", false, []string{": does not exist", "names no change-management root", "snapshots"}},
-		{"gone, no checksum", "", cmDir, false, []string{": does not exist", "no checksum", "snapshots"}},
-		{"rewritten, no cm", "0a0b0c0d", "", true, []string{"crc32c differs from the event checksum 0a0b0c0d", "snapshots"}},
+			"snapshots: none holds " + srcNN + "/warehouse/sales.db/t/f"}},
+		{"gone, no cm root", "0a0b0c0d", "", false, []string{": does not exist", "names no change-management root", "snapshots: none holds"}},
+		{"gone, no checksum", "", cmDir, false, []string{": does not exist", "no checksum",
+			"snapshots: the event logged no checksum to check a snapshot copy by"}},
+		{"rewritten, no cm", "0a0b0c0d", "", true, []string{"crc32c differs from the event checksum 0a0b0c0d", "snapshots: none holds"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
@@ -430,6 +432,172 @@ func TestSourceGoneNothing(t *testing.T) {
 	f.src.put(cmDir+"/f_0a0b0c0d", []byte("other"))
 	if c := f.e.Copy(context.Background(), tk); c.Status != schemas.StatusSourceGone || !strings.Contains(c.Evidence, "crc32c differs from") {
 		t.Fatalf("completion %+v", c)
+	}
+}
+
+// snapPath is where the snapshot name of /warehouse holds the task's file.
+func snapPath(tk schemas.CopyTask, name string) string {
+	return strings.Replace(tk.SourceURI, "/warehouse/", "/warehouse/.snapshot/"+name+"/", 1)
+}
+
+func TestSnapshotHasIt(t *testing.T) {
+	// Source gone, change-management copy missing; the newest snapshot
+	// holds other bytes, an older one the event's.
+	f := newFixture(t, nil)
+	data := randomBytes(3000)
+	tk := task("f", crcHex(data), cmDir)
+	newest, older := snapPath(tk, "s2"), snapPath(tk, "s1")
+	f.src.put(newest, []byte("rewritten before s2"))
+	f.src.put(older, data)
+	f.src.snaps[tk.SourceURI] = []string{newest, older}
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusCopied || c.CopiedFrom != older || c.CRC32C == nil || *c.CRC32C != crcOf(data) || c.Attempts != 1 {
+		t.Fatalf("completion %+v", c)
+	}
+	for _, w := range []string{
+		tk.SourceURI + ": does not exist",
+		"change-management copy " + cmDir + "/f_" + crcHex(data) + ": does not exist",
+		"snapshot copy " + newest + ": 19 bytes",
+		"crc32c differs from the event checksum",
+		"not used: snapshot copy's checksum differs from the event's",
+		"snapshot copy " + older + ": 3000 bytes, crc32c " + crcHex(data) + ", crc32c matches the event checksum",
+	} {
+		if !strings.Contains(c.Evidence, w) {
+			t.Errorf("evidence %q does not say %q", c.Evidence, w)
+		}
+	}
+	if c.Verification != "crc32c:source+event+target" {
+		t.Errorf("verification %q", c.Verification)
+	}
+	if got, _ := f.dr.get(tk.TargetURI); !bytes.Equal(got, data) {
+		t.Fatal("target does not hold the snapshot's bytes")
+	}
+	if !hasCall(f.src.callLog(), "stat "+cmDir) || hasCall(f.src.callLog(), "open "+newest) {
+		t.Errorf("calls %v", f.src.callLog())
+	}
+}
+
+func TestSnapshotHasItFileChecksum(t *testing.T) {
+	// A MD5-of-MD5 event checksum and no change-management root: the
+	// source was rewritten; the snapshot's FileChecksum is the event's.
+	f := newFixture(t, nil)
+	const sum = "00000200000000000000000077ac2bb5c4b4e7b8bd3e9fd4b6b9d6c9"
+	old, now := randomBytes(3000), randomBytes(4000)
+	tk := task("f", sum, "")
+	snap := snapPath(tk, "s1")
+	f.src.put(tk.SourceURI, now)
+	f.src.fileSums[tk.SourceURI] = "000002000000000000000000aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	f.src.put(snap, old)
+	f.src.snaps[tk.SourceURI] = []string{snap}
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusSourceGone || !strings.Contains(c.Evidence, "cannot be compared") {
+		// No FileChecksum recorded for the snapshot copy: not verifiable.
+		t.Fatalf("unverifiable snapshot: completion %+v", c)
+	}
+	if hasCall(f.dr.callLog(), "create") {
+		t.Fatal("an unverified snapshot copy was written")
+	}
+	f.src.fileSums[snap] = sum
+	c = f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusCopied || c.CopiedFrom != snap || *c.CRC32C != crcOf(old) ||
+		!strings.Contains(c.Verification, "filechecksum "+sum) || !strings.Contains(c.Evidence, "names no change-management root") {
+		t.Fatalf("completion %+v", c)
+	}
+}
+
+func TestSnapshotDiffers(t *testing.T) {
+	f := newFixture(t, nil)
+	tk := task("f", "0a0b0c0d", cmDir)
+	snap := snapPath(tk, "s1")
+	f.src.put(snap, []byte("other bytes"))
+	f.src.snaps[tk.SourceURI] = []string{snap}
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusSourceGone || c.Length != -1 || c.CRC32C != nil || c.CopiedFrom != "" {
+		t.Fatalf("completion %+v", c)
+	}
+	for _, w := range []string{
+		tk.SourceURI + ": does not exist",
+		cmDir + "/f_0a0b0c0d: does not exist",
+		"snapshot copy " + snap + ": 11 bytes, crc32c " + crcHex([]byte("other bytes")) + ", crc32c differs from the event checksum 0a0b0c0d",
+	} {
+		if !strings.Contains(c.Evidence, w) {
+			t.Errorf("evidence %q does not say %q", c.Evidence, w)
+		}
+	}
+	if hasCall(f.dr.callLog(), "create") || hasCall(f.src.callLog(), "open") {
+		t.Fatalf("bytes moved: source %v, target %v", f.src.callLog(), f.dr.callLog())
+	}
+}
+
+func TestSnapshotOutsideRoots(t *testing.T) {
+	// Snapshots of / are outside the roots (/warehouse, /external); a
+	// candidate with a ".." segment is refused too. Neither is read.
+	f := newFixture(t, nil)
+	data := randomBytes(100)
+	tk := task("f", crcHex(data), "")
+	outside := srcNN + "/.snapshot/s1/warehouse/sales.db/t/f"
+	dotdot := srcNN + "/warehouse/.snapshot/../../.snapshot/s1/warehouse/sales.db/t/f"
+	other := "hdfs://other:8020/warehouse/.snapshot/s1/sales.db/t/f"
+	for _, p := range []string{outside, dotdot, other} {
+		f.src.put(p, data)
+	}
+	f.src.snaps[tk.SourceURI] = []string{outside, dotdot, other}
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusSourceGone {
+		t.Fatalf("completion %+v", c)
+	}
+	for _, p := range []string{outside, dotdot, other} {
+		if !strings.Contains(c.Evidence, p) {
+			t.Errorf("evidence %q does not name %s", c.Evidence, p)
+		}
+		for _, op := range []string{"stat ", "checksum ", "open "} {
+			if hasCall(f.src.callLog(), op+p) {
+				t.Errorf("%s%s called", op, p)
+			}
+		}
+	}
+	if !strings.Contains(c.Evidence, "outside the configured roots") || !strings.Contains(c.Evidence, `".." segment`) {
+		t.Errorf("evidence %q", c.Evidence)
+	}
+}
+
+func TestSnapshotNoFinder(t *testing.T) {
+	// A store without snapshots: SOURCE_GONE as before, saying so.
+	f := newFixture(t, nil)
+	f.r.stores[srcNN] = memHexFS{f.src}
+	tk := task("f", "0a0b0c0d", cmDir)
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusSourceGone || !strings.Contains(c.Evidence, "snapshots: the source's store keeps none to look in") {
+		t.Fatalf("completion %+v", c)
+	}
+	if hasCall(f.src.callLog(), "snapshots") {
+		t.Fatal("snapshots looked in")
+	}
+}
+
+func TestSnapshotListingErrors(t *testing.T) {
+	data := randomBytes(100)
+	// Transient: the attempt is made again.
+	f := newFixture(t, nil)
+	tk := task("f", crcHex(data), "")
+	snap := snapPath(tk, "s1")
+	f.src.put(snap, data)
+	f.src.snaps[tk.SourceURI] = []string{snap}
+	f.src.fault("snapshots", syscall.ECONNRESET)
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusCopied || c.Attempts != 2 || c.CopiedFrom != snap {
+		t.Fatalf("transient: completion %+v", c)
+	}
+	// Permanent: SOURCE_GONE, the error in the evidence.
+	f = newFixture(t, nil)
+	f.src.put(snap, data)
+	f.src.snaps[tk.SourceURI] = []string{snap}
+	f.src.fault("snapshots", &webhdfs.RemoteError{Op: "GETSNAPSHOTLIST", Path: "/warehouse", Status: 400,
+		Exception: "IllegalArgumentException", Message: "No enum constant GETSNAPSHOTLIST"})
+	c = f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusSourceGone || c.Attempts != 1 || !strings.Contains(c.Evidence, "snapshots: could not be listed") ||
+		!strings.Contains(c.Evidence, "No enum constant") {
+		t.Fatalf("permanent: completion %+v", c)
 	}
 }
 

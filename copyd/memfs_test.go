@@ -19,11 +19,12 @@ import (
 type memFS struct {
 	mu        sync.Mutex
 	files     map[string][]byte
-	sums      map[string]uint32 // the store's CRC32C, as of the last Put/Commit
-	fileSums  map[string]string // FileChecksum hex, when set
-	noCRC     bool              // Checksum answers ok=false
-	lyingCRC  *uint32           // Checksum answers this for every file
-	corruptAt int               // > 0: Commit flips the byte at this offset
+	sums      map[string]uint32   // the store's CRC32C, as of the last Put/Commit
+	fileSums  map[string]string   // FileChecksum hex, when set
+	snaps     map[string][]string // a path's snapshot copies, newest first
+	noCRC     bool                // Checksum answers ok=false
+	lyingCRC  *uint32             // Checksum answers this for every file
+	corruptAt int                 // > 0: Commit flips the byte at this offset
 	faults    map[string][]error
 	calls     []string
 	staging   int
@@ -33,6 +34,7 @@ type memFS struct {
 
 func newMemFS() *memFS {
 	return &memFS{files: map[string][]byte{}, sums: map[string]uint32{}, fileSums: map[string]string{},
+		snaps:  map[string][]string{},
 		faults: map[string][]error{}, staged: map[string]bool{}}
 }
 
@@ -189,6 +191,27 @@ func (m memHexFS) FileChecksum(ctx context.Context, p string) (string, bool, err
 	}
 	h, ok := m.fileSums[p]
 	return h, ok, nil
+}
+
+// memSnapFS is a memHexFS that also finds files in snapshots (as HDFS
+// does): the locations snaps lists for the path, those that exist.
+type memSnapFS struct{ memHexFS }
+
+var _ SnapshotFinder = memSnapFS{}
+
+func (m memSnapFS) SnapshotCandidates(ctx context.Context, p string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("snapshots", p); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range m.snaps[p] {
+		if _, ok := m.files[c]; ok {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 type memWriter struct {

@@ -324,13 +324,14 @@ func TestCopydKill9(t *testing.T) {
 	s := serde(t, env)
 	f := newCopyFixture(t, env, s)
 	drNN := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")
-	for i := 0; i < 6; i++ {
+	for i := 0; i < 8; i++ {
 		name := fmt.Sprintf("f%d", i)
 		f.file(name, 12<<20)
 		f.task(name, f.srcURI(name), drNN+f.dir+"/"+name, "")
 	}
 	f.publish()
-	cfg := copydConf{prefix: f.prefix, instance: "k" + uniq(t), workers: 3, bytesPerSecond: 24 << 20}.write(t, env)
+	// 96 MiB at 12 MiB/s: the three short runs below cannot finish it.
+	cfg := copydConf{prefix: f.prefix, instance: "k" + uniq(t), workers: 3, bytesPerSecond: 12 << 20}.write(t, env)
 	for i := 0; i < 3; i++ {
 		p := startHivedr(t, fmt.Sprintf("copyd run %d", i), "copyd", "-config", cfg)
 		time.Sleep(time.Duration(1200+400*i) * time.Millisecond)

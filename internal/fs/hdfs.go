@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -425,4 +426,100 @@ func (h *HDFS) Walk(ctx context.Context, loc string, fn func(location string, si
 		return hdfsError("walk", loc, err)
 	}
 	return nil
+}
+
+// SnapshotCandidates returns the locations of the file loc inside the
+// snapshots of the snapshottable directories that contain it, newest
+// snapshot first, keeping only those where a file (not a directory) exists:
+// for a snapshot s of the directory d, d/.snapshot/s/<loc's path below d>.
+// copyd reads the bytes an event saw from there when the file was removed
+// or rewritten after the event, once it has checked their checksum.
+//
+// Each directory above the file is asked for its snapshots (WebHDFS
+// GETSNAPSHOTLIST, Hadoop 3.3 and later), which needs only read access to
+// it; GETSNAPSHOTTABLEDIRECTORYLIST is not relied on, as it shows a user
+// other than a superuser only the directories that user owns. Directories
+// that are not snapshottable, gone, or not readable are passed over;
+// snapshots deleted but not yet collected are skipped. Snapshots are
+// ordered by the time they were taken, then by snapshot ID.
+func (h *HDFS) SnapshotCandidates(ctx context.Context, loc string) ([]string, error) {
+	p, err := h.path(loc)
+	if err != nil {
+		return nil, err
+	}
+	if p == "/" {
+		return nil, nil
+	}
+	type snap struct {
+		webhdfs.Snapshot
+		file string // the file's path inside it
+	}
+	var snaps []snap
+	for dir := path.Dir(p); ; dir = path.Dir(dir) {
+		if isSnapshotPath(dir) {
+			// Already inside a snapshot: there is nothing older to find.
+			return nil, nil
+		}
+		list, err := h.web.GetSnapshotList(ctx, dir)
+		var re *webhdfs.RemoteError
+		switch {
+		case errors.As(err, &re) && (re.Exception == "SnapshotException" ||
+			re.Exception == "FileNotFoundException" || re.Exception == "AccessControlException"):
+		case err != nil:
+			return nil, fmt.Errorf("snapshots of %s: %w", h.location(dir), err)
+		default:
+			rel := strings.TrimPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+			for _, s := range list {
+				if s.Deleted || s.Name == "" || strings.Contains(s.Name, "/") {
+					continue
+				}
+				snaps = append(snaps, snap{s, path.Join(dir, ".snapshot", s.Name, rel)})
+			}
+		}
+		if dir == "/" {
+			break
+		}
+	}
+	sort.SliceStable(snaps, func(i, j int) bool {
+		a, b := snaps[i], snaps[j]
+		if !a.ModificationTime.Equal(b.ModificationTime) {
+			return a.ModificationTime.After(b.ModificationTime)
+		}
+		return a.ID > b.ID
+	})
+	var out []string
+	if len(snaps) == 0 {
+		return nil, nil
+	}
+	c, err := h.conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("snapshots of %s: %w", loc, err)
+	}
+	for _, s := range snaps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fi, err := c.Stat(s.file)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("snapshots of %s: stat %s: %w", loc, h.location(s.file), err)
+		}
+		if !fi.IsDir() {
+			out = append(out, h.location(s.file))
+		}
+	}
+	return out, nil
+}
+
+// isSnapshotPath reports whether p lies inside a snapshot (has a
+// ".snapshot" segment, which HDFS reserves).
+func isSnapshotPath(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".snapshot" {
+			return true
+		}
+	}
+	return false
 }

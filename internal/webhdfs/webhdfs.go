@@ -12,8 +12,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Client talks to one NameNode's HTTP endpoint. It is safe for concurrent use.
@@ -179,6 +181,93 @@ func (c *Client) CreateSnapshot(ctx context.Context, path, name string) (string,
 // DeleteSnapshot deletes the snapshot name of the directory at path.
 func (c *Client) DeleteSnapshot(ctx context.Context, path, name string) error {
 	return c.do(ctx, http.MethodDelete, "DELETESNAPSHOT", path, url.Values{"snapshotname": {name}}, nil)
+}
+
+// SnapshottableDir is a snapshottable directory as
+// GETSNAPSHOTTABLEDIRECTORYLIST reports it.
+type SnapshottableDir struct {
+	// Path is the directory's full path.
+	Path string
+	// SnapshotNumber is how many snapshots it has; SnapshotQuota how many
+	// it may have.
+	SnapshotNumber, SnapshotQuota int
+	// Owner owns the directory.
+	Owner string
+}
+
+// GetSnapshottableDirectoryList lists the snapshottable directories. The
+// NameNode lists them all to a superuser and, to anyone else, only those
+// the user owns.
+func (c *Client) GetSnapshottableDirectoryList(ctx context.Context) ([]SnapshottableDir, error) {
+	var out struct {
+		// null when there is none
+		SnapshottableDirectoryList []struct {
+			DirStatus struct {
+				PathSuffix string `json:"pathSuffix"`
+				Owner      string `json:"owner"`
+			} `json:"dirStatus"`
+			ParentFullPath string `json:"parentFullPath"`
+			SnapshotNumber int    `json:"snapshotNumber"`
+			SnapshotQuota  int    `json:"snapshotQuota"`
+		} `json:"SnapshottableDirectoryList"`
+	}
+	if err := c.do(ctx, http.MethodGet, "GETSNAPSHOTTABLEDIRECTORYLIST", "/", nil, &out); err != nil {
+		return nil, err
+	}
+	dirs := make([]SnapshottableDir, 0, len(out.SnapshottableDirectoryList))
+	for _, d := range out.SnapshottableDirectoryList {
+		// The root has no parent and an empty name.
+		p := path.Join("/", d.ParentFullPath, d.DirStatus.PathSuffix)
+		dirs = append(dirs, SnapshottableDir{Path: p, SnapshotNumber: d.SnapshotNumber,
+			SnapshotQuota: d.SnapshotQuota, Owner: d.DirStatus.Owner})
+	}
+	return dirs, nil
+}
+
+// Snapshot is one snapshot of a snapshottable directory.
+type Snapshot struct {
+	// Name is the snapshot's name; Path its full path
+	// (<directory>/.snapshot/<name>).
+	Name, Path string
+	// ID is the NameNode's snapshot ID, which grows with each snapshot
+	// taken.
+	ID int64
+	// ModificationTime is when the snapshot was taken.
+	ModificationTime time.Time
+	// Deleted is set for a snapshot deleted but not yet garbage collected
+	// (with dfs.namenode.snapshot.deletion.ordered); it cannot be read.
+	Deleted bool
+}
+
+// GetSnapshotList lists the snapshots of the snapshottable directory dir,
+// as the NameNode orders them (GETSNAPSHOTLIST, Hadoop 3.3 and later). A
+// directory that is not snapshottable is a RemoteError with Exception
+// SnapshotException; the root, which always is, may have none.
+func (c *Client) GetSnapshotList(ctx context.Context, dir string) ([]Snapshot, error) {
+	var out struct {
+		SnapshotList []struct {
+			DirStatus struct {
+				PathSuffix       string `json:"pathSuffix"`
+				ModificationTime int64  `json:"modificationTime"`
+			} `json:"dirStatus"`
+			FullPath       string `json:"fullPath"`
+			SnapshotID     int64  `json:"snapshotID"`
+			DeletionStatus string `json:"deletionStatus"`
+		} `json:"SnapshotList"`
+	}
+	if err := c.do(ctx, http.MethodGet, "GETSNAPSHOTLIST", dir, nil, &out); err != nil {
+		return nil, err
+	}
+	snaps := make([]Snapshot, 0, len(out.SnapshotList))
+	for _, s := range out.SnapshotList {
+		p := s.FullPath
+		if p == "" {
+			p = path.Join(dir, ".snapshot", s.DirStatus.PathSuffix)
+		}
+		snaps = append(snaps, Snapshot{Name: s.DirStatus.PathSuffix, Path: p, ID: s.SnapshotID,
+			ModificationTime: time.UnixMilli(s.DirStatus.ModificationTime), Deleted: s.DeletionStatus == "DELETED"})
+	}
+	return snaps, nil
 }
 
 // Snapshot diff entry types, as HDFS names them.

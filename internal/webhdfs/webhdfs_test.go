@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 func TestClient(t *testing.T) {
@@ -65,5 +66,72 @@ func TestClient(t *testing.T) {
 	}
 	if _, err := c.GetFileChecksum(ctx, "relative"); err == nil {
 		t.Fatal("relative path accepted")
+	}
+}
+
+func TestSnapshotLists(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/webhdfs/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if op := r.URL.Query().Get("op"); op != "GETSNAPSHOTTABLEDIRECTORYLIST" {
+			t.Errorf("op %q on /", op)
+		}
+		// As a Hadoop 3.3 NameNode answers, the root included.
+		w.Write([]byte(`{"SnapshottableDirectoryList":[` +
+			`{"dirStatus":{"accessTime":0,"blockSize":0,"childrenNum":1,"fileId":16477,"group":"supergroup","length":0,"modificationTime":1796219097224,"owner":"hivedr","pathSuffix":"snap-1","permission":"777","replication":0,"storagePolicy":0,"type":"DIRECTORY"},"parentFullPath":"/stacktest","snapshotNumber":2,"snapshotQuota":65536},` +
+			`{"dirStatus":{"accessTime":0,"blockSize":0,"childrenNum":3,"fileId":16385,"group":"supergroup","length":0,"modificationTime":1796219097000,"owner":"root","pathSuffix":"","permission":"755","replication":0,"storagePolicy":0,"type":"DIRECTORY"},"parentFullPath":null,"snapshotNumber":0,"snapshotQuota":0}]}`))
+	})
+	mux.HandleFunc("/webhdfs/v1/data", func(w http.ResponseWriter, r *http.Request) {
+		if op := r.URL.Query().Get("op"); op != "GETSNAPSHOTLIST" {
+			t.Errorf("op %q on /data", op)
+		}
+		w.Write([]byte(`{"SnapshotList":[` +
+			`{"deletionStatus":"ACTIVE","dirStatus":{"accessTime":0,"blockSize":0,"childrenNum":1,"fileId":26868,"group":"supergroup","length":0,"modificationTime":1796224116286,"owner":"root","pathSuffix":"s1","permission":"755","replication":0,"storagePolicy":0,"type":"DIRECTORY"},"fullPath":"/data/.snapshot/s1","snapshotID":17},` +
+			`{"deletionStatus":"DELETED","dirStatus":{"modificationTime":1796224116317,"pathSuffix":"s2","type":"DIRECTORY"},"snapshotID":18}]}`))
+	})
+	mux.HandleFunc("/webhdfs/v1/data/sub", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte(`{"RemoteException":{"exception":"SnapshotException","javaClassName":"org.apache.hadoop.hdfs.protocol.SnapshotException","message":"Directory is not a snapshottable directory: /data/sub"}}`))
+	})
+	mux.HandleFunc("/webhdfs/v1/empty", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"SnapshotList":[]}`))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c := New(srv.URL, "hdfs", srv.Client())
+	ctx := context.Background()
+
+	dirs, err := c.GetSnapshottableDirectoryList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SnapshottableDir{
+		{Path: "/stacktest/snap-1", SnapshotNumber: 2, SnapshotQuota: 65536, Owner: "hivedr"},
+		{Path: "/", Owner: "root"},
+	}
+	if len(dirs) != len(want) || dirs[0] != want[0] || dirs[1] != want[1] {
+		t.Fatalf("dirs = %+v, want %+v", dirs, want)
+	}
+
+	snaps, err := c.GetSnapshotList(ctx, "/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 2 {
+		t.Fatalf("snapshots = %+v", snaps)
+	}
+	s1 := Snapshot{Name: "s1", Path: "/data/.snapshot/s1", ID: 17, ModificationTime: time.UnixMilli(1796224116286)}
+	if snaps[0] != s1 {
+		t.Errorf("snapshot 0 = %+v, want %+v", snaps[0], s1)
+	}
+	if s := snaps[1]; s.Name != "s2" || s.Path != "/data/.snapshot/s2" || s.ID != 18 || !s.Deleted {
+		t.Errorf("snapshot 1 = %+v", s)
+	}
+	if snaps, err := c.GetSnapshotList(ctx, "/empty"); err != nil || len(snaps) != 0 {
+		t.Errorf("empty: %+v, %v", snaps, err)
+	}
+	_, err = c.GetSnapshotList(ctx, "/data/sub")
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Exception != "SnapshotException" || re.Status != http.StatusForbidden {
+		t.Fatalf("not snapshottable: err = %#v", err)
 	}
 }
