@@ -183,47 +183,6 @@ func (c *Client) DeleteSnapshot(ctx context.Context, path, name string) error {
 	return c.do(ctx, http.MethodDelete, "DELETESNAPSHOT", path, url.Values{"snapshotname": {name}}, nil)
 }
 
-// SnapshottableDir is a snapshottable directory as
-// GETSNAPSHOTTABLEDIRECTORYLIST reports it.
-type SnapshottableDir struct {
-	// Path is the directory's full path.
-	Path string
-	// SnapshotNumber is how many snapshots it has; SnapshotQuota how many
-	// it may have.
-	SnapshotNumber, SnapshotQuota int
-	// Owner owns the directory.
-	Owner string
-}
-
-// GetSnapshottableDirectoryList lists the snapshottable directories. The
-// NameNode lists them all to a superuser and, to anyone else, only those
-// the user owns.
-func (c *Client) GetSnapshottableDirectoryList(ctx context.Context) ([]SnapshottableDir, error) {
-	var out struct {
-		// null when there is none
-		SnapshottableDirectoryList []struct {
-			DirStatus struct {
-				PathSuffix string `json:"pathSuffix"`
-				Owner      string `json:"owner"`
-			} `json:"dirStatus"`
-			ParentFullPath string `json:"parentFullPath"`
-			SnapshotNumber int    `json:"snapshotNumber"`
-			SnapshotQuota  int    `json:"snapshotQuota"`
-		} `json:"SnapshottableDirectoryList"`
-	}
-	if err := c.do(ctx, http.MethodGet, "GETSNAPSHOTTABLEDIRECTORYLIST", "/", nil, &out); err != nil {
-		return nil, err
-	}
-	dirs := make([]SnapshottableDir, 0, len(out.SnapshottableDirectoryList))
-	for _, d := range out.SnapshottableDirectoryList {
-		// The root has no parent and an empty name.
-		p := path.Join("/", d.ParentFullPath, d.DirStatus.PathSuffix)
-		dirs = append(dirs, SnapshottableDir{Path: p, SnapshotNumber: d.SnapshotNumber,
-			SnapshotQuota: d.SnapshotQuota, Owner: d.DirStatus.Owner})
-	}
-	return dirs, nil
-}
-
 // Snapshot is one snapshot of a snapshottable directory.
 type Snapshot struct {
 	// Name is the snapshot's name; Path its full path

@@ -71,15 +71,6 @@ func TestClient(t *testing.T) {
 
 func TestSnapshotLists(t *testing.T) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/webhdfs/v1/", func(w http.ResponseWriter, r *http.Request) {
-		if op := r.URL.Query().Get("op"); op != "GETSNAPSHOTTABLEDIRECTORYLIST" {
-			t.Errorf("op %q on /", op)
-		}
-		// As a Hadoop 3.3 NameNode answers, the root included.
-		w.Write([]byte(`{"SnapshottableDirectoryList":[` +
-			`{"dirStatus":{"accessTime":0,"blockSize":0,"childrenNum":1,"fileId":16477,"group":"supergroup","length":0,"modificationTime":1796219097224,"owner":"hivedr","pathSuffix":"snap-1","permission":"777","replication":0,"storagePolicy":0,"type":"DIRECTORY"},"parentFullPath":"/stacktest","snapshotNumber":2,"snapshotQuota":65536},` +
-			`{"dirStatus":{"accessTime":0,"blockSize":0,"childrenNum":3,"fileId":16385,"group":"supergroup","length":0,"modificationTime":1796219097000,"owner":"root","pathSuffix":"","permission":"755","replication":0,"storagePolicy":0,"type":"DIRECTORY"},"parentFullPath":null,"snapshotNumber":0,"snapshotQuota":0}]}`))
-	})
 	mux.HandleFunc("/webhdfs/v1/data", func(w http.ResponseWriter, r *http.Request) {
 		if op := r.URL.Query().Get("op"); op != "GETSNAPSHOTLIST" {
 			t.Errorf("op %q on /data", op)
@@ -99,18 +90,6 @@ func TestSnapshotLists(t *testing.T) {
 	defer srv.Close()
 	c := New(srv.URL, "hdfs", srv.Client())
 	ctx := context.Background()
-
-	dirs, err := c.GetSnapshottableDirectoryList(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []SnapshottableDir{
-		{Path: "/stacktest/snap-1", SnapshotNumber: 2, SnapshotQuota: 65536, Owner: "hivedr"},
-		{Path: "/", Owner: "root"},
-	}
-	if len(dirs) != len(want) || dirs[0] != want[0] || dirs[1] != want[1] {
-		t.Fatalf("dirs = %+v, want %+v", dirs, want)
-	}
 
 	snaps, err := c.GetSnapshotList(ctx, "/data")
 	if err != nil {
