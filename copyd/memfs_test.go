@@ -231,6 +231,10 @@ func (w *memWriter) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
+// Verified reports nothing, so the engine's own post-commit read of the
+// target's checksum (and its mismatch handling) is what these tests see.
+func (w *memWriter) Verified() (fs.Checksum, bool) { return fs.Checksum{}, false }
+
 func (w *memWriter) Commit(ctx context.Context, crc uint32) error {
 	w.m.mu.Lock()
 	defer w.m.mu.Unlock()

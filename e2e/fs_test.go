@@ -293,6 +293,12 @@ func testFSWrite(t *testing.T, ctx context.Context, st fsStore) {
 		if err := w.Commit(ctx, crc); err != nil {
 			t.Fatalf("Commit %s: %v", loc, err)
 		}
+		// HDFS and S3 check the published bytes themselves while committing;
+		// a local filesystem does not.
+		vs, vok := w.Verified()
+		if wantOK := st.name != "local"; vok != wantOK || vok && vs.CRC32C != crc {
+			t.Errorf("%s: Verified() = %+v, %v; want ok=%v with CRC32C %08x", loc, vs, vok, wantOK, crc)
+		}
 		t.Logf("%s: %d bytes in %v", loc, size, time.Since(start).Round(time.Millisecond))
 		checkFile(t, ctx, st, loc, data)
 		if left := st.leftovers(t, loc); len(left) > 0 {

@@ -77,6 +77,13 @@ type Writer interface {
 	Commit(ctx context.Context, crc32c uint32) error
 	// Abort discards what was written; the path is left as it was.
 	Abort(ctx context.Context) error
+	// Verified reports, after a successful Commit, the checksum the store
+	// itself computed or enforced for the bytes it published (HDFS: the
+	// DataNodes' COMPOSITE-CRC32C of the staging file before the rename;
+	// S3: the full-object CRC32C the server checked on upload). ok is false
+	// when the store did not check (local files), so a caller that wants
+	// the target's own word must ask Checksum.
+	Verified() (sum Checksum, ok bool)
 	// Staging identifies the in-progress write (a staging path, or an S3
 	// upload ID) so a restarted daemon can clean it up.
 	Staging() string

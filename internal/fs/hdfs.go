@@ -249,6 +249,8 @@ type hdfsWriter struct {
 	f             *hdfs.FileWriter
 	closed        bool // the staging file is complete (or abandoned)
 	done          bool // committed or aborted
+	committed     bool
+	crc           uint32 // the staging file's COMPOSITE-CRC32C, once committed
 }
 
 func (w *hdfsWriter) Write(p []byte) (int, error) {
@@ -293,8 +295,17 @@ func (w *hdfsWriter) Commit(ctx context.Context, crc32c uint32) error {
 	if err := w.c.Rename(w.staging, w.path); err != nil {
 		return fmt.Errorf("commit %s: rename %s into place: %w", w.loc, w.staging, err)
 	}
-	w.done = true
+	w.done, w.committed, w.crc = true, true, got
 	return nil
+}
+
+// Verified implements Writer: the COMPOSITE-CRC32C the DataNodes reported
+// for the staging file that became the target.
+func (w *hdfsWriter) Verified() (Checksum, bool) {
+	if !w.committed {
+		return Checksum{}, false
+	}
+	return Checksum{CRC32C: w.crc, Source: "hdfs-composite-crc"}, true
 }
 
 // close completes the staging file, retrying while the NameNode waits for

@@ -197,6 +197,9 @@ func (w *localWriter) Write(p []byte) (int, error) {
 // place only after its bytes are synced and their CRC32C, computed here as
 // they were written, equals the caller's; the directory is synced after
 // the rename so the new name survives a crash.
+// Verified implements Writer: a local filesystem checks nothing itself.
+func (w *localWriter) Verified() (Checksum, bool) { return Checksum{}, false }
+
 func (w *localWriter) Commit(ctx context.Context, crc32c uint32) error {
 	if w.done {
 		return fmt.Errorf("commit %s: writer is closed", w.loc)

@@ -267,9 +267,11 @@ type s3Writer struct {
 	sem    chan struct{} // a token per part uploading
 	wg     sync.WaitGroup
 
-	uploadID string
-	nparts   int32
-	done     bool // committed or aborted
+	uploadID  string
+	nparts    int32
+	done      bool // committed or aborted
+	committed bool
+	crc       uint32 // the full-object CRC32C the server checked, once committed
 
 	mu    sync.Mutex
 	parts []types.CompletedPart // by part number - 1
@@ -405,6 +407,7 @@ func (w *s3Writer) Commit(ctx context.Context, crc32c uint32) error {
 			return w.commitError(crc32c, err)
 		}
 		w.finish()
+		w.committed, w.crc = true, crc32c
 		return nil
 	}
 	if len(w.buf) > 0 {
@@ -427,7 +430,17 @@ func (w *s3Writer) Commit(ctx context.Context, crc32c uint32) error {
 		return w.commitError(crc32c, err)
 	}
 	w.finish()
+	w.committed, w.crc = true, crc32c
 	return nil
+}
+
+// Verified implements Writer: the server published the object only because
+// its bytes had the full-object CRC32C the commit carried.
+func (w *s3Writer) Verified() (Checksum, bool) {
+	if !w.committed {
+		return Checksum{}, false
+	}
+	return Checksum{CRC32C: w.crc, Source: "s3-full-object-crc32c"}, true
 }
 
 func (w *s3Writer) commitError(crc32c uint32, err error) error {
