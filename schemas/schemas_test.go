@@ -786,3 +786,14 @@ func TestBinaryMatchesGoavro(t *testing.T) {
 		})
 	}
 }
+
+func TestNames(t *testing.T) {
+	for name, p := range testPayloads() {
+		if got := PayloadName(p); got != name {
+			t.Errorf("PayloadName(%T) = %q, want %q", p, got, name)
+		}
+	}
+	if PayloadName(nil) != "" || RecordName(&Event{}) != NameMetastoreEvent || RecordName(42) != "" {
+		t.Error("RecordName/PayloadName of nil, *Event or a non-record is wrong")
+	}
+}

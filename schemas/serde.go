@@ -151,7 +151,7 @@ func (s *Serde) Encode(v any) ([]byte, error) {
 // The body is written directly from the Go value (see binary.go), not
 // through goavro's native form: this is the tailer's hot path.
 func (s *Serde) AppendEncode(dst []byte, v any) ([]byte, error) {
-	name := recordName(v)
+	name := RecordName(v)
 	e, ok := s.enc[name]
 	if !ok {
 		if name == "" {
@@ -171,8 +171,9 @@ func (s *Serde) AppendEncode(dst []byte, v any) ([]byte, error) {
 	return out, nil
 }
 
-// recordName returns the full record name of a Go record type, or "".
-func recordName(v any) string {
+// RecordName returns the full record name of a Go record type (e.g.
+// io.hivedr.MetastoreEvent for *Event), or "" for other types.
+func RecordName(v any) string {
 	switch v.(type) {
 	case *Event, Event:
 		return NameMetastoreEvent
@@ -184,6 +185,28 @@ func recordName(v any) string {
 		return NameHeartbeat
 	case *TailerCheckpoint, TailerCheckpoint:
 		return NameTailerCheckpoint
+	}
+	return ""
+}
+
+// PayloadName returns the full record name of an event payload's branch
+// (e.g. io.hivedr.TableChange), or "" for a nil payload.
+func PayloadName(p Payload) string {
+	switch p.(type) {
+	case *DatabaseChange:
+		return branchDatabaseChange
+	case *TableChange:
+		return branchTableChange
+	case *PartitionChange:
+		return branchPartitionChange
+	case *InsertData:
+		return branchInsertData
+	case *Transaction:
+		return branchTransaction
+	case *WriteIDAllocation:
+		return branchWriteIDAllocation
+	case *ColumnStats:
+		return branchColumnStats
 	}
 	return ""
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -90,15 +89,15 @@ func cat(ctx context.Context, conf *config.Config, topics []string, limit int, f
 				return fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 			}
 			cr := catRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
-				Key: string(r.Key), Type: recordName(v), Value: v}
+				Key: string(r.Key), Type: schemas.RecordName(v), Value: v}
 			for _, h := range r.Headers {
 				if cr.Headers == nil {
 					cr.Headers = map[string]string{}
 				}
 				cr.Headers[h.Key] = string(h.Value)
 			}
-			if ev, ok := v.(*schemas.Event); ok && ev.Payload != nil {
-				cr.PayloadType = "io.hivedr." + strings.TrimPrefix(fmt.Sprintf("%T", ev.Payload), "*schemas.")
+			if ev, ok := v.(*schemas.Event); ok {
+				cr.PayloadType = schemas.PayloadName(ev.Payload)
 			}
 			if err := enc.Encode(cr); err != nil {
 				return err
@@ -108,21 +107,4 @@ func cat(ctx context.Context, conf *config.Config, topics []string, limit int, f
 			}
 		}
 	}
-}
-
-// recordName is the Avro full name of a decoded record.
-func recordName(v any) string {
-	switch v.(type) {
-	case *schemas.Event:
-		return schemas.NameMetastoreEvent
-	case *schemas.CopyTask:
-		return schemas.NameCopyTask
-	case *schemas.CopyCompletion:
-		return schemas.NameCopyCompletion
-	case *schemas.Heartbeat:
-		return schemas.NameHeartbeat
-	case *schemas.TailerCheckpoint:
-		return schemas.NameTailerCheckpoint
-	}
-	return fmt.Sprintf("%T", v)
 }
