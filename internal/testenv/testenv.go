@@ -17,6 +17,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,6 +47,10 @@ type Env struct {
 	// Path is the env file the addresses were read from.
 	Path string
 	vars map[string]string
+
+	owner testing.TB // the test that called Require
+	mu    sync.Mutex
+	admin *kadm.Client // shared by the owner's test and its subtests
 }
 
 // EnvPath returns where the env file is: $HIVEDR_STACK_ENV if set, else
@@ -114,6 +119,7 @@ func Require(t testing.TB) *Env {
 	if err != nil {
 		t.Fatalf("local stack is not up: %v; %s", err, howToStart)
 	}
+	e.owner = t
 	for _, key := range []string{
 		"HIVEDR_KAFKA_BROKERS",
 		"HIVEDR_HMS_SRC", "HIVEDR_HMS_DR",
@@ -170,9 +176,19 @@ func (e *Env) Kafka(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// KafkaAdmin returns an admin client, closed when the test ends.
+// KafkaAdmin returns an admin client. Tests poll with it, so one client is
+// shared for the whole test that called Require (closed when it ends)
+// rather than one made, and kept open, per call.
 func (e *Env) KafkaAdmin(t testing.TB) *kadm.Client {
-	return kadm.NewClient(e.Kafka(t))
+	if e.owner == nil {
+		return kadm.NewClient(e.Kafka(t))
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.admin == nil {
+		e.admin = kadm.NewClient(e.Kafka(e.owner))
+	}
+	return e.admin
 }
 
 // HMS connects to the site's metastore; the connection is closed when the
