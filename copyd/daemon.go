@@ -186,7 +186,7 @@ func (d *Daemon) round(ctx context.Context, sess *kgo.GroupTransactSession, recs
 		}
 		pwg.Add(1)
 		rec := &kgo.Record{Topic: d.cfg.Topics.Completions(), Key: []byte(comps[i].TaskID), Value: v,
-			Headers: []kgo.RecordHeader{{Key: "hivedr.type", Value: []byte(schemas.NameCopyCompletion)}}}
+			Headers: []kgo.RecordHeader{{Key: kafka.HeaderType, Value: []byte(schemas.NameCopyCompletion)}}}
 		sess.Produce(ctx, rec, func(_ *kgo.Record, err error) {
 			defer pwg.Done()
 			if err != nil {

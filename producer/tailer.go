@@ -27,13 +27,6 @@ type Codec interface {
 	Decode(ctx context.Context, b []byte) (any, error)
 }
 
-// Header keys the tailer sets on every record, so that consumers and tools
-// can route without decoding the value.
-const (
-	HeaderType    = "hivedr.type"     // record full name, e.g. io.hivedr.MetastoreEvent
-	HeaderEventID = "hivedr.event_id" // decimal event ID, on events and copy tasks
-)
-
 // Config wires a Tailer.
 type Config struct {
 	// Conf is the loaded configuration (source name, Kafka, tailer tuning,
@@ -419,9 +412,9 @@ func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
 
 func record(topic, key string, value []byte, typ, eventID string) *kgo.Record {
 	r := &kgo.Record{Topic: topic, Key: []byte(key), Value: value,
-		Headers: []kgo.RecordHeader{{Key: HeaderType, Value: []byte(typ)}}}
+		Headers: []kgo.RecordHeader{{Key: kafka.HeaderType, Value: []byte(typ)}}}
 	if eventID != "" {
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderEventID, Value: []byte(eventID)})
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: kafka.HeaderEventID, Value: []byte(eventID)})
 	}
 	return r
 }

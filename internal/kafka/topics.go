@@ -14,6 +14,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
+// Header keys every hivedr record carries, so consumers and tools without
+// Avro (kcat) can route without decoding the value.
+const (
+	HeaderType    = "hivedr.type"     // record full name, e.g. io.hivedr.MetastoreEvent
+	HeaderEventID = "hivedr.event_id" // decimal event ID, on events and copy tasks
+)
+
 // Topics names hivedr's topics under one prefix.
 type Topics struct{ Prefix string }
 
