@@ -181,7 +181,11 @@ func (d *Daemon) round(ctx context.Context, sess *kgo.GroupTransactSession, recs
 	for i := range comps {
 		v, err := d.cfg.Codec.Encode(&comps[i])
 		if err != nil {
-			firstErr = fmt.Errorf("copyd: encode completion of %s: %w", comps[i].TaskID, err)
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = fmt.Errorf("copyd: encode completion of %s: %w", comps[i].TaskID, err)
+			}
+			mu.Unlock()
 			break
 		}
 		pwg.Add(1)
