@@ -22,7 +22,7 @@ unit:
 	$(GO) test -count=1 $(PKGS)
 
 ## e2e: tests on the real local stack (fails if it is not up)
-e2e: build
+e2e:
 	$(GO) test -count=1 -timeout 30m -v ./e2e/
 
 vet: fmt-check
