@@ -12,6 +12,13 @@
 # it) to 127.0.0.1, and have permissions off so test clients can act as any
 # user, snapshots included.
 #
+# dfs.namenode.file.close.num-committed-allowed=1 lets the NameNode add a
+# block (and close a file) while the previous block is committed but its
+# DataNode has not yet reported it. colinmarc/hdfs, our Go client, does not
+# retry addBlock on NotReplicatedYetException as Hadoop's Java client does;
+# with 1 MiB blocks on a busy 2-core machine that race showed up in TestFS.
+# (In production copyd retries such a file as a transient failure.)
+#
 # Data lives in $STACK_DIR/hdfs-src and $STACK_DIR/hdfs-dr. A cluster is
 # formatted only when its directory has no .formatted marker; every later
 # start reuses the existing namespace and blocks.
@@ -109,7 +116,8 @@ _hdfs_start() {
       -D dfs.webhdfs.enabled=true \
       -D dfs.permissions.enabled=false \
       -D dfs.datanode.hostname=$HOST \
-      -D dfs.namenode.safemode.extension=0
+      -D dfs.namenode.safemode.extension=0 \
+      -D dfs.namenode.file.close.num-committed-allowed=1
   )
 }
 
