@@ -1,6 +1,11 @@
-// Package applier replays each database's event topic, in order, on the DR
-// Hive Metastore once the files an event references are copied, and commits
-// its Kafka offset as the replication checkpoint.
+// Package applier replays the per-database event topics onto the DR Hive
+// Metastore: one ordered worker per database, each event applied only after
+// the files it references are copied and verified, and its Kafka offset
+// committed only after the apply succeeded, so the committed offset is the
+// replication checkpoint.
 //
-// Not built yet: see the applier issue.
+// The decision for one event is Plan, a pure function of the event, the DR
+// state of the objects it touches and the copy completions known; the
+// worker reads that state, runs the actions Plan returns against the
+// metastore, and moves on.
 package applier

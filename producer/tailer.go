@@ -36,6 +36,9 @@ type Config struct {
 	Source Source
 	// Codec encodes records (and decodes the checkpoint).
 	Codec Codec
+	// Lister lists source directories whose files an event does not list
+	// (external tables); nil publishes such events without files.
+	Lister Lister
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 	// Metrics; nil means new, unregistered metrics.
@@ -253,7 +256,7 @@ func (t *Tailer) step(ctx context.Context) (bool, error) {
 func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) error {
 	var recs []*kgo.Record
 	cp, cpTime := t.checkpoint, t.checkpointTime
-	for i, p := range t.prepare(evs) {
+	for i, p := range t.prepare(ctx, evs) {
 		ev := &p.routed.Event
 		if p.err != nil {
 			return p.err
@@ -330,7 +333,7 @@ type prepared struct {
 
 // prepare decodes, routes and encodes evs on all cores: each step is pure,
 // and results keep the order of evs.
-func (t *Tailer) prepare(evs []RawEvent) []prepared {
+func (t *Tailer) prepare(ctx context.Context, evs []RawEvent) []prepared {
 	out := make([]prepared, len(evs))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(evs)/32))
 	var wg sync.WaitGroup
@@ -339,7 +342,7 @@ func (t *Tailer) prepare(evs []RawEvent) []prepared {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(evs); i += workers {
-				out[i] = t.prepareOne(evs[i])
+				out[i] = t.prepareOne(ctx, evs[i])
 			}
 		}()
 	}
@@ -347,9 +350,14 @@ func (t *Tailer) prepare(evs []RawEvent) []prepared {
 	return out
 }
 
-func (t *Tailer) prepareOne(raw RawEvent) prepared {
+func (t *Tailer) prepareOne(ctx context.Context, raw RawEvent) prepared {
 	ev := Decode(raw)
 	ev.Source = t.conf.Source.Name
+	if t.cfg.Lister != nil {
+		if err := addListedFiles(ctx, t.cfg.Lister, &ev); err != nil {
+			return prepared{err: err}
+		}
+	}
 	p := prepared{routed: Route(ev, &t.conf.Replication)}
 	if p.routed.Filtered != "" {
 		return p

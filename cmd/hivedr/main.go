@@ -24,6 +24,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"apply", "apply the event topics to the DR metastore, in order, data before metadata (the applier daemon)", runApply},
 		{"cat", "print records of hivedr topics as JSON, decoded with their schemas", runCat},
 		{"copy", "copy a directory tree with copyd's engine, without Kafka", runCopy},
 		{"copyd", "copy and verify the files copy tasks name (the copy daemon)", runCopyd},

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -175,7 +176,14 @@ func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
 	if err := serveMetrics(ctx, conf.Tailer.MetricsAddr, reg, log); err != nil {
 		return err
 	}
-	t, err := producer.New(producer.Config{Conf: conf, Source: src, Codec: serde, Logger: log, Metrics: m})
+	// The source filesystems list external tables' new directories (the
+	// metastore lists only managed tables' files in its events).
+	router, err := fs.NewRouter(conf.Filesystems)
+	if err != nil {
+		return fmt.Errorf("config: filesystems.%w", err)
+	}
+	defer router.Close()
+	t, err := producer.New(producer.Config{Conf: conf, Source: src, Codec: serde, Lister: router, Logger: log, Metrics: m})
 	if err != nil {
 		return err
 	}

@@ -38,10 +38,19 @@ type Config struct {
 	Replication Replication `yaml:"replication"`
 	// Copyd tunes `hivedr copyd`.
 	Copyd Copyd `yaml:"copyd"`
+	// Applier tunes `hivedr apply`.
+	Applier Applier `yaml:"applier"`
 	// Filesystems are the stores copyd reads and writes (see fs.Config;
 	// fs.NewRouter checks them).
 	Filesystems fs.Config `yaml:"filesystems"`
 }
+
+// Defaults and bounds of Copyd's range splitting.
+const (
+	DefaultSplitSize    = 128 << 20
+	DefaultSplitWorkers = 4
+	MinSplitSize        = 1 << 20
+)
 
 // Copyd tunes the copy daemons.
 type Copyd struct {
@@ -59,6 +68,13 @@ type Copyd struct {
 	MaxBatch int `yaml:"max_batch"`
 	// BytesPerSecond limits the daemon's copy bandwidth; 0 is unlimited.
 	BytesPerSecond int64 `yaml:"bytes_per_second"`
+	// SplitSize: a file larger than this many bytes is copied as ranges in
+	// parallel, to targets that can take them (S3; HDFS clusters with
+	// filesystems.hdfs[].concat). 0 disables. Default 128 MiB.
+	SplitSize int64 `yaml:"split_size"`
+	// SplitWorkers is how many ranges of one file are copied at once.
+	// Default 4.
+	SplitWorkers int `yaml:"split_workers"`
 	// Retries of a transient failure before a task completes FAILED.
 	// Default 5.
 	Retries int `yaml:"retries"`
@@ -209,7 +225,9 @@ func Default() *Config {
 			StartEventID: "latest", MetricsAddr: "127.0.0.1:9464",
 		},
 		Copyd: Copyd{Group: "hivedr-copyd", Workers: 8, Retries: 5, MetricsAddr: "127.0.0.1:9465",
+			SplitSize: DefaultSplitSize, SplitWorkers: DefaultSplitWorkers,
 			CMRoots: []string{localHDFSSrc + "/cmroot/"}},
+		Applier: defaultApplier(),
 		Filesystems: fs.Config{
 			HDFS: []fs.HDFSConfig{
 				{NameNodes: []string{"127.0.0.1:18020"}, WebHDFS: "127.0.0.1:18070", User: "hivedr"},
@@ -290,6 +308,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("tailer.heartbeat_interval: %s must be positive", c.Tailer.HeartbeatInterval)
 	}
 	if _, err := c.Tailer.StartPosition(); err != nil {
+		return err
+	}
+	if err := c.validateApplier(); err != nil {
 		return err
 	}
 	if c.Tailer.TransactionalID == "" {
@@ -375,6 +396,12 @@ func (c *Config) validateCopyd() error {
 	}
 	if d.Retries < 0 {
 		return fmt.Errorf("copyd.retries: %d must not be negative", d.Retries)
+	}
+	if d.SplitSize != 0 && d.SplitSize < MinSplitSize {
+		return fmt.Errorf("copyd.split_size: %d must be 0 (no splitting) or at least %d (1 MiB)", d.SplitSize, MinSplitSize)
+	}
+	if d.SplitWorkers < 1 || d.SplitWorkers > 64 {
+		return fmt.Errorf("copyd.split_workers: %d must be between 1 and 64", d.SplitWorkers)
 	}
 	if len(d.TargetRoots) == 0 {
 		for _, m := range c.Replication.PathMappings {

@@ -1,0 +1,152 @@
+package applier
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/beltran/gohive/hive_metastore"
+)
+
+// Parameters the applier keeps on DR objects.
+const (
+	// ParamLastID, on a DR database, table or partition, is the source
+	// event ID that last changed it (Hive's own REPL key, so `REPL STATUS`
+	// reads a DR database's position). An event at or below the stamp of
+	// what it touches is a no-op: that is what makes re-drive idempotent.
+	ParamLastID = "repl.last.id"
+	// ParamTarget marks a DR database as a replication target (Hive's
+	// key). The applier refuses to write into a database without it, so a
+	// user database of the same name on the DR site is never overwritten.
+	ParamTarget = "repl.target.for"
+	// ParamHalted, on a DR database, says why its worker halted: event ID,
+	// type and reason. `hivedr status` shows it; a successful apply clears it.
+	ParamHalted = "hivedr.halted"
+	// ParamSkippedPrefix + event ID records an operator's --skip-event:
+	// who skipped the event, when, and what it was.
+	ParamSkippedPrefix = "hivedr.skipped."
+)
+
+// Action is one change to the DR metastore or DR files. Executors run a
+// Decision's actions in order; each is idempotent on its own.
+type Action interface {
+	fmt.Stringer
+	isAction()
+}
+
+// CreateDatabase creates a DR database.
+type CreateDatabase struct{ DB *hive_metastore.Database }
+
+// AlterDatabase replaces a DR database's definition (also how the
+// database's repl.last.id advances).
+type AlterDatabase struct {
+	Name string
+	DB   *hive_metastore.Database
+}
+
+// DropDatabase drops a DR database with its tables. Data stays (see
+// DropTable).
+type DropDatabase struct{ Name string }
+
+// CreateTable creates a DR table.
+type CreateTable struct{ Table *hive_metastore.Table }
+
+// AlterTable replaces a DR table's definition; a different name or
+// database in Table renames it.
+type AlterTable struct {
+	DB, Name string
+	Table    *hive_metastore.Table
+}
+
+// DropTable drops a DR table's metadata. Its files stay: copies run ahead
+// of metadata, so the directory may already hold files of a later
+// incarnation of the table, which deleting it would lose.
+type DropTable struct{ DB, Name string }
+
+// AddPartitions adds DR partitions in one batch.
+type AddPartitions struct {
+	DB, Table string
+	Parts     []*hive_metastore.Partition
+}
+
+// AlterPartitions replaces DR partitions' definitions in one batch.
+type AlterPartitions struct {
+	DB, Table string
+	Parts     []*hive_metastore.Partition
+}
+
+// RenamePartition gives a DR partition new values.
+type RenamePartition struct {
+	DB, Table string
+	Values    []string
+	Part      *hive_metastore.Partition
+}
+
+// DropPartitions drops DR partitions' metadata (files stay, as for
+// DropTable).
+type DropPartitions struct {
+	DB, Table string
+	Values    [][]string
+}
+
+// PruneFiles removes the data files directly under Dir that are not in
+// Keep, after an INSERT OVERWRITE or a truncate removed them at the source.
+// The executor keeps any file a copy task of a later event wrote (copies
+// run ahead of metadata), so pruning never removes data the replica will
+// need next.
+type PruneFiles struct {
+	Dir     string
+	Keep    []string
+	EventID int64
+}
+
+func (CreateDatabase) isAction()  {}
+func (AlterDatabase) isAction()   {}
+func (DropDatabase) isAction()    {}
+func (CreateTable) isAction()     {}
+func (AlterTable) isAction()      {}
+func (DropTable) isAction()       {}
+func (AddPartitions) isAction()   {}
+func (AlterPartitions) isAction() {}
+func (RenamePartition) isAction() {}
+func (DropPartitions) isAction()  {}
+func (PruneFiles) isAction()      {}
+
+func (a CreateDatabase) String() string { return "create database " + a.DB.Name }
+func (a AlterDatabase) String() string  { return "alter database " + a.Name }
+func (a DropDatabase) String() string   { return "drop database " + a.Name }
+func (a CreateTable) String() string {
+	return "create table " + a.Table.DbName + "." + a.Table.TableName
+}
+func (a AlterTable) String() string {
+	if a.Table.DbName != a.DB || a.Table.TableName != a.Name {
+		return "rename table " + a.DB + "." + a.Name + " to " + a.Table.DbName + "." + a.Table.TableName
+	}
+	return "alter table " + a.DB + "." + a.Name
+}
+func (a DropTable) String() string { return "drop table " + a.DB + "." + a.Name }
+func (a AddPartitions) String() string {
+	return fmt.Sprintf("add partitions %s.%s %s", a.DB, a.Table, partValues(a.Parts))
+}
+func (a AlterPartitions) String() string {
+	return fmt.Sprintf("alter partitions %s.%s %s", a.DB, a.Table, partValues(a.Parts))
+}
+func (a RenamePartition) String() string {
+	return fmt.Sprintf("rename partition %s.%s %v to %v", a.DB, a.Table, a.Values, a.Part.Values)
+}
+func (a DropPartitions) String() string {
+	return fmt.Sprintf("drop partitions %s.%s %v", a.DB, a.Table, a.Values)
+}
+func (a PruneFiles) String() string {
+	return fmt.Sprintf("prune files under %s keeping %d", a.Dir, len(a.Keep))
+}
+
+func partValues(ps []*hive_metastore.Partition) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%v", p.Values)
+	}
+	return b.String()
+}

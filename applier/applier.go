@@ -1,0 +1,404 @@
+package applier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/state"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// Codec decodes Kafka values (schemas.Serde).
+type Codec interface {
+	Decode(ctx context.Context, b []byte) (any, error)
+}
+
+// Skip is an operator's request to skip one event of one database.
+type Skip struct {
+	DB      string
+	EventID int64
+}
+
+// Config wires an Applier.
+type Config struct {
+	// Brokers are the Kafka seed brokers.
+	Brokers []string
+	// Topics names the event and completion topics.
+	Topics kafka.Topics
+	// Group is the applier's consumer group; its committed offsets on the
+	// event topics are the replication checkpoints.
+	Group string
+	// Source names the primary site (DR databases are marked with it).
+	Source string
+	// Dial connects to the DR metastore; each database's worker has its
+	// own connection.
+	Dial func(ctx context.Context) (Metastore, func() error, error)
+	// Policy maps locations and says what is in scope.
+	Policy Policy
+	// Files lists and removes DR files (INSERT OVERWRITE, truncate).
+	Files Files
+	// Completions is the local completion store.
+	Completions *state.Completions
+	Codec       Codec
+	// HaltAfter is how long a worker waits on a file that cannot be copied
+	// (FAILED, SOURCE_GONE) with no later event removing it before it
+	// halts. Default 2m.
+	HaltAfter time.Duration
+	// LookAhead is the most events a worker buffers beyond the one it
+	// applies (fetching of its topic pauses beyond it). Default 10000.
+	LookAhead int
+	// CompletionPartitions and ReplicationFactor create the completions
+	// topic if it is missing.
+	CompletionPartitions int32
+	ReplicationFactor    int16
+	// Skips are operator requests to skip events (hivedr apply
+	// --skip-event), recorded on the DR database before the workers start.
+	Skips []Skip
+	// Operator names who asked for Skips (user@host).
+	Operator string
+
+	Logger    *slog.Logger
+	Metrics   *Metrics
+	KafkaOpts []kgo.Opt
+}
+
+// Applier replays the event topics onto the DR metastore.
+type Applier struct {
+	cfg Config
+	log *slog.Logger
+	m   *Metrics
+
+	mu      sync.Mutex
+	workers map[string]*worker // by topic
+	cl      *kgo.Client
+}
+
+// New checks cfg.
+func New(cfg Config) (*Applier, error) {
+	if len(cfg.Brokers) == 0 || cfg.Group == "" || cfg.Dial == nil || cfg.Policy == nil || cfg.Completions == nil || cfg.Codec == nil {
+		return nil, errors.New("applier: Config needs Brokers, Group, Dial, Policy, Completions and Codec")
+	}
+	if cfg.HaltAfter <= 0 {
+		cfg.HaltAfter = 2 * time.Minute
+	}
+	if cfg.LookAhead <= 0 {
+		cfg.LookAhead = 10000
+	}
+	if cfg.CompletionPartitions <= 0 {
+		cfg.CompletionPartitions = 12
+	}
+	if cfg.ReplicationFactor <= 0 {
+		cfg.ReplicationFactor = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	return &Applier{cfg: cfg, m: cfg.Metrics, log: cfg.Logger.With("role", "applier"), workers: map[string]*worker{}}, nil
+}
+
+// Run applies events until ctx ends (returning nil) or a fatal error.
+func (a *Applier) Run(ctx context.Context) error {
+	if err := a.recordSkips(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := a.readCompletions(ctx); err != nil && ctx.Err() == nil {
+			cancel(err)
+		}
+	}()
+	err := a.consumeEvents(ctx)
+	cancel(err)
+	wg.Wait()
+	if err == nil || errors.Is(err, context.Canceled) {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			return cause
+		}
+		return nil
+	}
+	return err
+}
+
+// recordSkips writes the operator's skip requests on the DR databases, so
+// the record of who skipped what outlives the process.
+func (a *Applier) recordSkips(ctx context.Context) error {
+	if len(a.cfg.Skips) == 0 {
+		return nil
+	}
+	ms, closeFn, err := a.cfg.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	for _, s := range a.cfg.Skips {
+		db, err := ms.GetDatabase(ctx, s.DB)
+		if err != nil {
+			return fmt.Errorf("--skip-event %s:%d: DR database %s: %w", s.DB, s.EventID, s.DB, err)
+		}
+		if db.Parameters[ParamTarget] == "" {
+			return fmt.Errorf("--skip-event %s:%d: DR database %s is not a replication target", s.DB, s.EventID, s.DB)
+		}
+		if stamp(db.Parameters) >= s.EventID {
+			return fmt.Errorf("--skip-event %s:%d: DR database %s is already at event %d", s.DB, s.EventID, s.DB, stamp(db.Parameters))
+		}
+		db.Parameters[ParamSkippedPrefix+fmt.Sprint(s.EventID)] = fmt.Sprintf("requested by %s at %s", a.cfg.Operator, time.Now().UTC().Format(time.RFC3339))
+		if err := ms.AlterDatabase(ctx, s.DB, db); err != nil {
+			return fmt.Errorf("--skip-event %s:%d: record it on the DR database: %w", s.DB, s.EventID, err)
+		}
+		a.log.Warn("event will be skipped", "db", s.DB, "event_id", s.EventID, "by", a.cfg.Operator)
+	}
+	return nil
+}
+
+// readCompletions copies the completions topic into the local store, from
+// the position the store recorded (the start of the topic for a new or
+// lost store).
+func (a *Applier) readCompletions(ctx context.Context) error {
+	topic := a.cfg.Topics.Completions()
+	seed, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.cfg.Brokers...)}, a.cfg.KafkaOpts...)...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	adm := kadm.NewClient(seed)
+	err = kafka.Ensure(ctx, adm, kafka.Spec{Name: topic, Partitions: a.cfg.CompletionPartitions, ReplicationFactor: a.cfg.ReplicationFactor})
+	var parts []int32
+	if err == nil {
+		var td kadm.TopicDetails
+		if td, err = adm.ListTopics(ctx, topic); err == nil {
+			if d, ok := td[topic]; ok && d.Err == nil {
+				parts = d.Partitions.Numbers()
+			} else {
+				err = fmt.Errorf("topic %s not found", topic)
+			}
+		}
+	}
+	seed.Close()
+	if err != nil {
+		return fmt.Errorf("completions topic %s: %w", topic, err)
+	}
+	stored, err := a.cfg.Completions.Offsets(topic)
+	if err != nil {
+		return err
+	}
+	offsets := map[int32]kgo.Offset{}
+	for _, p := range parts {
+		if o, ok := stored[p]; ok {
+			offsets[p] = kgo.NewOffset().At(o)
+		} else {
+			offsets[p] = kgo.NewOffset().AtStart()
+		}
+	}
+	if len(stored) == 0 {
+		a.log.Info("reading the completions topic from its start (new or lost completion store)", "topic", topic)
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(a.cfg.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	}, a.cfg.KafkaOpts...)...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		for _, fe := range fs.Errors() {
+			if !errors.Is(fe.Err, context.Canceled) {
+				a.log.Warn("reading completions", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
+			}
+		}
+		var batch []state.Completion
+		next := map[int32]int64{}
+		fs.EachRecord(func(r *kgo.Record) {
+			next[r.Partition] = r.Offset + 1
+			v, err := a.cfg.Codec.Decode(ctx, r.Value)
+			c, ok := v.(*schemas.CopyCompletion)
+			if err != nil || !ok {
+				a.m.undecodable.Inc()
+				a.log.Error("completion record does not decode; an event waiting for it waits until the file is copied again",
+					"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "key", string(r.Key), "err", err, "type", fmt.Sprintf("%T", v))
+				return
+			}
+			a.m.completions.WithLabelValues(string(c.Status)).Inc()
+			msg := c.Error
+			if c.Evidence != "" {
+				msg = strings.TrimSpace(msg + "; evidence: " + c.Evidence)
+			}
+			batch = append(batch, state.Completion{TaskID: c.TaskID, EventID: c.EventID, Target: c.TargetURI, Status: string(c.Status), Error: msg})
+		})
+		if len(next) == 0 {
+			continue
+		}
+		if err := a.cfg.Completions.Put(batch, topic, next); err != nil {
+			return err
+		}
+	}
+}
+
+// consumeEvents runs the group consumer over the event topics and hands
+// each database's records to its worker.
+//
+// Rebalances happen only between polls (BlockRebalanceOnPoll), and the
+// dispatcher never blocks between a poll and AllowRebalance: a worker
+// whose queue is full gets its topic paused instead. So a revoked topic's
+// worker is stopped, and its applied offsets committed, before any other
+// member can own the topic: two workers never apply one database at once.
+func (a *Applier) consumeEvents(ctx context.Context) error {
+	pattern := "^" + strings.ReplaceAll(a.cfg.Topics.Prefix, ".", `\.`) + `\.events\..+`
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(a.cfg.Brokers...),
+		kgo.ConsumerGroup(a.cfg.Group),
+		kgo.ConsumeRegex(),
+		kgo.ConsumeTopics(pattern),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers come through as control records so their
+		// offsets are committed too: a caught-up applier's group lag is 0,
+		// not 1, for dashboards that read it as RPO.
+		kgo.KeepControlRecords(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.MetadataMaxAge(10 * time.Second), // new databases' topics are found within seconds
+		kgo.AutoCommitMarks(),
+		kgo.AutoCommitInterval(time.Second),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
+			a.stopWorkers(lost)
+			if err := cl.CommitMarkedOffsets(ctx); err != nil {
+				a.log.Warn("commit on revoke", "err", err)
+			}
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+			a.stopWorkers(lost)
+		}),
+	}, a.cfg.KafkaOpts...)...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	a.mu.Lock()
+	a.cl = cl
+	a.mu.Unlock()
+	defer func() {
+		a.stopWorkers(nil)
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := cl.CommitMarkedOffsets(cctx); err != nil {
+			a.log.Warn("commit at shutdown", "err", err)
+		}
+		cl.LeaveGroup()
+		cl.Close()
+	}()
+	a.log.Info("applier started", "group", a.cfg.Group, "topics", pattern)
+	for {
+		fs := cl.PollRecords(ctx, 1000)
+		if ctx.Err() != nil {
+			cl.AllowRebalance()
+			return nil
+		}
+		if err := fatal(fs); err != nil {
+			cl.AllowRebalance()
+			return err
+		}
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) == 0 {
+				return
+			}
+			a.dispatch(ctx, p.Topic, p.Partition, p.Records)
+		})
+		cl.AllowRebalance()
+	}
+}
+
+// fatal returns the first fetch error that ends the consumer.
+func fatal(fs kgo.Fetches) error {
+	for _, fe := range fs.Errors() {
+		if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, kgo.ErrClientClosed) {
+			continue
+		}
+		var ke *kgo.ErrFirstReadEOF
+		if errors.As(fe.Err, &ke) {
+			continue
+		}
+		if fe.Topic == "" {
+			return fmt.Errorf("kafka: %w", fe.Err)
+		}
+	}
+	return nil
+}
+
+func (a *Applier) dispatch(ctx context.Context, topic string, partition int32, recs []*kgo.Record) {
+	db := strings.TrimPrefix(topic, a.cfg.Topics.Prefix+".events.")
+	a.mu.Lock()
+	w := a.workers[topic]
+	if w == nil {
+		w = newWorker(a, db, topic, partition)
+		a.workers[topic] = w
+		go w.run(ctx)
+	}
+	a.mu.Unlock()
+	items := make([]*item, 0, len(recs))
+	for _, r := range recs {
+		items = append(items, a.decode(ctx, r))
+	}
+	if w.push(items) > a.cfg.LookAhead {
+		a.cl.PauseFetchTopics(topic)
+	}
+}
+
+// decode turns an event-topic record into an item; an undecodable record
+// becomes an item that halts the worker when it reaches it.
+func (a *Applier) decode(ctx context.Context, r *kgo.Record) *item {
+	it := &item{rec: r}
+	if r.Attrs.IsControl() {
+		it.control = true
+		return it
+	}
+	v, err := a.cfg.Codec.Decode(ctx, r.Value)
+	switch v := v.(type) {
+	case *schemas.Event:
+		it.ev = v
+	case *schemas.Heartbeat:
+		it.hb = v
+	default:
+		if err == nil {
+			err = fmt.Errorf("a %T record on an event topic", v)
+		}
+		it.err = fmt.Errorf("record at %s[%d] offset %d (key %q) does not decode: %w", r.Topic, r.Partition, r.Offset, r.Key, err)
+	}
+	return it
+}
+
+// stopWorkers stops the workers of the given topics (all when nil) and
+// waits until they have returned.
+func (a *Applier) stopWorkers(topics map[string][]int32) {
+	a.mu.Lock()
+	var stopped []*worker
+	for t, w := range a.workers {
+		if _, ok := topics[t]; ok || topics == nil {
+			w.stop()
+			stopped = append(stopped, w)
+			delete(a.workers, t)
+		}
+	}
+	a.mu.Unlock()
+	for _, w := range stopped {
+		<-w.done
+	}
+}

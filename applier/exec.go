@@ -1,0 +1,269 @@
+package applier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/beltran/gohive/hive_metastore"
+
+	"github.com/hivedr/hivedr/internal/hms"
+)
+
+// Metastore is the part of the DR metastore's Thrift API the applier uses
+// (*hms.Client).
+type Metastore interface {
+	GetDatabase(ctx context.Context, name string) (*hive_metastore.Database, error)
+	CreateDatabase(ctx context.Context, db *hive_metastore.Database) error
+	AlterDatabase(ctx context.Context, name string, db *hive_metastore.Database) error
+	DropDatabase(ctx context.Context, name string, deleteData, cascade bool) error
+	GetTableReq(ctx context.Context, req *hive_metastore.GetTableRequest) (*hive_metastore.GetTableResult_, error)
+	CreateTable(ctx context.Context, t *hive_metastore.Table) error
+	AlterTableWithEnvironmentContext(ctx context.Context, db, name string, t *hive_metastore.Table, env *hive_metastore.EnvironmentContext) error
+	DropTable(ctx context.Context, db, name string, deleteData bool) error
+	GetPartitionsByNamesReq(ctx context.Context, req *hive_metastore.GetPartitionsByNamesRequest) (*hive_metastore.GetPartitionsByNamesResult_, error)
+	AddPartitions(ctx context.Context, parts []*hive_metastore.Partition) (int32, error)
+	AlterPartitions(ctx context.Context, db, table string, parts []*hive_metastore.Partition) error
+	RenamePartition(ctx context.Context, db, table string, vals []string, part *hive_metastore.Partition) error
+	DropPartition(ctx context.Context, db, table string, vals []string, deleteData bool) (bool, error)
+}
+
+// Files lists and removes DR data files (PruneFiles).
+type Files interface {
+	// List returns the locations of the files directly under dir.
+	List(ctx context.Context, dir string) ([]string, error)
+	Remove(ctx context.Context, loc string) error
+}
+
+// WrittenAfter reports whether a copy task of an event after eventID wrote
+// target (*state.Completions).
+type WrittenAfter func(target string, eventID int64) (bool, error)
+
+// executor reads DR state and runs actions on one metastore connection.
+type executor struct {
+	ms           Metastore
+	files        Files
+	writtenAfter WrittenAfter
+}
+
+// RefusedError is the metastore refusing an operation (as opposed to the
+// connection failing): retrying will not help, so the database halts.
+type RefusedError struct {
+	Op  string
+	Err error
+}
+
+func (e *RefusedError) Error() string { return e.Op + ": the metastore refused: " + e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// classify wraps err as a RefusedError when the metastore answered with an
+// exception; transport errors are returned as they are (transient).
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var te thrift.TTransportException
+	if errors.As(err, &te) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var ae thrift.TApplicationException
+	if errors.As(err, &ae) {
+		return &RefusedError{Op: op, Err: err}
+	}
+	switch err.(type) {
+	case *hive_metastore.MetaException, *hive_metastore.InvalidOperationException,
+		*hive_metastore.AlreadyExistsException, *hive_metastore.NoSuchObjectException,
+		*hive_metastore.InvalidObjectException:
+		return &RefusedError{Op: op, Err: err}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func isNoSuchObject(err error) bool {
+	var n *hive_metastore.NoSuchObjectException
+	return errors.As(err, &n)
+}
+
+// read fetches the DR state of the objects t names.
+func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
+	r := Replica{
+		Databases:  map[string]*hive_metastore.Database{},
+		Tables:     map[TableKey]*hive_metastore.Table{},
+		Partitions: map[PartKey]*hive_metastore.Partition{},
+	}
+	for _, name := range t.Databases {
+		db, err := x.ms.GetDatabase(ctx, name)
+		if isNoSuchObject(err) {
+			continue
+		}
+		if err != nil {
+			return r, classify("get database "+name, err)
+		}
+		r.Databases[name] = db
+	}
+	for _, k := range t.Tables {
+		if _, seen := r.Tables[k]; seen || r.Databases[k.DB] == nil {
+			continue
+		}
+		// get_table_req: Hive 4 removed get_table.
+		res, err := x.ms.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: k.DB, TblName: k.Name})
+		if isNoSuchObject(err) {
+			continue
+		}
+		if err != nil {
+			return r, classify("get table "+k.String(), err)
+		}
+		if res.Table != nil {
+			r.Tables[k] = res.Table
+		}
+	}
+	byTable := map[TableKey][]PartKey{}
+	for _, k := range t.Partitions {
+		byTable[k.TableKey] = append(byTable[k.TableKey], k)
+	}
+	for tk, keys := range byTable {
+		tb := r.Tables[tk]
+		if tb == nil {
+			continue
+		}
+		names := make([]string, 0, len(keys))
+		for _, k := range keys {
+			names = append(names, PartitionName(tb.PartitionKeys, strings.Split(k.Values, "/")))
+		}
+		res, err := x.ms.GetPartitionsByNamesReq(ctx, &hive_metastore.GetPartitionsByNamesRequest{DbName: tk.DB, TblName: tk.Name, Names: names})
+		if isNoSuchObject(err) {
+			continue
+		}
+		if err != nil {
+			return r, classify("get partitions of "+tk.String(), err)
+		}
+		for _, p := range res.Partitions {
+			r.Partitions[partKey(tk, p.Values)] = p
+		}
+	}
+	return r, nil
+}
+
+// run performs one action.
+func (x *executor) run(ctx context.Context, a Action) error {
+	op := a.String()
+	switch a := a.(type) {
+	case CreateDatabase:
+		return classify(op, x.ms.CreateDatabase(ctx, a.DB))
+	case AlterDatabase:
+		return classify(op, x.ms.AlterDatabase(ctx, a.Name, a.DB))
+	case DropDatabase:
+		err := x.ms.DropDatabase(ctx, a.Name, false, true)
+		if isNoSuchObject(err) {
+			return nil
+		}
+		return classify(op, err)
+	case CreateTable:
+		return classify(op, x.ms.CreateTable(ctx, a.Table))
+	case AlterTable:
+		// The metastore must not touch data on a replica: the files are
+		// copied to their DR locations by copyd.
+		env := &hive_metastore.EnvironmentContext{Properties: map[string]string{"DO_NOT_UPDATE_STATS": "true"}}
+		return classify(op, x.ms.AlterTableWithEnvironmentContext(ctx, a.DB, a.Name, a.Table, env))
+	case DropTable:
+		err := x.ms.DropTable(ctx, a.DB, a.Name, false)
+		if isNoSuchObject(err) {
+			return nil
+		}
+		return classify(op, err)
+	case AddPartitions:
+		_, err := x.ms.AddPartitions(ctx, a.Parts)
+		return classify(op, err)
+	case AlterPartitions:
+		return classify(op, x.ms.AlterPartitions(ctx, a.DB, a.Table, a.Parts))
+	case RenamePartition:
+		return classify(op, x.ms.RenamePartition(ctx, a.DB, a.Table, a.Values, a.Part))
+	case DropPartitions:
+		for _, v := range a.Values {
+			if _, err := x.ms.DropPartition(ctx, a.DB, a.Table, v, false); err != nil && !isNoSuchObject(err) {
+				return classify(op, err)
+			}
+		}
+		return nil
+	case PruneFiles:
+		return x.prune(ctx, a)
+	}
+	return fmt.Errorf("unknown action %T", a)
+}
+
+// prune removes the files under a.Dir that the source removed, keeping
+// a.Keep and every file a later event's copy task wrote.
+func (x *executor) prune(ctx context.Context, a PruneFiles) error {
+	if x.files == nil {
+		return &RefusedError{Op: a.String(), Err: errors.New("no filesystem is configured for DR data")}
+	}
+	locs, err := x.files.List(ctx, a.Dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", a, err)
+	}
+	keep := make(map[string]bool, len(a.Keep))
+	for _, k := range a.Keep {
+		keep[cleanLoc(k)] = true
+	}
+	for _, loc := range locs {
+		base := path.Base(loc)
+		if keep[cleanLoc(loc)] || strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") {
+			continue
+		}
+		later, err := x.writtenAfter(loc, a.EventID)
+		if err != nil {
+			return fmt.Errorf("%s: %w", a, err)
+		}
+		if later {
+			continue
+		}
+		if err := x.files.Remove(ctx, loc); err != nil {
+			return fmt.Errorf("%s: remove %s: %w", a, loc, err)
+		}
+	}
+	return nil
+}
+
+func cleanLoc(s string) string { return strings.TrimSuffix(s, "/") }
+
+// PartitionName is the metastore's name of a partition,
+// k1=v1/k2=v2, with the escaping Hive applies to path names.
+func PartitionName(keys []*hive_metastore.FieldSchema, values []string) string {
+	var b strings.Builder
+	for i, v := range values {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		k := ""
+		if i < len(keys) {
+			k = keys[i].Name
+		}
+		b.WriteString(escapePathName(strings.ToLower(k)))
+		b.WriteByte('=')
+		if v == "" {
+			v = "__HIVE_DEFAULT_PARTITION__"
+		}
+		b.WriteString(escapePathName(v))
+	}
+	return b.String()
+}
+
+// escapePathName escapes the characters Hive's FileUtils.escapePathName
+// escapes, as %XX.
+func escapePathName(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == 0x7f || strings.IndexByte("\"#%'*/:=?\\{[]^", c) >= 0 {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+var _ Metastore = (*hms.Client)(nil)

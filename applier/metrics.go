@@ -1,0 +1,82 @@
+package applier
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the applier's Prometheus metrics. Register them with
+// Register; they are not registered globally.
+type Metrics struct {
+	events       *prometheus.CounterVec
+	applySeconds *prometheus.HistogramVec
+	eventLag     *prometheus.HistogramVec
+	lastID       *prometheus.GaugeVec
+	lastTime     *prometheus.GaugeVec
+	lagEvents    *prometheus.GaugeVec
+	lagSeconds   *prometheus.GaugeVec
+	waiting      *prometheus.GaugeVec
+	waitSeconds  *prometheus.CounterVec
+	halted       *prometheus.GaugeVec
+	completions  *prometheus.CounterVec
+	undecodable  prometheus.Counter
+}
+
+// NewMetrics makes the applier's metrics.
+func NewMetrics() *Metrics {
+	return &Metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hivedr_applier_events_total",
+			Help: "Events handled, by database, event type and result (applied, or the reason it changed nothing: already_applied, superseded, not_replicated_*, ...).",
+		}, []string{"db", "type", "result"}),
+		applySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hivedr_applier_apply_seconds",
+			Help:    "Time to apply one event to the DR metastore (read state, plan, run actions), by event type; waiting for files is not included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"type"}),
+		eventLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hivedr_applier_event_lag_seconds",
+			Help:    "End-to-end lag of applied events: from the source event time (whole seconds, as the metastore records it) to applied on DR.",
+			Buckets: []float64{0.25, 0.5, 0.75, 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 15, 20, 30, 60, 120, 300},
+		}, []string{"db"}),
+		lastID: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hivedr_applier_last_event_id", Help: "Source event ID of the last event applied (or found already applied) per database.",
+		}, []string{"db"}),
+		lastTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hivedr_applier_last_event_time_seconds", Help: "Source time (Unix seconds) of the last event applied per database.",
+		}, []string{"db"}),
+		lagEvents: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hivedr_applier_lag_events", Help: "Events fetched from the database's topic and not yet applied (see also the consumer group's lag).",
+		}, []string{"db"}),
+		lagSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hivedr_applier_lag_seconds",
+			Help: "How far behind the source the replica is, per database: now minus the source time up to which the replica is complete (the oldest unapplied event's time, or, when caught up, the newest event or heartbeat seen).",
+		}, []string{"db"}),
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hivedr_applier_waiting", Help: "1 while a database's worker waits, by reason (waiting_for_files, cross_database, source_gone, copy_failed); the gauge value for waiting_for_files is the number of files.",
+		}, []string{"db", "reason"}),
+		waitSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hivedr_applier_wait_seconds_total", Help: "Time workers spent waiting, by database and reason.",
+		}, []string{"db", "reason"}),
+		halted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hivedr_applier_halted", Help: "1 when a database's worker has halted, by reason; the log and `hivedr status` name the event.",
+		}, []string{"db", "reason"}),
+		completions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hivedr_applier_completions_total", Help: "Copy completions read from the completions topic, by status.",
+		}, []string{"status"}),
+		undecodable: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hivedr_applier_undecodable_completions_total", Help: "Completion records that did not decode (logged with their offset); an event waiting for one waits until it is re-copied.",
+		}),
+	}
+}
+
+// Register adds the metrics to reg.
+func (m *Metrics) Register(reg prometheus.Registerer) error {
+	var errs []error
+	for _, c := range []prometheus.Collector{m.events, m.applySeconds, m.eventLag, m.lastID, m.lastTime,
+		m.lagEvents, m.lagSeconds, m.waiting, m.waitSeconds, m.halted, m.completions, m.undecodable} {
+		errs = append(errs, reg.Register(c))
+	}
+	return errors.Join(errs...)
+}

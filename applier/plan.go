@@ -1,0 +1,974 @@
+package applier
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/beltran/gohive/hive_metastore"
+
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// Policy is the part of the replication policy the plan needs.
+type Policy interface {
+	// MapPath rewrites a source location to its DR location.
+	MapPath(src string) (string, error)
+	// Replicated reports whether db.table is in the replication scope.
+	Replicated(db, table string) bool
+}
+
+// Copy is what the applier knows of one copy task's completion.
+type Copy struct {
+	Status    schemas.CopyStatus
+	TargetURI string
+	// Error is copyd's error and evidence, for FAILED and SOURCE_GONE.
+	Error string
+}
+
+// OK reports whether the file is at its target, verified.
+func (c Copy) OK() bool {
+	return c.Status == schemas.StatusCopied || c.Status == schemas.StatusSkippedIdentical
+}
+
+// TableKey names a table; names are lower case, as the metastore keeps them.
+type TableKey struct{ DB, Name string }
+
+// PartKey names a partition: its table and its values joined by "/".
+type PartKey struct {
+	TableKey
+	Values string
+}
+
+func tableKey(db, name string) TableKey {
+	return TableKey{strings.ToLower(db), strings.ToLower(name)}
+}
+
+func partKey(t TableKey, values []string) PartKey {
+	return PartKey{t, strings.Join(values, "/")}
+}
+
+func (k TableKey) String() string { return k.DB + "." + k.Name }
+func (k PartKey) String() string  { return k.TableKey.String() + " partition [" + k.Values + "]" }
+
+// Replica is what the DR metastore holds of the objects an event touches
+// (see Touches); a missing entry means the object does not exist.
+type Replica struct {
+	Databases  map[string]*hive_metastore.Database
+	Tables     map[TableKey]*hive_metastore.Table
+	Partitions map[PartKey]*hive_metastore.Partition
+}
+
+// Input is everything Plan decides on.
+type Input struct {
+	// DB is the database whose topic the event came from.
+	DB string
+	// Source names the primary site; DR databases are marked with it.
+	Source string
+	Event  *schemas.Event
+	// Replica is the DR state of the objects the event touches.
+	Replica Replica
+	// Copies holds the completions known for the event's files, by task ID.
+	Copies map[string]Copy
+	// Later are the events after this one already read from the same
+	// topic, oldest first: a file that can no longer be copied is
+	// tolerated only if one of them removes or replaces its object.
+	Later []*schemas.Event
+	// Skip is set when an operator asked to skip this event.
+	Skip   bool
+	Policy Policy
+}
+
+// Outcome is what a Decision asks the worker to do.
+type Outcome int
+
+// The outcomes of Plan.
+const (
+	// Apply runs Actions, then moves on.
+	Apply Outcome = iota
+	// NoOp moves on without changing the replica (but Actions may still
+	// hold the database's repl.last.id update).
+	NoOp
+	// Wait retries the same event later: files are not copied yet, or
+	// another database's worker must apply the event first.
+	Wait
+	// Halt stops the database's worker at this event.
+	Halt
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Apply:
+		return "apply"
+	case NoOp:
+		return "noop"
+	case Wait:
+		return "wait"
+	case Halt:
+		return "halt"
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Wait reasons that turn into a halt when they last (see Config.HaltAfter):
+// nothing but an operator will change them.
+const (
+	ReasonSourceGone = "source_gone"
+	ReasonCopyFailed = "copy_failed"
+)
+
+// Decision is Plan's answer.
+type Decision struct {
+	Outcome Outcome
+	// Reason is a short label (metrics, status): already_applied,
+	// waiting_for_files, decode, missing_object, ...
+	Reason string
+	// Detail says it for a human, naming the objects and values.
+	Detail  string
+	Actions []Action
+	// WaitTasks are the copy tasks a Wait waits for.
+	WaitTasks []string
+	// WaitDB is the database whose repl.last.id must reach the event
+	// before this worker may go on (cross-database renames).
+	WaitDB string
+}
+
+// Touched lists the DR objects whose state Plan needs for an event.
+type Touched struct {
+	Databases  []string
+	Tables     []TableKey
+	Partitions []PartKey
+}
+
+// Touches says which DR objects Plan reads for ev arriving on db's topic.
+func Touches(db string, ev *schemas.Event) Touched {
+	var t Touched
+	addDB := func(name string) {
+		name = strings.ToLower(name)
+		for _, d := range t.Databases {
+			if d == name {
+				return
+			}
+		}
+		t.Databases = append(t.Databases, name)
+	}
+	addTable := func(tb *schemas.Table) {
+		if tb != nil && tb.Name != "" {
+			t.Tables = append(t.Tables, tableKey(tb.Database, tb.Name))
+			addDB(tb.Database)
+		}
+	}
+	addDB(db)
+	switch p := ev.Payload.(type) {
+	case *schemas.TableChange:
+		addTable(p.Before)
+		addTable(p.After)
+	case *schemas.PartitionChange:
+		tk := eventTable(ev, p.Table)
+		t.Tables = append(t.Tables, tk)
+		for _, ps := range [][]schemas.Partition{p.Before, p.After} {
+			for _, part := range ps {
+				t.Partitions = append(t.Partitions, partKey(tk, part.Values))
+			}
+		}
+	case *schemas.InsertData:
+		tk := eventTable(ev, p.Table)
+		t.Tables = append(t.Tables, tk)
+		if p.Partition != nil {
+			t.Partitions = append(t.Partitions, partKey(tk, p.Partition.Values))
+		}
+	}
+	return t
+}
+
+func eventTable(ev *schemas.Event, t *schemas.Table) TableKey {
+	if t != nil && t.Name != "" {
+		return tableKey(t.Database, t.Name)
+	}
+	return tableKey(ev.Database, ev.Table)
+}
+
+// Plan decides what one event does to the replica. It does no I/O: the
+// worker reads the state Touches names, asks Plan, and runs the actions.
+//
+// Guarantees kept here:
+//   - Idempotent re-drive (5): an event at or below the DR database's
+//     repl.last.id, or below the stamp of the object it changes, is a no-op.
+//   - Data before metadata (4): a table, partition or insert whose files
+//     are not all copied and verified waits. A file that cannot be copied
+//     (FAILED, SOURCE_GONE) is tolerated only when a later event of the
+//     topic removes or replaces its object; then that object is left out
+//     (the replica reaches the final state without ever showing it
+//     without files). Otherwise the worker waits and, after a grace
+//     period, halts.
+//   - Loud halts (7): events carrying errors from the tailer, unknown
+//     types, unmappable locations and missing objects halt the database.
+func Plan(in Input) Decision {
+	ev := in.Event
+	p := planner{in: in, ev: ev, db: strings.ToLower(in.DB)}
+	cur := in.Replica.Databases[p.db]
+	if cur != nil && stamp(cur.Parameters) >= ev.EventID {
+		return Decision{Outcome: NoOp, Reason: "already_applied",
+			Detail: fmt.Sprintf("DR database %s is at event %d", p.db, stamp(cur.Parameters))}
+	}
+	if cur != nil && cur.Parameters[ParamTarget] == "" {
+		return halt("not_a_replica", "DR database %s exists but is not a replication target (no %s parameter): refusing to write into it", p.db, ParamTarget)
+	}
+	if in.Skip {
+		// Skipping still moves the watermark (and carries the skip note
+		// the worker adds), like any other no-op.
+		d := p.noop("skipped_by_operator", "event skipped by an operator (see %s%d on the DR database)", ParamSkippedPrefix, ev.EventID)
+		if w := p.watermark(nil); w != nil {
+			d.Actions = append(d.Actions, w)
+		}
+		return d
+	}
+	// Checked after the watermark and the skip: an event the tailer could
+	// not decode is exactly what an operator skips, and a re-drive past
+	// a skipped one must not halt on it again.
+	if len(ev.Errors) > 0 {
+		e := ev.Errors[0]
+		d := e.Message
+		if e.Path != "" && !strings.Contains(d, e.Path) {
+			d += " (path " + e.Path + ")"
+		}
+		return halt(strings.ToLower(string(e.Kind)), "the tailer could not decode or route this event: %s", d)
+	}
+	if cur == nil && ev.EventType == "DROP_DATABASE" {
+		// Dropped already (a crash after the drop, before the offset
+		// commit): the drop leaves no watermark to say so.
+		return p.noop("already_applied", "DR database %s does not exist", p.db)
+	}
+	if cur == nil && ev.EventType != "CREATE_DATABASE" {
+		if s := p.supersededBy(objKey{db: p.db}); s != nil {
+			return Decision{Outcome: NoOp, Reason: "superseded",
+				Detail: fmt.Sprintf("DR database %s does not exist and event %d (%s) drops it", p.db, s.EventID, s.EventType)}
+		}
+		return halt("database_missing", "DR database %s does not exist: replicate it from its CREATE_DATABASE event or bootstrap it", p.db)
+	}
+	d := p.plan()
+	if d.Outcome == Apply || d.Outcome == NoOp {
+		if w := p.watermark(d.Actions); w != nil {
+			d.Actions = append(d.Actions, w)
+		}
+	}
+	return d
+}
+
+type planner struct {
+	in Input
+	ev *schemas.Event
+	db string
+}
+
+func halt(reason, format string, args ...any) Decision {
+	return Decision{Outcome: Halt, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+func (p *planner) noop(reason, format string, args ...any) Decision {
+	return Decision{Outcome: NoOp, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+func apply(actions ...Action) Decision {
+	return Decision{Outcome: Apply, Reason: "applied", Actions: actions}
+}
+
+// Event types the replica has nothing to do for, by reason. They still
+// advance the database's repl.last.id and are counted by type.
+var notReplicated = map[string]string{
+	"UPDATE_TBL_COL_STAT_EVENT": "column_stats", "UPDATE_TABLE_COLUMN_STAT": "column_stats",
+	"DELETE_TBL_COL_STAT_EVENT": "column_stats", "DELETE_TABLE_COLUMN_STAT": "column_stats",
+	"UPDATE_PART_COL_STAT_EVENT": "column_stats", "UPDATE_PARTITION_COLUMN_STAT": "column_stats",
+	"DELETE_PART_COL_STAT_EVENT": "column_stats", "DELETE_PARTITION_COLUMN_STAT": "column_stats",
+	"UPDATE_PART_COL_STAT_EVENT_BATCH": "column_stats", "UPDATE_PARTITION_COLUMN_STAT_BATCH": "column_stats",
+	"CREATE_FUNCTION": "functions", "DROP_FUNCTION": "functions",
+	"ADD_PRIMARYKEY": "constraints", "ADD_FOREIGNKEY": "constraints", "ADD_UNIQUECONSTRAINT": "constraints",
+	"ADD_NOTNULLCONSTRAINT": "constraints", "ADD_DEFAULTCONSTRAINT": "constraints",
+	"ADD_CHECKCONSTRAINT": "constraints", "DROP_CONSTRAINT": "constraints",
+	"RELOAD": "reload", "COMMIT_COMPACTION_EVENT": "compaction", "COMMIT_COMPACTION": "compaction",
+}
+
+func (p *planner) plan() Decision {
+	ev := p.ev
+	switch ev.EventType {
+	case "CREATE_DATABASE", "ALTER_DATABASE":
+		c, ok := ev.Payload.(*schemas.DatabaseChange)
+		if !ok || c.After == nil {
+			return p.noPayload()
+		}
+		return p.putDatabase(c.After)
+	case "DROP_DATABASE":
+		return apply(DropDatabase{Name: p.db})
+	case "CREATE_TABLE", "ALTER_TABLE", "DROP_TABLE":
+		c, ok := ev.Payload.(*schemas.TableChange)
+		if !ok {
+			return p.noPayload()
+		}
+		switch {
+		case ev.EventType == "CREATE_TABLE" && c.After != nil:
+			return p.createTable(c.After)
+		case ev.EventType == "DROP_TABLE" && c.Before != nil:
+			return p.dropTable(c.Before)
+		case ev.EventType == "ALTER_TABLE" && c.Before != nil && c.After != nil:
+			return p.alterTable(c)
+		}
+		return p.noPayload()
+	case "ADD_PARTITION", "ALTER_PARTITION", "ALTER_PARTITIONS", "DROP_PARTITION":
+		c, ok := ev.Payload.(*schemas.PartitionChange)
+		if !ok {
+			return p.noPayload()
+		}
+		return p.partitions(c)
+	case "INSERT":
+		c, ok := ev.Payload.(*schemas.InsertData)
+		if !ok {
+			return p.noPayload()
+		}
+		return p.insert(c)
+	case "OPEN_TXN", "COMMIT_TXN", "ABORT_TXN", "ALLOC_WRITE_ID_EVENT", "ALLOC_WRITE_ID":
+		if t, ok := ev.Payload.(*schemas.Transaction); ok && len(t.WriteIDs) > 0 {
+			return halt("acid_unsupported", "%s %d wrote to transactional tables (%s.%s, ...): hivedr does not replicate ACID tables yet",
+				ev.EventType, ev.EventID, t.WriteIDs[0].Database, t.WriteIDs[0].Table)
+		}
+		return p.noop("transaction", "%s touches no non-transactional table", ev.EventType)
+	case "ACID_WRITE_EVENT", "ACID_WRITE", "BATCH_ACID_WRITE_EVENT", "BATCH_ACID_WRITE":
+		return halt("acid_unsupported", "%s on %s.%s: hivedr does not replicate ACID tables yet", ev.EventType, ev.Database, ev.Table)
+	}
+	if r, ok := notReplicated[ev.EventType]; ok {
+		return p.noop("not_replicated_"+r, "%s events are not replicated", ev.EventType)
+	}
+	return halt("unknown_event_type", "event type %s is not known to the applier", ev.EventType)
+}
+
+func (p *planner) noPayload() Decision {
+	return halt("decode", "%s event %d has no decoded payload of the expected kind (got %T)", p.ev.EventType, p.ev.EventID, p.ev.Payload)
+}
+
+// watermark is the action that moves the worker's DR database to this
+// event, or nil when the actions already did (or dropped it).
+func (p *planner) watermark(actions []Action) Action {
+	db := p.in.Replica.Databases[p.db]
+	for _, a := range actions {
+		switch a := a.(type) {
+		case DropDatabase:
+			if a.Name == p.db {
+				return nil
+			}
+		case CreateDatabase:
+			if strings.EqualFold(a.DB.Name, p.db) {
+				return nil
+			}
+		case AlterDatabase:
+			if a.Name == p.db {
+				return nil
+			}
+		}
+	}
+	if db == nil {
+		return nil
+	}
+	next := *db
+	next.Parameters = copyParams(db.Parameters)
+	next.Parameters[ParamLastID] = strconv.FormatInt(p.ev.EventID, 10)
+	delete(next.Parameters, ParamHalted)
+	return AlterDatabase{Name: p.db, DB: &next}
+}
+
+// stamp is the source event ID recorded in a DR object's parameters; 0
+// when there is none.
+func stamp(params map[string]string) int64 {
+	n, _ := strconv.ParseInt(params[ParamLastID], 10, 64)
+	return n
+}
+
+func copyParams(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+2)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// ---- databases
+
+func (p *planner) putDatabase(src *schemas.Database) Decision {
+	if !strings.EqualFold(src.Name, p.db) {
+		return halt("decode", "%s event %d names database %s on the topic of %s", p.ev.EventType, p.ev.EventID, src.Name, p.db)
+	}
+	db := &hive_metastore.Database{
+		Name: p.db, Description: src.Description, Parameters: copyParams(src.Parameters),
+		CatalogName: strPtr("hive"),
+	}
+	if src.Owner != "" {
+		db.OwnerName = strPtr(src.Owner)
+		user := hive_metastore.PrincipalType_USER
+		db.OwnerType = &user
+	}
+	var err error
+	if db.LocationUri, err = p.mapLocation(src.Location); err != nil {
+		return pathHalt(err)
+	}
+	if src.ManagedLocation != "" {
+		m, err := p.mapLocation(src.ManagedLocation)
+		if err != nil {
+			return pathHalt(err)
+		}
+		db.ManagedLocationUri = &m
+	}
+	cur := p.in.Replica.Databases[p.db]
+	if cur != nil {
+		for k, v := range cur.Parameters { // our own bookkeeping survives the source's alters
+			if strings.HasPrefix(k, "hivedr.") && k != ParamHalted {
+				db.Parameters[k] = v
+			}
+		}
+	}
+	db.Parameters[ParamTarget] = "hivedr:" + p.in.Source
+	db.Parameters[ParamLastID] = strconv.FormatInt(p.ev.EventID, 10)
+	if cur == nil {
+		return apply(CreateDatabase{DB: db})
+	}
+	return apply(AlterDatabase{Name: p.db, DB: db})
+}
+
+func strPtr(s string) *string { return &s }
+
+type pathError struct{ err error }
+
+func (e pathError) Error() string { return e.err.Error() }
+
+func pathHalt(err error) Decision {
+	return halt("path_outside_roots", "%v", err)
+}
+
+func (p *planner) mapLocation(loc string) (string, error) {
+	if loc == "" {
+		return "", nil
+	}
+	m, err := p.in.Policy.MapPath(loc)
+	if err != nil {
+		return "", pathError{fmt.Errorf("location %s of event %d: %w", loc, p.ev.EventID, err)}
+	}
+	return m, nil
+}
+
+// ---- tables
+
+func (p *planner) createTable(src *schemas.Table) Decision {
+	k := tableKey(src.Database, src.Name)
+	cur := p.in.Replica.Tables[k]
+	if cur != nil && stamp(cur.Parameters) >= p.ev.EventID {
+		return p.noop("already_applied", "%s is at event %d", k, stamp(cur.Parameters))
+	}
+	if d, ok := p.filesReady(objKey{db: k.DB, table: k.Name}, p.ev.Files); !ok {
+		return d
+	}
+	t, err := p.table(src)
+	if err != nil {
+		return pathHalt(err)
+	}
+	if cur != nil { // an older incarnation the replica never saw dropped
+		return apply(DropTable{DB: k.DB, Name: k.Name}, CreateTable{Table: t})
+	}
+	return apply(CreateTable{Table: t})
+}
+
+func (p *planner) dropTable(src *schemas.Table) Decision {
+	k := tableKey(src.Database, src.Name)
+	cur := p.in.Replica.Tables[k]
+	if cur == nil {
+		return p.noop("already_applied", "%s does not exist on DR", k)
+	}
+	if stamp(cur.Parameters) >= p.ev.EventID {
+		return p.noop("already_applied", "%s on DR is a newer incarnation (event %d)", k, stamp(cur.Parameters))
+	}
+	return apply(DropTable{DB: k.DB, Name: k.Name})
+}
+
+func (p *planner) alterTable(c *schemas.TableChange) Decision {
+	bk, ak := tableKey(c.Before.Database, c.Before.Name), tableKey(c.After.Database, c.After.Name)
+	cur, dst := p.in.Replica.Tables[bk], p.in.Replica.Tables[ak]
+	e := p.ev.EventID
+	if bk == ak {
+		// A truncate replaces an unpartitioned table's contents whole, so
+		// it also brings back a table left out earlier because a file of
+		// it could not be copied (see supersededBy).
+		recreate := cur == nil && c.IsTruncate && len(c.After.PartitionKeys) == 0
+		if cur == nil && !recreate {
+			return p.missing(objKey{db: bk.DB, table: bk.Name}, "%s does not exist on DR", bk)
+		}
+		if cur != nil && stamp(cur.Parameters) >= e {
+			return p.noop("already_applied", "%s is at event %d", bk, stamp(cur.Parameters))
+		}
+		t, err := p.table(c.After)
+		if err != nil {
+			return pathHalt(err)
+		}
+		// Prune before stamping: once the table carries the event's stamp
+		// a re-run is a no-op, so a crash in between must not lose the prune.
+		var acts []Action
+		if c.IsTruncate && len(t.PartitionKeys) == 0 && t.Sd != nil && t.Sd.Location != "" {
+			acts = append(acts, PruneFiles{Dir: t.Sd.Location, EventID: e})
+		}
+		if recreate {
+			return apply(append(acts, CreateTable{Table: t})...)
+		}
+		return apply(append(acts, AlterTable{DB: bk.DB, Name: bk.Name, Table: t})...)
+	}
+
+	// A rename.
+	if dst != nil && stamp(dst.Parameters) >= e {
+		return p.noop("already_applied", "%s is at event %d", ak, stamp(dst.Parameters))
+	}
+	fromInScope := p.in.Policy.Replicated(bk.DB, bk.Name)
+	if ak.DB != bk.DB && p.db == ak.DB && fromInScope {
+		// The destination database's worker: the source database's worker
+		// applies the rename in its own order; wait until it has.
+		if src := p.in.Replica.Databases[bk.DB]; src == nil || stamp(src.Parameters) < e {
+			return Decision{Outcome: Wait, Reason: "cross_database", WaitDB: bk.DB,
+				Detail: fmt.Sprintf("rename of %s to %s is applied by database %s's worker", bk, ak, bk.DB)}
+		}
+		return p.noop("applied_by_other_database", "rename of %s to %s was handled by database %s's worker", bk, ak, bk.DB)
+	}
+	if !fromInScope || (cur == nil && p.db == ak.DB && ak.DB != bk.DB) {
+		// Entering the scope: the table arrives as a new one (its
+		// partitions outside the scope were never replicated).
+		t, err := p.table(c.After)
+		if err != nil {
+			return pathHalt(err)
+		}
+		if dst != nil {
+			return apply(DropTable{DB: ak.DB, Name: ak.Name}, CreateTable{Table: t})
+		}
+		return apply(CreateTable{Table: t})
+	}
+	if !p.in.Policy.Replicated(ak.DB, ak.Name) { // leaving the scope
+		if cur == nil || stamp(cur.Parameters) >= e {
+			return p.noop("already_applied", "%s no longer on DR", bk)
+		}
+		return apply(DropTable{DB: bk.DB, Name: bk.Name})
+	}
+	if cur == nil {
+		return p.missing(objKey{db: bk.DB, table: bk.Name}, "%s (renamed to %s) does not exist on DR", bk, ak)
+	}
+	if stamp(cur.Parameters) >= e {
+		return p.noop("already_applied", "%s is at event %d", bk, stamp(cur.Parameters))
+	}
+	if p.in.Replica.Databases[ak.DB] == nil {
+		// Its worker creates it in its own order, maybe not yet: wait
+		// (if it never will, that worker halts on database_missing).
+		return Decision{Outcome: Wait, Reason: "cross_database", WaitDB: ak.DB,
+			Detail: fmt.Sprintf("DR database %s (rename target of %s) does not exist yet", ak.DB, bk)}
+	}
+	t, err := p.table(c.After)
+	if err != nil {
+		return pathHalt(err)
+	}
+	var acts []Action
+	if dst != nil { // a name reused: the old holder was dropped at the source
+		acts = append(acts, DropTable{DB: ak.DB, Name: ak.Name})
+	}
+	return apply(append(acts, AlterTable{DB: bk.DB, Name: bk.Name, Table: t})...)
+}
+
+// ---- partitions
+
+func (p *planner) partitions(c *schemas.PartitionChange) Decision {
+	tk := eventTable(p.ev, c.Table)
+	tbl := p.in.Replica.Tables[tk]
+	e := p.ev.EventID
+	if tbl == nil {
+		if p.ev.EventType == "DROP_PARTITION" {
+			return p.noop("already_applied", "%s does not exist on DR", tk)
+		}
+		return p.missing(objKey{db: tk.DB, table: tk.Name}, "%s does not exist on DR", tk)
+	}
+	if s := stamp(tbl.Parameters); s > e {
+		return p.laterIncarnation(tk, s)
+	}
+	if p.ev.EventType == "DROP_PARTITION" {
+		var vals [][]string
+		for _, part := range c.Before {
+			cur := p.in.Replica.Partitions[partKey(tk, part.Values)]
+			if cur != nil && stamp(cur.Parameters) < e {
+				vals = append(vals, part.Values)
+			}
+		}
+		if len(vals) == 0 {
+			return p.noop("already_applied", "the dropped partitions of %s are not on DR", tk)
+		}
+		return apply(DropPartitions{DB: tk.DB, Table: tk.Name, Values: vals})
+	}
+
+	var (
+		add, alter []*hive_metastore.Partition
+		renames    []Action
+		prunes     []Action
+		waits      []string
+		skipped    []string
+	)
+	claimed := make([]bool, len(p.ev.Files))
+	for i, part := range c.After {
+		pk := partKey(tk, part.Values)
+		cur := p.in.Replica.Partitions[pk]
+		var files []schemas.FileRef
+		if p.ev.EventType == "ADD_PARTITION" {
+			// Claimed before any skip below: files of a partition already
+			// added are not the table's.
+			files = filesUnder(p.ev.Files, part.Location, claimed)
+		}
+		var before []string
+		if p.ev.EventType != "ADD_PARTITION" && i < len(c.Before) {
+			before = c.Before[i].Values
+		}
+		renamed := before != nil && strings.Join(before, "/") != pk.Values
+		if renamed {
+			if cur != nil && stamp(cur.Parameters) >= e {
+				continue
+			}
+			old := p.in.Replica.Partitions[partKey(tk, before)]
+			if old == nil {
+				return p.missing(objKey{db: tk.DB, table: tk.Name, values: pk.Values}, "%s (renamed from %v) does not exist on DR", pk, before)
+			}
+		} else if cur != nil && stamp(cur.Parameters) >= e {
+			continue
+		}
+		obj := objKey{db: tk.DB, table: tk.Name, values: pk.Values}
+		if p.ev.EventType == "ADD_PARTITION" {
+			d, ok := p.filesReady(obj, files)
+			if !ok {
+				switch d.Outcome {
+				case NoOp: // superseded: leave the partition out
+					skipped = append(skipped, pk.Values)
+					continue
+				case Wait:
+					if d.Reason != "waiting_for_files" {
+						return d
+					}
+					waits = append(waits, d.WaitTasks...)
+					continue
+				default:
+					return d
+				}
+			}
+		} else if cur == nil && !renamed && !c.IsTruncate {
+			// (A truncate empties the partition whole, so it also brings
+			// back one left out earlier because a file of it could not be
+			// copied: it is added, empty.)
+			if s := p.supersededBy(obj); s != nil {
+				skipped = append(skipped, pk.Values)
+				continue
+			}
+			return halt("missing_object", "%s does not exist on DR (event %d %s)", pk, e, p.ev.EventType)
+		}
+		np, err := p.partition(tbl, &c.After[i])
+		if err != nil {
+			return pathHalt(err)
+		}
+		switch {
+		case renamed:
+			renames = append(renames, RenamePartition{DB: tk.DB, Table: tk.Name, Values: before, Part: np})
+		case cur == nil:
+			add = append(add, np)
+		default:
+			alter = append(alter, np)
+		}
+		if c.IsTruncate && np.Sd != nil && np.Sd.Location != "" {
+			prunes = append(prunes, PruneFiles{Dir: np.Sd.Location, EventID: e})
+		}
+	}
+	// Files of an ADD_PARTITION that no partition's location holds belong
+	// to the table.
+	var rest []schemas.FileRef
+	for i, f := range p.ev.Files {
+		if !claimed[i] {
+			rest = append(rest, f)
+		}
+	}
+	if len(rest) > 0 {
+		if d, ok := p.filesReady(objKey{db: tk.DB, table: tk.Name}, rest); !ok && d.Outcome != NoOp {
+			if d.Outcome != Wait || d.Reason != "waiting_for_files" {
+				return d
+			}
+			waits = append(waits, d.WaitTasks...)
+		}
+	}
+	if len(waits) > 0 {
+		return waitFiles(waits)
+	}
+	// Prunes first: once a partition carries the event's stamp a re-run
+	// skips it, so a crash in between must not lose the prune.
+	acts := prunes
+	if len(add) > 0 {
+		acts = append(acts, AddPartitions{DB: tk.DB, Table: tk.Name, Parts: add})
+	}
+	if len(alter) > 0 {
+		acts = append(acts, AlterPartitions{DB: tk.DB, Table: tk.Name, Parts: alter})
+	}
+	acts = append(acts, renames...)
+	if len(acts) == 0 {
+		if len(skipped) > 0 {
+			return p.noop("superseded", "partitions %v of %s are removed by a later event", skipped, tk)
+		}
+		return p.noop("already_applied", "the partitions of %s are at or past event %d", tk, e)
+	}
+	d := apply(acts...)
+	if len(skipped) > 0 {
+		d.Detail = fmt.Sprintf("partitions %v of %s left out: a later event removes them", skipped, tk)
+	}
+	return d
+}
+
+// filesUnder returns the files lying under dir, marking them claimed.
+func filesUnder(files []schemas.FileRef, dir string, claimed []bool) []schemas.FileRef {
+	if dir == "" {
+		return nil
+	}
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	var out []schemas.FileRef
+	for i, f := range files {
+		if !claimed[i] && strings.HasPrefix(f.URI, prefix) {
+			claimed[i] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ---- inserts
+
+func (p *planner) insert(c *schemas.InsertData) Decision {
+	tk := eventTable(p.ev, c.Table)
+	tbl := p.in.Replica.Tables[tk]
+	e := p.ev.EventID
+	obj := objKey{db: tk.DB, table: tk.Name}
+	// An INSERT OVERWRITE replaces its table's or partition's contents
+	// whole and carries its definition, so it also brings back one left
+	// out earlier because a file of it could not be copied (see
+	// supersededBy): the table is created, the partition added.
+	recreate := tbl == nil && c.Replace && c.Partition == nil && c.Table != nil && len(c.Table.PartitionKeys) == 0
+	if tbl == nil && !recreate {
+		return p.missing(obj, "%s does not exist on DR", tk)
+	}
+	var cur *hive_metastore.Partition
+	switch {
+	case recreate:
+	case c.Partition != nil:
+		if s := stamp(tbl.Parameters); s > e {
+			return p.laterIncarnation(tk, s)
+		}
+		pk := partKey(tk, c.Partition.Values)
+		obj.values = pk.Values
+		if cur = p.in.Replica.Partitions[pk]; cur == nil && !c.Replace {
+			return p.missing(obj, "%s does not exist on DR", pk)
+		}
+		if cur != nil && stamp(cur.Parameters) >= e {
+			return p.noop("already_applied", "%s is at event %d", pk, stamp(cur.Parameters))
+		}
+	case stamp(tbl.Parameters) >= e:
+		return p.noop("already_applied", "%s is at event %d", tk, stamp(tbl.Parameters))
+	}
+	if d, ok := p.filesReady(obj, p.ev.Files); !ok {
+		return d
+	}
+	var meta Action
+	var dir string
+	switch {
+	case recreate:
+		t, err := p.table(c.Table)
+		if err != nil {
+			return pathHalt(err)
+		}
+		meta = CreateTable{Table: t}
+		if t.Sd != nil {
+			dir = t.Sd.Location
+		}
+	case c.Partition != nil:
+		np, err := p.partition(tbl, c.Partition)
+		if err != nil {
+			return pathHalt(err)
+		}
+		var curParams map[string]string
+		if cur != nil {
+			curParams = cur.Parameters
+			if np.Sd == nil || np.Sd.Location == "" {
+				np.Sd = cur.Sd
+			}
+		}
+		np.Parameters = mergeParams(curParams, c.Partition.Parameters, e)
+		parts := []*hive_metastore.Partition{np}
+		if cur == nil {
+			meta = AddPartitions{DB: tk.DB, Table: tk.Name, Parts: parts}
+		} else {
+			meta = AlterPartitions{DB: tk.DB, Table: tk.Name, Parts: parts}
+		}
+		if np.Sd != nil {
+			dir = np.Sd.Location
+		}
+	default:
+		nt := *tbl
+		src := map[string]string(nil)
+		if c.Table != nil {
+			src = c.Table.Parameters
+		}
+		nt.Parameters = mergeParams(tbl.Parameters, src, e)
+		meta = AlterTable{DB: tk.DB, Name: tk.Name, Table: &nt}
+		if nt.Sd != nil {
+			dir = nt.Sd.Location
+		}
+	}
+	// Prune before stamping: once the object carries the event's stamp a
+	// re-run is a no-op, so a crash in between must not lose the prune.
+	var acts []Action
+	if c.Replace && dir != "" {
+		keep := make([]string, 0, len(p.ev.Files))
+		for _, f := range p.ev.Files {
+			t, err := p.mapLocation(f.URI)
+			if err != nil {
+				return pathHalt(err)
+			}
+			keep = append(keep, t)
+		}
+		acts = append(acts, PruneFiles{Dir: dir, Keep: keep, EventID: e})
+	}
+	return apply(append(acts, meta)...)
+}
+
+// laterIncarnation is the no-op for an event on a table whose DR object is
+// stamped after the event. This worker stamps in event order, so only
+// another database's worker can have written it: a rename into this
+// database, applied in that database's order while this worker lags. The
+// event concerns an earlier table of that name, dropped before the
+// rename, and must not touch the new one's partitions or files.
+func (p *planner) laterIncarnation(tk TableKey, s int64) Decision {
+	return p.noop("already_applied", "%s on DR is a later incarnation (event %d)", tk, s)
+}
+
+// mergeParams is the DR object's parameters updated with the source's (when
+// the event carries them) and stamped with the event.
+func mergeParams(cur, src map[string]string, e int64) map[string]string {
+	out := copyParams(cur)
+	for k, v := range src {
+		out[k] = v
+	}
+	out[ParamLastID] = strconv.FormatInt(e, 10)
+	return out
+}
+
+// ---- files and superseding events
+
+// objKey names a replica object: a database (table ""), a table (values
+// "") or a partition.
+type objKey struct{ db, table, values string }
+
+// filesReady checks the completions of files belonging to obj. ok means
+// every file is copied and verified. Otherwise the decision says what to
+// do: wait for pending copies, leave obj out because a later event
+// supersedes it (NoOp), or wait on a copy that cannot succeed.
+func (p *planner) filesReady(obj objKey, files []schemas.FileRef) (Decision, bool) {
+	var pending []string
+	for _, f := range files {
+		if f.TaskID == "" {
+			return halt("path_outside_roots", "file %s of event %d has no copy task", f.URI, p.ev.EventID), false
+		}
+		c, ok := p.in.Copies[f.TaskID]
+		if !ok {
+			pending = append(pending, f.TaskID)
+			continue
+		}
+		if c.OK() {
+			continue
+		}
+		if s := p.supersededBy(obj); s != nil {
+			return p.noop("superseded", "file %s could not be copied (%s) but event %d (%s) removes or replaces it",
+				f.URI, c.Status, s.EventID, s.EventType), false
+		}
+		reason := ReasonCopyFailed
+		if c.Status == schemas.StatusSourceGone {
+			reason = ReasonSourceGone
+		}
+		return Decision{Outcome: Wait, Reason: reason, WaitTasks: []string{f.TaskID},
+			Detail: fmt.Sprintf("file %s (task %s) completed %s: %s; no later event removes it, so the replica cannot show it",
+				f.URI, f.TaskID, c.Status, c.Error)}, false
+	}
+	if len(pending) > 0 {
+		return waitFiles(pending), false
+	}
+	return Decision{}, true
+}
+
+func waitFiles(tasks []string) Decision {
+	return Decision{Outcome: Wait, Reason: "waiting_for_files", WaitTasks: tasks,
+		Detail: fmt.Sprintf("waiting for %d file copies (first: task %s)", len(tasks), tasks[0])}
+}
+
+// missing handles an event whose object is not on the replica: fine when a
+// later event removes it (it was left out earlier), a halt otherwise.
+func (p *planner) missing(obj objKey, format string, args ...any) Decision {
+	if s := p.supersededBy(obj); s != nil {
+		return p.noop("superseded", format+"; event %d (%s) removes it", append(args, s.EventID, s.EventType)...)
+	}
+	return halt("missing_object", format, args...)
+}
+
+// supersededBy returns the first later event of the topic that removes or
+// replaces obj as a whole: drops it (or its table or database), truncates
+// it, or overwrites it with an INSERT OVERWRITE.
+func (p *planner) supersededBy(obj objKey) *schemas.Event {
+	for _, ev := range p.in.Later {
+		if len(ev.Errors) > 0 {
+			return nil // the worker halts there; nothing beyond counts
+		}
+		if removes(ev, obj) {
+			return ev
+		}
+	}
+	return nil
+}
+
+func removes(ev *schemas.Event, obj objKey) bool {
+	if ev.EventType == "DROP_DATABASE" {
+		return strings.EqualFold(ev.Database, obj.db)
+	}
+	if obj.table == "" {
+		return false
+	}
+	tk := TableKey{obj.db, obj.table}
+	switch c := ev.Payload.(type) {
+	case *schemas.TableChange:
+		if c.Before == nil || tableKey(c.Before.Database, c.Before.Name) != tk {
+			return false
+		}
+		if ev.EventType == "DROP_TABLE" {
+			return true
+		}
+		return c.IsTruncate && obj.values == ""
+	case *schemas.PartitionChange:
+		if obj.values == "" || eventTable(ev, c.Table) != tk {
+			return false
+		}
+		switch {
+		case ev.EventType == "DROP_PARTITION":
+			for _, part := range c.Before {
+				if strings.Join(part.Values, "/") == obj.values {
+					return true
+				}
+			}
+		case c.IsTruncate:
+			for _, part := range c.After {
+				if strings.Join(part.Values, "/") == obj.values {
+					return true
+				}
+			}
+		}
+	case *schemas.InsertData:
+		if !c.Replace || eventTable(ev, c.Table) != tk {
+			return false
+		}
+		if c.Partition == nil {
+			return obj.values == ""
+		}
+		return strings.Join(c.Partition.Values, "/") == obj.values
+	}
+	return false
+}

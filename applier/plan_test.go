@@ -1,0 +1,1637 @@
+package applier
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	hms "github.com/beltran/gohive/hive_metastore"
+
+	"github.com/hivedr/hivedr/producer"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// Plan is pure, so these tests are tables of (event, DR state, copies,
+// later events) → decision, plus whole event sequences run against an
+// in-memory metastore (memMS) to check that re-drive converges.
+
+// ---- policy
+
+const (
+	srcRoot = "hdfs://src:8020/warehouse/"
+	drRoot  = "hdfs://dr:9000/warehouse/"
+)
+
+// testPolicy maps the source cluster to the DR cluster (and the captured
+// fixtures' source, 127.0.0.1:18020, to the same DR cluster); anything
+// else is outside the roots. Tables named "db.table" in excluded are out
+// of scope.
+type testPolicy struct{ excluded []string }
+
+var pathMap = []struct{ from, to string }{
+	{"hdfs://src:8020/", "hdfs://dr:9000/"},
+	{"hdfs://127.0.0.1:18020/", "hdfs://dr:9000/"},
+}
+
+func (testPolicy) MapPath(src string) (string, error) {
+	for _, m := range pathMap {
+		if strings.HasPrefix(src, m.from) {
+			return m.to + strings.TrimPrefix(src, m.from), nil
+		}
+	}
+	return "", fmt.Errorf("%s is under no replicated root", src)
+}
+
+func (p testPolicy) Replicated(db, table string) bool {
+	return !slices.Contains(p.excluded, strings.ToLower(db+"."+table))
+}
+
+func drPath(src string) string {
+	p, err := testPolicy{}.MapPath(src)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// ---- source objects and events
+
+func srcTable(db, name string, partKeys []string, cols ...string) *schemas.Table {
+	t := &schemas.Table{
+		Database: db, Name: name, Owner: "etl", TableType: "EXTERNAL_TABLE",
+		Location:   srcRoot + db + ".db/" + name,
+		Parameters: map[string]string{"EXTERNAL": "TRUE"},
+		Storage: schemas.Storage{
+			InputFormat:  "org.apache.hadoop.mapred.TextInputFormat",
+			OutputFormat: "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+			SerdeLib:     "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+			NumBuckets:   -1,
+		},
+	}
+	for _, c := range cols {
+		n, typ, _ := strings.Cut(c, " ")
+		t.Columns = append(t.Columns, schemas.Column{Name: n, Type: typ})
+	}
+	for _, k := range partKeys {
+		t.PartitionKeys = append(t.PartitionKeys, schemas.Column{Name: k, Type: "string"})
+	}
+	return t
+}
+
+// renamedTo is t under a new name (an external table keeps its location).
+func renamedTo(t *schemas.Table, db, name string) *schemas.Table {
+	n := *t
+	n.Database, n.Name = db, name
+	return &n
+}
+
+// withParam is t with one more parameter.
+func withParam(t *schemas.Table, k, v string) *schemas.Table {
+	n := *t
+	n.Parameters = map[string]string{k: v}
+	for pk, pv := range t.Parameters {
+		n.Parameters[pk] = pv
+	}
+	return &n
+}
+
+func srcPart(t *schemas.Table, values ...string) schemas.Partition {
+	loc := t.Location
+	for i, v := range values {
+		loc += "/" + t.PartitionKeys[i].Name + "=" + v
+	}
+	return schemas.Partition{Values: values, Location: loc, Parameters: map[string]string{}}
+}
+
+func partWithParam(p schemas.Partition, k, v string) schemas.Partition {
+	p.Parameters = map[string]string{k: v}
+	return p
+}
+
+func srcEvent(id int64, typ, db, table string, payload schemas.Payload, files ...string) *schemas.Event {
+	ev := &schemas.Event{EventID: id, EventType: typ, Database: db, Table: table,
+		Databases: []string{db}, Payload: payload}
+	for i, f := range files {
+		ev.Files = append(ev.Files, schemas.FileRef{URI: f, TaskID: fmt.Sprintf("%d-%d", id, i)})
+	}
+	return ev
+}
+
+func createDB(id int64, db string) *schemas.Event {
+	return srcEvent(id, "CREATE_DATABASE", db, "", &schemas.DatabaseChange{After: &schemas.Database{
+		Name: db, Description: "the " + db + " database", Owner: "etl",
+		Location: srcRoot + db + ".db", ManagedLocation: srcRoot + "managed/" + db + ".db",
+		Parameters: map[string]string{"owner.team": db},
+	}})
+}
+
+func alterDB(id int64, db string, params map[string]string) *schemas.Event {
+	ev := createDB(id, db)
+	ev.EventType = "ALTER_DATABASE"
+	c := ev.Payload.(*schemas.DatabaseChange)
+	before := *c.After
+	c.Before = &before
+	c.After.Parameters = params
+	return ev
+}
+
+func dropDB(id int64, db string) *schemas.Event {
+	ev := createDB(id, db)
+	ev.EventType = "DROP_DATABASE"
+	c := ev.Payload.(*schemas.DatabaseChange)
+	c.Before, c.After = c.After, nil
+	return ev
+}
+
+func createTable(id int64, t *schemas.Table, files ...string) *schemas.Event {
+	return srcEvent(id, "CREATE_TABLE", t.Database, t.Name, &schemas.TableChange{After: t}, files...)
+}
+
+func alterTable(id int64, before, after *schemas.Table) *schemas.Event {
+	ev := srcEvent(id, "ALTER_TABLE", after.Database, after.Name, &schemas.TableChange{Before: before, After: after})
+	if before.Database != after.Database {
+		ev.Databases = []string{before.Database, after.Database}
+		sort.Strings(ev.Databases)
+	}
+	return ev
+}
+
+func truncateTable(id int64, t *schemas.Table) *schemas.Event {
+	return srcEvent(id, "ALTER_TABLE", t.Database, t.Name, &schemas.TableChange{Before: t, After: t, IsTruncate: true})
+}
+
+func dropTable(id int64, t *schemas.Table) *schemas.Event {
+	return srcEvent(id, "DROP_TABLE", t.Database, t.Name, &schemas.TableChange{Before: t})
+}
+
+func addParts(id int64, t *schemas.Table, parts []schemas.Partition, files ...string) *schemas.Event {
+	return srcEvent(id, "ADD_PARTITION", t.Database, t.Name, &schemas.PartitionChange{Table: t, After: parts}, files...)
+}
+
+func alterPart(id int64, t *schemas.Table, before, after schemas.Partition) *schemas.Event {
+	return srcEvent(id, "ALTER_PARTITION", t.Database, t.Name, &schemas.PartitionChange{Table: t,
+		Before: []schemas.Partition{before}, After: []schemas.Partition{after}})
+}
+
+func truncatePart(id int64, t *schemas.Table, p schemas.Partition) *schemas.Event {
+	ev := alterPart(id, t, p, p)
+	ev.Payload.(*schemas.PartitionChange).IsTruncate = true
+	return ev
+}
+
+func dropParts(id int64, t *schemas.Table, parts ...schemas.Partition) *schemas.Event {
+	return srcEvent(id, "DROP_PARTITION", t.Database, t.Name, &schemas.PartitionChange{Table: t, Before: parts})
+}
+
+func insertInto(id int64, t *schemas.Table, p *schemas.Partition, files ...string) *schemas.Event {
+	return srcEvent(id, "INSERT", t.Database, t.Name, &schemas.InsertData{Table: t, Partition: p}, files...)
+}
+
+func insertOverwrite(id int64, t *schemas.Table, p *schemas.Partition, files ...string) *schemas.Event {
+	ev := insertInto(id, t, p, files...)
+	ev.Payload.(*schemas.InsertData).Replace = true
+	return ev
+}
+
+func withErrors(ev *schemas.Event, errs ...schemas.EventError) *schemas.Event {
+	ev.Errors = errs
+	return ev
+}
+
+// ---- DR objects
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func drDB(name string, last int64) *hms.Database {
+	return &hms.Database{Name: name, LocationUri: drRoot + name + ".db", Parameters: map[string]string{
+		ParamTarget: "hivedr:src", ParamLastID: itoa(last), "owner.team": name}}
+}
+
+func drTable(t *schemas.Table, last int64) *hms.Table {
+	return &hms.Table{DbName: t.Database, TableName: t.Name, Owner: t.Owner, TableType: t.TableType,
+		PartitionKeys: fieldSchemas(t.PartitionKeys),
+		Sd:            &hms.StorageDescriptor{Cols: fieldSchemas(t.Columns), Location: drPath(t.Location)},
+		Parameters:    map[string]string{"EXTERNAL": "TRUE", ParamLastID: itoa(last)}}
+}
+
+func drPart(t *schemas.Table, p schemas.Partition, last int64) *hms.Partition {
+	return &hms.Partition{Values: p.Values, DbName: t.Database, TableName: t.Name,
+		Sd:         &hms.StorageDescriptor{Cols: fieldSchemas(t.Columns), Location: drPath(p.Location)},
+		Parameters: map[string]string{ParamLastID: itoa(last)}}
+}
+
+// replica builds a Replica of DR objects.
+func drState(objs ...any) Replica {
+	r := Replica{Databases: map[string]*hms.Database{}, Tables: map[TableKey]*hms.Table{},
+		Partitions: map[PartKey]*hms.Partition{}}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *hms.Database:
+			r.Databases[o.Name] = o
+		case *hms.Table:
+			r.Tables[tableKey(o.DbName, o.TableName)] = o
+		case *hms.Partition:
+			r.Partitions[partKey(tableKey(o.DbName, o.TableName), o.Values)] = o
+		default:
+			panic(fmt.Sprintf("replica: %T", o))
+		}
+	}
+	return r
+}
+
+func copied(ev *schemas.Event) map[string]Copy {
+	m := map[string]Copy{}
+	for _, f := range ev.Files {
+		m[f.TaskID] = Copy{Status: schemas.StatusCopied, TargetURI: drPath(f.URI)}
+	}
+	return m
+}
+
+// ---- invariants of every decision
+
+func actionNames(as []Action) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.String()
+	}
+	return out
+}
+
+// dumpReplica is a canonical text form of a Replica (JSON sorts map keys).
+func dumpReplica(r Replica) string {
+	var lines []string
+	for k, v := range r.Databases {
+		lines = append(lines, "db "+k+" "+js(v))
+	}
+	for k, v := range r.Tables {
+		lines = append(lines, "table "+k.String()+" "+js(v))
+	}
+	for k, v := range r.Partitions {
+		lines = append(lines, "part "+k.String()+" "+js(v))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+func js(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func isDR(loc string) bool { return loc == "" || strings.HasPrefix(loc, "hdfs://dr:9000/") }
+
+// planChecked runs Plan and checks what every decision keeps: Plan does
+// not touch its input; waits and halts carry no actions and say why;
+// every object written is stamped with the event and lies on the DR
+// cluster; a no-op writes nothing but the database's watermark; and an
+// applied event ends with the database's repl.last.id moving to it.
+func planChecked(t *testing.T, in Input) Decision {
+	t.Helper()
+	before := dumpReplica(in.Replica)
+	d := Plan(in)
+	if after := dumpReplica(in.Replica); after != before {
+		t.Errorf("event %d: Plan changed its input replica", in.Event.EventID)
+	}
+	e := in.Event.EventID
+	ctx := fmt.Sprintf("event %d %s: %s %s", e, in.Event.EventType, d.Outcome, d.Reason)
+	if d.Reason == "" || (d.Outcome != Apply && d.Detail == "") {
+		t.Errorf("%s: no reason or detail: %+v", ctx, d)
+	}
+	switch d.Outcome {
+	case Wait, Halt:
+		if len(d.Actions) > 0 {
+			t.Errorf("%s: actions %v", ctx, actionNames(d.Actions))
+		}
+		if d.Outcome == Wait && len(d.WaitTasks) == 0 && d.WaitDB == "" {
+			t.Errorf("%s: waits for nothing", ctx)
+		}
+		return d
+	}
+	stamped := func(what string, params map[string]string) {
+		if params[ParamLastID] != itoa(e) {
+			t.Errorf("%s: %s has %s=%q, want %d", ctx, what, ParamLastID, params[ParamLastID], e)
+		}
+	}
+	onDR := func(what, loc string) {
+		if !isDR(loc) {
+			t.Errorf("%s: %s location %s is not on the DR cluster", ctx, what, loc)
+		}
+	}
+	for _, a := range d.Actions {
+		switch a := a.(type) {
+		case CreateDatabase:
+			stamped(a.String(), a.DB.Parameters)
+			onDR(a.String(), a.DB.LocationUri)
+			if a.DB.Parameters[ParamTarget] == "" {
+				t.Errorf("%s: %s not marked as a replication target", ctx, a)
+			}
+		case AlterDatabase:
+			stamped(a.String(), a.DB.Parameters)
+			if a.DB.Parameters[ParamTarget] == "" {
+				t.Errorf("%s: %s not marked as a replication target", ctx, a)
+			}
+			if _, ok := a.DB.Parameters[ParamHalted]; ok {
+				t.Errorf("%s: %s keeps %s", ctx, a, ParamHalted)
+			}
+		case CreateTable:
+			stamped(a.String(), a.Table.Parameters)
+			onDR(a.String(), a.Table.Sd.Location)
+		case AlterTable:
+			stamped(a.String(), a.Table.Parameters)
+			onDR(a.String(), a.Table.Sd.Location)
+		case AddPartitions:
+			for _, p := range a.Parts {
+				stamped(a.String(), p.Parameters)
+				onDR(a.String(), p.Sd.Location)
+			}
+		case AlterPartitions:
+			for _, p := range a.Parts {
+				stamped(a.String(), p.Parameters)
+				onDR(a.String(), p.Sd.Location)
+			}
+		case RenamePartition:
+			stamped(a.String(), a.Part.Parameters)
+			onDR(a.String(), a.Part.Sd.Location)
+		case PruneFiles:
+			onDR(a.String(), a.Dir)
+			if a.Dir == "" || a.EventID != e {
+				t.Errorf("%s: %s: dir %q event %d", ctx, a, a.Dir, a.EventID)
+			}
+			for _, k := range a.Keep {
+				onDR(a.String(), k)
+			}
+		}
+	}
+	db := strings.ToLower(in.DB)
+	if d.Outcome == NoOp {
+		for _, a := range d.Actions {
+			if ad, ok := a.(AlterDatabase); !ok || ad.Name != db {
+				t.Errorf("%s: a no-op runs %s", ctx, a)
+			}
+		}
+	}
+	if strings.HasSuffix(in.Event.EventType, "_DATABASE") || in.Replica.Databases[db] == nil || len(d.Actions) == 0 {
+		return d
+	}
+	last, ok := d.Actions[len(d.Actions)-1].(AlterDatabase)
+	if !ok || last.Name != db {
+		t.Errorf("%s: last action %s, want the watermark on %s", ctx, d.Actions[len(d.Actions)-1], db)
+	}
+	return d
+}
+
+// ---- the table of single decisions
+
+type planCase struct {
+	name   string
+	db     string // the topic's database; default "sales"
+	ev     *schemas.Event
+	state  Replica
+	copies map[string]Copy // nil: every file of ev copied
+	later  []*schemas.Event
+	skip   bool
+	policy Policy // nil: testPolicy{}
+
+	outcome   Outcome
+	reason    string
+	actions   []string // String() of each action, in order
+	waitTasks []string
+	waitDB    string
+	check     func(t *testing.T, d Decision)
+}
+
+// Shared source objects of the cases.
+var (
+	srcOrders    = srcTable("sales", "orders", []string{"dt"}, "id bigint", "amount decimal(10,2)")
+	srcCustomers = srcTable("sales", "customers", nil, "id bigint", "name string")
+	srcP1        = srcPart(srcOrders, "2024-01-01")
+	srcP2        = srcPart(srcOrders, "2024-01-02")
+)
+
+func partFile(p schemas.Partition, name string) string { return p.Location + "/" + name }
+
+func TestPlan(t *testing.T) {
+	ordersV2 := srcTable("sales", "orders", []string{"region"}, "id bigint", "total double", "currency string")
+	clients := renamedTo(srcCustomers, "sales", "clients")
+	archived := renamedTo(srcCustomers, "archive", "customers")
+	gone := func(task string) map[string]Copy {
+		return map[string]Copy{task: {Status: schemas.StatusSourceGone, Error: "file not found"}}
+	}
+	addP1P2 := addParts(50, srcOrders, []schemas.Partition{srcP1, srcP2}, partFile(srcP1, "a"), partFile(srcP2, "b"))
+	ok0gone1 := map[string]Copy{
+		"50-0": {Status: schemas.StatusCopied, TargetURI: drPath(partFile(srcP1, "a"))},
+		"50-1": {Status: schemas.StatusSourceGone, Error: "no such file"},
+	}
+	ordersState := drState(drDB("sales", 40), drTable(srcOrders, 20))
+	ordersP1 := drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 30))
+
+	cases := []planCase{
+		// Events the tailer could not decode or route halt, naming why.
+		{name: "decode error halts", ev: withErrors(srcEvent(50, "ADD_PARTITION", "sales", "orders", nil),
+			schemas.EventError{Kind: schemas.ErrDecode, Message: "bad gzip"}),
+			state: ordersState, outcome: Halt, reason: "decode"},
+		{name: "unknown event type error halts", ev: withErrors(srcEvent(50, "FROB_TABLE", "sales", "orders", nil),
+			schemas.EventError{Kind: schemas.ErrUnknownEventType, Message: `unknown event type "FROB_TABLE"`}),
+			state: ordersState, outcome: Halt, reason: "unknown_event_type"},
+		{name: "path outside roots halts naming the path",
+			ev: withErrors(srcEvent(50, "INSERT", "sales", "customers", &schemas.InsertData{Table: srcCustomers}),
+				schemas.EventError{Kind: schemas.ErrPathOutsideRoots, Message: "outside the source roots", Path: "hdfs://other:8020/x/f"}),
+			state: ordersState, outcome: Halt, reason: "path_outside_roots",
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Detail, "hdfs://other:8020/x/f") {
+					t.Errorf("detail %q does not name the path", d.Detail)
+				}
+			}},
+		{name: "errored event skipped by an operator moves on",
+			ev: withErrors(srcEvent(50, "ADD_PARTITION", "sales", "orders", nil),
+				schemas.EventError{Kind: schemas.ErrDecode, Message: "bad gzip"}),
+			state: ordersState, skip: true,
+			outcome: NoOp, reason: "skipped_by_operator", actions: []string{"alter database sales"}},
+		{name: "errored event already applied (re-drive past a skip)",
+			ev: withErrors(srcEvent(30, "ADD_PARTITION", "sales", "orders", nil),
+				schemas.EventError{Kind: schemas.ErrDecode, Message: "bad gzip"}),
+			state: ordersState, outcome: NoOp, reason: "already_applied"},
+		{name: "unknown type without error halts", ev: srcEvent(50, "FROB_TABLE", "sales", "orders", nil),
+			state: ordersState, outcome: Halt, reason: "unknown_event_type"},
+		{name: "missing payload halts decode", ev: srcEvent(50, "CREATE_TABLE", "sales", "orders", nil),
+			state: ordersState, outcome: Halt, reason: "decode"},
+
+		// Event types the replica does nothing for still advance the watermark.
+		{name: "column stats not replicated", ev: srcEvent(50, "UPDATE_TBL_COL_STAT_EVENT", "sales", "orders",
+			&schemas.ColumnStats{Database: "sales", Table: "orders"}),
+			state: ordersState, outcome: NoOp, reason: "not_replicated_column_stats", actions: []string{"alter database sales"}},
+		{name: "partition column stats not replicated", ev: srcEvent(50, "DELETE_PART_COL_STAT_EVENT", "sales", "orders",
+			&schemas.ColumnStats{Database: "sales", Table: "orders", PartitionValues: []string{"2024-01-01"}}),
+			state: ordersState, outcome: NoOp, reason: "not_replicated_column_stats", actions: []string{"alter database sales"}},
+		{name: "functions not replicated", ev: srcEvent(50, "CREATE_FUNCTION", "sales", "", nil),
+			state: ordersState, outcome: NoOp, reason: "not_replicated_functions", actions: []string{"alter database sales"}},
+		{name: "constraints not replicated", ev: srcEvent(50, "ADD_PRIMARYKEY", "sales", "orders", nil),
+			state: ordersState, outcome: NoOp, reason: "not_replicated_constraints", actions: []string{"alter database sales"}},
+		{name: "dropped constraints not replicated", ev: srcEvent(50, "DROP_CONSTRAINT", "sales", "orders", nil),
+			state: ordersState, outcome: NoOp, reason: "not_replicated_constraints", actions: []string{"alter database sales"}},
+
+		// Transactions.
+		{name: "commit with write IDs halts", ev: srcEvent(50, "COMMIT_TXN", "sales", "", &schemas.Transaction{
+			TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{{Database: "sales", Table: "events_acid", WriteID: 1}}}),
+			state: ordersState, outcome: Halt, reason: "acid_unsupported",
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Detail, "sales.events_acid") {
+					t.Errorf("detail %q does not name the table", d.Detail)
+				}
+			}},
+		{name: "acid write halts", ev: srcEvent(50, "ACID_WRITE_EVENT", "sales", "events_acid", &schemas.Transaction{
+			TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{{Database: "sales", Table: "events_acid", WriteID: 1}}}),
+			state: ordersState, outcome: Halt, reason: "acid_unsupported"},
+		{name: "abort without write IDs is a no-op", ev: srcEvent(50, "ABORT_TXN", "sales", "", &schemas.Transaction{TxnIDs: []int64{7}}),
+			state: ordersState, outcome: NoOp, reason: "transaction", actions: []string{"alter database sales"}},
+		{name: "commit without write IDs is a no-op", ev: srcEvent(50, "COMMIT_TXN", "sales", "", &schemas.Transaction{TxnIDs: []int64{7}}),
+			state: ordersState, outcome: NoOp, reason: "transaction", actions: []string{"alter database sales"}},
+
+		// The DR database.
+		{name: "DR database missing halts", ev: createTable(50, srcOrders),
+			state: drState(), outcome: Halt, reason: "database_missing"},
+		{name: "DR database missing but dropped later", ev: createTable(50, srcOrders),
+			state: drState(), later: []*schemas.Event{createTable(51, srcCustomers), dropDB(52, "sales")},
+			outcome: NoOp, reason: "superseded"},
+		{name: "DR database not a replica", ev: createTable(50, srcOrders),
+			state:   drState(&hms.Database{Name: "sales", Parameters: map[string]string{"owner.team": "users"}}),
+			outcome: Halt, reason: "not_a_replica"},
+		{name: "operator skip", ev: createTable(50, srcOrders), state: drState(drDB("sales", 40)), skip: true,
+			outcome: NoOp, reason: "skipped_by_operator", actions: []string{"alter database sales"}},
+		{name: "at the DR database's watermark", ev: createTable(40, srcOrders), state: drState(drDB("sales", 40)),
+			outcome: NoOp, reason: "already_applied"},
+		{name: "below the DR database's watermark", ev: dropTable(12, srcOrders),
+			state: drState(drDB("sales", 40), drTable(srcOrders, 5)), outcome: NoOp, reason: "already_applied"},
+		{name: "create database", db: "sales", ev: createDB(10, "sales"), state: drState(),
+			outcome: Apply, actions: []string{"create database sales"},
+			check: func(t *testing.T, d Decision) {
+				db := d.Actions[0].(CreateDatabase).DB
+				if db.LocationUri != drRoot+"sales.db" || db.ManagedLocationUri == nil || *db.ManagedLocationUri != drRoot+"managed/sales.db" {
+					t.Errorf("locations %s %v", db.LocationUri, db.ManagedLocationUri)
+				}
+				if db.Parameters["owner.team"] != "sales" || db.Parameters[ParamTarget] != "hivedr:src" || db.Description != "the sales database" {
+					t.Errorf("database %+v", db)
+				}
+				if db.OwnerName == nil || *db.OwnerName != "etl" {
+					t.Errorf("owner %v", db.OwnerName)
+				}
+			}},
+		{name: "create database outside the roots", ev: func() *schemas.Event {
+			ev := createDB(10, "sales")
+			ev.Payload.(*schemas.DatabaseChange).After.Location = "s3a://elsewhere/sales.db"
+			return ev
+		}(), state: drState(), outcome: Halt, reason: "path_outside_roots"},
+		{name: "create database naming another database", db: "archive", ev: createDB(10, "sales"),
+			state: drState(), outcome: Halt, reason: "decode"},
+		{name: "alter database keeps hivedr bookkeeping", ev: alterDB(50, "sales", map[string]string{"retention.days": "30"}),
+			state: func() Replica {
+				db := drDB("sales", 40)
+				db.Parameters[ParamSkippedPrefix+"33"] = "requested by ops"
+				db.Parameters[ParamHalted] = "event 49: ..."
+				return drState(db)
+			}(),
+			outcome: Apply, actions: []string{"alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				p := d.Actions[0].(AlterDatabase).DB.Parameters
+				if p["retention.days"] != "30" || p[ParamSkippedPrefix+"33"] == "" || p["owner.team"] != "" {
+					t.Errorf("parameters %v", p)
+				}
+			}},
+		{name: "drop database", ev: dropDB(60, "sales"), state: drState(drDB("sales", 40)),
+			outcome: Apply, actions: []string{"drop database sales"}},
+		{name: "drop database already dropped", ev: dropDB(60, "sales"), state: drState(),
+			outcome: NoOp, reason: "already_applied"},
+
+		// Tables.
+		{name: "create table", ev: createTable(50, srcOrders), state: drState(drDB("sales", 40)),
+			outcome: Apply, actions: []string{"create table sales.orders", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				tb := d.Actions[0].(CreateTable).Table
+				if tb.Sd.Location != drRoot+"sales.db/orders" || len(tb.PartitionKeys) != 1 || len(tb.Sd.Cols) != 2 ||
+					tb.TableType != "EXTERNAL_TABLE" || tb.Parameters["EXTERNAL"] != "TRUE" {
+					t.Errorf("table %s", js(tb))
+				}
+			}},
+		{name: "create table outside the roots", ev: func() *schemas.Event {
+			tb := *srcOrders
+			tb.Location = "hdfs://other:8020/orders"
+			return createTable(50, &tb)
+		}(), state: drState(drDB("sales", 40)), outcome: Halt, reason: "path_outside_roots"},
+		{name: "drop then recreate with a new schema", ev: createTable(50, ordersV2),
+			state:   drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 30)),
+			outcome: Apply, actions: []string{"drop table sales.orders", "create table sales.orders", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				tb := d.Actions[1].(CreateTable).Table
+				if len(tb.Sd.Cols) != 3 || tb.Sd.Cols[1].Name != "total" || tb.PartitionKeys[0].Name != "region" {
+					t.Errorf("new incarnation has schema %s", js(tb))
+				}
+			}},
+		{name: "create table older than the table (re-drive)", ev: createTable(30, srcOrders),
+			state:   drState(drDB("sales", 20), drTable(ordersV2, 35)),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+		{name: "create table as select waits for its files", ev: createTable(50, srcCustomers,
+			srcCustomers.Location+"/000000_0", srcCustomers.Location+"/000001_0"),
+			state: drState(drDB("sales", 40)), copies: map[string]Copy{"50-1": {Status: schemas.StatusCopied}},
+			outcome: Wait, reason: "waiting_for_files", waitTasks: []string{"50-0"}},
+		{name: "alter table", ev: alterTable(50, srcOrders, ordersV2), state: ordersP1,
+			outcome: Apply, actions: []string{"alter table sales.orders", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				if tb := d.Actions[0].(AlterTable).Table; len(tb.Sd.Cols) != 3 {
+					t.Errorf("columns %s", js(tb.Sd.Cols))
+				}
+			}},
+		{name: "alter table older than the table (re-drive)", ev: alterTable(18, srcOrders, ordersV2),
+			state:   drState(drDB("sales", 10), drTable(srcOrders, 20)),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+		{name: "alter missing table halts", ev: alterTable(50, srcOrders, ordersV2), state: drState(drDB("sales", 40)),
+			outcome: Halt, reason: "missing_object"},
+		{name: "alter missing table dropped later", ev: alterTable(50, srcOrders, ordersV2), state: drState(drDB("sales", 40)),
+			later:   []*schemas.Event{dropTable(55, ordersV2)},
+			outcome: NoOp, reason: "superseded", actions: []string{"alter database sales"}},
+		{name: "truncate table", ev: truncateTable(50, srcCustomers),
+			state:   drState(drDB("sales", 40), drTable(srcCustomers, 20)),
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/customers keeping 0",
+				"alter table sales.customers", "alter database sales"}},
+		{name: "truncate a table left out earlier", ev: truncateTable(50, srcCustomers), state: drState(drDB("sales", 40)),
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/customers keeping 0",
+				"create table sales.customers", "alter database sales"}},
+		{name: "truncate a missing partitioned table halts", ev: truncateTable(50, srcOrders), state: drState(drDB("sales", 40)),
+			outcome: Halt, reason: "missing_object"},
+		{name: "truncate partitioned table prunes nothing at table level", ev: truncateTable(50, srcOrders),
+			state: ordersP1, outcome: Apply, actions: []string{"alter table sales.orders", "alter database sales"}},
+		{name: "rename within a database", ev: alterTable(50, srcCustomers, clients),
+			state:   drState(drDB("sales", 40), drTable(srcCustomers, 20)),
+			outcome: Apply, actions: []string{"rename table sales.customers to sales.clients", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				tb := d.Actions[0].(AlterTable).Table
+				if tb.Sd.Location != drRoot+"sales.db/customers" {
+					t.Errorf("location %s", tb.Sd.Location)
+				}
+			}},
+		{name: "rename onto a name that existed before", ev: alterTable(50, srcCustomers, clients),
+			state:   drState(drDB("sales", 40), drTable(srcCustomers, 20), drTable(clients, 10)),
+			outcome: Apply, actions: []string{"drop table sales.clients", "rename table sales.customers to sales.clients", "alter database sales"}},
+		{name: "rename already applied", ev: alterTable(50, srcCustomers, clients),
+			state:   drState(drDB("sales", 40), func() *hms.Table { return drTable(clients, 50) }()),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+		{name: "rename of a missing table halts", ev: alterTable(50, srcCustomers, clients),
+			state: drState(drDB("sales", 40)), outcome: Halt, reason: "missing_object"},
+		{name: "rename to an excluded name drops", ev: alterTable(50, srcCustomers, renamedTo(srcCustomers, "sales", "tmp_customers")),
+			policy:  testPolicy{excluded: []string{"sales.tmp_customers"}},
+			state:   drState(drDB("sales", 40), drTable(srcCustomers, 20)),
+			outcome: Apply, actions: []string{"drop table sales.customers", "alter database sales"}},
+		{name: "rename from an excluded name creates", ev: alterTable(50, renamedTo(srcCustomers, "sales", "tmp_customers"), srcCustomers),
+			policy:  testPolicy{excluded: []string{"sales.tmp_customers"}},
+			state:   drState(drDB("sales", 40)),
+			outcome: Apply, actions: []string{"create table sales.customers", "alter database sales"}},
+		{name: "rename across databases: source worker renames", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("sales", 40), drDB("archive", 45), drTable(srcCustomers, 20)),
+			outcome: Apply, actions: []string{"rename table sales.customers to archive.customers", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				tb := d.Actions[0].(AlterTable).Table
+				if tb.DbName != "archive" || tb.TableName != "customers" {
+					t.Errorf("renamed to %s.%s", tb.DbName, tb.TableName)
+				}
+			}},
+		{name: "rename across databases: destination database not created yet", ev: alterTable(50, srcCustomers, archived),
+			state: drState(drDB("sales", 40), drTable(srcCustomers, 20)), outcome: Wait, reason: "cross_database", waitDB: "archive"},
+		{name: "rename across databases: destination worker waits", db: "archive", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("sales", 49), drDB("archive", 45), drTable(srcCustomers, 20)),
+			outcome: Wait, reason: "cross_database", waitDB: "sales"},
+		{name: "rename across databases: destination worker moves on", db: "archive", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("sales", 50), drDB("archive", 45), drTable(archived, 50)),
+			outcome: NoOp, actions: []string{"alter database archive"},
+			check: func(t *testing.T, d Decision) {
+				if d.Reason != "already_applied" && d.Reason != "applied_by_other_database" {
+					t.Errorf("reason %s", d.Reason)
+				}
+			}},
+		{name: "rename across databases: source database moved past it", db: "archive", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("sales", 60), drDB("archive", 45)),
+			outcome: NoOp, reason: "applied_by_other_database", actions: []string{"alter database archive"}},
+		{name: "rename across databases from an excluded table", db: "archive", ev: alterTable(50, srcCustomers, archived),
+			policy:  testPolicy{excluded: []string{"sales.customers"}},
+			state:   drState(drDB("archive", 45)),
+			outcome: Apply, actions: []string{"create table archive.customers", "alter database archive"}},
+		{name: "drop table", ev: dropTable(50, srcOrders), state: ordersP1,
+			outcome: Apply, actions: []string{"drop table sales.orders", "alter database sales"}},
+		{name: "drop table: DR holds a newer incarnation", ev: dropTable(50, srcOrders),
+			state:   drState(drDB("sales", 40), drTable(ordersV2, 55)),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+		{name: "drop table already dropped", ev: dropTable(50, srcOrders), state: drState(drDB("sales", 40)),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+
+		// Partitions.
+		{name: "add partitions", ev: addP1P2, state: ordersState,
+			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				ps := d.Actions[0].(AddPartitions).Parts
+				if ps[0].Sd.Location != drRoot+"sales.db/orders/dt=2024-01-01" || ps[0].DbName != "sales" || ps[0].TableName != "orders" {
+					t.Errorf("partition %s", js(ps[0]))
+				}
+			}},
+		{name: "add partitions waits for pending files", ev: addP1P2, state: ordersState,
+			copies:  map[string]Copy{"50-0": {Status: schemas.StatusCopied}},
+			outcome: Wait, reason: "waiting_for_files", waitTasks: []string{"50-1"}},
+		{name: "add partitions: source gone, nothing removes it", ev: addP1P2, state: ordersState, copies: ok0gone1,
+			outcome: Wait, reason: ReasonSourceGone, waitTasks: []string{"50-1"}},
+		{name: "add partitions: copy failed, nothing removes it", ev: addP1P2, state: ordersState,
+			copies:  map[string]Copy{"50-0": {Status: schemas.StatusFailed, Error: "checksum mismatch"}, "50-1": {Status: schemas.StatusCopied}},
+			outcome: Wait, reason: ReasonCopyFailed, waitTasks: []string{"50-0"}},
+		{name: "add partitions: dropped before its files were copied", ev: addP1P2, state: ordersState, copies: ok0gone1,
+			later:   []*schemas.Event{alterTable(51, srcOrders, withParam(srcOrders, "x", "y")), dropParts(52, srcOrders, srcP2)},
+			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-01]", "alter database sales"}},
+		{name: "add partitions: table dropped later", ev: addP1P2, state: ordersState, copies: ok0gone1,
+			later:   []*schemas.Event{dropTable(52, srcOrders)},
+			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-01]", "alter database sales"}},
+		{name: "add partitions: overwritten later", ev: addP1P2, state: ordersState, copies: ok0gone1,
+			later:   []*schemas.Event{insertOverwrite(52, srcOrders, &srcP2, partFile(srcP2, "c"))},
+			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-01]", "alter database sales"}},
+		{name: "add partitions: truncated later", ev: addP1P2, state: ordersState, copies: ok0gone1,
+			later:   []*schemas.Event{truncatePart(52, srcOrders, srcP2)},
+			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-01]", "alter database sales"}},
+		{name: "add partitions: a later drop of another partition does not count", ev: addP1P2, state: ordersState, copies: ok0gone1,
+			later:   []*schemas.Event{dropParts(52, srcOrders, srcP1)},
+			outcome: Wait, reason: ReasonSourceGone, waitTasks: []string{"50-1"}},
+		{name: "add partitions: a later event that halts hides what follows", ev: addP1P2, state: ordersState, copies: ok0gone1,
+			later: []*schemas.Event{withErrors(srcEvent(51, "ALTER_TABLE", "sales", "orders", nil),
+				schemas.EventError{Kind: schemas.ErrDecode, Message: "bad"}), dropParts(52, srcOrders, srcP2)},
+			outcome: Wait, reason: ReasonSourceGone},
+		{name: "add partitions: all left out", ev: addParts(50, srcOrders, []schemas.Partition{srcP2}, partFile(srcP2, "b")),
+			state: ordersState, copies: gone("50-0"), later: []*schemas.Event{dropParts(52, srcOrders, srcP2)},
+			outcome: NoOp, reason: "superseded", actions: []string{"alter database sales"}},
+		{name: "add partitions: a table file pending", ev: addParts(50, srcOrders, []schemas.Partition{srcP1}, partFile(srcP1, "a"), srcOrders.Location+"/_metadata"),
+			state: ordersState, copies: map[string]Copy{"50-0": {Status: schemas.StatusCopied}},
+			outcome: Wait, reason: "waiting_for_files", waitTasks: []string{"50-1"}},
+		{name: "add partitions resumed after a crash that added some",
+			ev:      addP1P2,
+			state:   drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 50)),
+			copies:  map[string]Copy{"50-1": {Status: schemas.StatusCopied}}, // 50-0's completion no longer known
+			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-02]", "alter database sales"}},
+		{name: "add partitions to a missing table halts", ev: addP1P2, state: drState(drDB("sales", 40)),
+			outcome: Halt, reason: "missing_object"},
+		{name: "add partitions already applied", ev: addP1P2,
+			state:   drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 50), drPart(srcOrders, srcP2, 50)),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+		{name: "add partition outside the roots", ev: func() *schemas.Event {
+			p := srcP1
+			p.Location = "hdfs://other:8020/x"
+			return addParts(50, srcOrders, []schemas.Partition{p})
+		}(), state: ordersState, outcome: Halt, reason: "path_outside_roots"},
+		{name: "alter partition", ev: alterPart(50, srcOrders, srcP1, partWithParam(srcP1, "k", "v")), state: ordersP1,
+			outcome: Apply, actions: []string{"alter partitions sales.orders [2024-01-01]", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				if p := d.Actions[0].(AlterPartitions).Parts[0]; p.Parameters["k"] != "v" {
+					t.Errorf("parameters %v", p.Parameters)
+				}
+			}},
+		{name: "alter partition older than it", ev: alterPart(25, srcOrders, srcP1, partWithParam(srcP1, "k", "v")),
+			state:   drState(drDB("sales", 20), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 30)),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+		{name: "rename partition", ev: alterPart(50, srcOrders, srcP1, srcPart(srcOrders, "2024-02-01")), state: ordersP1,
+			outcome: Apply, actions: []string{"rename partition sales.orders [2024-01-01] to [2024-02-01]", "alter database sales"}},
+		{name: "alter missing partition halts", ev: alterPart(50, srcOrders, srcP2, partWithParam(srcP2, "k", "v")), state: ordersP1,
+			outcome: Halt, reason: "missing_object"},
+		{name: "alter missing partition dropped later", ev: alterPart(50, srcOrders, srcP2, partWithParam(srcP2, "k", "v")), state: ordersP1,
+			later:   []*schemas.Event{dropParts(55, srcOrders, srcP2)},
+			outcome: NoOp, reason: "superseded", actions: []string{"alter database sales"}},
+		{name: "truncate partition", ev: truncatePart(50, srcOrders, srcP1), state: ordersP1,
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 0",
+				"alter partitions sales.orders [2024-01-01]", "alter database sales"}},
+		{name: "truncate partition left out earlier", ev: truncatePart(50, srcOrders, srcP2), state: ordersP1,
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-02 keeping 0",
+				"add partitions sales.orders [2024-01-02]", "alter database sales"}},
+		{name: "drop partitions", ev: dropParts(50, srcOrders, srcP1, srcP2), state: ordersP1,
+			outcome: Apply, actions: []string{"drop partitions sales.orders [[2024-01-01]]", "alter database sales"}},
+		{name: "drop partitions already dropped", ev: dropParts(50, srcOrders, srcP2), state: ordersP1,
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+		{name: "drop partitions of a dropped table", ev: dropParts(50, srcOrders, srcP1), state: drState(drDB("sales", 40)),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+
+		// Inserts.
+		{name: "insert into a table", ev: insertInto(50, srcCustomers, nil, srcCustomers.Location+"/000000_0"),
+			state:   drState(drDB("sales", 40), drTable(srcCustomers, 20)),
+			outcome: Apply, actions: []string{"alter table sales.customers", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				if tb := d.Actions[0].(AlterTable).Table; tb.Sd.Location != drRoot+"sales.db/customers" || tb.Parameters["EXTERNAL"] != "TRUE" {
+					t.Errorf("table %s", js(tb))
+				}
+			}},
+		{name: "insert into a partition", ev: insertInto(50, srcOrders, &srcP1, partFile(srcP1, "c")), state: ordersP1,
+			outcome: Apply, actions: []string{"alter partitions sales.orders [2024-01-01]", "alter database sales"}},
+		{name: "insert waits for its files", ev: insertInto(50, srcOrders, &srcP1, partFile(srcP1, "c"), partFile(srcP1, "d")), state: ordersP1,
+			copies:  map[string]Copy{},
+			outcome: Wait, reason: "waiting_for_files", waitTasks: []string{"50-0", "50-1"}},
+		{name: "insert overwrite a partition", ev: insertOverwrite(50, srcOrders, &srcP1, partFile(srcP1, "c")), state: ordersP1,
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 1",
+				"alter partitions sales.orders [2024-01-01]", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				if k := d.Actions[0].(PruneFiles).Keep; len(k) != 1 || k[0] != drRoot+"sales.db/orders/dt=2024-01-01/c" {
+					t.Errorf("keep %v", k)
+				}
+			}},
+		{name: "insert overwrite a table", ev: insertOverwrite(50, srcCustomers, nil, srcCustomers.Location+"/000000_0"),
+			state:   drState(drDB("sales", 40), drTable(srcCustomers, 20)),
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/customers keeping 1",
+				"alter table sales.customers", "alter database sales"}},
+		{name: "insert older than the partition", ev: insertInto(25, srcOrders, &srcP1, partFile(srcP1, "c")),
+			state:   drState(drDB("sales", 20), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 30)),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+		{name: "insert: source gone, overwritten later", ev: insertInto(50, srcOrders, &srcP1, partFile(srcP1, "c")), state: ordersP1,
+			copies: gone("50-0"), later: []*schemas.Event{insertOverwrite(53, srcOrders, &srcP1, partFile(srcP1, "d"))},
+			outcome: NoOp, reason: "superseded", actions: []string{"alter database sales"}},
+		{name: "insert: source gone, nothing removes it", ev: insertInto(50, srcOrders, &srcP1, partFile(srcP1, "c")), state: ordersP1,
+			copies: gone("50-0"), outcome: Wait, reason: ReasonSourceGone, waitTasks: []string{"50-0"}},
+		{name: "insert into a missing partition halts", ev: insertInto(50, srcOrders, &srcP2, partFile(srcP2, "c")), state: ordersP1,
+			outcome: Halt, reason: "missing_object"},
+		{name: "insert overwrite a partition left out earlier", ev: insertOverwrite(50, srcOrders, &srcP2, partFile(srcP2, "c")), state: ordersP1,
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-02 keeping 1",
+				"add partitions sales.orders [2024-01-02]", "alter database sales"}},
+		{name: "insert overwrite a table left out earlier", ev: insertOverwrite(50, srcCustomers, nil, srcCustomers.Location+"/000000_0"),
+			state:   drState(drDB("sales", 40)),
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/customers keeping 1",
+				"create table sales.customers", "alter database sales"}},
+
+		// A table stamped after the event is a later incarnation (renamed in
+		// from another database by that database's worker): the event's
+		// partitions and inserts belong to the earlier one.
+		{name: "add partitions to a later incarnation", ev: addP1P2,
+			state:   drState(drDB("sales", 40), drTable(ordersV2, 60)),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+		{name: "drop partitions of a later incarnation", ev: dropParts(50, srcOrders, srcP1),
+			state:   drState(drDB("sales", 40), drTable(ordersV2, 60), drPart(ordersV2, srcPart(ordersV2, "2024-01-01"), 20)),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+		{name: "insert overwrite into a later incarnation", ev: insertOverwrite(50, srcOrders, &srcP1, partFile(srcP1, "c")),
+			state:   drState(drDB("sales", 40), drTable(ordersV2, 60), drPart(ordersV2, srcPart(ordersV2, "2024-01-01"), 20)),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := Input{DB: c.db, Source: "src", Event: c.ev, Replica: c.state, Copies: c.copies,
+				Later: c.later, Skip: c.skip, Policy: c.policy}
+			if in.DB == "" {
+				in.DB = "sales"
+			}
+			if in.Copies == nil {
+				in.Copies = copied(c.ev)
+			}
+			if in.Policy == nil {
+				in.Policy = testPolicy{}
+			}
+			d := planChecked(t, in)
+			if d.Outcome != c.outcome || (c.reason != "" && d.Reason != c.reason) {
+				t.Fatalf("decision %s %s (%s), want %s %s", d.Outcome, d.Reason, d.Detail, c.outcome, c.reason)
+			}
+			if got := actionNames(d.Actions); !slices.Equal(got, c.actions) {
+				t.Fatalf("actions\n  %q\nwant\n  %q", got, c.actions)
+			}
+			if !slices.Equal(d.WaitTasks, c.waitTasks) && c.waitTasks != nil {
+				t.Errorf("wait tasks %v, want %v", d.WaitTasks, c.waitTasks)
+			}
+			if d.WaitDB != c.waitDB {
+				t.Errorf("wait database %q, want %q", d.WaitDB, c.waitDB)
+			}
+			if c.check != nil {
+				c.check(t, d)
+			}
+		})
+	}
+}
+
+// TestPlanStampsTheWatermark checks the database's repl.last.id action
+// itself, on an applied event and on a no-op: the DR database's other
+// parameters survive, the halt note goes.
+func TestPlanStampsTheWatermark(t *testing.T) {
+	db := drDB("sales", 40)
+	db.Parameters[ParamHalted] = "event 49 ...: copy_failed"
+	db.Parameters[ParamSkippedPrefix+"12"] = "requested by ops"
+	for _, ev := range []*schemas.Event{createTable(50, srcOrders), srcEvent(50, "CREATE_FUNCTION", "sales", "", nil)} {
+		d := planChecked(t, Input{DB: "sales", Source: "src", Event: ev, Replica: drState(db), Policy: testPolicy{}})
+		w, ok := d.Actions[len(d.Actions)-1].(AlterDatabase)
+		if !ok {
+			t.Fatalf("%s: last action %v", ev.EventType, actionNames(d.Actions))
+		}
+		p := w.DB.Parameters
+		if p[ParamLastID] != "50" || p[ParamTarget] != "hivedr:src" || p["owner.team"] != "sales" ||
+			p[ParamSkippedPrefix+"12"] == "" || p[ParamHalted] != "" || w.DB.LocationUri != db.LocationUri {
+			t.Errorf("%s: watermark %s", ev.EventType, js(w.DB))
+		}
+	}
+	if db.Parameters[ParamLastID] != "40" {
+		t.Error("the watermark changed the input database")
+	}
+}
+
+// ---- an in-memory DR metastore
+
+// memMS applies actions as the DR metastore would, strictly: creating
+// what exists or changing what does not is an error, so a plan that
+// relies on the executor forgiving it fails here. It also keeps the DR
+// data files (path → ID of the event whose copy wrote it).
+type memMS struct {
+	dbs    map[string]*hms.Database
+	tables map[TableKey]*hms.Table
+	parts  map[PartKey]*hms.Partition
+	files  map[string]int64
+}
+
+func newMemMS() *memMS {
+	return &memMS{dbs: map[string]*hms.Database{}, tables: map[TableKey]*hms.Table{},
+		parts: map[PartKey]*hms.Partition{}, files: map[string]int64{}}
+}
+
+// clone copies the maps; the objects are shared, since neither Plan nor
+// apply changes an object in place.
+func (m *memMS) clone() *memMS {
+	n := newMemMS()
+	for k, v := range m.dbs {
+		n.dbs[k] = v
+	}
+	for k, v := range m.tables {
+		n.tables[k] = v
+	}
+	for k, v := range m.parts {
+		n.parts[k] = v
+	}
+	for k, v := range m.files {
+		n.files[k] = v
+	}
+	return n
+}
+
+func (m *memMS) dump() string {
+	var lines []string
+	for k, v := range m.dbs {
+		lines = append(lines, "db "+k+" "+js(v))
+	}
+	for k, v := range m.tables {
+		lines = append(lines, "table "+k.String()+" "+js(v))
+	}
+	for k, v := range m.parts {
+		lines = append(lines, "part "+k.String()+" "+js(v))
+	}
+	for k, v := range m.files {
+		lines = append(lines, fmt.Sprintf("file %s %d", k, v))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// view is what the worker reads for ev: the objects Touches names.
+func (m *memMS) view(db string, ev *schemas.Event) Replica {
+	r := drState()
+	tch := Touches(db, ev)
+	for _, d := range tch.Databases {
+		if v := m.dbs[d]; v != nil {
+			r.Databases[d] = v
+		}
+	}
+	for _, k := range tch.Tables {
+		if v := m.tables[k]; v != nil {
+			r.Tables[k] = v
+		}
+	}
+	for _, k := range tch.Partitions {
+		if v := m.parts[k]; v != nil {
+			r.Partitions[k] = v
+		}
+	}
+	return r
+}
+
+func (m *memMS) apply(a Action) error {
+	switch a := a.(type) {
+	case CreateDatabase:
+		k := strings.ToLower(a.DB.Name)
+		if m.dbs[k] != nil {
+			return fmt.Errorf("database %s exists", k)
+		}
+		m.dbs[k] = a.DB
+	case AlterDatabase:
+		if m.dbs[a.Name] == nil || a.DB.Name != a.Name {
+			return fmt.Errorf("alter database %s (%s): no such database", a.Name, a.DB.Name)
+		}
+		m.dbs[a.Name] = a.DB
+	case DropDatabase:
+		if m.dbs[a.Name] == nil {
+			return fmt.Errorf("drop database %s: no such database", a.Name)
+		}
+		delete(m.dbs, a.Name)
+		for k := range m.tables {
+			if k.DB == a.Name {
+				m.dropTable(k)
+			}
+		}
+	case CreateTable:
+		k := tableKey(a.Table.DbName, a.Table.TableName)
+		if m.dbs[k.DB] == nil {
+			return fmt.Errorf("create table %s: no such database", k)
+		}
+		if m.tables[k] != nil {
+			return fmt.Errorf("create table %s: exists", k)
+		}
+		m.tables[k] = a.Table
+	case AlterTable:
+		k, nk := tableKey(a.DB, a.Name), tableKey(a.Table.DbName, a.Table.TableName)
+		if m.tables[k] == nil {
+			return fmt.Errorf("alter table %s: no such table", k)
+		}
+		if nk != k {
+			if m.dbs[nk.DB] == nil {
+				return fmt.Errorf("rename %s to %s: no such database", k, nk)
+			}
+			if m.tables[nk] != nil {
+				return fmt.Errorf("rename %s to %s: exists", k, nk)
+			}
+			delete(m.tables, k)
+			for pk, p := range m.parts {
+				if pk.TableKey == k {
+					np := *p
+					np.DbName, np.TableName = nk.DB, nk.Name
+					delete(m.parts, pk)
+					m.parts[PartKey{nk, pk.Values}] = &np
+				}
+			}
+		}
+		m.tables[nk] = a.Table
+	case DropTable:
+		k := tableKey(a.DB, a.Name)
+		if m.tables[k] == nil {
+			return fmt.Errorf("drop table %s: no such table", k)
+		}
+		m.dropTable(k)
+	case AddPartitions:
+		tk := tableKey(a.DB, a.Table)
+		if m.tables[tk] == nil {
+			return fmt.Errorf("add partitions: no table %s", tk)
+		}
+		for _, p := range a.Parts {
+			pk := partKey(tk, p.Values)
+			if m.parts[pk] != nil {
+				return fmt.Errorf("add partition %s: exists", pk)
+			}
+			if len(p.Values) != len(m.tables[tk].PartitionKeys) {
+				return fmt.Errorf("add partition %s: %d values for %d keys", pk, len(p.Values), len(m.tables[tk].PartitionKeys))
+			}
+			m.parts[pk] = p
+		}
+	case AlterPartitions:
+		tk := tableKey(a.DB, a.Table)
+		for _, p := range a.Parts {
+			pk := partKey(tk, p.Values)
+			if m.parts[pk] == nil {
+				return fmt.Errorf("alter partition %s: no such partition", pk)
+			}
+			m.parts[pk] = p
+		}
+	case RenamePartition:
+		tk := tableKey(a.DB, a.Table)
+		old, nk := partKey(tk, a.Values), partKey(tk, a.Part.Values)
+		if m.parts[old] == nil || m.parts[nk] != nil {
+			return fmt.Errorf("rename partition %s to %s: missing or target exists", old, nk)
+		}
+		delete(m.parts, old)
+		m.parts[nk] = a.Part
+	case DropPartitions:
+		tk := tableKey(a.DB, a.Table)
+		for _, v := range a.Values {
+			pk := partKey(tk, v)
+			if m.parts[pk] == nil {
+				return fmt.Errorf("drop partition %s: no such partition", pk)
+			}
+			delete(m.parts, pk)
+		}
+	case PruneFiles:
+		// As the executor: files directly under Dir, not kept, and not
+		// written by a later event's copy.
+		for f, e := range m.files {
+			if f[:strings.LastIndex(f, "/")] == strings.TrimSuffix(a.Dir, "/") && !slices.Contains(a.Keep, f) && e <= a.EventID {
+				delete(m.files, f)
+			}
+		}
+	default:
+		return fmt.Errorf("unknown action %T", a)
+	}
+	return nil
+}
+
+func (m *memMS) dropTable(k TableKey) {
+	delete(m.tables, k)
+	for pk := range m.parts {
+		if pk.TableKey == k {
+			delete(m.parts, pk)
+		}
+	}
+}
+
+// ---- running event sequences
+
+// copyOutcomes says how each file's copy ended (absent: copied).
+type copyOutcomes map[string]schemas.CopyStatus
+
+func (c copyOutcomes) of(ev *schemas.Event) map[string]Copy {
+	m := map[string]Copy{}
+	for _, f := range ev.Files {
+		st := schemas.StatusCopied
+		if s, ok := c[f.TaskID]; ok {
+			st = s
+		}
+		m[f.TaskID] = Copy{Status: st, TargetURI: drPath(f.URI), Error: "test"}
+	}
+	return m
+}
+
+// copyAhead puts on the DR cluster every file the events' successful
+// copies wrote: copies run ahead of the metadata.
+func (m *memMS) copyAhead(evs []*schemas.Event, c copyOutcomes) {
+	for _, ev := range evs {
+		for _, cp := range c.of(ev) {
+			if cp.OK() {
+				m.files[cp.TargetURI] = ev.EventID
+			}
+		}
+	}
+}
+
+type planStep struct {
+	d   Decision
+	pre *memMS // the state the event was planned on
+}
+
+// seqWorker is one database's ordered worker over its topic.
+type seqWorker struct {
+	db     string
+	events []*schemas.Event
+	pos    int
+}
+
+// stepOnce plans the worker's next event and applies the decision.
+func stepOnce(t *testing.T, ms *memMS, w *seqWorker, c copyOutcomes, pol Policy) planStep {
+	t.Helper()
+	ev := w.events[w.pos]
+	pre := ms.clone()
+	in := Input{DB: w.db, Source: "src", Event: ev, Replica: ms.view(w.db, ev), Copies: c.of(ev),
+		Later: w.events[w.pos+1:], Policy: pol}
+	d := planChecked(t, in)
+	switch d.Outcome {
+	case Apply, NoOp:
+		for _, a := range d.Actions {
+			if err := ms.apply(a); err != nil {
+				t.Fatalf("%s event %d %s: %s: %v\nstate:\n%s", w.db, ev.EventID, ev.EventType, a, err, pre.dump())
+			}
+		}
+		w.pos++
+	case Halt:
+		t.Fatalf("%s event %d %s halts: %s: %s\nstate:\n%s", w.db, ev.EventID, ev.EventType, d.Reason, d.Detail, pre.dump())
+	}
+	return planStep{d, pre}
+}
+
+// runAll runs the workers to the end of their topics, each as far as it
+// can before the next (a cross-database wait passes the turn).
+func runAll(t *testing.T, ms *memMS, ws []*seqWorker, c copyOutcomes, pol Policy) {
+	t.Helper()
+	for {
+		progress, done := false, true
+		for _, w := range ws {
+			for w.pos < len(w.events) {
+				s := stepOnce(t, ms, w, c, pol)
+				if s.d.Outcome == Wait {
+					if s.d.Reason != "cross_database" {
+						t.Fatalf("%s event %d waits: %s %s", w.db, w.events[w.pos].EventID, s.d.Reason, s.d.Detail)
+					}
+					break
+				}
+				progress = true
+			}
+			done = done && w.pos == len(w.events)
+		}
+		if done {
+			return
+		}
+		if !progress {
+			t.Fatal("no worker can move")
+		}
+	}
+}
+
+func diffStates(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for _, l := range wl {
+		if !slices.Contains(gl, l) {
+			b.WriteString("- " + l + "\n")
+		}
+	}
+	for _, l := range gl {
+		if !slices.Contains(wl, l) {
+			b.WriteString("+ " + l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// checkConverges runs a single database's events from an empty replica,
+// then checks that the same final state is reached by re-running every
+// suffix against it, by running everything again from an empty replica,
+// and by resuming at every event after a crash after any prefix of its
+// actions. It returns the final state.
+func checkConverges(t *testing.T, db string, evs []*schemas.Event, c copyOutcomes) *memMS {
+	t.Helper()
+	pol := testPolicy{}
+	ms := newMemMS()
+	ms.copyAhead(evs, c)
+	w := &seqWorker{db: db, events: evs}
+	var steps []planStep
+	for w.pos < len(evs) {
+		s := stepOnce(t, ms, w, c, pol)
+		if s.d.Outcome != Apply && s.d.Outcome != NoOp {
+			t.Fatalf("event %d: %s %s %s", evs[w.pos].EventID, s.d.Outcome, s.d.Reason, s.d.Detail)
+		}
+		steps = append(steps, s)
+	}
+	final := ms.dump()
+
+	t.Run("suffix re-drive", func(t *testing.T) {
+		for i := range evs {
+			got := ms.clone()
+			runAll(t, got, []*seqWorker{{db: db, events: evs, pos: i}}, c, pol)
+			if d := diffStates(final, got.dump()); d != "" {
+				t.Fatalf("re-drive from event %d changed the replica:\n%s", evs[i].EventID, d)
+			}
+		}
+	})
+	t.Run("from empty", func(t *testing.T) {
+		got := newMemMS()
+		got.copyAhead(evs, c)
+		runAll(t, got, []*seqWorker{{db: db, events: evs}}, c, pol)
+		if d := diffStates(final, got.dump()); d != "" {
+			t.Fatalf("second run differs:\n%s", d)
+		}
+	})
+	t.Run("crash and resume", func(t *testing.T) {
+		for i, s := range steps {
+			for k := 0; k < len(s.d.Actions); k++ {
+				got := s.pre.clone()
+				for _, a := range s.d.Actions[:k] {
+					if err := got.apply(a); err != nil {
+						t.Fatal(err)
+					}
+				}
+				runAll(t, got, []*seqWorker{{db: db, events: evs, pos: i}}, c, pol)
+				if d := diffStates(final, got.dump()); d != "" {
+					t.Fatalf("crash in event %d after %d of %v: resumed replica differs:\n%s",
+						evs[i].EventID, k, actionNames(s.d.Actions), d)
+				}
+			}
+		}
+	})
+	return ms
+}
+
+// TestPlanConverges runs a database's history through Plan with every copy
+// done: the replica is what the source ended with, and re-drive from any
+// event, a second run, or a crash anywhere all end in the same replica.
+func TestPlanConverges(t *testing.T) {
+	ordersV2 := srcTable("sales", "orders", []string{"region"}, "id bigint", "total double")
+	old := srcTable("sales", "old", nil, "x int")
+	clients := renamedTo(srcCustomers, "sales", "clients")
+	archiveT := renamedTo(clients, "sales", "old")
+	eu, emea := srcPart(ordersV2, "eu"), srcPart(ordersV2, "emea")
+	evs := []*schemas.Event{
+		createDB(10, "sales"),
+		createTable(11, srcOrders),
+		addParts(12, srcOrders, []schemas.Partition{srcP1, srcP2}, partFile(srcP1, "a"), partFile(srcP2, "b")),
+		insertInto(13, srcOrders, &srcP1, partFile(srcP1, "c")),
+		insertOverwrite(14, srcOrders, &srcP2, partFile(srcP2, "d")),
+		alterTable(15, srcOrders, withParam(srcOrders, "comment", "v2")),
+		createTable(16, srcCustomers),
+		insertInto(17, srcCustomers, nil, srcCustomers.Location+"/x"),
+		alterTable(18, srcCustomers, clients),
+		alterPart(19, srcOrders, srcP1, partWithParam(srcP1, "k", "v")),
+		srcEvent(20, "UPDATE_TBL_COL_STAT_EVENT", "sales", "orders", &schemas.ColumnStats{Database: "sales", Table: "orders"}),
+		truncateTable(21, clients),
+		insertInto(22, clients, nil, srcCustomers.Location+"/y"),
+		dropParts(23, srcOrders, srcP2),
+		dropTable(24, srcOrders),
+		createTable(25, ordersV2),
+		addParts(26, ordersV2, []schemas.Partition{eu}, partFile(eu, "e")),
+		alterPart(27, ordersV2, eu, emea),
+		createTable(28, old),
+		dropTable(29, old),
+		alterTable(30, clients, archiveT),
+		alterDB(31, "sales", map[string]string{"owner.team": "sales", "retention.days": "30"}),
+		srcEvent(32, "ABORT_TXN", "sales", "", &schemas.Transaction{TxnIDs: []int64{4}}),
+	}
+	ms := checkConverges(t, "sales", evs, nil)
+
+	// What the source ended with.
+	db := ms.dbs["sales"]
+	if db == nil || db.Parameters[ParamLastID] != "32" || db.Parameters["retention.days"] != "30" || db.Parameters[ParamTarget] == "" {
+		t.Fatalf("database %s", js(db))
+	}
+	var tables []string
+	for k := range ms.tables {
+		tables = append(tables, k.String())
+	}
+	sort.Strings(tables)
+	if !slices.Equal(tables, []string{"sales.old", "sales.orders"}) {
+		t.Fatalf("tables %v", tables)
+	}
+	o := ms.tables[TableKey{"sales", "orders"}]
+	if o.PartitionKeys[0].Name != "region" || o.Sd.Cols[1].Name != "total" || o.Parameters["comment"] != "" {
+		t.Errorf("orders is not the new incarnation: %s", js(o))
+	}
+	if o := ms.tables[TableKey{"sales", "old"}]; len(o.Sd.Cols) != 2 || o.Sd.Location != drRoot+"sales.db/customers" {
+		t.Errorf("sales.old is not the renamed srcCustomers: %s", js(o))
+	}
+	var parts []string
+	for k := range ms.parts {
+		parts = append(parts, k.String())
+	}
+	if !slices.Equal(parts, []string{"sales.orders partition [emea]"}) {
+		t.Errorf("partitions %v", parts)
+	}
+	var files []string
+	for f := range ms.files {
+		files = append(files, strings.TrimPrefix(f, drRoot))
+	}
+	sort.Strings(files)
+	// b was overwritten by d (kept: a drop leaves files), x was truncated.
+	want := []string{"sales.db/customers/y", "sales.db/orders/dt=2024-01-01/a", "sales.db/orders/dt=2024-01-01/c",
+		"sales.db/orders/dt=2024-01-02/d", "sales.db/orders/region=eu/e"}
+	if !slices.Equal(files, want) {
+		t.Errorf("files\n  %v\nwant\n  %v", files, want)
+	}
+}
+
+// TestPlanConvergesWithLostFiles is the same with copies that never
+// succeed, each superseded by a later event: the objects left out never
+// appear without their files, and the replica still ends as the source.
+func TestPlanConvergesWithLostFiles(t *testing.T) {
+	p3, p4 := srcPart(srcOrders, "2024-01-03"), srcPart(srcOrders, "2024-01-04")
+	p3v2 := partWithParam(p3, "k", "v")
+	ctas := srcTable("sales", "ctas", nil, "id bigint")
+	evs := []*schemas.Event{
+		createDB(10, "sales"),
+		createTable(11, srcOrders),
+		// p2 (2024-01-02) is dropped before its file could be copied.
+		addParts(12, srcOrders, []schemas.Partition{srcP1, srcP2}, partFile(srcP1, "a"), partFile(srcP2, "b")),
+		dropParts(13, srcOrders, srcP2),
+		// p3's file is gone; it is altered, then overwritten.
+		addParts(14, srcOrders, []schemas.Partition{p3}, partFile(p3, "c")),
+		alterPart(15, srcOrders, p3, p3v2),
+		insertOverwrite(16, srcOrders, &p3v2, partFile(p3, "d")),
+		// p4's copy failed; it is truncated.
+		addParts(17, srcOrders, []schemas.Partition{p4}, partFile(p4, "e")),
+		truncatePart(18, srcOrders, p4),
+		// A CTAS whose file is gone, then overwritten.
+		createTable(19, ctas, ctas.Location+"/f"),
+		insertOverwrite(20, ctas, nil, ctas.Location+"/g"),
+		// An insert whose file is gone, then the table is dropped.
+		insertInto(21, srcOrders, &srcP1, partFile(srcP1, "h")),
+		alterTable(22, srcOrders, withParam(srcOrders, "k", "v")),
+		dropTable(23, srcOrders),
+	}
+	c := copyOutcomes{"12-1": schemas.StatusSourceGone, "14-0": schemas.StatusSourceGone,
+		"17-0": schemas.StatusFailed, "19-0": schemas.StatusSourceGone, "21-0": schemas.StatusSourceGone}
+	ms := checkConverges(t, "sales", evs, c)
+	if _, ok := ms.tables[TableKey{"sales", "ctas"}]; !ok || len(ms.tables) != 1 || len(ms.parts) != 0 {
+		t.Errorf("final state:\n%s", ms.dump())
+	}
+
+	// Up to event 20: p1, p3 as overwritten (with its alter), p4 empty;
+	// the files of the overwrite and the CTAS's overwrite only.
+	pre := newMemMS()
+	pre.copyAhead(evs[:11], c)
+	runAll(t, pre, []*seqWorker{{db: "sales", events: evs[:11]}}, c, testPolicy{})
+	var parts []string
+	for k, p := range pre.parts {
+		parts = append(parts, k.Values+"@"+p.Parameters[ParamLastID]+":"+p.Parameters["k"])
+	}
+	sort.Strings(parts)
+	if want := []string{"2024-01-01@12:", "2024-01-03@16:v", "2024-01-04@18:"}; !slices.Equal(parts, want) {
+		t.Errorf("partitions %v, want %v", parts, want)
+	}
+	var files []string
+	for f := range pre.files {
+		files = append(files, path.Base(f))
+	}
+	sort.Strings(files)
+	if want := []string{"a", "d", "g"}; !slices.Equal(files, want) {
+		t.Errorf("files %v, want %v", files, want)
+	}
+}
+
+// TestPlanCrossDatabaseRename runs a rename from sales to archive through
+// both databases' workers in every order: the destination worker waits
+// for the source's, and the table moves once, with its partitions.
+func TestPlanCrossDatabaseRename(t *testing.T) {
+	moved := renamedTo(srcOrders, "archive", "orders")
+	rename := alterTable(14, srcOrders, moved)
+	sales := []*schemas.Event{
+		createDB(10, "sales"), createTable(12, srcOrders),
+		addParts(13, srcOrders, []schemas.Partition{srcP1}, partFile(srcP1, "a")),
+		rename,
+	}
+	archive := []*schemas.Event{
+		createDB(11, "archive"),
+		rename,
+		addParts(15, moved, []schemas.Partition{srcPart(moved, "2024-01-05")}),
+		alterTable(16, moved, withParam(moved, "k", "v")),
+	}
+	var want string
+	for _, order := range [][]string{{"sales", "archive"}, {"archive", "sales"}} {
+		ms := newMemMS()
+		ms.copyAhead(append(sales, archive...), nil)
+		byName := map[string]*seqWorker{"sales": {db: "sales", events: sales}, "archive": {db: "archive", events: archive}}
+		runAll(t, ms, []*seqWorker{byName[order[0]], byName[order[1]]}, nil, testPolicy{})
+		if want == "" {
+			want = ms.dump()
+		} else if d := diffStates(want, ms.dump()); d != "" {
+			t.Errorf("order %v differs:\n%s", order, d)
+		}
+		tb := ms.tables[TableKey{"archive", "orders"}]
+		if tb == nil || len(ms.tables) != 1 || tb.Parameters["k"] != "v" || tb.Sd.Location != drRoot+"sales.db/orders" {
+			t.Fatalf("order %v:\n%s", order, ms.dump())
+		}
+		if len(ms.parts) != 2 || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}] == nil {
+			t.Errorf("order %v: partitions did not move:\n%s", order, ms.dump())
+		}
+		if ms.dbs["sales"].Parameters[ParamLastID] != "14" || ms.dbs["archive"].Parameters[ParamLastID] != "16" {
+			t.Errorf("order %v: watermarks %s %s", order, ms.dbs["sales"].Parameters[ParamLastID], ms.dbs["archive"].Parameters[ParamLastID])
+		}
+	}
+
+	// The destination worker waits at the rename while the source worker
+	// has not applied it.
+	ms := newMemMS()
+	ws, wa := &seqWorker{db: "sales", events: sales}, &seqWorker{db: "archive", events: archive}
+	stepOnce(t, ms, wa, nil, testPolicy{})
+	stepOnce(t, ms, ws, nil, testPolicy{})
+	stepOnce(t, ms, ws, nil, testPolicy{})
+	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != Wait || s.d.WaitDB != "sales" {
+		t.Fatalf("destination worker: %s %s (%s)", s.d.Outcome, s.d.Reason, s.d.WaitDB)
+	}
+}
+
+// TestPlanCrossDatabaseRenameOntoADroppedName: the destination database
+// had a table of the same name, with partitions, dropped before the rename.
+// Its worker lags, so the source worker renames first; the lagging
+// worker's events on the old table must not land on the new one.
+func TestPlanCrossDatabaseRenameOntoADroppedName(t *testing.T) {
+	oldT := srcTable("archive", "orders", []string{"dt"}, "legacy string")
+	moved := renamedTo(srcOrders, "archive", "orders")
+	rename := alterTable(21, srcOrders, moved)
+	old0101 := srcPart(oldT, "2024-01-01")
+	sales := []*schemas.Event{
+		createDB(10, "sales"), createTable(12, srcOrders),
+		addParts(14, srcOrders, []schemas.Partition{srcP1}, partFile(srcP1, "a")),
+		rename,
+	}
+	archive := []*schemas.Event{
+		createDB(11, "archive"), createTable(13, oldT),
+		addParts(15, oldT, []schemas.Partition{old0101}),
+		addParts(16, oldT, []schemas.Partition{srcPart(oldT, "2023-12-31")}),
+		insertOverwrite(17, oldT, &old0101),
+		dropParts(18, oldT, old0101),
+		dropTable(19, oldT),
+		rename,
+	}
+	ms := newMemMS()
+	ms.copyAhead(append(sales, archive...), nil)
+	ms.files[drRoot+"sales.db/orders/dt=2024-01-01/a"] = 14
+	wa := &seqWorker{db: "archive", events: archive}
+	for range 3 { // archive's worker lags after its event 15
+		stepOnce(t, ms, wa, nil, testPolicy{})
+	}
+	runAll(t, ms, []*seqWorker{{db: "sales", events: sales}, wa}, nil, testPolicy{})
+	var parts []string
+	for k := range ms.parts {
+		parts = append(parts, k.String())
+	}
+	if !slices.Equal(parts, []string{"archive.orders partition [2024-01-01]"}) || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}].Parameters[ParamLastID] != "14" {
+		t.Errorf("the renamed table got the old table's partitions: %v\n%s", parts, ms.dump())
+	}
+	if _, ok := ms.files[drRoot+"sales.db/orders/dt=2024-01-01/a"]; !ok {
+		t.Error("the old table's overwrite pruned the renamed table's files")
+	}
+}
+
+// ---- the captured events
+
+// fixtureEvents decodes the events captured from a real metastore (see
+// producer/testdata), with copy task IDs set as the tailer sets them.
+func fixtureEvents(t *testing.T) []*schemas.Event {
+	paths, err := filepath.Glob(filepath.Join("..", "producer", "testdata", "events", "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	sort.Strings(paths)
+	var out []*schemas.Event
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f struct {
+			EventID       int64  `json:"eventId"`
+			EventTime     int64  `json:"eventTime"`
+			EventType     string `json:"eventType"`
+			CatName       string `json:"catName"`
+			DBName        string `json:"dbName"`
+			TableName     string `json:"tableName"`
+			MessageFormat string `json:"messageFormat"`
+			Message       string `json:"message"`
+		}
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		ev := producer.Decode(producer.RawEvent{EventID: f.EventID, EventTime: f.EventTime, EventType: f.EventType,
+			Catalog: f.CatName, Database: f.DBName, Table: f.TableName, MessageFormat: f.MessageFormat, Message: f.Message})
+		if len(ev.Errors) > 0 {
+			t.Fatalf("%s: %v", p, ev.Errors)
+		}
+		for i := range ev.Files {
+			ev.Files[i].TaskID = fmt.Sprintf("%d-%d", ev.EventID, i)
+		}
+		out = append(out, &ev)
+	}
+	return out
+}
+
+// fixtureWorkers routes the events to their databases' topics.
+func fixtureWorkers(evs []*schemas.Event, upTo int64) []*seqWorker {
+	byDB := map[string]*seqWorker{}
+	var ws []*seqWorker
+	for _, ev := range evs {
+		if ev.EventID > upTo {
+			break
+		}
+		for _, db := range ev.Databases {
+			if byDB[db] == nil {
+				byDB[db] = &seqWorker{db: db}
+				ws = append(ws, byDB[db])
+			}
+			byDB[db].events = append(byDB[db].events, ev)
+		}
+	}
+	return ws
+}
+
+// TestPlanFixtures replays the captured metastore events (two databases,
+// partitions, inserts, an overwrite, a truncate, a rename within and one
+// across databases, transactions, stats, constraints, functions, drops)
+// through Plan and checks the replica the real Thrift objects produce.
+func TestPlanFixtures(t *testing.T) {
+	evs := fixtureEvents(t)
+
+	// Up to the last event before the drops.
+	ms := newMemMS()
+	ms.copyAhead(evs, nil)
+	runAll(t, ms, fixtureWorkers(evs, 204), nil, testPolicy{})
+	sales, archive := ms.dbs["cap_sales"], ms.dbs["cap_archive"]
+	if sales == nil || archive == nil {
+		t.Fatalf("databases:\n%s", ms.dump())
+	}
+	if sales.LocationUri != "hdfs://dr:9000/external/cap_sales.db" || *sales.ManagedLocationUri != "hdfs://dr:9000/warehouse/cap_sales.db" ||
+		sales.Parameters["retention.days"] != "30" || sales.Parameters[ParamLastID] != "204" || sales.Parameters[ParamTarget] != "hivedr:src" {
+		t.Errorf("cap_sales: %s", js(sales))
+	}
+	if archive.Parameters[ParamLastID] != "197" {
+		t.Errorf("cap_archive: %s", js(archive))
+	}
+	var tables []string
+	for k := range ms.tables {
+		tables = append(tables, k.String())
+	}
+	sort.Strings(tables)
+	if !slices.Equal(tables, []string{"cap_archive.clients", "cap_sales.orders"}) {
+		t.Fatalf("tables %v", tables)
+	}
+	o := ms.tables[TableKey{"cap_sales", "orders"}]
+	if o.Sd.Location != "hdfs://dr:9000/external/cap_sales.db/orders" || len(o.Sd.Cols) != 4 || o.Sd.Cols[3].Name != "channel" ||
+		len(o.PartitionKeys) != 2 || o.TableType != "EXTERNAL_TABLE" || o.Sd.SerdeInfo == nil ||
+		o.Sd.SerdeInfo.SerializationLib != "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe" ||
+		o.ID != nil || o.WriteId != -1 || o.CatName == nil || *o.CatName != "hive" || o.Parameters[ParamLastID] != "183" {
+		t.Errorf("cap_sales.orders: %s", js(o))
+	}
+	c := ms.tables[TableKey{"cap_archive", "clients"}]
+	if c.DbName != "cap_archive" || c.TableName != "clients" || c.Sd.Location != "hdfs://dr:9000/external/cap_sales.db/customers" ||
+		c.Parameters[ParamLastID] != "194" {
+		t.Errorf("cap_archive.clients: %s", js(c))
+	}
+	eu := ms.parts[PartKey{TableKey{"cap_sales", "orders"}, "2024-01-01/eu"}]
+	us := ms.parts[PartKey{TableKey{"cap_sales", "orders"}, "2024-01-02/us"}]
+	if len(ms.parts) != 2 || eu == nil || us == nil {
+		t.Fatalf("partitions:\n%s", ms.dump())
+	}
+	if eu.Parameters["hivedr.note"] != "altered" || eu.Parameters[ParamLastID] != "184" ||
+		eu.Sd.Location != "hdfs://dr:9000/external/cap_sales.db/orders/dt=2024-01-01/region=eu" {
+		t.Errorf("partition eu: %s", js(eu))
+	}
+	if us.Parameters[ParamLastID] != "192" {
+		t.Errorf("partition us: %s", js(us))
+	}
+	var files []string
+	for f := range ms.files {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	// The overwrite's file in region=us was truncated (event 191).
+	if want := []string{"hdfs://dr:9000/external/cap_sales.db/customers/000000_0",
+		"hdfs://dr:9000/external/cap_sales.db/customers/000001_0"}; !slices.Equal(files, want) {
+		t.Errorf("files %v, want %v", files, want)
+	}
+
+	// To the end: everything dropped, the data left in place.
+	ms = newMemMS()
+	ms.copyAhead(evs, nil)
+	runAll(t, ms, fixtureWorkers(evs, 1<<62), nil, testPolicy{})
+	if len(ms.dbs)+len(ms.tables)+len(ms.parts) != 0 || len(ms.files) != 2 {
+		t.Errorf("after the drops:\n%s", ms.dump())
+	}
+}
+
+// TestPlanCrossDatabaseRenameOntoARenamedName: as above, but the old
+// table of the destination was renamed away, not dropped. The source
+// worker's rename takes the name while the destination worker has not
+// yet applied that rename, drops the table as if it were gone, and the
+// rename away then finds nothing to move.
+//
+// Known design issue, not fixed in Plan: the source worker must not
+// change the destination database before that database's worker has
+// applied every event before the rename (a handshake, e.g. the
+// destination worker marking the DR database at event-1 when it reaches
+// the rename, and the source worker waiting for that mark).
+func TestPlanCrossDatabaseRenameOntoARenamedName(t *testing.T) {
+	t.Skip("known issue: cross-database renames need a handshake with the destination worker (see comment)")
+	oldT := srcTable("archive", "orders", nil, "legacy string")
+	moved := renamedTo(srcOrders, "archive", "orders")
+	rename := alterTable(20, srcOrders, moved)
+	sales := []*schemas.Event{createDB(10, "sales"), createTable(12, srcOrders), rename}
+	archive := []*schemas.Event{
+		createDB(11, "archive"), createTable(13, oldT),
+		alterTable(15, oldT, renamedTo(oldT, "archive", "orders_2023")),
+		rename,
+	}
+	ms := newMemMS()
+	wa := &seqWorker{db: "archive", events: archive}
+	for range 2 { // archive's worker lags before its rename at 15
+		stepOnce(t, ms, wa, nil, testPolicy{})
+	}
+	runAll(t, ms, []*seqWorker{{db: "sales", events: sales}, wa}, nil, testPolicy{})
+	if ms.tables[TableKey{"archive", "orders_2023"}] == nil || ms.tables[TableKey{"archive", "orders"}] == nil {
+		t.Errorf("the destination's renamed table is lost:\n%s", ms.dump())
+	}
+}

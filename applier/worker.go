@@ -1,0 +1,431 @@
+package applier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hivedr/hivedr/internal/state"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// item is one record of an event topic, decoded.
+type item struct {
+	rec *kgo.Record
+	ev  *schemas.Event
+	hb  *schemas.Heartbeat
+	err error
+	// control is a transaction marker: nothing to apply, only an offset.
+	control bool
+}
+
+// worker applies one database's topic, in order.
+type worker struct {
+	a         *Applier
+	db, topic string
+	partition int32
+	log       *slog.Logger
+
+	mu       sync.Mutex
+	queue    []*item
+	events   int       // events in queue
+	complete time.Time // source time up to which the replica is complete
+	wake     chan struct{}
+	cancel   context.CancelFunc
+	ctx      context.Context
+	done     chan struct{}
+
+	ms      Metastore
+	closeMS func() error
+}
+
+func newWorker(a *Applier, db, topic string, partition int32) *worker {
+	return &worker{
+		a: a, db: db, topic: topic, partition: partition,
+		log:  a.log.With("db", db),
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+}
+
+// push appends items and returns how many events the queue holds.
+func (w *worker) push(items []*item) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, it := range items {
+		w.queue = append(w.queue, it)
+		if it.ev != nil {
+			w.events++
+		}
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return w.events
+}
+
+func (w *worker) stop() {
+	w.mu.Lock()
+	if w.cancel != nil {
+		w.cancel()
+	}
+	w.mu.Unlock()
+}
+
+// run is the worker's loop. Guarantee 1 (order): items are taken strictly
+// from the head of the queue, which holds the topic's records in offset
+// order, and an item leaves the queue (and its offset is marked for
+// commit) only after its event was applied or found to need nothing.
+func (w *worker) run(parent context.Context) {
+	defer close(w.done)
+	w.mu.Lock()
+	ctx, cancel := context.WithCancel(parent)
+	w.ctx, w.cancel = ctx, cancel
+	w.mu.Unlock()
+	defer cancel()
+	defer func() {
+		if w.closeMS != nil {
+			w.closeMS()
+		}
+		w.a.m.lagEvents.DeleteLabelValues(w.db)
+	}()
+	go w.reportLag(ctx)
+	w.log.Info("database worker started", "topic", w.topic)
+	for {
+		it, ok := w.head(ctx)
+		if !ok {
+			return
+		}
+		switch {
+		case it.control:
+			w.pop(it)
+			continue
+		case it.err != nil:
+			w.halt(ctx, nil, Decision{Outcome: Halt, Reason: "undecodable_record", Detail: it.err.Error()})
+			return
+		case it.hb != nil:
+			w.mu.Lock()
+			if t := it.hb.ScannedEventTime; t.After(w.complete) {
+				w.complete = t
+			}
+			w.mu.Unlock()
+			w.pop(it)
+			continue
+		}
+		if !w.handle(ctx, it) {
+			return
+		}
+	}
+}
+
+// head waits for the oldest item.
+func (w *worker) head(ctx context.Context) (*item, bool) {
+	for {
+		w.mu.Lock()
+		if len(w.queue) > 0 {
+			it := w.queue[0]
+			w.mu.Unlock()
+			return it, true
+		}
+		w.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-w.wake:
+		}
+	}
+}
+
+// pop removes the head and marks its offset for commit: the event is done.
+func (w *worker) pop(it *item) {
+	w.mu.Lock()
+	w.queue = w.queue[1:]
+	if it.ev != nil {
+		w.events--
+		if it.ev.EventTime.After(w.complete) {
+			w.complete = it.ev.EventTime
+		}
+	}
+	n := w.events
+	w.mu.Unlock()
+	// Checkpoint: the offset is marked only now, after the apply
+	// succeeded; the client commits marked offsets every second and on
+	// revoke or shutdown.
+	w.a.cl.MarkCommitRecords(it.rec)
+	if n < w.a.cfg.LookAhead/2 {
+		w.a.cl.ResumeFetchTopics(w.topic)
+	}
+}
+
+// later returns the events queued after the head.
+func (w *worker) later() []*schemas.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*schemas.Event, 0, w.events)
+	for _, it := range w.queue[1:] {
+		if it.ev != nil {
+			out = append(out, it.ev)
+		}
+	}
+	return out
+}
+
+// handle applies one event, waiting and retrying as long as needed. It
+// returns false when the worker must stop (halted or cancelled).
+func (w *worker) handle(ctx context.Context, it *item) bool {
+	ev := it.ev
+	var (
+		waitingSince time.Time // first wait on a copy that cannot succeed
+		waitReason   string
+		waitStart    time.Time
+		backoff      = 500 * time.Millisecond
+	)
+	endWait := func() {
+		if waitReason != "" {
+			w.a.m.waiting.DeleteLabelValues(w.db, waitReason)
+			w.a.m.waitSeconds.WithLabelValues(w.db, waitReason).Add(time.Since(waitStart).Seconds())
+			waitReason = ""
+		}
+	}
+	defer endWait()
+	for {
+		start := time.Now()
+		d, err := w.step(ctx, ev)
+		if ctx.Err() != nil {
+			return false
+		}
+		if err != nil {
+			var refused *RefusedError
+			if errors.As(err, &refused) {
+				w.halt(ctx, ev, Decision{Outcome: Halt, Reason: "metastore_refused", Detail: err.Error()})
+				return false
+			}
+			w.log.Warn("apply failed; retrying", "event_id", ev.EventID, "type", ev.EventType, "err", err, "retry_in", backoff)
+			w.reconnect()
+			if !sleep(ctx, backoff) {
+				return false
+			}
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		switch d.Outcome {
+		case Apply, NoOp:
+			endWait()
+			result := "applied"
+			if d.Outcome == NoOp {
+				result = d.Reason
+			} else {
+				w.a.m.applySeconds.WithLabelValues(ev.EventType).Observe(time.Since(start).Seconds())
+				w.a.m.eventLag.WithLabelValues(w.db).Observe(time.Since(ev.EventTime).Seconds())
+			}
+			w.a.m.events.WithLabelValues(w.db, ev.EventType, result).Inc()
+			w.a.m.lastID.WithLabelValues(w.db).Set(float64(ev.EventID))
+			w.a.m.lastTime.WithLabelValues(w.db).Set(float64(ev.EventTime.Unix()))
+			w.a.m.halted.DeletePartialMatch(map[string]string{"db": w.db})
+			lvl := slog.LevelDebug
+			if d.Detail != "" && d.Reason == "superseded" {
+				lvl = slog.LevelInfo
+			}
+			w.log.Log(ctx, lvl, "event done", "event_id", ev.EventID, "type", ev.EventType, "result", result, "actions", len(d.Actions), "detail", d.Detail)
+			w.pop(it)
+			return true
+		case Halt:
+			w.halt(ctx, ev, d)
+			return false
+		case Wait:
+			if d.Reason != waitReason {
+				endWait()
+				waitReason, waitStart = d.Reason, time.Now()
+				w.log.Info("event waits", "event_id", ev.EventID, "type", ev.EventType, "reason", d.Reason, "detail", d.Detail)
+			}
+			v := 1.0
+			if d.Reason == "waiting_for_files" {
+				v = float64(len(d.WaitTasks))
+			}
+			w.a.m.waiting.WithLabelValues(w.db, d.Reason).Set(v)
+			if d.Reason == ReasonSourceGone || d.Reason == ReasonCopyFailed {
+				if waitingSince.IsZero() {
+					waitingSince = time.Now()
+				}
+				if time.Since(waitingSince) >= w.a.cfg.HaltAfter {
+					d.Outcome = Halt
+					d.Detail += fmt.Sprintf(" (waited %s for a later event removing it)", w.a.cfg.HaltAfter)
+					w.halt(ctx, ev, d)
+					return false
+				}
+			} else {
+				waitingSince = time.Time{}
+			}
+			changed := w.a.cfg.Completions.Changed()
+			t := time.NewTimer(time.Second)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return false
+			case <-changed:
+			case <-w.wake: // more events: the look-ahead may have changed
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+}
+
+// step reads the state an event needs, plans, and runs the actions.
+func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) {
+	if w.ms == nil {
+		ms, closeFn, err := w.a.cfg.Dial(ctx)
+		if err != nil {
+			return Decision{}, err
+		}
+		w.ms, w.closeMS = ms, closeFn
+	}
+	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter}
+	rep, err := x.read(ctx, Touches(w.db, ev))
+	if err != nil {
+		return Decision{}, err
+	}
+	copies := map[string]Copy{}
+	for _, f := range ev.Files {
+		if f.TaskID == "" {
+			continue
+		}
+		c, ok, err := w.a.cfg.Completions.Get(f.TaskID)
+		if err != nil {
+			return Decision{}, err
+		}
+		if ok {
+			copies[f.TaskID] = toCopy(c)
+		}
+	}
+	var skip bool
+	if db := rep.Databases[strings.ToLower(w.db)]; db != nil {
+		_, skip = db.Parameters[fmt.Sprintf("%s%d", ParamSkippedPrefix, ev.EventID)]
+	}
+	d := Plan(Input{DB: w.db, Source: w.a.cfg.Source, Event: ev, Replica: rep, Copies: copies,
+		Later: w.later(), Skip: skip, Policy: w.a.cfg.Policy})
+	if d.Outcome != Apply && d.Outcome != NoOp {
+		return d, nil
+	}
+	if skip {
+		noteSkip(d.Actions, w.db, ev)
+	}
+	for _, act := range d.Actions {
+		if err := x.run(ctx, act); err != nil {
+			return Decision{}, err
+		}
+	}
+	return d, nil
+}
+
+// noteSkip completes the operator's skip record with what was skipped.
+func noteSkip(actions []Action, db string, ev *schemas.Event) {
+	key := fmt.Sprintf("%s%d", ParamSkippedPrefix, ev.EventID)
+	for _, a := range actions {
+		if ad, ok := a.(AlterDatabase); ok && strings.EqualFold(ad.Name, db) {
+			ad.DB.Parameters[key] = strings.TrimSpace(ad.DB.Parameters[key] + fmt.Sprintf("; skipped %s event %d at %s",
+				ev.EventType, ev.EventID, time.Now().UTC().Format(time.RFC3339)))
+		}
+	}
+}
+
+func toCopy(c state.Completion) Copy {
+	return Copy{Status: schemas.CopyStatus(c.Status), TargetURI: c.Target, Error: c.Error}
+}
+
+func (w *worker) reconnect() {
+	if w.closeMS != nil {
+		w.closeMS()
+	}
+	w.ms, w.closeMS = nil, nil
+}
+
+// halt stops the database: loudly in the log, in the halted metric, and on
+// the DR database (hivedr.halted) for `hivedr status`.
+func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) {
+	id, typ := int64(0), "-"
+	if ev != nil {
+		id, typ = ev.EventID, ev.EventType
+	}
+	w.a.m.halted.WithLabelValues(w.db, d.Reason).Set(1)
+	w.log.Error("database halted: fix the cause, then restart hivedr apply (or skip the event with --skip-event)",
+		"event_id", id, "type", typ, "reason", d.Reason, "detail", d.Detail,
+		"skip", fmt.Sprintf("--skip-event %s:%d", w.db, id))
+	if w.ms != nil || ctx.Err() == nil {
+		if err := w.recordHalt(ctx, fmt.Sprintf("event %d %s: %s: %s", id, typ, d.Reason, d.Detail)); err != nil {
+			w.log.Warn("could not record the halt on the DR database", "err", err)
+		}
+	}
+	<-ctx.Done()
+}
+
+func (w *worker) recordHalt(ctx context.Context, msg string) error {
+	if w.ms == nil {
+		ms, closeFn, err := w.a.cfg.Dial(ctx)
+		if err != nil {
+			return err
+		}
+		w.ms, w.closeMS = ms, closeFn
+	}
+	db, err := w.ms.GetDatabase(ctx, w.db)
+	if err != nil {
+		if isNoSuchObject(err) {
+			return nil
+		}
+		return err
+	}
+	if db.Parameters[ParamTarget] == "" {
+		return nil // not ours to write
+	}
+	if len(msg) > 3000 {
+		msg = msg[:3000] + "..."
+	}
+	db.Parameters[ParamHalted] = msg
+	return w.ms.AlterDatabase(ctx, w.db, db)
+}
+
+// reportLag keeps the lag gauges current.
+func (w *worker) reportLag(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		w.mu.Lock()
+		n, complete := w.events, w.complete
+		for _, it := range w.queue {
+			if it.ev != nil {
+				complete = it.ev.EventTime
+				break
+			}
+		}
+		w.mu.Unlock()
+		w.a.m.lagEvents.WithLabelValues(w.db).Set(float64(n))
+		if !complete.IsZero() {
+			w.a.m.lagSeconds.WithLabelValues(w.db).Set(max(0, time.Since(complete).Seconds()))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	d += time.Duration(rand.Int64N(int64(d)/4 + 1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hivedr/hivedr/applier"
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/state"
+)
+
+// skipFlags collects repeated --skip-event db:id flags.
+type skipFlags []applier.Skip
+
+func (s *skipFlags) String() string { return fmt.Sprint(*s) }
+
+func (s *skipFlags) Set(v string) error {
+	db, id, ok := strings.Cut(v, ":")
+	n, err := strconv.ParseInt(id, 10, 64)
+	if !ok || db == "" || err != nil || n <= 0 {
+		return fmt.Errorf("%q is not <database>:<event ID>", v)
+	}
+	*s = append(*s, applier.Skip{DB: strings.ToLower(db), EventID: n})
+	return nil
+}
+
+func runApply(args []string, _, stderr io.Writer) int {
+	fl, cf := newFlagSet("apply", "Usage: hivedr apply [flags]\n\nApply the events of every <prefix>.events.<db> topic to the DR metastore, in order,\n"+
+		"each after the files it references are copied and verified; the committed offsets of\n"+
+		"the applier's consumer group are the replication checkpoints.", stderr)
+	metricsAddr := fl.String("metrics-addr", "", "serve /metrics here, overriding applier.metrics_addr")
+	stateDir := fl.String("state-dir", "", "Pebble directory for the completion cache (default: $XDG_STATE_HOME or ~/.local/state, then hivedr/applier)")
+	var skips skipFlags
+	fl.Var(&skips, "skip-event", "skip exactly this event, as <database>:<event ID> (repeatable); recorded on the DR database with who and when")
+	conf, log, ok := setup(fl, cf, args, stderr)
+	if !ok {
+		return exitUsage
+	}
+	if *metricsAddr != "" {
+		conf.Applier.MetricsAddr = *metricsAddr
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	if err := runApplier(ctx, conf, *stateDir, skips, log); err != nil && ctx.Err() == nil {
+		log.Error("applier stopped", "err", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func runApplier(ctx context.Context, conf *config.Config, stateDir string, skips []applier.Skip, log *slog.Logger) error {
+	router, err := fs.NewRouter(conf.Filesystems)
+	if err != nil {
+		return fmt.Errorf("config: filesystems.%w", err)
+	}
+	defer router.Close()
+	if stateDir == "" {
+		if stateDir, err = defaultStateDir("applier"); err != nil {
+			return err
+		}
+		stateDir = filepath.Join(filepath.Dir(stateDir), "applier")
+	}
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	store, err := state.OpenCompletions(stateDir)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	serde, err := newSerde(ctx, conf.SchemaRegistry)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	m := applier.NewMetrics()
+	if err := m.Register(reg); err != nil {
+		return err
+	}
+	if err := serveMetrics(ctx, conf.Applier.MetricsAddr, reg, log); err != nil {
+		return err
+	}
+	addr := conf.Applier.Metastore
+	a, err := applier.New(applier.Config{
+		Brokers: conf.Kafka.Brokers,
+		Topics:  kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
+		Group:   conf.Applier.Group,
+		Source:  conf.Source.Name,
+		Dial: func(ctx context.Context) (applier.Metastore, func() error, error) {
+			c, err := hms.Dial(ctx, addr, hms.Options{})
+			if err != nil {
+				return nil, nil, err
+			}
+			return c, c.Close, nil
+		},
+		Policy:               &conf.Replication,
+		Files:                routerFiles{router},
+		Completions:          store,
+		Codec:                serde,
+		HaltAfter:            conf.Applier.HaltAfter.Duration,
+		LookAhead:            conf.Applier.LookAhead,
+		CompletionPartitions: conf.Kafka.ManifestPartitions,
+		ReplicationFactor:    conf.Kafka.ReplicationFactor,
+		Skips:                skips,
+		Operator:             operator(),
+		Logger:               log,
+		Metrics:              m,
+	})
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+// operator names who runs this command, for skip records.
+func operator() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return name + "@" + host
+}
+
+// routerFiles lists and removes DR files through the configured
+// filesystems.
+type routerFiles struct{ r *fs.Router }
+
+func (f routerFiles) List(ctx context.Context, dir string) ([]string, error) {
+	dir = strings.TrimSuffix(dir, "/")
+	var out []string
+	err := f.r.Walk(ctx, dir, func(loc string, _ int64) error {
+		if path.Dir(loc) == dir || path.Dir(strings.TrimPrefix(loc, schemeAuthority(loc))) == strings.TrimPrefix(dir, schemeAuthority(dir)) {
+			out = append(out, loc)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return out, err
+}
+
+func (f routerFiles) Remove(ctx context.Context, loc string) error {
+	fsys, l, err := f.r.Split(loc)
+	if err != nil {
+		return err
+	}
+	return fsys.Remove(ctx, l)
+}
+
+// schemeAuthority is the scheme://authority prefix of a location ("" for
+// a bare path).
+func schemeAuthority(loc string) string {
+	i := strings.Index(loc, "://")
+	if i < 0 {
+		return ""
+	}
+	j := strings.IndexByte(loc[i+3:], '/')
+	if j < 0 {
+		return loc
+	}
+	return loc[:i+3+j]
+}

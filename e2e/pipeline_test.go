@@ -1,0 +1,376 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	wl "github.com/hivedr/hivedr/e2e/workload"
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/testenv"
+)
+
+// pipeline is a test's own tailer, copy daemon and applier, on topics,
+// groups and databases of its own, as three separate processes.
+type pipeline struct {
+	t       *testing.T
+	env     *testenv.Env
+	prefix  string
+	conf    string
+	cfg     *config.Config
+	dbs     []string
+	state   string
+	metrics string // the applier's metrics address
+
+	tail, copyd, apply *proc
+}
+
+func newPipeline(t *testing.T, env *testenv.Env, dbs []string, start int64) *pipeline {
+	t.Helper()
+	u := uniq(t)
+	p := &pipeline{t: t, env: env, prefix: "p" + u, dbs: dbs, state: t.TempDir(),
+		metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	src := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE")
+	dr := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")
+	var scope strings.Builder
+	for _, db := range dbs {
+		fmt.Fprintf(&scope, "    - {name: %s, exclude_tables: [\"tmp_.*\"]}\n", db)
+	}
+	y := strings.NewReplacer(
+		"$PREFIX", p.prefix, "$HMSSRC", env.Get(t, "HIVEDR_HMS_SRC"), "$HMSDR", env.Get(t, "HIVEDR_HMS_DR"),
+		"$BROKERS", strings.Join(env.KafkaBrokers(t), ","), "$REGISTRY", env.Get(t, "HIVEDR_SCHEMA_REGISTRY"),
+		"$START", fmt.Sprint(start), "$METRICS", p.metrics,
+		"$SRCNN", env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE"), "$SRCWEB", env.Get(t, "HIVEDR_HDFS_SRC_HTTP"),
+		"$DRNN", env.Get(t, "HIVEDR_HDFS_DR_NAMENODE"), "$DRWEB", env.Get(t, "HIVEDR_HDFS_DR_HTTP"),
+		"$DATABASES", scope.String(), "$SRC", src, "$DR", dr,
+	).Replace(`
+source:
+  name: $PREFIX
+  kind: thrift
+  metastore: $HMSSRC
+kafka:
+  brokers: [$BROKERS]
+  topic_prefix: $PREFIX
+  replication_factor: 1
+  manifest_partitions: 3
+schema_registry: $REGISTRY
+tailer:
+  batch_size: 200
+  poll_interval: 200ms
+  heartbeat_interval: 2s
+  start_event_id: "$START"
+  metrics_addr: ""
+copyd:
+  group: $PREFIX-copyd
+  instance: $PREFIX
+  workers: 4
+  retries: 2
+  metrics_addr: ""
+applier:
+  group: $PREFIX-applier
+  metastore: $HMSDR
+  halt_after: 30s
+  metrics_addr: "$METRICS"
+filesystems:
+  hdfs:
+    - {namenodes: [$SRCNN], webhdfs: $SRCWEB, user: hivedr}
+    - {namenodes: [$DRNN], webhdfs: $DRWEB, user: hivedr}
+replication:
+  databases:
+$DATABASES
+  source_roots: ["$SRC/warehouse", "$SRC/external"]
+  path_mappings:
+    - {source: "$SRC/", target: "$DR/"}
+`)
+	p.conf = writeFile(t, "pipeline.yaml", y)
+	cfg, err := config.Load(p.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cfg = cfg
+	return p
+}
+
+func (p *pipeline) startTail() {
+	p.tail = startHivedr(p.t, "tail", "tail", "-config", p.conf)
+}
+
+func (p *pipeline) startCopyd() {
+	p.copyd = startHivedr(p.t, "copyd", "copyd", "-config", p.conf, "-state-dir", filepath.Join(p.state, "copyd"))
+}
+
+func (p *pipeline) startApply(extra ...string) {
+	args := append([]string{"apply", "-config", p.conf, "-state-dir", filepath.Join(p.state, "applier")}, extra...)
+	p.apply = startHivedr(p.t, "apply", args...)
+}
+
+func (p *pipeline) startAll() {
+	p.startTail()
+	p.startCopyd()
+	p.startApply()
+}
+
+// checkAlive fails the test if a daemon exited.
+func (p *pipeline) checkAlive() {
+	p.t.Helper()
+	for _, pr := range []*proc{p.tail, p.copyd, p.apply} {
+		if pr != nil && pr.exited() {
+			p.t.Fatalf("%s exited early:\n%s", pr.name, tail(pr.out.String(), 60))
+		}
+	}
+}
+
+func (p *pipeline) mapLocation(s string) (string, error) { return p.cfg.Replication.MapPath(s) }
+
+// files returns the source and DR HDFS as the workload package reads them.
+func pipelineFS(t *testing.T, env *testenv.Env) (src, dr *fs.HDFS) {
+	t.Helper()
+	mk := func(nn, web string) *fs.HDFS {
+		h, err := fs.NewHDFS(fs.HDFSConfig{NameNodes: []string{env.Get(t, nn)}, WebHDFS: env.Get(t, web), User: "hivedr"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		return h
+	}
+	return mk("HIVEDR_HDFS_SRC_NAMENODE", "HIVEDR_HDFS_SRC_HTTP"), mk("HIVEDR_HDFS_DR_NAMENODE", "HIVEDR_HDFS_DR_HTTP")
+}
+
+// converge waits until the DR metastore and files equal the source's.
+func (p *pipeline) converge(ctx context.Context, src, dr *hms.Client, srcFS, drFS wl.Files, d time.Duration) {
+	p.t.Helper()
+	var last []wl.Diff
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		p.checkAlive()
+		diffs, err := wl.Compare(ctx, src, dr, srcFS, drFS, p.dbs, p.mapLocation)
+		if err == nil && len(diffs) == 0 {
+			return
+		}
+		if err != nil {
+			p.t.Logf("compare: %v", err)
+		}
+		last = diffs
+		time.Sleep(time.Second)
+	}
+	var b strings.Builder
+	for _, d := range last {
+		b.WriteString("\n  " + d.String())
+	}
+	p.t.Fatalf("DR did not converge with the source in %s; %d differences:%s\napplier:\n%s", d, len(last), b.String(),
+		tail(p.apply.out.String(), 40))
+}
+
+// caughtUp reports whether the applier group has committed every event
+// topic's end.
+func (p *pipeline) caughtUp(ctx context.Context) bool {
+	adm := p.env.KafkaAdmin(p.t)
+	var topics []string
+	for _, db := range p.dbs {
+		topics = append(topics, p.prefix+".events."+db)
+	}
+	lag, err := adm.Lag(ctx, p.prefix+"-applier")
+	if err != nil {
+		return false
+	}
+	gl, ok := lag[p.prefix+"-applier"]
+	if !ok || gl.FetchErr != nil || gl.DescribeErr != nil {
+		return false
+	}
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return false
+	}
+	caught := true
+	ends.Each(func(o kadm.ListedOffset) {
+		c, ok := gl.Lag.Lookup(o.Topic, o.Partition)
+		if !ok || c.Commit.At < o.Offset {
+			caught = false
+		}
+	})
+	return caught
+}
+
+// scenario is the workload the pipeline tests run on two databases; each
+// step is one or more metastore calls. kill, when set, runs between steps.
+func scenario(db1, db2 string) []struct {
+	name string
+	run  func(ctx context.Context, s *wl.Source) error
+} {
+	type step = struct {
+		name string
+		run  func(ctx context.Context, s *wl.Source) error
+	}
+	orders := wl.TableSpec{Columns: []string{"id bigint", "amount double", "note string"}, PartitionKeys: []string{"dt"}}
+	accounts := wl.TableSpec{Columns: []string{"id bigint", "owner string"}}
+	return []step{
+		{"create databases", func(ctx context.Context, s *wl.Source) error {
+			if err := s.CreateDatabase(ctx, db1); err != nil {
+				return err
+			}
+			return s.CreateDatabase(ctx, db2)
+		}},
+		{"create tables", func(ctx context.Context, s *wl.Source) error {
+			if err := s.CreateTable(ctx, db1, "orders", orders); err != nil {
+				return err
+			}
+			return s.CreateTable(ctx, db1, "accounts", accounts)
+		}},
+		{"add partitions with files", func(ctx context.Context, s *wl.Source) error {
+			_, err := s.AddPartitions(ctx, db1, "orders", [][]string{{"2026-12-01"}, {"2026-12-02"}, {"2026-12-03"}}, 50)
+			return err
+		}},
+		{"insert", func(ctx context.Context, s *wl.Source) error {
+			if _, err := s.Insert(ctx, db1, "orders", []string{"2026-12-01"}, 20); err != nil {
+				return err
+			}
+			_, err := s.Insert(ctx, db1, "accounts", nil, 30)
+			return err
+		}},
+		{"excluded table churns", func(ctx context.Context, s *wl.Source) error {
+			for i := 0; i < 2; i++ {
+				if err := s.CreateTable(ctx, db1, "tmp_scratch", accounts); err != nil {
+					return err
+				}
+				if _, err := s.Insert(ctx, db1, "tmp_scratch", nil, 5); err != nil {
+					return err
+				}
+				if err := s.DropTable(ctx, db1, "tmp_scratch", true); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"insert overwrite", func(ctx context.Context, s *wl.Source) error {
+			if _, err := s.InsertOverwrite(ctx, db1, "orders", []string{"2026-12-02"}, 10); err != nil {
+				return err
+			}
+			_, err := s.InsertOverwrite(ctx, db1, "accounts", nil, 12)
+			return err
+		}},
+		{"alter table add column", func(ctx context.Context, s *wl.Source) error {
+			return s.AlterTableAddColumn(ctx, db1, "accounts", "email string")
+		}},
+		{"rename table", func(ctx context.Context, s *wl.Source) error {
+			return s.RenameTable(ctx, db1, "accounts", "clients")
+		}},
+		{"rename across databases", func(ctx context.Context, s *wl.Source) error {
+			return s.RenameTableAcross(ctx, db1, "clients", db2, "clients")
+		}},
+		{"drop partitions", func(ctx context.Context, s *wl.Source) error {
+			return s.DropPartitions(ctx, db1, "orders", [][]string{{"2026-12-03"}}, true)
+		}},
+		{"drop and recreate with another schema", func(ctx context.Context, s *wl.Source) error {
+			if err := s.DropTable(ctx, db1, "orders", true); err != nil {
+				return err
+			}
+			spec := wl.TableSpec{Columns: []string{"order_id string", "total decimal(12,2)", "currency string"}, PartitionKeys: []string{"dt", "region"}}
+			if err := s.CreateTable(ctx, db1, "orders", spec); err != nil {
+				return err
+			}
+			_, err := s.AddPartitions(ctx, db1, "orders", [][]string{{"2026-12-04", "eu"}, {"2026-12-04", "us"}}, 40)
+			return err
+		}},
+		{"add a partition and drop it at once", func(ctx context.Context, s *wl.Source) error {
+			if _, err := s.AddPartitions(ctx, db1, "orders", [][]string{{"2026-12-05", "eu"}}, 40); err != nil {
+				return err
+			}
+			return s.DropPartitions(ctx, db1, "orders", [][]string{{"2026-12-05", "eu"}}, true)
+		}},
+		{"insert into the new table", func(ctx context.Context, s *wl.Source) error {
+			_, err := s.Insert(ctx, db1, "orders", []string{"2026-12-04", "us"}, 25)
+			return err
+		}},
+	}
+}
+
+// TestPipelineConverges runs the scenario through the source metastore with
+// `hivedr tail`, `hivedr copyd` and `hivedr apply` running as separate
+// processes, and checks that the DR metastore and DR files equal the
+// source's. Then it resets the applier's group to the start of the topics
+// and re-runs it: the DR state does not change (idempotent re-drive).
+func TestPipelineConverges(t *testing.T) {
+	env := testenv.Require(t)
+	ctx := ctxFor(t, 8*time.Minute)
+	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
+	srcFS, drFS := pipelineFS(t, env)
+	u := uniq(t)
+	db1, db2 := "pc_sales_"+u, "pc_archive_"+u
+	p := newPipeline(t, env, []string{db1, db2}, currentEventID(t, ctx, src))
+	p.startAll()
+
+	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	for _, st := range scenario(db1, db2) {
+		if err := st.run(ctx, w); err != nil {
+			t.Fatalf("workload step %q: %v", st.name, err)
+		}
+	}
+	p.converge(ctx, src, dr, srcFS, drFS, 3*time.Minute)
+	eventually(t, time.Minute, "applier group committed to the end of the event topics", func() bool { return p.caughtUp(ctx) })
+
+	// The DR databases are marked as replication targets at the last event.
+	for _, db := range []string{db1, db2} {
+		d, err := dr.GetDatabase(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Parameters["repl.target.for"] == "" || d.Parameters["repl.last.id"] == "" {
+			t.Errorf("DR database %s parameters %v: want repl.target.for and repl.last.id", db, d.Parameters)
+		}
+	}
+	before, err := wl.Capture(ctx, dr, drFS, []string{db1, db2})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Re-drive: stop the applier, rewind its group to the start, run it again.
+	p.apply.stop(t)
+	adm := env.KafkaAdmin(t)
+	var topics []string
+	for _, db := range p.dbs {
+		topics = append(topics, p.prefix+".events."+db)
+	}
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adm.CommitAllOffsets(ctx, p.prefix+"-applier", starts.Offsets()); err != nil {
+		t.Fatalf("reset the applier group: %v", err)
+	}
+	if p.caughtUp(ctx) {
+		t.Fatal("the applier group still looks caught up after the reset")
+	}
+	p.startApply()
+	eventually(t, 2*time.Minute, "re-driven applier caught up", func() bool { p.checkAlive(); return p.caughtUp(ctx) })
+	after, err := wl.Capture(ctx, dr, drFS, []string{db1, db2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diffs := wl.DiffSnapshots(before, after, func(s string) (string, error) { return s, nil }); len(diffs) != 0 {
+		t.Fatalf("re-drive changed the DR state: %v", diffs)
+	}
+	if !strings.Contains(p.apply.out.String(), "applier started") {
+		t.Fatal("re-driven applier did not log its start")
+	}
+	metrics := httpGet(t, "http://"+p.metrics+"/metrics")
+	if !strings.Contains(metrics, `result="already_applied"`) {
+		t.Errorf("re-drive: no already_applied events counted in the applier metrics:\n%s", grepLines(metrics, "hivedr_applier_events_total"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

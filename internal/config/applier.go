@@ -1,0 +1,57 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Applier tunes `hivedr apply`.
+type Applier struct {
+	// Group is the applier's consumer group; its committed offsets on the
+	// event topics are the replication checkpoints (and its lag is the
+	// RPO a dashboard reads). Default hivedr-applier.
+	Group string `yaml:"group"`
+	// Metastore is the DR Hive Metastore (host:port, Thrift). Default: the
+	// local stack's DR metastore.
+	Metastore string `yaml:"metastore"`
+	// HaltAfter is how long a database waits on a file that can no longer
+	// be copied (FAILED, SOURCE_GONE) with no later event removing its
+	// object, before it halts. Default 2m.
+	HaltAfter Duration `yaml:"halt_after"`
+	// LookAhead is the most events of one database read ahead of the one
+	// being applied. Default 10000.
+	LookAhead int `yaml:"look_ahead"`
+	// MetricsAddr serves /metrics; empty disables. Default 127.0.0.1:9466.
+	MetricsAddr string `yaml:"metrics_addr"`
+}
+
+const localHMSDR = "127.0.0.1:29083"
+
+func defaultApplier() Applier {
+	return Applier{Group: "hivedr-applier", Metastore: localHMSDR, HaltAfter: Duration{2 * time.Minute},
+		LookAhead: 10000, MetricsAddr: "127.0.0.1:9466"}
+}
+
+func (c *Config) validateApplier() error {
+	a := &c.Applier
+	if a.Group == "" {
+		return errors.New("applier.group: must not be empty")
+	}
+	if a.Metastore == "" {
+		return errors.New("applier.metastore: must name the DR metastore as host:port")
+	}
+	if a.HaltAfter.Duration < time.Second {
+		return fmt.Errorf("applier.halt_after: %s must be at least 1s", a.HaltAfter.Duration)
+	}
+	if a.LookAhead < 1 {
+		return fmt.Errorf("applier.look_ahead: %d must be positive", a.LookAhead)
+	}
+	return nil
+}
+
+// Replicated reports whether db.table is in the replication scope.
+func (r *Replication) Replicated(db, table string) bool {
+	p, ok := r.Scope(db)
+	return ok && p.TableIncluded(table)
+}
