@@ -15,6 +15,7 @@ import (
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/testenv"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // pipeline is a test's own tailer, copy daemon and applier, on topics,
@@ -373,4 +374,78 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestPipelineKill9 runs the scenario while the tailer, the copy daemon and
+// the applier are killed with SIGKILL in turn, each restarted at once, and
+// checks that the DR still converges to the source, that every event
+// reached its topic once, and that every copy task has exactly one
+// completion.
+func TestPipelineKill9(t *testing.T) {
+	env := testenv.Require(t)
+	ctx := ctxFor(t, 8*time.Minute)
+	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
+	srcFS, drFS := pipelineFS(t, env)
+	u := uniq(t)
+	db1, db2 := "pk_sales_"+u, "pk_archive_"+u
+	p := newPipeline(t, env, []string{db1, db2}, currentEventID(t, ctx, src))
+	p.startAll()
+
+	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	kills := []func(){
+		func() { p.tail.kill9(); p.startTail() },
+		func() { p.copyd.kill9(); p.startCopyd() },
+		func() { p.apply.kill9(); p.startApply() },
+	}
+	for i, st := range scenario(db1, db2) {
+		if err := st.run(ctx, w); err != nil {
+			t.Fatalf("workload step %q: %v", st.name, err)
+		}
+		// Let the daemons get going on the step, then kill one mid-flight.
+		time.Sleep(time.Duration(150+50*(i%4)) * time.Millisecond)
+		kills[i%len(kills)]()
+	}
+	p.converge(ctx, src, dr, srcFS, drFS, 4*time.Minute)
+	eventually(t, time.Minute, "applier group committed to the end of the event topics", func() bool { return p.caughtUp(ctx) })
+
+	s := serde(t, env)
+	type topicEvent struct {
+		db string
+		id int64
+	}
+	seen := map[topicEvent]int{}
+	for _, db := range p.dbs {
+		for _, ev := range events(readTopic(t, env, s, p.prefix+".events."+db)) {
+			seen[topicEvent{db, ev.EventID}]++
+		}
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("event %d is %d times on the topic of %s", k.id, n, k.db)
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatal("no events on the topics")
+	}
+	tasks := 0
+	done := map[string]int{}
+	for _, d := range readTopic(t, env, s, p.prefix+".manifests") {
+		if _, ok := d.value.(*schemas.CopyTask); ok {
+			tasks++
+		}
+	}
+	for _, d := range readTopic(t, env, s, p.prefix+".completions") {
+		if c, ok := d.value.(*schemas.CopyCompletion); ok {
+			done[c.TaskID]++
+		}
+	}
+	if len(done) != tasks {
+		t.Errorf("%d copy tasks but %d tasks completed", tasks, len(done))
+	}
+	for id, n := range done {
+		if n != 1 {
+			t.Errorf("copy task %s has %d completions", id, n)
+		}
+	}
+	t.Logf("%d events, %d copy tasks, converged after %d kills", len(seen), tasks, len(scenario(db1, db2)))
 }
