@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/beltran/gohive/hive_metastore"
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	wl "github.com/hivedr/hivedr/e2e/workload"
@@ -448,4 +450,87 @@ func TestPipelineKill9(t *testing.T) {
 		}
 	}
 	t.Logf("%d events, %d copy tasks, converged after %d kills", len(seen), tasks, len(scenario(db1, db2)))
+}
+
+// TestPipelineHaltAndSkip creates a table whose location lies outside the
+// source roots: the applier halts that database (log, metric, and the
+// hivedr.halted parameter on the DR database) while another database keeps
+// replicating; restarted with --skip-event it skips exactly that event,
+// records who skipped it, and goes on.
+func TestPipelineHaltAndSkip(t *testing.T) {
+	env := testenv.Require(t)
+	ctx := ctxFor(t, 6*time.Minute)
+	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
+	srcFS, _ := pipelineFS(t, env)
+	u := uniq(t)
+	bad, good := "ph_bad_"+u, "ph_good_"+u
+	p := newPipeline(t, env, []string{bad, good}, currentEventID(t, ctx, src))
+	p.startAll()
+	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	spec := wl.TableSpec{Columns: []string{"id bigint"}}
+	must("create databases", errors.Join(w.CreateDatabase(ctx, bad), w.CreateDatabase(ctx, good)))
+	must("create t1", w.CreateTable(ctx, bad, "t1", spec))
+	outside := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE") + "/elsewhere/" + u + "/t_out"
+	must("create t_out outside the roots", w.CreateTable(ctx, bad, "t_out", wl.TableSpec{Columns: spec.Columns, Location: outside}))
+	must("create t2", w.CreateTable(ctx, bad, "t2", spec))
+
+	// The bad database halts at t_out, loudly.
+	var halted string
+	eventually(t, 2*time.Minute, "DR database "+bad+" records the halt", func() bool {
+		p.checkAlive()
+		d, err := dr.GetDatabase(ctx, bad)
+		if err != nil {
+			return false
+		}
+		halted = d.Parameters["hivedr.halted"]
+		return halted != ""
+	})
+	if !strings.Contains(halted, "CREATE_TABLE") || !strings.Contains(halted, "path_outside_roots") || !strings.Contains(halted, outside) {
+		t.Errorf("hivedr.halted = %q: want the event type, the reason and the path", halted)
+	}
+	metrics := httpGet(t, "http://"+p.metrics+"/metrics")
+	if want := `hivedr_applier_halted{db="` + bad + `",reason="path_outside_roots"} 1`; !strings.Contains(metrics, want) {
+		t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "hivedr_applier_halted"))
+	}
+	if log := p.apply.out.String(); !strings.Contains(log, "database halted") || !strings.Contains(log, outside) {
+		t.Errorf("applier log does not name the halt and the path:\n%s", tail(log, 20))
+	}
+	tableExists := func(db, name string) bool {
+		_, err := dr.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: db, TblName: name})
+		return err == nil
+	}
+	if !tableExists(bad, "t1") || tableExists(bad, "t_out") || tableExists(bad, "t2") {
+		t.Errorf("on DR: t1 %v (want true), t_out %v (want false), t2 %v (want false)",
+			tableExists(bad, "t1"), tableExists(bad, "t_out"), tableExists(bad, "t2"))
+	}
+	// A halted database does not hold up the others.
+	must("create good.t", w.CreateTable(ctx, good, "t", spec))
+	eventually(t, time.Minute, good+".t on DR", func() bool { return tableExists(good, "t") })
+
+	// Skip exactly the halting event.
+	var id int64
+	if _, err := fmt.Sscanf(halted, "event %d", &id); err != nil || id <= 0 {
+		t.Fatalf("no event ID in hivedr.halted %q", halted)
+	}
+	p.apply.stop(t)
+	p.startApply("-skip-event", fmt.Sprintf("%s:%d", bad, id))
+	eventually(t, time.Minute, bad+".t2 on DR after the skip", func() bool { p.checkAlive(); return tableExists(bad, "t2") })
+	if tableExists(bad, "t_out") {
+		t.Error("the skipped table was created on DR")
+	}
+	d, err := dr.GetDatabase(ctx, bad)
+	must("get DR database", err)
+	rec := d.Parameters[fmt.Sprintf("hivedr.skipped.%d", id)]
+	if !strings.Contains(rec, "requested by ") || !strings.Contains(rec, "skipped CREATE_TABLE") {
+		t.Errorf("skip record %q: want who asked and what was skipped", rec)
+	}
+	if d.Parameters["hivedr.halted"] != "" {
+		t.Errorf("hivedr.halted still set after the skip: %q", d.Parameters["hivedr.halted"])
+	}
 }
