@@ -521,26 +521,33 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 		return p.noop("already_applied", "%s is at event %d", ak, stamp(dst.Parameters))
 	}
 	fromInScope := p.in.Policy.Replicated(bk.DB, bk.Name)
-	if ak.DB != bk.DB && p.db == ak.DB && fromInScope {
-		// The destination database's worker: the source database's worker
-		// applies the rename in its own order; wait until it has.
+	cross := ak.DB != bk.DB
+	if cross && p.db == ak.DB && fromInScope {
+		// The destination database's worker. A cross-database rename
+		// changes both databases, so it must land in both orders: the
+		// destination worker first records that everything before the
+		// rename is applied (repl.last.id = event-1), then waits while the
+		// source database's worker, which waited for that, renames.
+		if own := p.in.Replica.Databases[p.db]; own != nil && stamp(own.Parameters) < e-1 {
+			next := *own
+			next.Parameters = copyParams(own.Parameters)
+			next.Parameters[ParamLastID] = strconv.FormatInt(e-1, 10)
+			delete(next.Parameters, ParamHalted) // as any watermark: the worker runs again
+			return Decision{Outcome: Wait, Reason: "cross_database", WaitDB: bk.DB, Actions: []Action{AlterDatabase{Name: p.db, DB: &next}},
+				Detail: fmt.Sprintf("rename of %s to %s: database %s is applied up to it; database %s's worker renames", bk, ak, ak.DB, bk.DB)}
+		}
 		if src := p.in.Replica.Databases[bk.DB]; src == nil || stamp(src.Parameters) < e {
 			return Decision{Outcome: Wait, Reason: "cross_database", WaitDB: bk.DB,
 				Detail: fmt.Sprintf("rename of %s to %s is applied by database %s's worker", bk, ak, bk.DB)}
 		}
 		return p.noop("applied_by_other_database", "rename of %s to %s was handled by database %s's worker", bk, ak, bk.DB)
 	}
-	if !fromInScope || (cur == nil && p.db == ak.DB && ak.DB != bk.DB) {
-		// Entering the scope: the table arrives as a new one (its
-		// partitions outside the scope were never replicated).
-		t, err := p.table(c.After)
-		if err != nil {
-			return pathHalt(err)
-		}
-		if dst != nil {
-			return apply(DropTable{DB: ak.DB, Name: ak.Name}, CreateTable{Table: t})
-		}
-		return apply(CreateTable{Table: t})
+	if !fromInScope {
+		// Guarantee 4: the table's data was never copied (its database or
+		// name was out of scope), so creating it would show a table
+		// without its files.
+		return halt("enters_scope", "%s is renamed into the replication scope from %s, which is not replicated: its files were never copied; "+
+			"copy them (hivedr copy) and skip this event, or bootstrap the table", ak, bk)
 	}
 	if !p.in.Policy.Replicated(ak.DB, ak.Name) { // leaving the scope
 		if cur == nil || stamp(cur.Parameters) >= e {
@@ -554,11 +561,14 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 	if stamp(cur.Parameters) >= e {
 		return p.noop("already_applied", "%s is at event %d", bk, stamp(cur.Parameters))
 	}
-	if p.in.Replica.Databases[ak.DB] == nil {
-		// Its worker creates it in its own order, maybe not yet: wait
-		// (if it never will, that worker halts on database_missing).
+	if dstDB := p.in.Replica.Databases[ak.DB]; cross && (dstDB == nil || stamp(dstDB.Parameters) < e-1) {
+		// Wait until the destination database's worker has applied
+		// everything before the rename (it records event-1 when it gets
+		// here): a table it still has to rename away or drop may hold the
+		// name. If the database never comes, that worker halts on
+		// database_missing.
 		return Decision{Outcome: Wait, Reason: "cross_database", WaitDB: ak.DB,
-			Detail: fmt.Sprintf("DR database %s (rename target of %s) does not exist yet", ak.DB, bk)}
+			Detail: fmt.Sprintf("rename of %s to %s waits until database %s is applied up to event %d", bk, ak, ak.DB, e-1)}
 	}
 	t, err := p.table(c.After)
 	if err != nil {

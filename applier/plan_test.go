@@ -31,9 +31,9 @@ const (
 
 // testPolicy maps the source cluster to the DR cluster (and the captured
 // fixtures' source, 127.0.0.1:18020, to the same DR cluster); anything
-// else is outside the roots. Tables named "db.table" in excluded are out
-// of scope.
-type testPolicy struct{ excluded []string }
+// else is outside the roots. Tables named "db.table" in excluded, and
+// every table of the databases in excludedDBs, are out of scope.
+type testPolicy struct{ excluded, excludedDBs []string }
 
 var pathMap = []struct{ from, to string }{
 	{"hdfs://src:8020/", "hdfs://dr:9000/"},
@@ -50,7 +50,7 @@ func (testPolicy) MapPath(src string) (string, error) {
 }
 
 func (p testPolicy) Replicated(db, table string) bool {
-	return !slices.Contains(p.excluded, strings.ToLower(db+"."+table))
+	return !slices.Contains(p.excludedDBs, strings.ToLower(db)) && !slices.Contains(p.excluded, strings.ToLower(db+"."+table))
 }
 
 func drPath(src string) string {
@@ -291,7 +291,9 @@ func js(v any) string {
 func isDR(loc string) bool { return loc == "" || strings.HasPrefix(loc, "hdfs://dr:9000/") }
 
 // planChecked runs Plan and checks what every decision keeps: Plan does
-// not touch its input; waits and halts carry no actions and say why;
+// not touch its input; halts carry no actions, nor do waits but for the
+// destination worker's mark of a cross-database rename (checkHandshake);
+// waits and halts say why;
 // every object written is stamped with the event and lies on the DR
 // cluster; a no-op writes nothing but the database's watermark; and an
 // applied event ends with the database's repl.last.id moving to it.
@@ -309,11 +311,16 @@ func planChecked(t *testing.T, in Input) Decision {
 	}
 	switch d.Outcome {
 	case Wait, Halt:
-		if len(d.Actions) > 0 {
+		if d.Outcome == Wait && d.Reason == "cross_database" && len(d.Actions) > 0 {
+			checkHandshake(t, ctx, in, d)
+		} else if len(d.Actions) > 0 {
 			t.Errorf("%s: actions %v", ctx, actionNames(d.Actions))
 		}
 		if d.Outcome == Wait && len(d.WaitTasks) == 0 && d.WaitDB == "" {
 			t.Errorf("%s: waits for nothing", ctx)
+		}
+		if d.Outcome == Wait && d.WaitDB == strings.ToLower(in.DB) {
+			t.Errorf("%s: waits for its own database", ctx)
 		}
 		return d
 	}
@@ -388,6 +395,43 @@ func planChecked(t *testing.T, in Input) Decision {
 		t.Errorf("%s: last action %s, want the watermark on %s", ctx, d.Actions[len(d.Actions)-1], db)
 	}
 	return d
+}
+
+// checkHandshake checks the one action a wait may carry: the destination
+// worker of a cross-database rename (event E, from another database)
+// marking its own DR database as applied up to E-1, and nothing else of
+// it changed but the halt note, which goes as with any watermark.
+func checkHandshake(t *testing.T, ctx string, in Input, d Decision) {
+	t.Helper()
+	db, e := strings.ToLower(in.DB), in.Event.EventID
+	c, ok := in.Event.Payload.(*schemas.TableChange)
+	if in.Event.EventType != "ALTER_TABLE" || !ok || c.Before == nil || c.After == nil ||
+		strings.ToLower(c.After.Database) != db || strings.ToLower(c.Before.Database) == db {
+		t.Errorf("%s: actions %v on an event that is no rename into %s from another database", ctx, actionNames(d.Actions), db)
+		return
+	}
+	if d.WaitDB != strings.ToLower(c.Before.Database) {
+		t.Errorf("%s: the destination worker waits for %q, want the source database %s", ctx, d.WaitDB, c.Before.Database)
+	}
+	ad, ok := d.Actions[0].(AlterDatabase)
+	if len(d.Actions) != 1 || !ok || ad.Name != db || ad.DB == nil || ad.DB.Name != db {
+		t.Errorf("%s: actions %v, want only the watermark of %s", ctx, actionNames(d.Actions), db)
+		return
+	}
+	cur := in.Replica.Databases[db]
+	if cur == nil || stamp(cur.Parameters) >= e-1 {
+		t.Errorf("%s: marks %s at event %d, but it is at %v", ctx, db, e-1, cur)
+		return
+	}
+	want := copyParams(cur.Parameters)
+	want[ParamLastID] = itoa(e - 1)
+	delete(want, ParamHalted)
+	if got := ad.DB.Parameters; js(got) != js(want) {
+		t.Errorf("%s: watermark parameters\n  %v\nwant\n  %v", ctx, got, want)
+	}
+	if ad.DB.LocationUri != cur.LocationUri {
+		t.Errorf("%s: the watermark moves %s from %s to %s", ctx, db, cur.LocationUri, ad.DB.LocationUri)
+	}
 }
 
 // ---- the table of single decisions
@@ -630,39 +674,96 @@ func TestPlan(t *testing.T) {
 			policy:  testPolicy{excluded: []string{"sales.tmp_customers"}},
 			state:   drState(drDB("sales", 40), drTable(srcCustomers, 20)),
 			outcome: Apply, actions: []string{"drop table sales.customers", "alter database sales"}},
-		{name: "rename from an excluded name creates", ev: alterTable(50, renamedTo(srcCustomers, "sales", "tmp_customers"), srcCustomers),
+		// A rename from a name or database outside the scope brings a
+		// table whose files were never copied: creating it would show it
+		// without them (guarantee 4), so the database halts.
+		{name: "rename from an excluded name halts", ev: alterTable(50, renamedTo(srcCustomers, "sales", "tmp_customers"), srcCustomers),
 			policy:  testPolicy{excluded: []string{"sales.tmp_customers"}},
 			state:   drState(drDB("sales", 40)),
-			outcome: Apply, actions: []string{"create table sales.customers", "alter database sales"}},
-		{name: "rename across databases: source worker renames", ev: alterTable(50, srcCustomers, archived),
-			state:   drState(drDB("sales", 40), drDB("archive", 45), drTable(srcCustomers, 20)),
+			outcome: Halt, reason: "enters_scope",
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Detail, "sales.customers") || !strings.Contains(d.Detail, "sales.tmp_customers") {
+					t.Errorf("detail %q does not name both tables", d.Detail)
+				}
+			}},
+		{name: "rename from an excluded name halts even with a stale holder of the name", ev: alterTable(50, renamedTo(srcCustomers, "sales", "tmp_customers"), srcCustomers),
+			policy:  testPolicy{excluded: []string{"sales.tmp_customers"}},
+			state:   drState(drDB("sales", 40), drTable(srcCustomers, 20)),
+			outcome: Halt, reason: "enters_scope"},
+
+		// A rename across databases changes both: the destination worker
+		// records that its database is applied up to the event before it
+		// (repl.last.id = 49) and waits; the source worker waits for that
+		// mark, then renames.
+		{name: "rename across databases: source worker waits while the destination is below E-1", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("sales", 40), drDB("archive", 48), drTable(srcCustomers, 20)),
+			outcome: Wait, reason: "cross_database", waitDB: "archive",
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Detail, "49") {
+					t.Errorf("detail %q does not name the event the destination must reach", d.Detail)
+				}
+			}},
+		{name: "rename across databases: source worker renames once the destination is at E-1", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("sales", 40), drDB("archive", 49), drTable(srcCustomers, 20)),
 			outcome: Apply, actions: []string{"rename table sales.customers to archive.customers", "alter database sales"},
 			check: func(t *testing.T, d Decision) {
 				tb := d.Actions[0].(AlterTable).Table
-				if tb.DbName != "archive" || tb.TableName != "customers" {
-					t.Errorf("renamed to %s.%s", tb.DbName, tb.TableName)
+				if tb.DbName != "archive" || tb.TableName != "customers" || tb.Sd.Location != drRoot+"sales.db/customers" {
+					t.Errorf("renamed to %s.%s at %s", tb.DbName, tb.TableName, tb.Sd.Location)
 				}
 			}},
+		{name: "rename across databases: source worker drops a stale holder of the destination name", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("sales", 40), drDB("archive", 49), drTable(srcCustomers, 20), drTable(archived, 30)),
+			outcome: Apply, actions: []string{"drop table archive.customers", "rename table sales.customers to archive.customers", "alter database sales"}},
 		{name: "rename across databases: destination database not created yet", ev: alterTable(50, srcCustomers, archived),
 			state: drState(drDB("sales", 40), drTable(srcCustomers, 20)), outcome: Wait, reason: "cross_database", waitDB: "archive"},
-		{name: "rename across databases: destination worker waits", db: "archive", ev: alterTable(50, srcCustomers, archived),
+		{name: "rename across databases: destination worker marks E-1 and waits", db: "archive", ev: alterTable(50, srcCustomers, archived),
 			state:   drState(drDB("sales", 49), drDB("archive", 45), drTable(srcCustomers, 20)),
-			outcome: Wait, reason: "cross_database", waitDB: "sales"},
-		{name: "rename across databases: destination worker moves on", db: "archive", ev: alterTable(50, srcCustomers, archived),
-			state:   drState(drDB("sales", 50), drDB("archive", 45), drTable(archived, 50)),
-			outcome: NoOp, actions: []string{"alter database archive"},
+			outcome: Wait, reason: "cross_database", waitDB: "sales", actions: []string{"alter database archive"},
 			check: func(t *testing.T, d Decision) {
-				if d.Reason != "already_applied" && d.Reason != "applied_by_other_database" {
-					t.Errorf("reason %s", d.Reason)
+				db := d.Actions[0].(AlterDatabase).DB
+				if db.Name != "archive" || db.Parameters[ParamLastID] != "49" || db.Parameters["owner.team"] != "archive" {
+					t.Errorf("watermark %s", js(db))
 				}
 			}},
-		{name: "rename across databases: source database moved past it", db: "archive", ev: alterTable(50, srcCustomers, archived),
-			state:   drState(drDB("sales", 60), drDB("archive", 45)),
+		{name: "rename across databases: destination mark clears an earlier halt note", db: "archive", ev: alterTable(50, srcCustomers, archived),
+			state: func() Replica {
+				db := drDB("archive", 45)
+				db.Parameters[ParamHalted] = "event 50 ALTER_TABLE: metastore_refused: ..."
+				return drState(drDB("sales", 49), db, drTable(srcCustomers, 20))
+			}(),
+			outcome: Wait, reason: "cross_database", waitDB: "sales", actions: []string{"alter database archive"}},
+		{name: "rename across databases: destination worker at E-1 waits without actions", db: "archive", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("sales", 49), drDB("archive", 49), drTable(srcCustomers, 20)),
+			outcome: Wait, reason: "cross_database", waitDB: "sales"},
+		{name: "rename across databases: destination worker at E-1, source database missing", db: "archive", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("archive", 49)),
+			outcome: Wait, reason: "cross_database", waitDB: "sales"},
+		{name: "rename across databases: destination worker moves on", db: "archive", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("sales", 50), drDB("archive", 49), drTable(archived, 50)),
+			outcome: NoOp, reason: "already_applied", actions: []string{"alter database archive"}},
+		{name: "rename across databases: source database applied it", db: "archive", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("sales", 50), drDB("archive", 49)),
 			outcome: NoOp, reason: "applied_by_other_database", actions: []string{"alter database archive"}},
-		{name: "rename across databases from an excluded table", db: "archive", ev: alterTable(50, srcCustomers, archived),
+		{name: "rename across databases: source database moved past it", db: "archive", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("sales", 60), drDB("archive", 49)),
+			outcome: NoOp, reason: "applied_by_other_database", actions: []string{"alter database archive"}},
+		{name: "rename across databases: the destination marks E-1 before anything else", db: "archive", ev: alterTable(50, srcCustomers, archived),
+			state:   drState(drDB("sales", 60), drDB("archive", 45)),
+			outcome: Wait, reason: "cross_database", waitDB: "sales", actions: []string{"alter database archive"}},
+		{name: "rename across databases from an excluded table halts", db: "archive", ev: alterTable(50, srcCustomers, archived),
 			policy:  testPolicy{excluded: []string{"sales.customers"}},
 			state:   drState(drDB("archive", 45)),
-			outcome: Apply, actions: []string{"create table archive.customers", "alter database archive"}},
+			outcome: Halt, reason: "enters_scope"},
+		{name: "rename from an out-of-scope database halts", db: "archive", ev: alterTable(50, renamedTo(srcCustomers, "staging", "customers"), archived),
+			policy:  testPolicy{excludedDBs: []string{"staging"}},
+			state:   drState(drDB("archive", 45), drDB("staging", 60)),
+			outcome: Halt, reason: "enters_scope",
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Detail, "staging.customers") {
+					t.Errorf("detail %q does not name the source table", d.Detail)
+				}
+			}},
 		{name: "drop table", ev: dropTable(50, srcOrders), state: ordersP1,
 			outcome: Apply, actions: []string{"drop table sales.orders", "alter database sales"}},
 		{name: "drop table: DR holds a newer incarnation", ev: dropTable(50, srcOrders),
@@ -1115,7 +1216,9 @@ type seqWorker struct {
 	pos    int
 }
 
-// stepOnce plans the worker's next event and applies the decision.
+// stepOnce plans the worker's next event and runs the decision's actions
+// as the worker does (those of a wait too: the destination's mark of a
+// cross-database rename); the worker moves on after an apply or a no-op.
 func stepOnce(t *testing.T, ms *memMS, w *seqWorker, c copyOutcomes, pol Policy) planStep {
 	t.Helper()
 	ev := w.events[w.pos]
@@ -1123,22 +1226,24 @@ func stepOnce(t *testing.T, ms *memMS, w *seqWorker, c copyOutcomes, pol Policy)
 	in := Input{DB: w.db, Source: "src", Event: ev, Replica: ms.view(w.db, ev), Copies: c.of(ev),
 		Later: w.events[w.pos+1:], Policy: pol}
 	d := planChecked(t, in)
-	switch d.Outcome {
-	case Apply, NoOp:
-		for _, a := range d.Actions {
-			if err := ms.apply(a); err != nil {
-				t.Fatalf("%s event %d %s: %s: %v\nstate:\n%s", w.db, ev.EventID, ev.EventType, a, err, pre.dump())
-			}
-		}
-		w.pos++
-	case Halt:
+	if d.Outcome == Halt {
 		t.Fatalf("%s event %d %s halts: %s: %s\nstate:\n%s", w.db, ev.EventID, ev.EventType, d.Reason, d.Detail, pre.dump())
+	}
+	for _, a := range d.Actions {
+		if err := ms.apply(a); err != nil {
+			t.Fatalf("%s event %d %s: %s: %v\nstate:\n%s", w.db, ev.EventID, ev.EventType, a, err, pre.dump())
+		}
+	}
+	if d.Outcome == Apply || d.Outcome == NoOp {
+		w.pos++
 	}
 	return planStep{d, pre}
 }
 
 // runAll runs the workers to the end of their topics, each as far as it
-// can before the next (a cross-database wait passes the turn).
+// can before the next (a cross-database wait passes the turn). A wait
+// that changed the replica (the destination's mark) counts as progress;
+// a round in which nothing moves is a deadlock.
 func runAll(t *testing.T, ms *memMS, ws []*seqWorker, c copyOutcomes, pol Policy) {
 	t.Helper()
 	for {
@@ -1149,6 +1254,9 @@ func runAll(t *testing.T, ms *memMS, ws []*seqWorker, c copyOutcomes, pol Policy
 				if s.d.Outcome == Wait {
 					if s.d.Reason != "cross_database" {
 						t.Fatalf("%s event %d waits: %s %s", w.db, w.events[w.pos].EventID, s.d.Reason, s.d.Detail)
+					}
+					if len(s.d.Actions) > 0 && ms.dump() != s.pre.dump() {
+						progress = true
 					}
 					break
 				}
@@ -1374,8 +1482,11 @@ func TestPlanConvergesWithLostFiles(t *testing.T) {
 }
 
 // TestPlanCrossDatabaseRename runs a rename from sales to archive through
-// both databases' workers in every order: the destination worker waits
-// for the source's, and the table moves once, with its partitions.
+// both databases' workers: in both orders of runAll, then in every
+// interleaving of single steps and crashes. The destination worker marks
+// its database at the event before the rename and waits for the source's;
+// the source worker waits for that mark; the table moves once, with its
+// partitions, and every schedule ends in the same replica.
 func TestPlanCrossDatabaseRename(t *testing.T) {
 	moved := renamedTo(srcOrders, "archive", "orders")
 	rename := alterTable(14, srcOrders, moved)
@@ -1390,6 +1501,19 @@ func TestPlanCrossDatabaseRename(t *testing.T) {
 		addParts(15, moved, []schemas.Partition{srcPart(moved, "2024-01-05")}),
 		alterTable(16, moved, withParam(moved, "k", "v")),
 	}
+	check := func(t *testing.T, what string, ms *memMS) {
+		t.Helper()
+		tb := ms.tables[TableKey{"archive", "orders"}]
+		if tb == nil || len(ms.tables) != 1 || tb.Parameters["k"] != "v" || tb.Sd.Location != drRoot+"sales.db/orders" {
+			t.Fatalf("%s:\n%s", what, ms.dump())
+		}
+		if len(ms.parts) != 2 || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}] == nil {
+			t.Errorf("%s: partitions did not move:\n%s", what, ms.dump())
+		}
+		if ms.dbs["sales"].Parameters[ParamLastID] != "14" || ms.dbs["archive"].Parameters[ParamLastID] != "16" {
+			t.Errorf("%s: watermarks %s %s", what, ms.dbs["sales"].Parameters[ParamLastID], ms.dbs["archive"].Parameters[ParamLastID])
+		}
+	}
 	var want string
 	for _, order := range [][]string{{"sales", "archive"}, {"archive", "sales"}} {
 		ms := newMemMS()
@@ -1401,34 +1525,141 @@ func TestPlanCrossDatabaseRename(t *testing.T) {
 		} else if d := diffStates(want, ms.dump()); d != "" {
 			t.Errorf("order %v differs:\n%s", order, d)
 		}
-		tb := ms.tables[TableKey{"archive", "orders"}]
-		if tb == nil || len(ms.tables) != 1 || tb.Parameters["k"] != "v" || tb.Sd.Location != drRoot+"sales.db/orders" {
-			t.Fatalf("order %v:\n%s", order, ms.dump())
-		}
-		if len(ms.parts) != 2 || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}] == nil {
-			t.Errorf("order %v: partitions did not move:\n%s", order, ms.dump())
-		}
-		if ms.dbs["sales"].Parameters[ParamLastID] != "14" || ms.dbs["archive"].Parameters[ParamLastID] != "16" {
-			t.Errorf("order %v: watermarks %s %s", order, ms.dbs["sales"].Parameters[ParamLastID], ms.dbs["archive"].Parameters[ParamLastID])
-		}
+		check(t, fmt.Sprintf("order %v", order), ms)
 	}
 
-	// The destination worker waits at the rename while the source worker
-	// has not applied it.
 	ms := newMemMS()
+	ms.copyAhead(append(sales, archive...), nil)
+	final := everyInterleaving(t, ms, []*seqWorker{{db: "sales", events: sales}, {db: "archive", events: archive}}, nil, testPolicy{})
+	if d := diffStates(want, final.dump()); d != "" {
+		t.Errorf("the interleavings end elsewhere than runAll:\n%s", d)
+	}
+	check(t, "every interleaving", final)
+
+	// Step by step: the destination worker reaches the rename first,
+	// marks archive at 13 and waits for sales; the source worker, at the
+	// rename, renames (archive is at 13); then the destination moves on.
+	ms = newMemMS()
+	ms.copyAhead(append(sales, archive...), nil)
 	ws, wa := &seqWorker{db: "sales", events: sales}, &seqWorker{db: "archive", events: archive}
 	stepOnce(t, ms, wa, nil, testPolicy{})
 	stepOnce(t, ms, ws, nil, testPolicy{})
 	stepOnce(t, ms, ws, nil, testPolicy{})
-	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != Wait || s.d.WaitDB != "sales" {
-		t.Fatalf("destination worker: %s %s (%s)", s.d.Outcome, s.d.Reason, s.d.WaitDB)
+	s := stepOnce(t, ms, wa, nil, testPolicy{})
+	if s.d.Outcome != Wait || s.d.Reason != "cross_database" || s.d.WaitDB != "sales" ||
+		!slices.Equal(actionNames(s.d.Actions), []string{"alter database archive"}) || wa.pos != 1 {
+		t.Fatalf("destination worker: %s %s (%s) %v", s.d.Outcome, s.d.Reason, s.d.WaitDB, actionNames(s.d.Actions))
+	}
+	if got := ms.dbs["archive"].Parameters[ParamLastID]; got != "13" {
+		t.Fatalf("archive marked at %s, want 13", got)
+	}
+	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != Wait || s.d.WaitDB != "sales" || len(s.d.Actions) != 0 {
+		t.Fatalf("destination worker again: %s %s (%s) %v", s.d.Outcome, s.d.Reason, s.d.WaitDB, actionNames(s.d.Actions))
+	}
+	stepOnce(t, ms, ws, nil, testPolicy{}) // 13: add partitions
+	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Apply || ms.tables[TableKey{"archive", "orders"}] == nil {
+		t.Fatalf("source worker: %s %s %s", s.d.Outcome, s.d.Reason, s.d.Detail)
+	}
+	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != NoOp || wa.pos != 2 || ms.dbs["archive"].Parameters[ParamLastID] != "14" {
+		t.Fatalf("destination worker after the rename: %s %s", s.d.Outcome, s.d.Reason)
+	}
+
+	// The other way round: the source worker reaches the rename while
+	// archive is not created yet, then below 13; it waits for archive.
+	ms = newMemMS()
+	ms.copyAhead(append(sales, archive...), nil)
+	ws, wa = &seqWorker{db: "sales", events: sales}, &seqWorker{db: "archive", events: archive}
+	for range 3 {
+		stepOnce(t, ms, ws, nil, testPolicy{})
+	}
+	for range 2 {
+		if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Wait || s.d.WaitDB != "archive" || len(s.d.Actions) != 0 {
+			t.Fatalf("source worker: %s %s (%s) %v", s.d.Outcome, s.d.Reason, s.d.WaitDB, actionNames(s.d.Actions))
+		}
+		if ms.dbs["archive"] == nil {
+			stepOnce(t, ms, wa, nil, testPolicy{}) // 11: create archive, at 11 < 13
+		}
+	}
+	if ms.tables[TableKey{"sales", "orders"}] == nil || ms.tables[TableKey{"archive", "orders"}] != nil {
+		t.Fatalf("the source worker renamed before archive was marked:\n%s", ms.dump())
 	}
 }
 
+// everyInterleaving runs the workers from ms in every interleaving of
+// their steps, and of crashes part way through a step's actions (the
+// worker then plans the same event again). A step that waits without
+// changing the replica is no move; a state where a worker has events left
+// and none can move is a deadlock. Every schedule must end in the same
+// replica, which it returns.
+func everyInterleaving(t *testing.T, ms *memMS, ws []*seqWorker, c copyOutcomes, pol Policy) *memMS {
+	t.Helper()
+	seen := map[string]bool{}
+	var final *memMS
+	var walk func(ms *memMS, pos []int, trace []string)
+	walk = func(ms *memMS, pos []int, trace []string) {
+		t.Helper()
+		state := ms.dump()
+		key := fmt.Sprint(pos) + "\n" + state
+		if seen[key] || t.Failed() {
+			return
+		}
+		seen[key] = true
+		moved, done := false, true
+		for i, w := range ws {
+			if pos[i] == len(w.events) {
+				continue
+			}
+			done = false
+			ev := w.events[pos[i]]
+			next := ms.clone()
+			nw := &seqWorker{db: w.db, events: w.events, pos: pos[i]}
+			s := stepOnce(t, next, nw, c, pol)
+			if s.d.Outcome == Wait && s.d.Reason != "cross_database" {
+				t.Fatalf("after %v: %s event %d waits: %s %s", trace, w.db, ev.EventID, s.d.Reason, s.d.Detail)
+			}
+			step := fmt.Sprintf("%s@%d:%s", w.db, ev.EventID, s.d.Outcome)
+			if nw.pos != pos[i] || next.dump() != state {
+				moved = true
+				np := slices.Clone(pos)
+				np[i] = nw.pos
+				walk(next, np, append(slices.Clone(trace), step))
+			}
+			for k := 1; k < len(s.d.Actions); k++ { // a crash after k actions
+				part := ms.clone()
+				for _, a := range s.d.Actions[:k] {
+					if err := part.apply(a); err != nil {
+						t.Fatalf("after %v: %s: %v", trace, a, err)
+					}
+				}
+				walk(part, pos, append(slices.Clone(trace), fmt.Sprintf("%s(crash after %d)", step, k)))
+			}
+		}
+		if done {
+			if final == nil {
+				final = ms
+			} else if d := diffStates(final.dump(), state); d != "" {
+				t.Fatalf("schedule %v ends elsewhere:\n%s", trace, d)
+			}
+			return
+		}
+		if !moved {
+			t.Fatalf("deadlock after %v:\n%s", trace, state)
+		}
+	}
+	walk(ms, make([]int, len(ws)), nil)
+	if final == nil {
+		t.Fatal("no schedule ends")
+	}
+	t.Logf("%d states", len(seen))
+	return final
+}
+
 // TestPlanCrossDatabaseRenameOntoADroppedName: the destination database
-// had a table of the same name, with partitions, dropped before the rename.
-// Its worker lags, so the source worker renames first; the lagging
-// worker's events on the old table must not land on the new one.
+// had a table of the same name, with partitions, dropped before the
+// rename. Whichever worker runs ahead, the source worker renames only
+// once the destination's worker has applied everything before the rename
+// (the drop included), so the old table's events never land on the new
+// one, in any interleaving.
 func TestPlanCrossDatabaseRenameOntoADroppedName(t *testing.T) {
 	oldT := srcTable("archive", "orders", []string{"dt"}, "legacy string")
 	moved := renamedTo(srcOrders, "archive", "orders")
@@ -1448,24 +1679,42 @@ func TestPlanCrossDatabaseRenameOntoADroppedName(t *testing.T) {
 		dropTable(19, oldT),
 		rename,
 	}
-	ms := newMemMS()
-	ms.copyAhead(append(sales, archive...), nil)
-	ms.files[drRoot+"sales.db/orders/dt=2024-01-01/a"] = 14
-	wa := &seqWorker{db: "archive", events: archive}
-	for range 3 { // archive's worker lags after its event 15
-		stepOnce(t, ms, wa, nil, testPolicy{})
+	check := func(t *testing.T, what string, ms *memMS) {
+		t.Helper()
+		var parts []string
+		for k := range ms.parts {
+			parts = append(parts, k.String())
+		}
+		if !slices.Equal(parts, []string{"archive.orders partition [2024-01-01]"}) || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}].Parameters[ParamLastID] != "14" {
+			t.Errorf("%s: the renamed table got the old table's partitions: %v\n%s", what, parts, ms.dump())
+		}
+		if tb := ms.tables[TableKey{"archive", "orders"}]; tb == nil || len(ms.tables) != 1 || tb.Parameters[ParamLastID] != "21" || tb.Sd.Cols[0].Name != "id" {
+			t.Errorf("%s: archive.orders is not the renamed sales.orders:\n%s", what, ms.dump())
+		}
+		if _, ok := ms.files[drRoot+"sales.db/orders/dt=2024-01-01/a"]; !ok {
+			t.Errorf("%s: the old table's overwrite pruned the renamed table's files", what)
+		}
 	}
-	runAll(t, ms, []*seqWorker{{db: "sales", events: sales}, wa}, nil, testPolicy{})
-	var parts []string
-	for k := range ms.parts {
-		parts = append(parts, k.String())
+	fresh := func() *memMS {
+		ms := newMemMS()
+		ms.copyAhead(append(sales, archive...), nil)
+		ms.files[drRoot+"sales.db/orders/dt=2024-01-01/a"] = 14
+		return ms
 	}
-	if !slices.Equal(parts, []string{"archive.orders partition [2024-01-01]"}) || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}].Parameters[ParamLastID] != "14" {
-		t.Errorf("the renamed table got the old table's partitions: %v\n%s", parts, ms.dump())
+	for _, first := range []string{"sales", "archive"} {
+		ms := fresh()
+		ws, wa := &seqWorker{db: "sales", events: sales}, &seqWorker{db: "archive", events: archive}
+		for range 3 { // archive's worker lags after its event 15
+			stepOnce(t, ms, wa, nil, testPolicy{})
+		}
+		order := []*seqWorker{ws, wa}
+		if first == "archive" {
+			order = []*seqWorker{wa, ws}
+		}
+		runAll(t, ms, order, nil, testPolicy{})
+		check(t, first+" first", ms)
 	}
-	if _, ok := ms.files[drRoot+"sales.db/orders/dt=2024-01-01/a"]; !ok {
-		t.Error("the old table's overwrite pruned the renamed table's files")
-	}
+	check(t, "every interleaving", everyInterleaving(t, fresh(), []*seqWorker{{db: "sales", events: sales}, {db: "archive", events: archive}}, nil, testPolicy{}))
 }
 
 // ---- the captured events
@@ -1529,6 +1778,32 @@ func fixtureWorkers(evs []*schemas.Event, upTo int64) []*seqWorker {
 	return ws
 }
 
+// runFixtures runs the captured events up to upTo through their databases'
+// workers, taking turns in the order of the topics and in the reverse
+// order; both must end in the same replica.
+func runFixtures(t *testing.T, evs []*schemas.Event, upTo int64) *memMS {
+	t.Helper()
+	var first *memMS
+	for _, reverse := range []bool{false, true} {
+		ms := newMemMS()
+		ms.copyAhead(evs, nil)
+		ws := fixtureWorkers(evs, upTo)
+		if len(ws) < 2 {
+			t.Fatalf("%d topics up to event %d", len(ws), upTo)
+		}
+		if reverse {
+			slices.Reverse(ws)
+		}
+		runAll(t, ms, ws, nil, testPolicy{})
+		if first == nil {
+			first = ms
+		} else if d := diffStates(first.dump(), ms.dump()); d != "" {
+			t.Errorf("up to event %d, the reverse order ends elsewhere:\n%s", upTo, d)
+		}
+	}
+	return first
+}
+
 // TestPlanFixtures replays the captured metastore events (two databases,
 // partitions, inserts, an overwrite, a truncate, a rename within and one
 // across databases, transactions, stats, constraints, functions, drops)
@@ -1536,10 +1811,10 @@ func fixtureWorkers(evs []*schemas.Event, upTo int64) []*seqWorker {
 func TestPlanFixtures(t *testing.T) {
 	evs := fixtureEvents(t)
 
-	// Up to the last event before the drops.
-	ms := newMemMS()
-	ms.copyAhead(evs, nil)
-	runAll(t, ms, fixtureWorkers(evs, 204), nil, testPolicy{})
+	// Up to the last event before the drops, the workers taking turns in
+	// both orders (the cross-database rename at 194 makes them wait for
+	// each other).
+	ms := runFixtures(t, evs, 204)
 	sales, archive := ms.dbs["cap_sales"], ms.dbs["cap_archive"]
 	if sales == nil || archive == nil {
 		t.Fatalf("databases:\n%s", ms.dump())
@@ -1595,27 +1870,21 @@ func TestPlanFixtures(t *testing.T) {
 	}
 
 	// To the end: everything dropped, the data left in place.
-	ms = newMemMS()
-	ms.copyAhead(evs, nil)
-	runAll(t, ms, fixtureWorkers(evs, 1<<62), nil, testPolicy{})
+	ms = runFixtures(t, evs, 1<<62)
 	if len(ms.dbs)+len(ms.tables)+len(ms.parts) != 0 || len(ms.files) != 2 {
 		t.Errorf("after the drops:\n%s", ms.dump())
 	}
 }
 
 // TestPlanCrossDatabaseRenameOntoARenamedName: as above, but the old
-// table of the destination was renamed away, not dropped. The source
-// worker's rename takes the name while the destination worker has not
-// yet applied that rename, drops the table as if it were gone, and the
-// rename away then finds nothing to move.
-//
-// Known design issue, not fixed in Plan: the source worker must not
-// change the destination database before that database's worker has
-// applied every event before the rename (a handshake, e.g. the
-// destination worker marking the DR database at event-1 when it reaches
-// the rename, and the source worker waiting for that mark).
+// table of the destination was renamed away, not dropped. Were the source
+// worker to rename while the destination worker has not yet applied that
+// rename away, it would drop the old table as if it were gone, and the
+// rename away would then find nothing to move. The handshake prevents it:
+// the destination worker marks its DR database at the event before the
+// rename (repl.last.id = event-1) only once it reaches the rename, and the
+// source worker waits for that mark.
 func TestPlanCrossDatabaseRenameOntoARenamedName(t *testing.T) {
-	t.Skip("known issue: cross-database renames need a handshake with the destination worker (see comment)")
 	oldT := srcTable("archive", "orders", nil, "legacy string")
 	moved := renamedTo(srcOrders, "archive", "orders")
 	rename := alterTable(20, srcOrders, moved)
@@ -1625,13 +1894,56 @@ func TestPlanCrossDatabaseRenameOntoARenamedName(t *testing.T) {
 		alterTable(15, oldT, renamedTo(oldT, "archive", "orders_2023")),
 		rename,
 	}
+	check := func(t *testing.T, what string, ms *memMS) {
+		t.Helper()
+		kept, renamed := ms.tables[TableKey{"archive", "orders_2023"}], ms.tables[TableKey{"archive", "orders"}]
+		if kept == nil || renamed == nil || len(ms.tables) != 2 {
+			t.Fatalf("%s: the destination's renamed table is lost:\n%s", what, ms.dump())
+		}
+		if kept.Sd.Cols[0].Name != "legacy" || kept.Parameters[ParamLastID] != "15" ||
+			renamed.Sd.Cols[0].Name != "id" || renamed.Parameters[ParamLastID] != "20" || renamed.Sd.Location != drRoot+"sales.db/orders" {
+			t.Errorf("%s: the tables are mixed up:\n%s", what, ms.dump())
+		}
+		if ms.dbs["sales"].Parameters[ParamLastID] != "20" || ms.dbs["archive"].Parameters[ParamLastID] != "20" {
+			t.Errorf("%s: watermarks %s %s", what, ms.dbs["sales"].Parameters[ParamLastID], ms.dbs["archive"].Parameters[ParamLastID])
+		}
+	}
+	for _, first := range []string{"sales", "archive"} {
+		ms := newMemMS()
+		ws, wa := &seqWorker{db: "sales", events: sales}, &seqWorker{db: "archive", events: archive}
+		for range 2 { // archive's worker lags before its rename at 15
+			stepOnce(t, ms, wa, nil, testPolicy{})
+		}
+		order := []*seqWorker{ws, wa}
+		if first == "archive" {
+			order = []*seqWorker{wa, ws}
+		}
+		runAll(t, ms, order, nil, testPolicy{})
+		check(t, first+" first", ms)
+	}
+	check(t, "every interleaving", everyInterleaving(t, newMemMS(), []*seqWorker{{db: "sales", events: sales}, {db: "archive", events: archive}}, nil, testPolicy{}))
+
+	// The lagging destination: the source worker waits at the rename
+	// until archive's worker has renamed the old table away and marked 19.
 	ms := newMemMS()
-	wa := &seqWorker{db: "archive", events: archive}
-	for range 2 { // archive's worker lags before its rename at 15
+	ws, wa := &seqWorker{db: "sales", events: sales}, &seqWorker{db: "archive", events: archive}
+	for range 2 {
 		stepOnce(t, ms, wa, nil, testPolicy{})
+		stepOnce(t, ms, ws, nil, testPolicy{})
 	}
-	runAll(t, ms, []*seqWorker{{db: "sales", events: sales}, wa}, nil, testPolicy{})
-	if ms.tables[TableKey{"archive", "orders_2023"}] == nil || ms.tables[TableKey{"archive", "orders"}] == nil {
-		t.Errorf("the destination's renamed table is lost:\n%s", ms.dump())
+	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Wait || s.d.WaitDB != "archive" || ms.tables[TableKey{"sales", "orders"}] == nil {
+		t.Fatalf("source worker with archive at 13: %s %s (%s)", s.d.Outcome, s.d.Reason, s.d.WaitDB)
 	}
+	stepOnce(t, ms, wa, nil, testPolicy{}) // 15: the rename away
+	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Wait || s.d.WaitDB != "archive" {
+		t.Fatalf("source worker with archive at 15: %s %s (%s)", s.d.Outcome, s.d.Reason, s.d.WaitDB)
+	}
+	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != Wait || ms.dbs["archive"].Parameters[ParamLastID] != "19" {
+		t.Fatalf("destination worker at the rename: %s %s, archive at %s", s.d.Outcome, s.d.Reason, ms.dbs["archive"].Parameters[ParamLastID])
+	}
+	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Apply {
+		t.Fatalf("source worker with archive at 19: %s %s %s", s.d.Outcome, s.d.Reason, s.d.Detail)
+	}
+	runAll(t, ms, []*seqWorker{ws, wa}, nil, testPolicy{})
+	check(t, "step by step", ms)
 }

@@ -312,7 +312,7 @@ func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) 
 	}
 	d := Plan(Input{DB: w.db, Source: w.a.cfg.Source, Event: ev, Replica: rep, Copies: copies,
 		Later: w.later(), Skip: skip, Policy: w.a.cfg.Policy})
-	if d.Outcome != Apply && d.Outcome != NoOp {
+	if d.Outcome == Halt {
 		return d, nil
 	}
 	if skip {

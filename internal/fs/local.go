@@ -38,7 +38,42 @@ func localPath(loc string) (string, error) {
 	default:
 		return "", fmt.Errorf("location %s is not on the local filesystem", loc)
 	}
-	return filepath.Clean(filepath.FromSlash(l.path)), nil
+	p := filepath.Clean(filepath.FromSlash(l.path))
+	if err := noLinkedDirs(p); err != nil {
+		return "", fmt.Errorf("location %s: %w", loc, err)
+	}
+	return p, nil
+}
+
+// noLinkedDirs refuses a path whose directories include a symbolic link:
+// root checks compare path names, so a linked directory would let a
+// location under a root read or write anywhere (guarantee 7). The last
+// element is checked by each operation (O_NOFOLLOW, Lstat).
+func noLinkedDirs(p string) error {
+	dir := filepath.Dir(p)
+	if dir == p {
+		return nil
+	}
+	var parts []string
+	for d := dir; ; d = filepath.Dir(d) {
+		parts = append(parts, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		fi, err := os.Lstat(parts[i])
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // nothing below exists yet
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("directory %s is a symbolic link, not followed", parts[i])
+		}
+	}
+	return nil
 }
 
 // Stat implements FS. It does not follow a symbolic link at path.

@@ -277,3 +277,34 @@ func TestLocalRefusesBadLocations(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalLinkedDirectories: a symbolic link among a location's
+// directories is refused for reads and writes, so nothing outside a root is
+// reached through a linked directory inside it.
+func TestLocalLinkedDirectories(t *testing.T) {
+	ctx := context.Background()
+	root, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("outside the roots"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	l := NewLocal()
+	secret := filepath.Join(root, "linked", "secret")
+	if _, err := l.Open(ctx, secret, 0, -1); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("Open through a linked directory: err %v, want a refusal", err)
+	}
+	if _, err := l.Stat(ctx, secret); err == nil {
+		t.Error("Stat through a linked directory succeeded")
+	}
+	if _, err := l.Create(ctx, filepath.Join(root, "linked", "planted"), 1); err == nil {
+		t.Error("Create through a linked directory succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "planted")); !os.IsNotExist(err) {
+		t.Errorf("a file was planted outside the root: %v", err)
+	}
+	if err := l.Remove(ctx, secret); err == nil {
+		t.Error("Remove through a linked directory succeeded")
+	}
+}
