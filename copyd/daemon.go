@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/schemas"
@@ -43,8 +44,16 @@ type DaemonConfig struct {
 	Instance string
 	// Workers is how many files are copied at once. Default 8.
 	Workers int
-	// MaxBatch is the most copy tasks taken per round. Default 4*Workers.
+	// MaxBatch bounds the sliding window: the most copy tasks one
+	// partition holds at once, queued, copying, or finished and waiting
+	// for an older task of the partition before they can be committed; a
+	// partition that holds that many is not fetched until some commit.
+	// Default 4*Workers.
 	MaxBatch int
+	// CommitInterval is how often finished tasks are committed (one Kafka
+	// transaction for all partitions). Default 200ms. A full window
+	// commits at once.
+	CommitInterval time.Duration
 	// CompletionPartitions and ReplicationFactor create the completions
 	// topic if it is missing.
 	CompletionPartitions int32
@@ -53,27 +62,57 @@ type DaemonConfig struct {
 	Copier Copier
 	Codec  Codec
 	Logger *slog.Logger
+	// Metrics, when set, get the window's gauge and the transaction
+	// counts (the Engine's metrics are usually the same *Metrics).
+	Metrics *Metrics
 	// KafkaOpts are added to the Kafka client (TLS, SASL, tests).
 	KafkaOpts []kgo.Opt
 }
 
 // Daemon consumes copy tasks and publishes their completions.
 //
-// Exactly one completion per task: a round's completions are produced in
-// one Kafka transaction that also commits the consumer group's offsets of
-// the round's tasks (consume-transform-produce). If the daemon dies, or a
-// rebalance moves the partitions, before the commit, the transaction
-// aborts and the tasks are delivered again; their files are then already
-// in place, so the second copy is a SKIPPED_IDENTICAL with no bytes moved,
-// and still only one completion becomes visible to read_committed readers.
+// Tasks run concurrently (Workers at once) in a sliding window (window.go)
+// per partition, in any order: a slow file holds back nothing but the
+// commit of its own partition's later offsets.
 //
-// Tasks of a round run concurrently, in any order; the round's offsets are
-// committed only when all of its tasks are done, so the committed offset
-// never passes an unfinished task.
+// Exactly one completion per task. Invariant: a task's completion is
+// produced only in the Kafka transaction that commits its partition's
+// offset past it (commit, below). Every few hundred milliseconds the
+// daemon begins a transaction, produces the completions of the
+// contiguous finished prefix of every partition's window, commits each
+// partition's offset just past its prefix in the same transaction
+// (GroupTransactSession.End, with the offsets rewritten by a
+// PreTxnCommitFnContext hook: the session would otherwise commit
+// everything polled), and ends it. So:
+//
+//   - The committed offset never passes an unfinished task.
+//   - If the daemon dies before the commit, the transaction aborts: the
+//     tasks are delivered again (to it or to another daemon) and their
+//     completions, never visible to read_committed readers, are produced
+//     again; the files are then in place, so the copies are
+//     SKIPPED_IDENTICAL with no bytes moved.
+//   - If a rebalance revokes partitions, OnPartitionsRevoked drops their
+//     slots and cancels their copies (the new owner redoes them; staging
+//     names and rename-into-place make two writers safe), and the session
+//     aborts the next transaction. After any abort the session rewinds
+//     every partition to its committed offset, so the daemon drops its
+//     whole window: everything in it is delivered again.
 type Daemon struct {
 	cfg DaemonConfig
 	log *slog.Logger
+	m   *Metrics
+
+	win *window // the running window (tests)
 }
+
+// revokeWait is how long a revoke waits for the copies it cancelled to
+// return, so that a cancelled write does not race the new owner's.
+const revokeWait = 10 * time.Second
+
+// endTimeout bounds a transaction's produce and commit. They run on a
+// context of their own: cancelling one midway leaves the client in an
+// unknown state (GroupTransactSession.End).
+const endTimeout = 60 * time.Second
 
 // NewDaemon checks cfg.
 func NewDaemon(cfg DaemonConfig) (*Daemon, error) {
@@ -86,6 +125,9 @@ func NewDaemon(cfg DaemonConfig) (*Daemon, error) {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 4 * cfg.Workers
 	}
+	if cfg.CommitInterval <= 0 {
+		cfg.CommitInterval = 200 * time.Millisecond
+	}
 	if cfg.CompletionPartitions <= 0 {
 		cfg.CompletionPartitions = 12
 	}
@@ -95,21 +137,59 @@ func NewDaemon(cfg DaemonConfig) (*Daemon, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Daemon{cfg: cfg, log: cfg.Logger.With("role", "copyd", "group", cfg.Group)}, nil
+	m := cfg.Metrics
+	if m == nil {
+		m = NewMetrics()
+	}
+	return &Daemon{cfg: cfg, m: m, log: cfg.Logger.With("role", "copyd", "group", cfg.Group)}, nil
 }
 
-// Run copies until ctx ends (returning nil) or a fatal Kafka error.
+// Run copies until ctx ends (returning nil) or a fatal Kafka error. It
+// returns only after every copy it started has returned.
 func (d *Daemon) Run(ctx context.Context) error {
 	c := d.cfg
+	// Copies run on contexts of their own, cancelled only by the window
+	// (drop, halt), which marks the slot dropped first: a copy
+	// interrupted by a revoke or a shutdown is never published.
+	copyCtx, stopCopies := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopCopies()
+	var copies sync.WaitGroup
+	defer copies.Wait()
+	var w *window
+	w = newWindow(c.Workers, func(s *slot) {
+		sctx, cancel := context.WithCancel(copyCtx)
+		s.cancel = cancel
+		copies.Add(1)
+		go func() {
+			defer copies.Done()
+			comp := c.Copier.Copy(sctx, s.task)
+			cancel()
+			w.finish(s, comp)
+		}()
+	})
+	w.onSize = func(n int) { d.m.window.Set(float64(n)) }
+	d.win = w
+
+	topic := c.Topics.Manifests()
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.TransactionalID(c.TransactionalID),
 		kgo.TransactionTimeout(60 * time.Second),
 		kgo.ConsumerGroup(c.Group),
-		kgo.ConsumeTopics(c.Topics.Manifests()),
+		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
+		// A partition resumed after a pause (pace) is fetched again only
+		// once the fetch in flight returns, which waits this long when
+		// there is nothing new: keep it short (franz-go's default is 5s,
+		// Kafka's own consumers' 500ms), or a backlog of quick tasks in
+		// one partition idles between windows.
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		// Also called for lost partitions (the session falls back to it).
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+			d.revoked(w, revoked[topic])
+		}),
 	}, c.KafkaOpts...)
 	if c.Instance != "" {
 		opts = append(opts, kgo.InstanceID(c.Instance))
@@ -118,58 +198,205 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("copyd: kafka: %w", err)
 	}
+	// Deferred after copies.Wait, so run before it: leaving the group
+	// revokes everything, which cancels what still runs.
 	defer sess.Close()
 	if err := kafka.Ensure(ctx, kadm.NewClient(sess.Client()), kafka.Spec{
 		Name: c.Topics.Completions(), Partitions: c.CompletionPartitions, ReplicationFactor: c.ReplicationFactor,
 	}); err != nil {
 		return err
 	}
-	d.log.Info("consuming copy tasks", "topic", c.Topics.Manifests(), "workers", c.Workers)
-	for {
-		fs := sess.PollRecords(ctx, c.MaxBatch)
-		if ctx.Err() != nil {
-			return nil
+	d.log.Info("consuming copy tasks", "topic", topic, "workers", c.Workers, "window", c.MaxBatch)
+
+	err = d.loop(ctx, sess, w)
+	// Stopping: no new copies, the running ones cancelled (and not
+	// published); what finished is committed one last time, so a clean
+	// stop loses no finished work.
+	exits := w.halt()
+	if err == nil {
+		if cerr := d.commit(ctx, sess, w); cerr != nil {
+			d.log.Warn("last commit failed; its tasks will be delivered again", "err", cerr)
 		}
-		if err := fs.Err0(); err != nil {
-			if errors.Is(err, context.Canceled) {
-				return nil
+	}
+	waitAll(exits, revokeWait)
+	return err
+}
+
+// loop polls, commits and waits until ctx ends (nil) or a fatal error.
+func (d *Daemon) loop(ctx context.Context, sess *kgo.GroupTransactSession, w *window) error {
+	c := d.cfg
+	paused := map[int32]bool{}
+	last := time.Now()
+	for ctx.Err() == nil {
+		_, ready := w.committable()
+		counts := w.counts()
+		full := false
+		for _, n := range counts {
+			full = full || n >= c.MaxBatch
+		}
+		due := time.Until(last.Add(c.CommitInterval))
+		if ready > 0 && (due <= 0 || full || 2*ready >= c.MaxBatch) {
+			if err := d.commit(ctx, sess, w); err != nil {
+				return err
 			}
-			d.log.Warn("fetch failed", "err", err)
+			last = time.Now()
 			continue
 		}
-		recs := fs.Records()
-		if len(recs) == 0 {
-			continue
+		wait := c.CommitInterval
+		if ready > 0 {
+			wait = max(due, time.Millisecond)
 		}
-		if err := d.round(ctx, sess, recs); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+		if err := d.poll(ctx, sess, w, d.pace(sess, counts, paused), wait); err != nil {
 			return err
 		}
 	}
+	return nil
 }
 
-// round copies recs' tasks and publishes their completions with the
-// group's offsets in one transaction.
-func (d *Daemon) round(ctx context.Context, sess *kgo.GroupTransactSession, recs []*kgo.Record) error {
-	comps := make([]schemas.CopyCompletion, len(recs))
-	sem := make(chan struct{}, d.cfg.Workers)
-	var wg sync.WaitGroup
-	for i, r := range recs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			comps[i] = d.copyRecord(ctx, r)
-		}()
+// pace pauses fetching the partitions that hold MaxBatch tasks, resumes
+// those it paused (paused is what it paused) once they are down to half
+// that (a resumed partition waits for the fetch in flight: resuming at
+// once would pause and resume it for every task), and returns how many
+// records the next poll may take: no more than the fullest partition still
+// fetched has room for, so no partition ever holds more than MaxBatch.
+func (d *Daemon) pace(sess *kgo.GroupTransactSession, counts map[int32]int, paused map[int32]bool) int {
+	topic := d.cfg.Topics.Manifests()
+	var pause, resume []int32
+	for p, n := range counts {
+		if n >= d.cfg.MaxBatch && !paused[p] {
+			pause = append(pause, p)
+			paused[p] = true
+		}
 	}
-	wg.Wait()
-	if ctx.Err() != nil {
-		// Stopping mid-round: publish nothing; the tasks come back to
-		// whoever owns their partitions next.
-		return ctx.Err()
+	for p := range paused {
+		if counts[p] <= d.cfg.MaxBatch/2 {
+			resume = append(resume, p)
+			delete(paused, p)
+		}
 	}
+	if len(pause) > 0 {
+		sess.Client().PauseFetchPartitions(map[string][]int32{topic: pause})
+	}
+	if len(resume) > 0 {
+		sess.Client().ResumeFetchPartitions(map[string][]int32{topic: resume})
+	}
+	fullest := 0
+	for p, n := range counts {
+		if !paused[p] {
+			fullest = max(fullest, n)
+		}
+	}
+	return d.cfg.MaxBatch - fullest
+}
+
+// poll takes up to n records, waiting at most wait, into the window.
+func (d *Daemon) poll(ctx context.Context, sess *kgo.GroupTransactSession, w *window, n int, wait time.Duration) error {
+	revokes := w.revokeCount()
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	fs := sess.PollRecords(pctx, n)
+	cancel()
+	var fatal error
+	fs.EachError(func(topic string, p int32, err error) {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		case errors.Is(err, kgo.ErrClientClosed):
+			fatal = err
+		default:
+			d.log.Warn("fetch failed", "topic", topic, "partition", p, "err", err)
+		}
+	})
+	if fatal != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("copyd: poll: %w", fatal)
+	}
+	// Every polled record goes into the window, even beside a fetch
+	// error: the session's fetch position has moved past it.
+	var slots []*slot
+	fs.EachRecord(func(r *kgo.Record) { slots = append(slots, d.slotFor(ctx, r)) })
+	if len(slots) == 0 || ctx.Err() != nil {
+		// Stopping: a record that failed to decode because ctx ended
+		// must not complete FAILED. Leaving records out is safe only
+		// because nothing of their partitions is added after them.
+		return nil
+	}
+	if !w.add(revokes, slots) {
+		// A revoke came between the poll and now: these records may be
+		// of a partition no longer ours, or follow slots just dropped.
+		// Abort a transaction to rewind every partition to its
+		// committed offset, and start again from there.
+		d.log.Info("partitions moved while polling; taking the tasks again from the committed offsets")
+		return d.reset(sess, w)
+	}
+	return nil
+}
+
+// slotFor decodes one manifest record into a slot. A record that does not
+// decode still gets a completion, FAILED with the reason, so nothing is
+// skipped silently; it needs no copy and is finished at once.
+func (d *Daemon) slotFor(ctx context.Context, r *kgo.Record) *slot {
+	s := &slot{part: r.Partition, offset: r.Offset, epoch: r.LeaderEpoch}
+	v, err := d.cfg.Codec.Decode(ctx, r.Value)
+	task, ok := v.(*schemas.CopyTask)
+	if err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("record is a %T, not a CopyTask", v)
+		}
+		now := time.Now()
+		s.state = slotDone
+		s.comp = schemas.CopyCompletion{
+			TaskID: string(r.Key), Status: schemas.StatusFailed, Length: -1,
+			Error:   fmt.Sprintf("manifest record %s/%d@%d does not decode: %v", r.Topic, r.Partition, r.Offset, err),
+			Started: now, Finished: now, Attempts: 0,
+		}
+		return s
+	}
+	s.task = *task
+	s.target = targetKey(task.TargetURI)
+	return s
+}
+
+// targetKey is the form of a target compared for same-target
+// serialisation: the normalised location the Engine writes to.
+func targetKey(uri string) string {
+	if l, err := parseLocation(uri); err == nil {
+		return l.String()
+	}
+	return uri
+}
+
+// commit publishes the committable prefixes of the window with their
+// offsets in one transaction.
+//
+// Invariant (exactly one completion per task): this is the only place a
+// completion is produced, and it is produced in the transaction whose
+// TxnOffsetCommit moves its partition's offset just past it. Both become
+// visible together or not at all.
+func (d *Daemon) commit(ctx context.Context, sess *kgo.GroupTransactSession, w *window) error {
+	bs, total := w.committable()
+	if total == 0 {
+		return nil
+	}
+	// Encode before beginning: an encoding failure (the registry away)
+	// then costs nothing but a retry at the next commit.
+	recs := make([]*kgo.Record, 0, total)
+	want := make(map[int32]kgo.EpochOffset, len(bs))
+	for _, b := range bs {
+		for _, s := range b.slots {
+			v, err := d.cfg.Codec.Encode(&s.comp)
+			if err != nil {
+				d.log.Warn("cannot encode a completion; retrying at the next commit", "task", s.comp.TaskID, "err", err)
+				return nil
+			}
+			recs = append(recs, &kgo.Record{Topic: d.cfg.Topics.Completions(), Key: []byte(s.comp.TaskID), Value: v,
+				Headers: []kgo.RecordHeader{{Key: kafka.HeaderType, Value: []byte(schemas.NameCopyCompletion)}}})
+		}
+		want[b.part] = kgo.EpochOffset{Epoch: b.epoch, Offset: b.next}
+	}
+
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
+	defer cancel()
 	if err := sess.Begin(); err != nil {
 		return fmt.Errorf("copyd: begin transaction: %w", err)
 	}
@@ -178,20 +405,9 @@ func (d *Daemon) round(ctx context.Context, sess *kgo.GroupTransactSession, recs
 		firstErr error
 		pwg      sync.WaitGroup
 	)
-	for i := range comps {
-		v, err := d.cfg.Codec.Encode(&comps[i])
-		if err != nil {
-			mu.Lock()
-			if firstErr == nil {
-				firstErr = fmt.Errorf("copyd: encode completion of %s: %w", comps[i].TaskID, err)
-			}
-			mu.Unlock()
-			break
-		}
+	for _, rec := range recs {
 		pwg.Add(1)
-		rec := &kgo.Record{Topic: d.cfg.Topics.Completions(), Key: []byte(comps[i].TaskID), Value: v,
-			Headers: []kgo.RecordHeader{{Key: kafka.HeaderType, Value: []byte(schemas.NameCopyCompletion)}}}
-		sess.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+		sess.Produce(ectx, rec, func(_ *kgo.Record, err error) {
 			defer pwg.Done()
 			if err != nil {
 				mu.Lock()
@@ -207,36 +423,111 @@ func (d *Daemon) round(ctx context.Context, sess *kgo.GroupTransactSession, recs
 	if firstErr != nil {
 		try = kgo.TryAbort
 	}
-	committed, err := sess.End(ctx, try)
-	switch {
-	case err != nil:
+	// The session commits the offsets of everything polled; the hook
+	// commits instead each partition's offset just past its prefix, and
+	// nothing for the others. A partition wanted but missing from the
+	// request (not ours any more) fails the commit, which aborts.
+	topic := d.cfg.Topics.Manifests()
+	hook := kgo.PreTxnCommitFnContext(ectx, func(req *kmsg.TxnOffsetCommitRequest) error {
+		seen := 0
+		topics := req.Topics[:0]
+		for _, t := range req.Topics {
+			if t.Topic != topic {
+				continue
+			}
+			parts := t.Partitions[:0]
+			for _, p := range t.Partitions {
+				eo, ok := want[p.Partition]
+				if !ok {
+					continue
+				}
+				p.Offset, p.LeaderEpoch = eo.Offset, eo.Epoch
+				parts = append(parts, p)
+				seen++
+			}
+			if len(parts) > 0 {
+				t.Partitions = parts
+				topics = append(topics, t)
+			}
+		}
+		req.Topics = topics
+		if seen != len(want) {
+			return fmt.Errorf("%w (%d of %d)", errNotOwned, len(want)-seen, len(want))
+		}
+		return nil
+	})
+	committed, err := sess.End(hook, try)
+	if err != nil && !errors.Is(err, errNotOwned) {
 		return errors.Join(firstErr, fmt.Errorf("copyd: end transaction: %w", err))
-	case firstErr != nil:
-		d.log.Warn("round aborted; its tasks will be delivered again", "err", firstErr)
-	case !committed:
-		d.log.Info("round not committed (partitions moved); its tasks will be delivered again", "tasks", len(recs))
-	default:
-		d.log.Debug("round committed", "tasks", len(recs))
 	}
+	if committed {
+		w.committed(bs)
+		d.m.txns.WithLabelValues("committed").Inc()
+		d.log.Debug("committed", "completions", total, "partitions", len(bs))
+		return nil
+	}
+	// Aborted: the session has rewound every partition to its committed
+	// offset, so everything in the window comes again. Drop it all.
+	d.m.txns.WithLabelValues("aborted").Inc()
+	switch {
+	case firstErr != nil:
+		d.log.Warn("commit aborted; the window's tasks will be delivered again", "err", firstErr)
+	case err != nil:
+		d.log.Info("commit aborted (partitions moved); the window's tasks will be delivered again", "err", err)
+	default:
+		d.log.Info("commit aborted (partitions moved); the window's tasks will be delivered again", "tasks", w.len())
+	}
+	waitAll(w.drop(nil, true, false), 0)
 	return nil
 }
 
-// copyRecord decodes one manifest record and copies its task. A record
-// that does not decode still gets a completion, FAILED with the reason, so
-// nothing is skipped silently.
-func (d *Daemon) copyRecord(ctx context.Context, r *kgo.Record) schemas.CopyCompletion {
-	v, err := d.cfg.Codec.Decode(ctx, r.Value)
-	task, ok := v.(*schemas.CopyTask)
-	if err != nil || !ok {
-		if err == nil {
-			err = fmt.Errorf("record is a %T, not a CopyTask", v)
-		}
-		now := time.Now()
-		return schemas.CopyCompletion{
-			TaskID: string(r.Key), Status: schemas.StatusFailed, Length: -1,
-			Error:   fmt.Sprintf("manifest record %s/%d@%d does not decode: %v", r.Topic, r.Partition, r.Offset, err),
-			Started: now, Finished: now, Attempts: 0,
+// errNotOwned is the commit hook's refusal to commit without a partition
+// it was asked to commit.
+var errNotOwned = errors.New("copyd: a partition to commit is not among the group's offsets")
+
+// reset aborts an empty transaction, which rewinds every partition to its
+// committed offset, and drops the whole window.
+func (d *Daemon) reset(sess *kgo.GroupTransactSession, w *window) error {
+	waitAll(w.drop(nil, true, false), 0)
+	ctx, cancel := context.WithTimeout(context.Background(), endTimeout)
+	defer cancel()
+	if err := sess.Begin(); err != nil {
+		return fmt.Errorf("copyd: begin transaction: %w", err)
+	}
+	if _, err := sess.End(ctx, kgo.TryAbort); err != nil {
+		return fmt.Errorf("copyd: abort transaction: %w", err)
+	}
+	d.m.txns.WithLabelValues("aborted").Inc()
+	return nil
+}
+
+// revoked drops the window's slots of partitions this daemon no longer
+// owns and cancels their copies; their completions are never published,
+// and the new owner redoes them. It waits a little for the cancelled
+// copies to return. It runs on the Kafka client's goroutine, within the
+// session's revoke handling, so the session also aborts the next commit.
+func (d *Daemon) revoked(w *window, parts []int32) {
+	if len(parts) == 0 {
+		return
+	}
+	exits := w.drop(parts, false, true)
+	d.log.Info("partitions revoked; their copies are cancelled and left to the new owner",
+		"partitions", parts, "cancelled", len(exits))
+	waitAll(exits, revokeWait)
+}
+
+// waitAll waits for chans to close, for at most d (0: do not wait).
+func waitAll(chans []chan struct{}, d time.Duration) {
+	if d <= 0 || len(chans) == 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for _, c := range chans {
+		select {
+		case <-c:
+		case <-t.C:
+			return
 		}
 	}
-	return d.cfg.Copier.Copy(ctx, *task)
 }

@@ -10,10 +10,12 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/hdfscrc"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -72,6 +74,18 @@ type EngineConfig struct {
 	// BytesPerSecond limits the bandwidth of all the Engine's copies
 	// together; 0: unlimited.
 	BytesPerSecond int64
+	// SplitSize: a file larger than this is copied as ranges in parallel
+	// to a target store that can take ranges (fs.Splitter: S3 parts of one
+	// multipart upload; HDFS part files joined with CONCAT, when the
+	// cluster is configured for it), each range read from the source with
+	// its own ranged read. 0: every file is one stream.
+	SplitSize int64
+	// SplitWorkers is the most ranges of one file copied at once. A split
+	// copy adds range workers beyond its first only while the Engine runs
+	// fewer than SplitWorkers copy streams in all (whole files and ranges),
+	// so splitting speeds up a large file copied alone and adds no streams
+	// to an Engine busy with many (copyRanges). Default 4.
+	SplitWorkers int
 	// Staging, if set, is told of every write in progress.
 	Staging StagingLog
 	// Now and Sleep replace the clock in tests. Defaults time.Now and a
@@ -83,12 +97,15 @@ type EngineConfig struct {
 // Engine copies and verifies files, one copy task at a time per call; it is
 // safe for concurrent use, and its copies share one bandwidth limit.
 type Engine struct {
-	cfg              EngineConfig
-	r                Resolver
-	m                *Metrics
-	src, read, tgt   []config.Location // read: src + CM roots
-	thr              *throttle
-	bufs             sync.Pool
+	cfg            EngineConfig
+	r              Resolver
+	m              *Metrics
+	src, read, tgt []config.Location // read: src + CM roots
+	thr            *throttle
+	bufs           sync.Pool
+	// streams counts the copy streams running: whole-file transfers and
+	// range workers of split ones (copyRanges).
+	streams          atomic.Int64
 	now              func() time.Time
 	sleep            func(context.Context, time.Duration) error
 	initial, maxWait time.Duration
@@ -105,6 +122,12 @@ func NewEngine(cfg EngineConfig, r Resolver, m *Metrics) (*Engine, error) {
 	}
 	if cfg.BytesPerSecond < 0 {
 		return nil, fmt.Errorf("copyd: bytes per second %d must not be negative", cfg.BytesPerSecond)
+	}
+	if cfg.SplitSize < 0 || cfg.SplitWorkers < 0 {
+		return nil, fmt.Errorf("copyd: split size %d and split workers %d must not be negative", cfg.SplitSize, cfg.SplitWorkers)
+	}
+	if cfg.SplitWorkers == 0 {
+		cfg.SplitWorkers = DefaultSplitWorkers
 	}
 	if m == nil {
 		m = NewMetrics()
@@ -145,6 +168,9 @@ func NewEngine(cfg EngineConfig, r Resolver, m *Metrics) (*Engine, error) {
 
 // copyBufferSize is the size of the buffer each copy streams through.
 const copyBufferSize = 1 << 20
+
+// DefaultSplitWorkers is EngineConfig.SplitWorkers's default.
+const DefaultSplitWorkers = 4
 
 func parseRoots(what string, roots []string) ([]config.Location, error) {
 	var out []config.Location
@@ -515,14 +541,28 @@ func (c candidate) describe(sum EventChecksum) string {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// transfer streams from to the target, computing the CRC32C on the way,
-// and verifies it.
+// transfer copies from to the target, computing the CRC32C on the way,
+// and verifies it: as ranges in parallel when the file is larger than the
+// split size and the target store can take ranges (transferSplit), else
+// as one stream (transferStream).
 //
 // Invariant (atomic publish): the target's Writer is committed only after
-// the bytes streamed were verified against every checksum of the origin
+// the bytes copied were verified against every checksum of the origin
 // that could be had (its store's CRC32C, the event's CRC32C, its length);
 // on any failure the write is aborted and the target is as it was.
 func (e *Engine) transfer(ctx context.Context, task schemas.CopyTask, from, to candidate, sum EventChecksum) (result, error) {
+	if sp, ok := to.fs.(fs.Splitter); ok && e.cfg.SplitSize > 0 && from.Size > e.cfg.SplitSize {
+		r, split, err := e.transferSplit(ctx, task, from, to, sum, sp)
+		if split {
+			return r, err
+		}
+	}
+	return e.transferStream(ctx, task, from, to, sum)
+}
+
+// transferStream streams from to the target through one reader and one
+// writer.
+func (e *Engine) transferStream(ctx context.Context, task schemas.CopyTask, from, to candidate, sum EventChecksum) (result, error) {
 	rc, err := from.fs.Open(ctx, from.path, 0, -1)
 	if err != nil {
 		return result{}, err
@@ -553,43 +593,61 @@ func (e *Engine) transfer(ctx context.Context, task schemas.CopyTask, from, to c
 	h := crc32.New(castagnoli)
 	bp := e.bufs.Get().(*[]byte)
 	mr := &meteredReader{ctx: ctx, r: rc, t: e.thr, count: e.m.moved}
+	e.streams.Add(1)
 	n, err := io.CopyBuffer(io.MultiWriter(w, h), mr, *bp)
+	e.streams.Add(-1)
 	e.bufs.Put(bp)
 	if err != nil {
 		return result{}, fmt.Errorf("copy %s to %s: %w", from.loc, to.loc, err)
 	}
 	crc := h.Sum32()
+	checks, err := preCommitChecks(from, sum, n, crc)
+	if err != nil {
+		return result{}, err
+	}
+	if err := w.Commit(ctx, crc); err != nil {
+		return result{}, fmt.Errorf("commit %s: %w", to.loc, err)
+	}
+	done = true
+	return e.postCommit(ctx, from, to, sum, n, crc, checks, w)
+}
 
+// preCommitChecks checks what was read from the origin, n bytes with CRC32C
+// crc, against its length and every checksum of it that could be had, and
+// names those checked.
+func preCommitChecks(from candidate, sum EventChecksum, n int64, crc uint32) ([]string, error) {
 	var checks []string
 	if n != from.Size {
-		return result{}, &mismatchError{fmt.Sprintf("length mismatch: read %d bytes from %s, which had %d when the copy began",
+		return nil, &mismatchError{fmt.Sprintf("length mismatch: read %d bytes from %s, which had %d when the copy began",
 			n, from.loc, from.Size)}
 	}
 	if from.HasCRC {
 		if crc != from.CRC32C {
-			return result{}, &mismatchError{fmt.Sprintf("CRC32C mismatch: computed %08x streaming %s, its store reports %08x (%s)",
+			return nil, &mismatchError{fmt.Sprintf("CRC32C mismatch: computed %08x streaming %s, its store reports %08x (%s)",
 				crc, from.loc, from.CRC32C, from.crcSource)}
 		}
 		checks = append(checks, "source")
 	}
 	if sum.IsCRC32C {
 		if crc != sum.CRC32C {
-			return result{}, &mismatchError{fmt.Sprintf("CRC32C mismatch: computed %08x streaming %s, the event logged %08x",
+			return nil, &mismatchError{fmt.Sprintf("CRC32C mismatch: computed %08x streaming %s, the event logged %08x",
 				crc, from.loc, sum.CRC32C)}
 		}
 		checks = append(checks, "event")
 	}
-	if err := w.Commit(ctx, crc); err != nil {
-		return result{}, fmt.Errorf("commit %s: %w", to.loc, err)
-	}
-	done = true
+	return checks, nil
+}
 
-	// After the commit the file is visible: a target that turns out wrong
-	// is removed, so no wrong bytes stay where a reader may take them.
-	// Stores that checked the published bytes themselves while committing
-	// (HDFS, S3) say so through Verified; asking them again would only
-	// repeat that I/O.
+// postCommit verifies a committed target and makes the attempt's result.
+//
+// After the commit the file is visible: a target that turns out wrong is
+// removed, so no wrong bytes stay where a reader may take them. Stores
+// that checked the published bytes themselves while committing (HDFS, S3)
+// say so through Verified; asking them again would only repeat that I/O.
+func (e *Engine) postCommit(ctx context.Context, from, to candidate, sum EventChecksum, n int64, crc uint32,
+	checks []string, w interface{ Verified() (fs.Checksum, bool) }) (result, error) {
 	ts, tok := w.Verified()
+	var err error
 	if !tok {
 		if ts, tok, err = to.fs.Checksum(ctx, to.path); err != nil {
 			return result{}, err
@@ -634,6 +692,246 @@ func (e *Engine) transfer(ctx context.Context, task schemas.CopyTask, from, to c
 		verification += "; the origin's " + from.matchHow + " equals the event's"
 	}
 	return result{status: schemas.StatusCopied, length: n, crc: &crc, verification: verification}, nil
+}
+
+// transferSplit copies from to the target as the ranges the target store
+// plans (fs.Splitter), up to SplitWorkers at once, each read from the
+// origin with its own ranged read and checksummed on the way; the file's
+// CRC32C is combined from the ranges' and verified as transferStream
+// verifies its own. split is false, with nothing written, when the store
+// would not take this file in ranges, or found at the commit that it
+// cannot join them (the write is then aborted): the caller streams it.
+//
+// Every staging the write may leave (part files, the upload) is recorded
+// before a byte is written, and any failure of one range cancels the
+// others and aborts the whole write: nothing is published, no staging is
+// left, and the attempt is retried as a whole.
+func (e *Engine) transferSplit(ctx context.Context, task schemas.CopyTask, from, to candidate, sum EventChecksum,
+	sp fs.Splitter) (r result, split bool, err error) {
+	w, ok, err := sp.CreateSplit(ctx, to.path, from.Size, e.cfg.SplitSize)
+	if err != nil || !ok {
+		return result{}, ok || err != nil, err
+	}
+	var begun []string
+	done := false // committed, or aborted
+	defer func() {
+		if !done {
+			done = abortSplit(ctx, w) == nil
+		}
+		if done && e.cfg.Staging != nil {
+			for _, s := range begun {
+				_ = e.cfg.Staging.End(context.WithoutCancel(ctx), task.TaskID, to.loc, s)
+			}
+		}
+	}()
+	if e.cfg.Staging != nil {
+		for _, s := range w.Stagings() {
+			if err := e.cfg.Staging.Begin(ctx, task.TaskID, to.loc, s); err != nil {
+				return result{}, true, fmt.Errorf("record staging %s of %s: %w", s, to.loc, err)
+			}
+			begun = append(begun, s)
+		}
+	}
+
+	ranges := w.Ranges()
+	crcs, most, err := e.copyRanges(ctx, from, to, w, ranges)
+	if err != nil {
+		return result{}, true, err
+	}
+	var crc uint32
+	var n int64
+	for i, rg := range ranges {
+		crc = hdfscrc.Combine(crc, crcs[i], rg.Len)
+		n += rg.Len
+	}
+	checks, err := preCommitChecks(from, sum, n, crc)
+	if err != nil {
+		return result{}, true, err
+	}
+	if err := w.Commit(ctx, crc); err != nil {
+		if errors.Is(err, fs.ErrSplitUnsupported) {
+			return result{}, false, nil // aborted by the deferred call
+		}
+		return result{}, true, fmt.Errorf("commit %s: %w", to.loc, err)
+	}
+	done = true
+	r, err = e.postCommit(ctx, from, to, sum, n, crc, checks, w)
+	if err == nil {
+		r.verification += fmt.Sprintf("; copied as %d ranges, up to %d at a time, CRC32C combined from theirs",
+			len(ranges), most)
+	}
+	return r, true, err
+}
+
+// growInterval is how often a split copy looks for idle streams to take.
+const growInterval = 200 * time.Millisecond
+
+// copyRanges copies the ranges of a split write and returns their CRC32Cs
+// and the most ranges that ran at once. The first error cancels the other
+// ranges and is returned.
+//
+// How many ranges run at once adapts to the engine's load: a split copy
+// starts with one range worker, which copies range after range, and adds
+// workers (up to SplitWorkers) only while the engine runs fewer than
+// SplitWorkers copy streams in all (whole-file streams and range workers
+// alike), checking at every range's end and every growInterval. So one
+// large file alone is copied SplitWorkers ranges at a time, while a daemon
+// already busy with several files gains no streams from splitting: on a
+// machine with few cores more streams than that only compete (see the
+// README's benchmark). The first worker never waits, so a copy always
+// progresses.
+func (e *Engine) copyRanges(ctx context.Context, from, to candidate, w fs.SplitWriter, ranges []fs.Range) ([]uint32, int, error) {
+	crcs := make([]uint32, len(ranges))
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu                  sync.Mutex
+		next, running, most int
+		firstErr            error
+		events              = make(chan struct{}, 1)
+		budget              = int64(e.cfg.SplitWorkers)
+	)
+	signal := func() {
+		select {
+		case events <- struct{}{}:
+		default:
+		}
+	}
+	worker := func() {
+		defer func() {
+			e.streams.Add(-1)
+			mu.Lock()
+			running--
+			mu.Unlock()
+			signal()
+		}()
+		for {
+			mu.Lock()
+			if next >= len(ranges) || firstErr != nil {
+				mu.Unlock()
+				return
+			}
+			i := next
+			next++
+			mu.Unlock()
+			c, err := e.copyRange(rctx, from, to, w, i, ranges[i], i == len(ranges)-1)
+			mu.Lock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+				cancel() // the other ranges are wasted work now
+			}
+			crcs[i] = c
+			mu.Unlock()
+			signal()
+		}
+	}
+	// grow starts workers while there are ranges no worker has taken and
+	// the engine has streams to spare; the first worker unconditionally.
+	grow := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for firstErr == nil && running < e.cfg.SplitWorkers && running < len(ranges)-next &&
+			(running == 0 || e.streams.Load() < budget) {
+			running++
+			most = max(most, running)
+			e.streams.Add(1)
+			go worker()
+		}
+	}
+	mu.Lock()
+	running++
+	most = 1
+	mu.Unlock()
+	e.streams.Add(1)
+	go worker()
+	tick := time.NewTicker(growInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-events:
+		case <-tick.C:
+		}
+		mu.Lock()
+		r := running
+		mu.Unlock()
+		if r == 0 {
+			break
+		}
+		grow()
+	}
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return crcs, most, firstErr
+}
+
+// copyRange copies range i of from into w and returns its CRC32C. The last
+// range is read to the origin's end, so an origin that grew since it was
+// observed is caught, as a stream would catch it.
+func (e *Engine) copyRange(ctx context.Context, from, to candidate, w fs.SplitWriter, i int, rg fs.Range, last bool) (uint32, error) {
+	n := rg.Len
+	if last {
+		n = -1
+	}
+	rc, err := from.fs.Open(ctx, from.path, rg.Off, n)
+	if err != nil {
+		return 0, fmt.Errorf("copy %s to %s: range %d: %w", from.loc, to.loc, i, err)
+	}
+	defer rc.Close()
+	h := crc32.New(castagnoli)
+	er := &exactReader{r: &meteredReader{ctx: ctx, r: rc, t: e.thr, count: e.m.moved}, h: h, want: rg.Len,
+		from: from, rg: rg}
+	if err := w.WriteRange(ctx, i, er); err != nil {
+		if er.err != nil {
+			return 0, er.err
+		}
+		return 0, fmt.Errorf("copy %s to %s: range %d: %w", from.loc, to.loc, i, err)
+	}
+	if er.n != rg.Len {
+		return 0, &mismatchError{fmt.Sprintf("length mismatch: range %d of %s [%d, +%d): the target store took %d bytes",
+			i, from.loc, rg.Off, rg.Len, er.n)}
+	}
+	return h.Sum32(), nil
+}
+
+// exactReader passes on exactly want bytes of a range, hashing them; fewer
+// or more is a length mismatch, which it also keeps in err.
+type exactReader struct {
+	r    io.Reader
+	h    io.Writer
+	want int64
+	n    int64
+	err  error
+	from candidate
+	rg   fs.Range
+}
+
+func (x *exactReader) Read(p []byte) (int, error) {
+	if x.err != nil {
+		return 0, x.err
+	}
+	k, err := x.r.Read(p)
+	if x.n+int64(k) > x.want {
+		x.err = &mismatchError{fmt.Sprintf("length mismatch: %s has more than the %d bytes it had when the copy began",
+			x.from.loc, x.from.Size)}
+		k = int(x.want - x.n)
+		err = x.err
+	}
+	x.h.Write(p[:k])
+	x.n += int64(k)
+	if err == io.EOF && x.n < x.want {
+		x.err = &mismatchError{fmt.Sprintf("length mismatch: read %d bytes of %s from %d, which had %d when the copy began",
+			x.n, x.from.loc, x.rg.Off, x.from.Size)}
+		err = x.err
+	}
+	return k, err
+}
+
+// abortSplit aborts w even when ctx has ended.
+func abortSplit(ctx context.Context, w fs.SplitWriter) error {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return w.Abort(actx)
 }
 
 // abortWrite aborts w even when ctx has ended.

@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -955,6 +958,279 @@ func TestLocalFS(t *testing.T) {
 	for _, en := range entries {
 		if fs.IsStagingName(en.Name()) {
 			t.Errorf("staging file left: %s", en.Name())
+		}
+	}
+}
+
+// newSplitFixture is newFixture with a DR store that takes ranges (units
+// of unit bytes) and a split size.
+func newSplitFixture(t *testing.T, splitSize, unit int64, mod func(*EngineConfig)) *fixture {
+	t.Helper()
+	f := newFixture(t, func(c *EngineConfig) {
+		c.SplitSize = splitSize
+		if mod != nil {
+			mod(c)
+		}
+	})
+	f.r.stores[drNN] = memSplitFS{memFS: f.dr, unit: unit}
+	return f
+}
+
+func countCalls(calls []string, prefix string) int {
+	n := 0
+	for _, c := range calls {
+		if strings.HasPrefix(c, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestSplitCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		size          int
+		split, unit   int64
+		workers       int
+		wantRanges    int
+		wantOpenCalls int
+	}{
+		{"even", 4 << 20, 1 << 20, 256 << 10, 0, 4, 4},
+		{"ragged", 5<<20 + 17, 1 << 20, 256 << 10, 2, 5, 5}, // the last 17 bytes join the last range
+		{"ragged-large-rest", 5<<20 + 300<<10, 1 << 20, 256 << 10, 2, 6, 6},
+		{"units-larger-than-split", 10<<20 + 1, 1 << 20, 4 << 20, 3, 3, 3},
+		{"one-range", 1 << 20, 1 << 20, 256 << 10, 0, 0, 1}, // not larger than the split size: one stream
+		{"off", 5 << 20, 0, 256 << 10, 0, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := &stagingLog{}
+			f := newSplitFixture(t, tc.split, tc.unit, func(c *EngineConfig) { c.Staging = log; c.SplitWorkers = tc.workers })
+			data := randomBytes(tc.size)
+			tk := task("f", crcHex(data), "")
+			f.src.put(tk.SourceURI, data)
+			c := f.e.Copy(context.Background(), tk)
+			if c.Status != schemas.StatusCopied || c.Length != int64(len(data)) || c.CRC32C == nil || *c.CRC32C != crcOf(data) || c.Attempts != 1 {
+				t.Fatalf("completion %+v", c)
+			}
+			if got, _ := f.dr.get(tk.TargetURI); !bytes.Equal(got, data) {
+				t.Fatal("target bytes differ")
+			}
+			calls := f.dr.callLog()
+			if n := countCalls(calls, "writerange "+tk.TargetURI); n != tc.wantRanges {
+				t.Errorf("%d ranges written, want %d: %v", n, tc.wantRanges, calls)
+			}
+			if n := countCalls(f.src.callLog(), "open "+tk.SourceURI); n != tc.wantOpenCalls {
+				t.Errorf("source opened %d times, want %d", n, tc.wantOpenCalls)
+			}
+			split := strings.Contains(c.Verification, fmt.Sprintf("copied as %d ranges, up to ", tc.wantRanges))
+			if split != (tc.wantRanges > 0) || !strings.HasPrefix(c.Verification, "crc32c:source+event+target") {
+				t.Errorf("verification %q", c.Verification)
+			}
+			if len(f.dr.staged) != 0 {
+				t.Errorf("staging left: %v", f.dr.staged)
+			}
+			// Every range's staging was recorded before the write and
+			// cleared after it.
+			begins, ends := 0, 0
+			for _, ev := range log.events {
+				switch {
+				case strings.HasPrefix(ev, "begin "):
+					begins++
+				case strings.HasPrefix(ev, "end "):
+					ends++
+				}
+			}
+			if want := max(tc.wantRanges, 1); begins != want || ends != want {
+				t.Errorf("staging log %v: want %d begins and ends", log.events, want)
+			}
+		})
+	}
+}
+
+// TestSplitRangeFails: one range failing fails the attempt as a whole
+// (the other ranges are cancelled, the write aborted, every staging
+// cleared, nothing published), and the retry copies the file.
+func TestSplitRangeFails(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault func(f *fixture)
+	}{
+		{"target-range", func(f *fixture) { f.dr.fault("writerange 2", syscall.ECONNRESET) }},
+		{"source-read", func(f *fixture) { f.src.fault("read", syscall.ECONNRESET) }},
+		{"source-open", func(f *fixture) { f.src.fault("open", syscall.ECONNRESET) }},
+		{"join", func(f *fixture) { f.dr.fault("join", errors.New("webhdfs CONCAT: HTTP 503")) }},
+		{"join-checksum", func(f *fixture) {
+			f.dr.fault("join", &fs.ChecksumError{Location: "x", Want: 1, Got: 2, HasGot: true})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, retries := range []int{0, 1} {
+				log := &stagingLog{}
+				f := newSplitFixture(t, 1<<20, 256<<10, func(c *EngineConfig) { c.Staging = log; c.Retries = retries })
+				data := randomBytes(5<<20 + 3)
+				tk := task("f", "", "")
+				f.src.put(tk.SourceURI, data)
+				tc.fault(f)
+				c := f.e.Copy(context.Background(), tk)
+				if retries == 0 {
+					if c.Status != schemas.StatusFailed || c.Attempts != 1 {
+						t.Fatalf("completion %+v; want FAILED after one attempt", c)
+					}
+					if _, ok := f.dr.get(tk.TargetURI); ok {
+						t.Error("a file was published by a failed split copy")
+					}
+					if !hasCall(f.dr.callLog(), "abort "+tk.TargetURI) {
+						t.Error("the split write was not aborted")
+					}
+				} else {
+					if c.Status != schemas.StatusCopied || c.Attempts != 2 || *c.CRC32C != crcOf(data) {
+						t.Fatalf("completion %+v; want COPIED on the second attempt", c)
+					}
+					if got, _ := f.dr.get(tk.TargetURI); !bytes.Equal(got, data) {
+						t.Fatal("target bytes differ")
+					}
+				}
+				if len(f.dr.staged) != 0 {
+					t.Errorf("staging left: %v", f.dr.staged)
+				}
+				open := map[string]int{}
+				for _, ev := range log.events {
+					kind, rest, _ := strings.Cut(ev, " ")
+					if kind == "begin" {
+						open[rest]++
+					} else {
+						open[rest]--
+					}
+				}
+				for s, n := range open {
+					if n != 0 {
+						t.Errorf("staging %s begun but not ended (%d)", s, n)
+					}
+				}
+				t.Logf("retries %d: %s %s", retries, c.Status, c.Error)
+			}
+		})
+	}
+}
+
+// TestSplitUnsupportedFallsBack: a store that finds at the commit that it
+// cannot join ranges (an HDFS NameNode refusing CONCAT) gets the file as
+// one stream, in the same attempt.
+func TestSplitUnsupportedFallsBack(t *testing.T) {
+	f := newSplitFixture(t, 1<<20, 256<<10, func(c *EngineConfig) { c.Retries = 0 })
+	data := randomBytes(3 << 20)
+	tk := task("f", "", "")
+	f.src.put(tk.SourceURI, data)
+	f.dr.fault("join", fmt.Errorf("webhdfs CONCAT: %w", fs.ErrSplitUnsupported))
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusCopied || c.Attempts != 1 || strings.Contains(c.Verification, "ranges") {
+		t.Fatalf("completion %+v; want COPIED as one stream in one attempt", c)
+	}
+	if got, _ := f.dr.get(tk.TargetURI); !bytes.Equal(got, data) {
+		t.Fatal("target bytes differ")
+	}
+	calls := f.dr.callLog()
+	if !hasCall(calls, "abort "+tk.TargetURI) || !hasCall(calls, "create "+tk.TargetURI) {
+		t.Errorf("want the split write aborted and a stream created: %v", calls)
+	}
+	if len(f.dr.staged) != 0 {
+		t.Errorf("staging left: %v", f.dr.staged)
+	}
+}
+
+// TestSplitSourceChanged: ranges whose combined CRC32C is not the source
+// store's (the source rewritten under the copy) publish nothing.
+func TestSplitSourceChanged(t *testing.T) {
+	f := newSplitFixture(t, 1<<20, 256<<10, func(c *EngineConfig) { c.Retries = 0 })
+	data := randomBytes(3 << 20)
+	tk := task("f", "", "")
+	f.src.put(tk.SourceURI, data)
+	f.src.mu.Lock()
+	f.src.files[tk.SourceURI][2<<20+5] ^= 1 // behind the store's checksum
+	f.src.mu.Unlock()
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusFailed || !strings.Contains(c.Error, "CRC32C mismatch") {
+		t.Fatalf("completion %+v", c)
+	}
+	if _, ok := f.dr.get(tk.TargetURI); ok || len(f.dr.staged) != 0 {
+		t.Errorf("published or left staging: %v", f.dr.staged)
+	}
+}
+
+func TestExactReader(t *testing.T) {
+	from := candidate{loc: "hdfs://src/f"}
+	from.Size = 10
+	for _, tc := range []struct {
+		src  string
+		want int64
+		err  string
+	}{
+		{"abcde", 5, ""},
+		{"abcdef", 5, "more than"},
+		{"abcd", 5, "read 4 bytes"},
+	} {
+		h := crc32.New(castagnoli)
+		x := &exactReader{r: strings.NewReader(tc.src), h: h, want: tc.want, from: from, rg: fs.Range{Off: 0, Len: tc.want}}
+		b, err := io.ReadAll(x)
+		var me *mismatchError
+		switch {
+		case tc.err == "" && (err != nil || string(b) != tc.src || h.Sum32() != crcOf([]byte(tc.src))):
+			t.Errorf("%q: %q, %v", tc.src, b, err)
+		case tc.err != "" && (!errors.As(err, &me) || !strings.Contains(err.Error(), tc.err) || int64(len(b)) > tc.want):
+			t.Errorf("%q: %q, %v; want a mismatch saying %q", tc.src, b, err, tc.err)
+		}
+	}
+}
+
+func TestNewEngineSplitChecks(t *testing.T) {
+	r := &memResolver{stores: map[string]fs.FS{}}
+	base := EngineConfig{SourceRoots: []string{srcNN + "/w"}, TargetRoots: []string{drNN + "/w"}}
+	for _, mod := range []func(*EngineConfig){
+		func(c *EngineConfig) { c.SplitSize = -1 },
+		func(c *EngineConfig) { c.SplitWorkers = -1 },
+	} {
+		cfg := base
+		mod(&cfg)
+		if _, err := NewEngine(cfg, r, nil); err == nil {
+			t.Errorf("NewEngine(%+v) accepted", cfg)
+		}
+	}
+	e, err := NewEngine(base, r, nil)
+	if err != nil || e.cfg.SplitWorkers != DefaultSplitWorkers {
+		t.Fatalf("defaults: %v %+v", err, e)
+	}
+}
+
+// TestSplitAdapts: a split copy runs SplitWorkers ranges at once when the
+// engine is otherwise idle, and one at a time (range after range, no
+// streams added) when the engine already runs SplitWorkers streams.
+func TestSplitAdapts(t *testing.T) {
+	for _, busy := range []bool{false, true} {
+		f := newSplitFixture(t, 1<<20, 256<<10, func(c *EngineConfig) { c.SplitWorkers = 3 })
+		sfs := memSplitFS{memFS: f.dr, unit: 256 << 10, delay: 30 * time.Millisecond, active: new(atomic.Int32), maxActive: new(atomic.Int32)}
+		f.r.stores[drNN] = sfs
+		data := randomBytes(6 << 20)
+		tk := task("f", "", "")
+		f.src.put(tk.SourceURI, data)
+		if busy {
+			f.e.streams.Add(3) // three other copies streaming
+		}
+		c := f.e.Copy(context.Background(), tk)
+		if c.Status != schemas.StatusCopied || *c.CRC32C != crcOf(data) {
+			t.Fatalf("busy=%v: completion %+v", busy, c)
+		}
+		want := int32(3)
+		if busy {
+			want = 1
+		}
+		if got := sfs.maxActive.Load(); got != want || !strings.Contains(c.Verification, fmt.Sprintf("6 ranges, up to %d at a time", want)) {
+			t.Errorf("busy=%v: %d ranges at once, verification %q; want %d", busy, got, c.Verification, want)
+		}
+		if busy {
+			f.e.streams.Add(-3)
+		}
+		if n := f.e.streams.Load(); n != 0 {
+			t.Errorf("busy=%v: %d streams counted after the copy", busy, n)
 		}
 	}
 }

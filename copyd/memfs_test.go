@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
@@ -292,3 +294,128 @@ func (r *memResolver) Split(loc string) (fs.FS, string, error) {
 	}
 	return f, loc, nil
 }
+
+// memSplitFS is a memFS that also takes files as ranges written in
+// parallel (fs.Splitter), as S3 and HDFS do: ranges of whole units, one
+// staging name per range, and a commit that checks the whole file's
+// CRC32C. Faults: "createsplit", "writerange" (a range fails after taking
+// half its bytes), "join" (the commit fails).
+type memSplitFS struct {
+	*memFS
+	unit int64
+	// delay makes each WriteRange take at least this long, so ranges
+	// overlap; maxActive records the most that ran at once.
+	delay     time.Duration
+	active    *atomic.Int32
+	maxActive *atomic.Int32
+}
+
+var _ fs.Splitter = memSplitFS{}
+
+func (m memSplitFS) CreateSplit(ctx context.Context, p string, size, splitSize int64) (fs.SplitWriter, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.enter("createsplit", p); err != nil {
+		return nil, false, err
+	}
+	ranges := fs.PlanRanges(size, splitSize, m.unit)
+	if len(ranges) < 2 {
+		return nil, false, nil
+	}
+	w := &memSplitWriter{m: m.memFS, fs: m, path: p, ranges: ranges, data: make([]byte, size), written: make([]bool, len(ranges))}
+	m.staging++
+	for i := range ranges {
+		s := fmt.Sprintf("%s.staging-%d-part%d", p, m.staging, i)
+		m.staged[s] = true
+		w.stagings = append(w.stagings, s)
+	}
+	return w, true, nil
+}
+
+type memSplitWriter struct {
+	m        *memFS
+	fs       memSplitFS
+	path     string
+	ranges   []fs.Range
+	stagings []string
+	data     []byte
+	written  []bool
+	closed   bool
+}
+
+func (w *memSplitWriter) Ranges() []fs.Range { return w.ranges }
+func (w *memSplitWriter) Stagings() []string { return w.stagings }
+
+func (w *memSplitWriter) WriteRange(ctx context.Context, i int, r io.Reader) error {
+	rg := w.ranges[i]
+	if a := w.fs.active; a != nil {
+		n := a.Add(1)
+		defer a.Add(-1)
+		for m := w.fs.maxActive.Load(); n > m && !w.fs.maxActive.CompareAndSwap(m, n); m = w.fs.maxActive.Load() {
+		}
+		time.Sleep(w.fs.delay)
+	}
+	w.m.mu.Lock()
+	err := w.m.enter(fmt.Sprintf("writerange %d", i), w.path)
+	if err == nil {
+		err = w.m.enter("writerange", w.path)
+	}
+	if w.written[i] || w.closed {
+		err = fmt.Errorf("range %d written twice, or after the end", i)
+	}
+	w.written[i] = true
+	w.m.mu.Unlock()
+	if err != nil {
+		io.CopyN(io.Discard, r, rg.Len/2)
+		return err
+	}
+	buf := w.data[rg.Off : rg.Off+rg.Len]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return fmt.Errorf("range %d: %w", i, err)
+	}
+	if n, _ := r.Read(make([]byte, 1)); n > 0 {
+		return fmt.Errorf("range %d: more bytes than %d", i, rg.Len)
+	}
+	return nil
+}
+
+func (w *memSplitWriter) Commit(ctx context.Context, crc uint32) error {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("commit %s: closed", w.path)
+	}
+	if err := w.m.enter("join", w.path); err != nil {
+		return err
+	}
+	for i, ok := range w.written {
+		if !ok {
+			return fmt.Errorf("commit %s: range %d not written", w.path, i)
+		}
+	}
+	if got := crcOf(w.data); got != crc {
+		return &fs.ChecksumError{Location: w.path, Want: crc, Got: got, HasGot: true}
+	}
+	w.m.enter("commit", w.path)
+	w.m.files[w.path] = w.data
+	w.m.sums[w.path] = crc
+	for _, s := range w.stagings {
+		delete(w.m.staged, s)
+	}
+	w.m.committed++
+	w.closed = true
+	return nil
+}
+
+func (w *memSplitWriter) Abort(ctx context.Context) error {
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	w.m.enter("abort", w.path)
+	for _, s := range w.stagings {
+		delete(w.m.staged, s)
+	}
+	w.closed = true
+	return nil
+}
+
+func (w *memSplitWriter) Verified() (fs.Checksum, bool) { return fs.Checksum{}, false }

@@ -18,6 +18,8 @@ type Metrics struct {
 	inFlight     prometheus.Gauge
 	fileSeconds  *prometheus.HistogramVec
 	throttleWait prometheus.Counter
+	window       prometheus.Gauge
+	txns         *prometheus.CounterVec
 }
 
 // NewMetrics makes the copy engine's metrics.
@@ -45,12 +47,18 @@ func NewMetrics() *Metrics {
 		throttleWait: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hivedr_copyd_throttle_wait_seconds_total", Help: "Time copies spent waiting for the bandwidth limit, summed over concurrent copies.",
 		}),
+		window: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hivedr_copyd_window_tasks", Help: "Copy tasks held in the sliding window: queued, copying, or finished and waiting for an older task of their partition to be committed.",
+		}),
+		txns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hivedr_copyd_transactions_total", Help: "Kafka transactions that publish completions with their offsets, by outcome (committed, aborted).",
+		}, []string{"outcome"}),
 	}
 }
 
 // Register adds the metrics to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.files, m.bytes, m.transferred, m.retries, m.inFlight, m.fileSeconds, m.throttleWait} {
+	for _, c := range []prometheus.Collector{m.files, m.bytes, m.transferred, m.retries, m.inFlight, m.fileSeconds, m.throttleWait, m.window, m.txns} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

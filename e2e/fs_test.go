@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,6 +67,9 @@ func TestFS(t *testing.T) {
 			t.Run("abort", func(t *testing.T) { testFSAbort(t, ctx, st) })
 			t.Run("discard", func(t *testing.T) { testFSDiscard(t, ctx, st) })
 			t.Run("wrong-crc", func(t *testing.T) { testFSWrongCRC(t, ctx, st) })
+			if _, ok := st.fs.(fs.Splitter); ok {
+				t.Run("split", func(t *testing.T) { testFSSplit(t, ctx, st) })
+			}
 			for name, f := range st.extra {
 				t.Run(name, f)
 			}
@@ -79,6 +83,7 @@ func hdfsStore(t *testing.T, env *testenv.Env, site testenv.Site, run string) fs
 		NameNodes: []string{nn},
 		WebHDFS:   env.Get(t, "HIVEDR_HDFS_"+string(site)+"_HTTP"),
 		User:      "hivedr",
+		Concat:    true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -88,8 +93,11 @@ func hdfsStore(t *testing.T, env *testenv.Env, site testenv.Site, run string) fs
 	dir := "/fstest/" + run
 	t.Cleanup(func() { native.RemoveAll(dir) })
 	return fsStore{
-		name:     "hdfs-" + strings.ToLower(string(site)),
-		fs:       h,
+		name: "hdfs-" + strings.ToLower(string(site)),
+		fs:   h,
+		extra: map[string]func(t *testing.T){
+			"split-blocks": func(t *testing.T) { testHDFSSplitBlocks(t, env, site, h, nn, dir) },
+		},
 		root:     "hdfs://" + nn + dir,
 		bigSizes: []int{9<<20 + 3},
 		leftovers: func(t *testing.T, loc string) []string {
@@ -512,4 +520,179 @@ func testS3ChecksumKinds(t *testing.T, ctx context.Context, f fs.FS, c *s3.Clien
 	if fi, err := f.Stat(ctx, "s3://"+bucket+"/"+composite); err != nil || fi.Size != int64(len(data)) {
 		t.Errorf("Stat = %+v, %v", fi, err)
 	}
+}
+
+// splitSize is the split size TestFS's split writes use.
+const splitSize = 8 << 20
+
+// fsWriteSplit writes data to loc through the store's Splitter, all ranges
+// at once, and returns the writer unfinished with the data's CRC32C. With
+// skip >= 0, range skip is not written.
+func fsWriteSplit(t *testing.T, ctx context.Context, st fsStore, loc string, data []byte, skip int) (fs.SplitWriter, uint32) {
+	t.Helper()
+	w, ok, err := st.fs.(fs.Splitter).CreateSplit(ctx, loc, int64(len(data)), splitSize)
+	if err != nil || !ok {
+		t.Fatalf("CreateSplit %s (%d bytes): %v, %v", loc, len(data), ok, err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(w.Ranges()))
+	for i, r := range w.Ranges() {
+		if i == skip {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.WriteRange(ctx, i, bytes.NewReader(data[r.Off:r.Off+r.Len]))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("WriteRange %d of %s: %v", i, loc, err)
+		}
+	}
+	return w, crc32.Checksum(data, castagnoli)
+}
+
+// testFSSplit writes files as ranges in parallel (fs.Splitter) and checks
+// what a split write promises, as the other subtests do for Create: nothing
+// visible before Commit, the whole file with the store's own CRC32C after
+// it, no staging left after Commit, Abort or Discard, and a wrong CRC32C
+// refused.
+func testFSSplit(t *testing.T, ctx context.Context, st fsStore) {
+	size := 5*splitSize + 12345
+	data := randomBytes(t, size)
+
+	loc := st.root + "/split/f"
+	start := time.Now()
+	w, crc := fsWriteSplit(t, ctx, st, loc, data, -1)
+	if n := len(w.Ranges()); n < 5 {
+		t.Errorf("%d bytes in ranges of %d: %d ranges", size, splitSize, n)
+	}
+	mustNotExist(t, ctx, st, loc, "before Commit")
+	if left := st.leftovers(t, loc); st.name != "s3" && len(left) != len(w.Ranges()) {
+		t.Errorf("before Commit %s has staging %v, want one per range (%d)", loc, left, len(w.Ranges()))
+	}
+	if err := w.Commit(ctx, crc); err != nil {
+		t.Fatalf("Commit %s: %v", loc, err)
+	}
+	t.Logf("%s: %d bytes in %d ranges in %v", loc, size, len(w.Ranges()), time.Since(start).Round(time.Millisecond))
+	if vs, ok := w.Verified(); !ok || vs.CRC32C != crc {
+		t.Errorf("Verified() = %+v, %v; want %08x", vs, ok, crc)
+	}
+	checkFile(t, ctx, st, loc, data)
+	if left := st.leftovers(t, loc); len(left) > 0 {
+		t.Errorf("after Commit %s still has %v", loc, left)
+	}
+	if err := w.Abort(ctx); err != nil {
+		t.Errorf("Abort after Commit: %v", err)
+	}
+	checkFile(t, ctx, st, loc, data)
+
+	// The same size as one stream, for comparison.
+	start = time.Now()
+	sw, scrc := fsWrite(t, ctx, st, st.root+"/split/stream", data)
+	if err := sw.Commit(ctx, scrc); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the same %d bytes as one stream in %v", size, time.Since(start).Round(time.Millisecond))
+
+	// A range given too few or too many bytes is refused.
+	w, _ = fsWriteSplit(t, ctx, st, st.root+"/split/short", data, 0)
+	r0 := w.Ranges()[0]
+	if err := w.WriteRange(ctx, 0, bytes.NewReader(data[:r0.Len-1])); err == nil {
+		t.Error("a short range was accepted")
+	}
+	if err := w.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = fsWriteSplit(t, ctx, st, st.root+"/split/long", data, 0)
+	if err := w.WriteRange(ctx, 0, bytes.NewReader(data[:r0.Len+1])); err == nil {
+		t.Error("a long range was accepted")
+	}
+	if err := w.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Abort, with a range never written, and again after a failed Commit.
+	loc = st.root + "/split/aborted"
+	w, _ = fsWriteSplit(t, ctx, st, loc, data, 2)
+	if err := w.Commit(ctx, crc); err == nil {
+		t.Error("Commit with a range missing succeeded")
+	}
+	if err := w.Abort(ctx); err != nil {
+		t.Fatalf("Abort %s: %v", loc, err)
+	}
+	mustNotExist(t, ctx, st, loc, "after Abort")
+	if left := st.leftovers(t, loc); len(left) > 0 {
+		t.Errorf("after Abort of %s the store still holds %v", loc, left)
+	}
+
+	// A wrong CRC32C publishes nothing.
+	loc = st.root + "/split/wrong-crc"
+	w, crc = fsWriteSplit(t, ctx, st, loc, data, -1)
+	err := w.Commit(ctx, crc^1)
+	var ce *fs.ChecksumError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Commit of %s with a wrong CRC32C = %v, want a ChecksumError", loc, err)
+	}
+	t.Logf("refused as it should be: %v", err)
+	mustNotExist(t, ctx, st, loc, "after a refused Commit")
+	if err := w.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := st.leftovers(t, loc); len(left) > 0 {
+		t.Errorf("after Abort of %s the store still holds %v", loc, left)
+	}
+
+	// A crash mid-write: Discard of each recorded staging cleans up.
+	loc = st.root + "/split/crashed"
+	w, _ = fsWriteSplit(t, ctx, st, loc, data, 1)
+	if left := st.leftovers(t, loc); len(left) == 0 {
+		t.Fatalf("an unfinished split write of %s leaves nothing to clean", loc)
+	}
+	for _, s := range w.Stagings() {
+		if err := st.fs.Discard(ctx, loc, s); err != nil {
+			t.Fatalf("Discard(%s, %s): %v", loc, s, err)
+		}
+	}
+	if left := st.leftovers(t, loc); len(left) > 0 {
+		t.Errorf("after Discard of %s the store still holds %v", loc, left)
+	}
+	mustNotExist(t, ctx, st, loc, "after Discard")
+}
+
+// testHDFSSplitBlocks checks that a file written as ranges and joined
+// with CONCAT is an ordinary HDFS file: every block but the last full.
+func testHDFSSplitBlocks(t *testing.T, env *testenv.Env, site testenv.Site, h *fs.HDFS, nn, dir string) {
+	ctx := ctxFor(t, 5*time.Minute)
+	st := fsStore{fs: h}
+	data := randomBytes(t, 3*splitSize+1)
+	loc := "hdfs://" + nn + dir + "/split-blocks/f"
+	w, crc := fsWriteSplit(t, ctx, st, loc, data, -1)
+	if err := w.Commit(ctx, crc); err != nil {
+		t.Fatal(err)
+	}
+	p := dir + "/split-blocks/f"
+	fi, err := env.HDFS(t, site).Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := int64(fi.Sys().(interface{ GetBlocksize() uint64 }).GetBlocksize())
+	blocks, err := env.WebHDFS(t, site).GetFileBlockLocations(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var off int64
+	for i, b := range blocks {
+		if b.Offset != off || (i < len(blocks)-1 && b.Length != bs) {
+			t.Errorf("block %d of %s: offset %d length %d; want offset %d, length %d", i, p, b.Offset, b.Length, off, bs)
+		}
+		off += b.Length
+	}
+	if off != int64(len(data)) {
+		t.Errorf("%s: blocks cover %d bytes, want %d", p, off, len(data))
+	}
+	t.Logf("%s: %d ranges joined into %d blocks of %d bytes", p, len(w.Ranges()), len(blocks), bs)
 }

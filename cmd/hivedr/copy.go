@@ -64,6 +64,7 @@ func copyTree(ctx context.Context, conf *config.Config, src, dst string, workers
 	}
 	eng, err := copyd.NewEngine(copyd.EngineConfig{
 		SourceRoots: []string{src}, TargetRoots: []string{dst}, Retries: conf.Copyd.Retries, BytesPerSecond: bps,
+		SplitSize: conf.Copyd.SplitSize, SplitWorkers: conf.Copyd.SplitWorkers,
 	}, router, nil)
 	if err != nil {
 		return false, err

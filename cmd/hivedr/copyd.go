@@ -21,7 +21,9 @@ import (
 func runCopyd(args []string, _, stderr io.Writer) int {
 	fl, cf := newFlagSet("copyd", "Usage: hivedr copyd [flags]\n\nCopy the files the copy tasks on <prefix>.manifests name, verify them with CRC32C,\n"+
 		"publish them atomically, and write one completion per task to <prefix>.completions,\n"+
-		"in Kafka transactions with the consumer group's offsets.", stderr)
+		"in Kafka transactions with the consumer group's offsets. Tasks run copyd.workers at\n"+
+		"a time in a sliding window of copyd.max_batch tasks; a partition's offset is committed\n"+
+		"up to its oldest unfinished task.", stderr)
 	metricsAddr := fl.String("metrics-addr", "", "serve /metrics here, overriding copyd.metrics_addr")
 	stateDir := fl.String("state-dir", "", "Pebble directory for in-flight writes (default: $XDG_STATE_HOME or ~/.local/state, then hivedr/copyd-<instance>)")
 	conf, log, ok := setup(fl, cf, args, stderr)
@@ -92,6 +94,8 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, stateDir string, lo
 		CMRoots:        conf.Copyd.CMRoots,
 		Retries:        conf.Copyd.Retries,
 		BytesPerSecond: conf.Copyd.BytesPerSecond,
+		SplitSize:      conf.Copyd.SplitSize,
+		SplitWorkers:   conf.Copyd.SplitWorkers,
 		Staging:        st,
 	}, router, m)
 	if err != nil {
@@ -110,6 +114,7 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, stateDir string, lo
 		Copier:               eng,
 		Codec:                serde,
 		Logger:               log,
+		Metrics:              m,
 	})
 	if err != nil {
 		return err

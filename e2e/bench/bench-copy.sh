@@ -51,7 +51,12 @@
 #   DISTCP_MAPS      -m and concurrent local maps (default 4)
 #   DISTCP_HEAP      -Xmx of the DistCp JVM (default 1g)
 #   DISTCP_OPTS      extra generic options (-Dkey=value ...) for DistCp
-#   BENCH_SETS       data sets to run (default "large small")
+#   BENCH_SETS       data sets to run (default "large small"; "large" alone
+#                    skips the ~10 minutes of DistCp on 10,000 small files)
+#   HIVEDR_COPY_CONFIGS  space-separated hivedr YAML files: hivedr runs once
+#                    per file (`$HIVEDR_COPY_CMD -config FILE ...`), each a row
+#                    named after the file, e.g. to compare copyd.split_size
+#                    settings with DistCp in one run
 #   BENCH_NO_CRC=1   verify names and lengths only, not checksums
 #
 # Exits non-zero, naming what failed, when the stack is down, a data set
@@ -164,6 +169,17 @@ rate() { awk -v n="$1" -v s="$2" -v u="${3:-1}" 'BEGIN { printf "%.1f", n / u / 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 declare -A R
+# hivedr's runs: one per HIVEDR_COPY_CONFIGS file, else one with no -config.
+VARIANTS=()
+if [ -n "${HIVEDR_COPY_CMD:-}" ]; then
+  read -r -a VARIANTS <<<"${HIVEDR_COPY_CONFIGS:-}"
+  [ "${#VARIANTS[@]}" -gt 0 ] || VARIANTS=("")
+  for v in "${VARIANTS[@]}"; do
+    [ -z "$v" ] || [ -s "$v" ] || die "HIVEDR_COPY_CONFIGS: no file $v"
+  done
+elif [ -n "${HIVEDR_COPY_CONFIGS:-}" ]; then
+  die "HIVEDR_COPY_CONFIGS needs HIVEDR_COPY_CMD"
+fi
 "$GEN" mkdir -nn "$DR_NN" /bench-copy/distcp /bench-copy/hivedr || die "mkdir /bench-copy on hdfs://$DR_NN failed"
 for set in $SETS; do
   src=/bench/$set
@@ -195,33 +211,34 @@ for set in $SETS; do
   R[$set.d.s]=$SECS R[$set.d.mbs]=$(rate "$bytes" "$SECS" 1000000) R[$set.d.fps]=$(rate "$files" "$SECS")
   R[$set.d.rss]=$RSS_MB R[$set.d.maps]=$maps_run
 
-  if [ -n "${HIVEDR_COPY_CMD:-}" ]; then
+  for v in "${VARIANTS[@]}"; do
     dst=/bench-copy/hivedr/$set
     "$GEN" rm -nn "$DR_NN" "$dst" || die "removing hdfs://$DR_NN$dst failed"
-    lg=$STACK_DIR/logs/bench-hivedr-$set.log
-    log "$set: $HIVEDR_COPY_CMD hdfs://$SRC_NN$src hdfs://$DR_NN$dst (log: $lg)"
+    lg=$STACK_DIR/logs/bench-hivedr-$set${v:+-$(basename "$v" .yaml)}.log
+    cmd=$HIVEDR_COPY_CMD${v:+ -config $v}
+    log "$set: $cmd hdfs://$SRC_NN$src hdfs://$DR_NN$dst (log: $lg)"
     # Word-split on purpose: HIVEDR_COPY_CMD may carry arguments.
     # shellcheck disable=SC2086
-    timed "hivedr copy of $set ($HIVEDR_COPY_CMD)" "$lg" $HIVEDR_COPY_CMD "hdfs://$SRC_NN$src" "hdfs://$DR_NN$dst"
+    timed "hivedr copy of $set ($cmd)" "$lg" $cmd "hdfs://$SRC_NN$src" "hdfs://$DR_NN$dst"
     log "$set: hivedr took ${SECS}s, peak RSS ${RSS_MB} MiB; verifying"
     verify "hivedr copy of $set" "$src" "$dst"
-    R[$set.h.s]=$SECS R[$set.h.mbs]=$(rate "$bytes" "$SECS" 1000000) R[$set.h.fps]=$(rate "$files" "$SECS")
-    R[$set.h.rss]=$RSS_MB
-  fi
+    R[$set.h$v.s]=$SECS R[$set.h$v.mbs]=$(rate "$bytes" "$SECS" 1000000) R[$set.h$v.fps]=$(rate "$files" "$SECS")
+    R[$set.h$v.rss]=$RSS_MB
+  done
 done
 
 # --- table -----------------------------------------------------------------
 echo
 echo "bench-copy: hdfs://$SRC_NN (1 MiB blocks) -> hdfs://$DR_NN ($DR_BLOCKSIZE-byte blocks), every copy verified by COMPOSITE-CRC32C"
 echo "DistCp 3.4.2: local job runner, -m $MAPS, -Xmx$HEAP, -update, CRC check via dfs.checksum.combine.mode=COMPOSITE_CRC${DISTCP_OPTS:+, $DISTCP_OPTS}"
-printf '%-6s %-7s %7s %14s %9s %9s %10s %9s\n' set tool files bytes seconds MB/s files/s "RSS MiB"
+printf '%-6s %-16s %7s %14s %9s %9s %10s %9s\n' set tool files bytes seconds MB/s files/s "RSS MiB"
 for set in $SETS; do
-  printf '%-6s %-7s %7s %14s %9s %9s %10s %9s\n' "$set" DistCp "${R[$set.files]}" "${R[$set.bytes]}" \
+  printf '%-6s %-16s %7s %14s %9s %9s %10s %9s\n' "$set" DistCp "${R[$set.files]}" "${R[$set.bytes]}" \
     "${R[$set.d.s]}" "${R[$set.d.mbs]}" "${R[$set.d.fps]}" "${R[$set.d.rss]}"
-  if [ -n "${HIVEDR_COPY_CMD:-}" ]; then
-    printf '%-6s %-7s %7s %14s %9s %9s %10s %9s\n' "$set" hivedr "${R[$set.files]}" "${R[$set.bytes]}" \
-      "${R[$set.h.s]}" "${R[$set.h.mbs]}" "${R[$set.h.fps]}" "${R[$set.h.rss]}"
-  fi
+  for v in "${VARIANTS[@]}"; do
+    printf '%-6s %-16s %7s %14s %9s %9s %10s %9s\n' "$set" "hivedr${v:+ $(basename "$v" .yaml)}" "${R[$set.files]}" "${R[$set.bytes]}" \
+      "${R[$set.h$v.s]}" "${R[$set.h$v.mbs]}" "${R[$set.h$v.fps]}" "${R[$set.h$v.rss]}"
+  done
 done
 echo
 if [ -z "${HIVEDR_COPY_CMD:-}" ]; then
@@ -229,8 +246,11 @@ if [ -z "${HIVEDR_COPY_CMD:-}" ]; then
   exit 0
 fi
 for set in $SETS; do
-  case $set in
-    large) echo "large: hivedr/DistCp MB/s    = $(ratio "${R[large.h.mbs]}" "${R[large.d.mbs]}")x (target >= 1.5x)" ;;
-    small) echo "small: hivedr/DistCp files/s = $(ratio "${R[small.h.fps]}" "${R[small.d.fps]}")x (target >= 5x)" ;;
-  esac
+  for v in "${VARIANTS[@]}"; do
+    name=${v:+ ($(basename "$v" .yaml))}
+    case $set in
+      large) echo "large: hivedr$name/DistCp MB/s    = $(ratio "${R[large.h$v.mbs]}" "${R[large.d.mbs]}")x (target >= 1.5x)" ;;
+      small) echo "small: hivedr$name/DistCp files/s = $(ratio "${R[small.h$v.fps]}" "${R[small.d.fps]}")x (target >= 5x)" ;;
+    esac
+  done
 done

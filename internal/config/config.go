@@ -72,8 +72,10 @@ type Copyd struct {
 	// parallel, to targets that can take them (S3; HDFS clusters with
 	// filesystems.hdfs[].concat). 0 disables. Default 128 MiB.
 	SplitSize int64 `yaml:"split_size"`
-	// SplitWorkers is how many ranges of one file are copied at once.
-	// Default 4.
+	// SplitWorkers is the most ranges of one file copied at once; a file
+	// gets more than one only while the daemon runs fewer than this many
+	// copy streams in all, so a busy daemon gains no streams from
+	// splitting. Default 4.
 	SplitWorkers int `yaml:"split_workers"`
 	// Retries of a transient failure before a task completes FAILED.
 	// Default 5.

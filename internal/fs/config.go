@@ -44,6 +44,10 @@ type HDFSConfig struct {
 	WebHDFS string `yaml:"webhdfs"`
 	// User is the HDFS user to act as (simple authentication). Required.
 	User string `yaml:"user"`
+	// Concat lets copies to this cluster write a large file as ranges in
+	// parallel, to staging files joined with WebHDFS CONCAT (see
+	// HDFS.CreateSplit). Default false: one stream per file.
+	Concat bool `yaml:"concat"`
 }
 
 // authority returns the authority locations carry, lower-cased.

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
@@ -37,6 +38,10 @@ type HDFS struct {
 	opts      hdfs.ClientOptions
 	crc       *hdfscrc.Client
 	web       *webhdfs.Client
+	// concat: write large files as ranges joined with CONCAT (CreateSplit);
+	// noConcat: the NameNode refused CONCAT, so stop trying.
+	concat   bool
+	noConcat atomic.Bool
 
 	mu     sync.Mutex
 	client *hdfs.Client
@@ -54,6 +59,7 @@ func NewHDFS(c HDFSConfig) (*HDFS, error) {
 		opts:      hdfs.ClientOptions{Addresses: c.NameNodes, User: c.User},
 		crc:       hdfscrc.New(c.WebHDFS, c.User, nil),
 		web:       webhdfs.New(c.WebHDFS, c.User, nil),
+		concat:    c.Concat,
 	}, nil
 }
 
@@ -308,25 +314,33 @@ func (w *hdfsWriter) Verified() (Checksum, bool) {
 	return Checksum{CRC32C: w.crc, Source: "hdfs-composite-crc"}, true
 }
 
-// close completes the staging file, retrying while the NameNode waits for
-// the last block's minimum replication, as Hadoop's client does.
+// close completes the staging file.
 func (w *hdfsWriter) close(ctx context.Context) error {
 	if w.closed {
 		return nil
 	}
+	if err := closeFile(ctx, w.f); err != nil {
+		return fmt.Errorf("commit %s: close staging file %s: %w", w.loc, w.staging, err)
+	}
+	w.closed = true
+	return nil
+}
+
+// closeFile completes a file being written, retrying while the NameNode
+// waits for the last block's minimum replication, as Hadoop's client does.
+func closeFile(ctx context.Context, f *hdfs.FileWriter) error {
 	wait := 50 * time.Millisecond
 	for {
-		err := w.f.Close()
+		err := f.Close()
 		if err == nil {
-			w.closed = true
 			return nil
 		}
 		if !hdfs.IsErrReplicating(err) {
-			return fmt.Errorf("commit %s: close staging file %s: %w", w.loc, w.staging, err)
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("commit %s: close staging file %s: still replicating: %w", w.loc, w.staging, ctx.Err())
+			return fmt.Errorf("still replicating: %w", ctx.Err())
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)

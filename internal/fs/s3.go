@@ -219,9 +219,11 @@ func isChecksumRefusal(err error) bool {
 	return false
 }
 
-// Create implements FS. Nothing is sent until a part's worth of bytes is
-// written (or Commit): a small file is one PutObject at Commit. size, when
-// known, sizes the buffer of a small file and the parts of a huge one.
+// Create implements FS. A file smaller than a part is one PutObject at
+// Commit, and nothing is sent before. A larger one is a multipart upload,
+// started by Create when size says so (else when the first part is full).
+// size, when known, sizes the buffer of a small file and the parts of a
+// huge one.
 // ctx bounds the whole write: the part uploads run under it until Commit
 // or Abort.
 func (s *S3) Create(ctx context.Context, loc string, size int64) (Writer, error) {
@@ -229,11 +231,7 @@ func (s *S3) Create(ctx context.Context, loc string, size int64) (Writer, error)
 	if err != nil {
 		return nil, err
 	}
-	partSize := s.partSize
-	if size > partSize*maxS3Parts {
-		// Parts of a whole number of MiB, enough for 10,000 to hold size.
-		partSize = ((size+maxS3Parts-1)/maxS3Parts + 1<<20 - 1) &^ (1<<20 - 1)
-	}
+	partSize := s.partSizeFor(size)
 	w := &s3Writer{
 		fs: s, loc: loc, bucket: bucket, key: key, partSize: partSize,
 		sem: make(chan struct{}, s.partsInFlight),
@@ -241,9 +239,20 @@ func (s *S3) Create(ctx context.Context, loc string, size int64) (Writer, error)
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	if size >= 0 && size < partSize {
 		w.buf = make([]byte, 0, size)
-	} else {
-		w.buf = w.getBuf()
+		return w, nil
 	}
+	if size >= 0 {
+		// Known to need a multipart upload: start it now, so Staging names
+		// it before a byte is written and a caller can record it for the
+		// cleanup after a crash.
+		id, err := s.createUpload(w.ctx, loc, bucket, key)
+		if err != nil {
+			w.cancel()
+			return nil, err
+		}
+		w.uploadID = id
+	}
+	w.buf = w.getBuf()
 	return w, nil
 }
 
@@ -325,15 +334,11 @@ func (w *s3Writer) flushPart() error {
 		return err
 	}
 	if w.uploadID == "" {
-		out, err := w.fs.client.CreateMultipartUpload(w.ctx, &s3.CreateMultipartUploadInput{
-			Bucket: &w.bucket, Key: &w.key,
-			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c,
-			ChecksumType:      types.ChecksumTypeFullObject,
-		})
+		id, err := w.fs.createUpload(w.ctx, w.loc, w.bucket, w.key)
 		if err != nil {
-			return fmt.Errorf("write %s: create multipart upload: %w", w.loc, err)
+			return err
 		}
-		w.uploadID = aws.ToString(out.UploadId)
+		w.uploadID = id
 	}
 	if w.nparts == maxS3Parts {
 		return fmt.Errorf("write %s: more than %d parts of %d bytes", w.loc, maxS3Parts, w.partSize)
@@ -369,9 +374,15 @@ func (w *s3Writer) flushPart() error {
 }
 
 func (w *s3Writer) uploadPart(num int32, body []byte) (types.CompletedPart, error) {
+	return w.fs.uploadPart(w.ctx, w.loc, w.bucket, w.key, w.uploadID, num, body)
+}
+
+// uploadPart uploads body as part num of the upload, with its CRC32C for
+// the server to check.
+func (s *S3) uploadPart(ctx context.Context, loc, bucket, key, uploadID string, num int32, body []byte) (types.CompletedPart, error) {
 	sum := encodeCRC32C(crc32.Checksum(body, castagnoli))
-	out, err := w.fs.client.UploadPart(w.ctx, &s3.UploadPartInput{
-		Bucket: &w.bucket, Key: &w.key, UploadId: &w.uploadID,
+	out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket: &bucket, Key: &key, UploadId: &uploadID,
 		PartNumber:        aws.Int32(num),
 		Body:              bytes.NewReader(body),
 		ContentLength:     aws.Int64(int64(len(body))),
@@ -379,9 +390,34 @@ func (w *s3Writer) uploadPart(num int32, body []byte) (types.CompletedPart, erro
 		ChecksumCRC32C:    &sum,
 	})
 	if err != nil {
-		return types.CompletedPart{}, fmt.Errorf("write %s: upload part %d: %w", w.loc, num, err)
+		return types.CompletedPart{}, fmt.Errorf("write %s: upload part %d: %w", loc, num, err)
 	}
 	return types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num), ChecksumCRC32C: &sum}, nil
+}
+
+// createUpload starts a multipart upload whose object will carry a
+// FULL_OBJECT CRC32C, and returns its ID.
+func (s *S3) createUpload(ctx context.Context, loc, bucket, key string) (string, error) {
+	out, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+		Bucket: &bucket, Key: &key,
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c,
+		ChecksumType:      types.ChecksumTypeFullObject,
+	})
+	if err != nil {
+		return "", fmt.Errorf("write %s: create multipart upload: %w", loc, err)
+	}
+	return aws.ToString(out.UploadId), nil
+}
+
+// partSizeFor returns the part size for an object of size bytes (-1:
+// unknown): the configured one, grown to whole MiB when 10,000 parts of it
+// would not hold size.
+func (s *S3) partSizeFor(size int64) int64 {
+	partSize := s.partSize
+	if size > partSize*maxS3Parts {
+		partSize = ((size+maxS3Parts-1)/maxS3Parts + 1<<20 - 1) &^ (1<<20 - 1)
+	}
+	return partSize
 }
 
 // Commit implements Writer. Invariant: the object appears only through
@@ -473,8 +509,9 @@ func (w *s3Writer) Abort(ctx context.Context) error {
 	return w.fs.abortUpload(ctx, w.loc, w.bucket, w.key, w.uploadID)
 }
 
-// Staging implements Writer: the multipart upload ID, or "" before the
-// first part is full (nothing is stored before then).
+// Staging implements Writer: the multipart upload ID, or "" while there is
+// none (a file smaller than a part; or of unknown size, before its first
+// part is full): nothing is stored before then.
 func (w *s3Writer) Staging() string { return w.uploadID }
 
 func (s *S3) abortUpload(ctx context.Context, loc, bucket, key, uploadID string) error {

@@ -1,7 +1,7 @@
 // Package webhdfs is a small client for the WebHDFS REST API, for the
 // operations the native HDFS client (colinmarc/hdfs) lacks: block-size
 // independent COMPOSITE_CRC file checksums, snapshots and snapshot diffs,
-// and block locations.
+// block locations, and CONCAT.
 package webhdfs
 
 import (
@@ -161,6 +161,24 @@ func (c *Client) GetFileBlockLocations(ctx context.Context, path string) ([]Bloc
 		return nil, err
 	}
 	return out.BlockLocations.BlockLocation, nil
+}
+
+// Concat appends the files sources, in order, to the file target and
+// deletes them (CONCAT: the NameNode moves their blocks; no data is
+// copied). HDFS requires every file in the same directory, the sources
+// closed and not empty, and their block size no larger than target's. A
+// path containing a comma cannot be a source (the operation takes them
+// comma-separated) and is refused here.
+func (c *Client) Concat(ctx context.Context, target string, sources []string) error {
+	if len(sources) == 0 {
+		return fmt.Errorf("webhdfs CONCAT %s: no sources", target)
+	}
+	for _, s := range sources {
+		if !strings.HasPrefix(s, "/") || strings.Contains(s, ",") {
+			return fmt.Errorf("webhdfs CONCAT %s: source %q is not an absolute path without commas", target, s)
+		}
+	}
+	return c.do(ctx, http.MethodPost, "CONCAT", target, url.Values{"sources": {strings.Join(sources, ",")}}, nil)
 }
 
 // AllowSnapshot makes the directory at path snapshottable (superuser only).

@@ -114,3 +114,42 @@ func TestSnapshotLists(t *testing.T) {
 		t.Fatalf("not snapshottable: err = %#v", err)
 	}
 }
+
+func TestConcat(t *testing.T) {
+	var got []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/webhdfs/v1/d/t", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if r.Method != http.MethodPost || q.Get("op") != "CONCAT" {
+			t.Errorf("%s op=%s", r.Method, q.Get("op"))
+		}
+		got = append(got, q.Get("sources"))
+	})
+	mux.HandleFunc("/webhdfs/v1/d/old", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write([]byte(`{"RemoteException":{"exception":"HadoopIllegalArgumentException","javaClassName":"org.apache.hadoop.HadoopIllegalArgumentException","message":"concat: source file /d/b is invalid or empty or underConstruction"}}`))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c := New(srv.URL, "hdfs", srv.Client())
+	ctx := context.Background()
+	if err := c.Concat(ctx, "/d/t", []string{"/d/a b", "/d/c"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "/d/a b,/d/c" {
+		t.Errorf("sources sent: %q", got)
+	}
+	for _, bad := range [][]string{nil, {"/d/a,b"}, {"rel"}} {
+		if err := c.Concat(ctx, "/d/t", bad); err == nil {
+			t.Errorf("Concat with sources %q accepted", bad)
+		}
+	}
+	if len(got) != 1 {
+		t.Errorf("refused sources reached the server: %q", got)
+	}
+	err := c.Concat(ctx, "/d/old", []string{"/d/b"})
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Exception != "HadoopIllegalArgumentException" {
+		t.Fatalf("err = %#v", err)
+	}
+}
