@@ -15,8 +15,10 @@ const (
 	// what it touches is a no-op: that is what makes re-drive idempotent.
 	ParamLastID = "repl.last.id"
 	// ParamTarget marks a DR database as a replication target (Hive's
-	// key). The applier refuses to write into a database without it, so a
-	// user database of the same name on the DR site is never overwritten.
+	// key), with the value TargetMark(source). The applier refuses to
+	// write into a database without that value, so neither a user's
+	// database of the same name on the DR site nor another pipeline's
+	// replica is ever overwritten.
 	ParamTarget = "repl.target.for"
 	// ParamHalted, on a DR database, says why its worker halted: event ID,
 	// type and reason. `hivedr status` shows it; a successful apply clears it.
@@ -25,6 +27,9 @@ const (
 	// who skipped the event, when, and what it was.
 	ParamSkippedPrefix = "hivedr.skipped."
 )
+
+// TargetMark is the value of ParamTarget on the replicas of source.
+func TargetMark(source string) string { return "hivedr:" + source }
 
 // Action is one change to the DR metastore or DR files. Executors run a
 // Decision's actions in order; each is idempotent on its own.

@@ -37,6 +37,8 @@ type Config struct {
 	// Group is the applier's consumer group; its committed offsets on the
 	// event topics are the replication checkpoints.
 	Group string
+	// Instance, when set, is the applier's static group membership ID.
+	Instance string
 	// Source names the primary site (DR databases are marked with it).
 	Source string
 	// Dial connects to the DR metastore; each database's worker has its
@@ -151,8 +153,8 @@ func (a *Applier) recordSkips(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("--skip-event %s:%d: DR database %s: %w", s.DB, s.EventID, s.DB, err)
 		}
-		if db.Parameters[ParamTarget] == "" {
-			return fmt.Errorf("--skip-event %s:%d: DR database %s is not a replication target", s.DB, s.EventID, s.DB)
+		if db.Parameters[ParamTarget] != TargetMark(a.cfg.Source) {
+			return fmt.Errorf("--skip-event %s:%d: DR database %s is not a replication target of this pipeline (%s=%q)", s.DB, s.EventID, s.DB, ParamTarget, db.Parameters[ParamTarget])
 		}
 		if stamp(db.Parameters) >= s.EventID {
 			return fmt.Errorf("--skip-event %s:%d: DR database %s is already at event %d", s.DB, s.EventID, s.DB, stamp(db.Parameters))
@@ -178,14 +180,22 @@ func (a *Applier) readCompletions(ctx context.Context) error {
 	adm := kadm.NewClient(seed)
 	err = kafka.Ensure(ctx, adm, kafka.Spec{Name: topic, Partitions: a.cfg.CompletionPartitions, ReplicationFactor: a.cfg.ReplicationFactor})
 	var parts []int32
-	if err == nil {
+	// A topic just created takes a moment to appear in metadata.
+	for i := 0; err == nil && len(parts) == 0; i++ {
 		var td kadm.TopicDetails
-		if td, err = adm.ListTopics(ctx, topic); err == nil {
-			if d, ok := td[topic]; ok && d.Err == nil {
-				parts = d.Partitions.Numbers()
-			} else {
-				err = fmt.Errorf("topic %s not found", topic)
-			}
+		if td, err = adm.ListTopics(ctx, topic); err != nil {
+			break
+		}
+		if d, ok := td[topic]; ok && d.Err == nil && len(d.Partitions) > 0 {
+			parts = d.Partitions.Numbers()
+			break
+		}
+		if i == 60 {
+			err = fmt.Errorf("topic %s not in the cluster's metadata 30s after creating it", topic)
+			break
+		}
+		if !sleep(ctx, 500*time.Millisecond) {
+			err = ctx.Err()
 		}
 	}
 	seed.Close()
@@ -264,7 +274,7 @@ func (a *Applier) readCompletions(ctx context.Context) error {
 // member can own the topic: two workers never apply one database at once.
 func (a *Applier) consumeEvents(ctx context.Context) error {
 	pattern := "^" + strings.ReplaceAll(a.cfg.Topics.Prefix, ".", `\.`) + `\.events\..+`
-	cl, err := kgo.NewClient(append([]kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(a.cfg.Brokers...),
 		kgo.ConsumerGroup(a.cfg.Group),
 		kgo.ConsumeRegex(),
@@ -288,7 +298,11 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 			a.stopWorkers(lost)
 		}),
-	}, a.cfg.KafkaOpts...)...)
+	}
+	if a.cfg.Instance != "" {
+		opts = append(opts, kgo.InstanceID(a.cfg.Instance))
+	}
+	cl, err := kgo.NewClient(append(opts, a.cfg.KafkaOpts...)...)
 	if err != nil {
 		return fmt.Errorf("kafka client: %w", err)
 	}

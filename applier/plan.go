@@ -211,7 +211,11 @@ func Plan(in Input) Decision {
 		return Decision{Outcome: NoOp, Reason: "already_applied",
 			Detail: fmt.Sprintf("DR database %s is at event %d", p.db, stamp(cur.Parameters))}
 	}
-	if cur != nil && cur.Parameters[ParamTarget] == "" {
+	if cur != nil && cur.Parameters[ParamTarget] != TargetMark(in.Source) {
+		if got := cur.Parameters[ParamTarget]; got != "" {
+			return halt("not_a_replica", "DR database %s is the replication target of %s=%s, not of this pipeline (%s): refusing to write into it",
+				p.db, ParamTarget, got, TargetMark(in.Source))
+		}
 		return halt("not_a_replica", "DR database %s exists but is not a replication target (no %s parameter): refusing to write into it", p.db, ParamTarget)
 	}
 	if in.Skip {
@@ -423,7 +427,7 @@ func (p *planner) putDatabase(src *schemas.Database) Decision {
 			}
 		}
 	}
-	db.Parameters[ParamTarget] = "hivedr:" + p.in.Source
+	db.Parameters[ParamTarget] = TargetMark(p.in.Source)
 	db.Parameters[ParamLastID] = strconv.FormatInt(p.ev.EventID, 10)
 	if cur == nil {
 		return apply(CreateDatabase{DB: db})

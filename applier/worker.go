@@ -382,7 +382,7 @@ func (w *worker) recordHalt(ctx context.Context, msg string) error {
 		}
 		return err
 	}
-	if db.Parameters[ParamTarget] == "" {
+	if db.Parameters[ParamTarget] != TargetMark(w.a.cfg.Source) {
 		return nil // not ours to write
 	}
 	if len(msg) > 3000 {

@@ -96,10 +96,11 @@ func runApplier(ctx context.Context, conf *config.Config, stateDir string, skips
 	}
 	addr := conf.Applier.Metastore
 	a, err := applier.New(applier.Config{
-		Brokers: conf.Kafka.Brokers,
-		Topics:  kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
-		Group:   conf.Applier.Group,
-		Source:  conf.Source.Name,
+		Brokers:  conf.Kafka.Brokers,
+		Topics:   kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
+		Group:    conf.Applier.Group,
+		Instance: conf.Applier.Instance,
+		Source:   conf.Source.Name,
 		Dial: func(ctx context.Context) (applier.Metastore, func() error, error) {
 			c, err := hms.Dial(ctx, addr, hms.Options{})
 			if err != nil {

@@ -28,6 +28,7 @@ func commands() []command {
 		{"cat", "print records of hivedr topics as JSON, decoded with their schemas", runCat},
 		{"copy", "copy a directory tree with copyd's engine, without Kafka", runCopy},
 		{"copyd", "copy and verify the files copy tasks name (the copy daemon)", runCopyd},
+		{"status", "show per database the DR position, halts, skipped events and the applier's lag", runStatus},
 		{"tail", "publish the source notification log to Kafka (the tailer daemon)", runTail},
 		{"version", "print the version of hivedr", runVersion},
 	}

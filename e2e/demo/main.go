@@ -7,12 +7,17 @@
 //	go run ./e2e/demo workload [-db finance] [-reset] [-rows 5]
 //	go run ./e2e/demo compare [-db finance[,other...]] [-wait 2m] [-config hivedr.yaml]
 //	go run ./e2e/demo drop [-db finance]
+//	go run ./e2e/demo reset [-config hivedr.yaml]
 //
 // workload prints one line per step, with the notification-log events the
-// step made. compare prints a side-by-side summary of the databases on the
-// source and the DR, then "DR equals source" or every difference; it exits
-// 1 when they differ (after -wait, if given, during which it polls), 2 on
-// an error.
+// step made. compare prints the databases on the source and the DR side by
+// side, table by table and partition by partition (files and bytes), then
+// "DR equals source" or every difference; it exits 1 when they differ
+// (after -wait, if given, during which it polls), 2 on an error. reset
+// deletes the pipeline's Kafka state an earlier run left (the topics under
+// kafka.topic_prefix, the copyd and applier groups) so that `make demo`
+// (e2e/demo/run.sh) starts like a fresh machine; the daemons must be
+// stopped first.
 //
 // Addresses come from the stack's env file, found as internal/testenv
 // finds it ($HIVEDR_STACK_ENV, $HIVEDR_STACK_DIR/env, or .stack/env above
@@ -49,6 +54,7 @@ commands:
   workload   run the scripted finance workload on the source metastore
   compare    compare the source with the DR replica; exit 1 when they differ
   drop       drop the database on the source (CASCADE); the drop replicates
+  reset      delete the pipeline's topics and consumer groups (daemons stopped)
 
 Run "demo <command> -h" for a command's flags.
 `
@@ -78,6 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	case "drop":
 		err = runDrop(ctx, args[1:], stdout, stderr)
+	case "reset":
+		err = runReset(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -427,6 +435,9 @@ func printComparison(out io.Writer, st *stack, dbs []string, a, b *workload.Snap
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, dbSummary(da), dbSummary(db))
 		for _, tn := range tableNames(da, db) {
 			fmt.Fprintf(tw, "  %s.%s\t%s\t%s\n", name, tn, tableSummary(da, tn), tableSummary(db, tn))
+			for _, pk := range partitionKeys(da, db, tn) {
+				fmt.Fprintf(tw, "      %s\t%s\t%s\n", partitionName(da, db, tn, pk), partitionSummary(da, tn, pk), partitionSummary(db, tn, pk))
+			}
 		}
 	}
 	tw.Flush()
@@ -465,6 +476,59 @@ func tableSummary(d *workload.Database, name string) string {
 		shape += fmt.Sprintf(", %d partitions", c.Partitions)
 	}
 	return fmt.Sprintf("%s, %d files, %s", shape, c.Files, size(c.Bytes))
+}
+
+// partitionKeys returns the keys of table tn's partitions on either side.
+func partitionKeys(a, b *workload.Database, tn string) []string {
+	var keys []string
+	for _, d := range []*workload.Database{a, b} {
+		if d == nil || d.Tables[tn] == nil {
+			continue
+		}
+		for k := range d.Tables[tn].Partitions {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// partitionName spells a partition as Hive does: k1=v1/k2=v2.
+func partitionName(a, b *workload.Database, tn, key string) string {
+	for _, d := range []*workload.Database{a, b} {
+		if d == nil || d.Tables[tn] == nil || d.Tables[tn].Partitions[key] == nil {
+			continue
+		}
+		t, p := d.Tables[tn], d.Tables[tn].Partitions[key]
+		var parts []string
+		for i, v := range p.Values {
+			if i < len(t.PartitionKeys) {
+				v = t.PartitionKeys[i].Name + "=" + v
+			}
+			parts = append(parts, v)
+		}
+		return strings.Join(parts, "/")
+	}
+	return key
+}
+
+func partitionSummary(d *workload.Database, tn, key string) string {
+	if d == nil || d.Tables[tn] == nil || d.Tables[tn].Partitions[key] == nil {
+		return "-"
+	}
+	var n int
+	var bytes int64
+	for _, f := range d.Tables[tn].Partitions[key].Files {
+		n++
+		bytes += f.Size
+	}
+	files := "files"
+	if n == 1 {
+		files = "file"
+	}
+	return fmt.Sprintf("%d %s, %s", n, files, size(bytes))
 }
 
 func tableNames(ds ...*workload.Database) []string {

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -12,6 +13,10 @@ type Applier struct {
 	// event topics are the replication checkpoints (and its lag is the
 	// RPO a dashboard reads). Default hivedr-applier.
 	Group string `yaml:"group"`
+	// Instance is the applier's static group membership ID (KIP-345): an
+	// applier restarted after a crash takes its databases back at once
+	// instead of after the old session times out. Default: the host name.
+	Instance string `yaml:"instance"`
 	// Metastore is the DR Hive Metastore (host:port, Thrift). Default: the
 	// local stack's DR metastore.
 	Metastore string `yaml:"metastore"`
@@ -37,6 +42,13 @@ func (c *Config) validateApplier() error {
 	a := &c.Applier
 	if a.Group == "" {
 		return errors.New("applier.group: must not be empty")
+	}
+	if a.Instance == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			return errors.New("applier.instance: not set and the host name is unknown")
+		}
+		a.Instance = h
 	}
 	if a.Metastore == "" {
 		return errors.New("applier.metastore: must name the DR metastore as host:port")

@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	wl "github.com/hivedr/hivedr/e2e/workload"
+	"github.com/hivedr/hivedr/internal/testenv"
+)
+
+// statusJSON is the part of `hivedr status -json` the test reads.
+type statusJSON struct {
+	Tailer struct {
+		CheckpointEventID int64 `json:"checkpoint_event_id"`
+		CaughtUp          bool  `json:"caught_up"`
+	} `json:"tailer"`
+	Databases []struct {
+		Database    string `json:"database"`
+		ReplLastID  int64  `json:"repl_last_id"`
+		Lag         int64  `json:"lag"`
+		Halted      string `json:"halted"`
+		State       string `json:"state"`
+		TopicExists bool   `json:"topic_exists"`
+	} `json:"databases"`
+	CaughtUp bool     `json:"caught_up"`
+	Errors   []string `json:"errors"`
+}
+
+// runStatus runs `hivedr status args...` and returns its output and exit code.
+func runStatus(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	out, err := exec.Command(hivedrBin(t), append([]string{"status"}, args...)...).CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
+	case err != nil:
+		t.Fatalf("hivedr status: %v\n%s", err, out)
+	}
+	return string(out), 0
+}
+
+// waitStatus polls `hivedr status args...` until it exits want, and
+// returns that output.
+func waitStatus(t *testing.T, p *pipeline, d time.Duration, want int, args ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		p.checkAlive()
+		out, code := runStatus(t, args...)
+		if code == want {
+			return out
+		}
+		if code == 2 {
+			t.Fatalf("hivedr status %q exited 2:\n%s", args, out)
+		}
+		if time.Now().After(deadline) {
+			logs := ""
+			for _, pr := range []*proc{p.tail, p.copyd, p.apply} {
+				if pr != nil {
+					logs += "\n" + pr.name + ":\n" + tail(pr.out.String(), 20)
+				}
+			}
+			t.Fatalf("hivedr status %q did not exit %d in %s; last (exit %d):\n%s%s", args, want, d, code, out, logs)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// TestStatus runs a pipeline through a few workload steps and checks that
+// `hivedr status` waits correctly: it exits 0 once both databases are
+// applied to their topics' ends, naming them with lag 0 and their DR
+// repl.last.id; it exits 1 with the database lagging while the applier is
+// stopped and events arrive; and 0 again once it runs.
+func TestStatus(t *testing.T) {
+	env := testenv.Require(t)
+	ctx := ctxFor(t, 6*time.Minute)
+	src := env.HMS(t, testenv.Source)
+	srcFS, _ := pipelineFS(t, env)
+	u := uniq(t)
+	db1, db2 := "st_sales_"+u, "st_archive_"+u
+	start := currentEventID(t, ctx, src)
+	p := newPipeline(t, env, []string{db1, db2}, start)
+	p.startAll()
+
+	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	steps := scenario(db1, db2)
+	for _, st := range steps[:4] { // databases, tables, partitions with files, inserts
+		if err := st.run(ctx, w); err != nil {
+			t.Fatalf("workload step %q: %v", st.name, err)
+		}
+	}
+	head := currentEventID(t, ctx, src)
+	waitStatus(t, p, 3*time.Minute, 0, "-config", p.conf)
+
+	// The table names both databases, caught up, with their DR positions.
+	out, code := runStatus(t, "-config", p.conf)
+	if code != 0 {
+		// Heartbeats arrive every 2s; the applier commits every second.
+		out = waitStatus(t, p, time.Minute, 0, "-config", p.conf)
+	}
+	t.Logf("hivedr status:\n%s", out)
+	for _, db := range []string{db1, db2} {
+		line := lineWith(out, db+" ")
+		f := strings.Fields(line)
+		if len(f) < 7 || f[1] == "-" || f[1] == "0" || f[2] != "0" || f[len(f)-1] != "ok" {
+			t.Errorf("status line of %s: %q; want repl.last.id > 0, lag 0, ok\n%s", db, line, out)
+		}
+	}
+	if !strings.Contains(out, ": caught up") || !strings.Contains(out, "applier (group "+p.prefix+"-applier): 1 member") {
+		t.Errorf("status output:\n%s", out)
+	}
+
+	js := waitStatus(t, p, time.Minute, 0, "-config", p.conf, "-json")
+	var st statusJSON
+	if err := json.Unmarshal([]byte(js), &st); err != nil {
+		t.Fatalf("status -json: %v\n%s", err, js)
+	}
+	if !st.CaughtUp || !st.Tailer.CaughtUp || st.Tailer.CheckpointEventID < head || len(st.Errors) > 0 || len(st.Databases) != 2 {
+		t.Fatalf("status -json: %+v; want caught up, tailer past event %d, two databases", st, head)
+	}
+	for _, d := range st.Databases {
+		// Other tests share the source log, so head bounds the IDs only.
+		if d.Lag != 0 || d.ReplLastID <= start || d.ReplLastID > head || d.State != "ok" || d.Halted != "" || !d.TopicExists {
+			t.Errorf("status -json database %+v: want lag 0, %d < repl.last.id <= %d, ok", d, start, head)
+		}
+	}
+
+	// With the applier stopped, new events lag and status says so.
+	p.apply.stop(t)
+	p.apply = nil // stopped on purpose: checkAlive skips it
+
+	// The excluded table churns (events on db1's topic), then an insert overwrite.
+	if err := steps[4].run(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := steps[5].run(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	out = waitStatus(t, p, time.Minute, 1, "-config", p.conf, "-db", db1)
+	if f := strings.Fields(lineWith(out, db1+" ")); len(f) < 3 || f[2] == "0" || !strings.Contains(out, "lagging") ||
+		!strings.Contains(out, "NOT caught up") || !strings.Contains(out, "no members") || strings.Contains(out, db2) {
+		t.Errorf("status -db %s with the applier stopped:\n%s", db1, out)
+	}
+	t.Logf("hivedr status -db %s, applier stopped:\n%s", db1, out)
+	p.startApply()
+	waitStatus(t, p, 2*time.Minute, 0, "-config", p.conf, "-db", db1)
+
+	// Bad flags exit 2; an unreachable DR metastore is named, exit 1.
+	if _, code := runStatus(t, "-config", p.conf, "-no-such-flag"); code != 2 {
+		t.Errorf("status with a bad flag exited %d, want 2", code)
+	}
+	y, err := os.ReadFile(p.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(y), "metastore: "+env.Get(t, "HIVEDR_HMS_DR"), "metastore: 127.0.0.1:1", 1)
+	out, code = runStatus(t, "-config", writeFile(t, "bad-dr.yaml", bad), "-timeout", "20s")
+	if code != 1 || !strings.Contains(out, "DR metastore 127.0.0.1:1:") || !strings.Contains(out, "unknown") {
+		t.Errorf("status with an unreachable DR metastore exited %d:\n%s", code, out)
+	}
+}
+
+// lineWith returns the first line of s that contains sub.
+func lineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
