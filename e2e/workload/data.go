@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/beltran/gohive/hive_metastore"
+
+	"github.com/hivedr/hivedr/applier"
 )
 
 // fieldSep and the other text-format details are those of Hive's default
@@ -75,32 +77,16 @@ func value(rng *rand.Rand, typ string, i int) string {
 
 // partitionName returns the name Hive gives the partition with these keys
 // and values, "k1=v1/k2=v2", escaped as Hive's FileUtils.escapePathName
-// escapes directory names.
+// escapes directory names (applier.PartitionName), refusing what Hive
+// refuses.
 func partitionName(keys []*hive_metastore.FieldSchema, vals []string) (string, error) {
 	if len(keys) != len(vals) {
 		return "", fmt.Errorf("%d partition values %v for %d partition keys", len(vals), vals, len(keys))
 	}
-	parts := make([]string, len(keys))
 	for i, k := range keys {
 		if vals[i] == "" {
 			return "", fmt.Errorf("partition key %s: empty value", k.Name)
 		}
-		parts[i] = escapePathName(k.Name) + "=" + escapePathName(vals[i])
 	}
-	return strings.Join(parts, "/"), nil
-}
-
-// escapePathName escapes s as Hive escapes partition names in paths:
-// control characters and "#%'*/:=?\^[]{ and DEL become %XX.
-func escapePathName(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c == 0x7f || strings.IndexByte("\"#%'*/:=?\\^[]{", c) >= 0 {
-			fmt.Fprintf(&b, "%%%02X", c)
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
+	return applier.PartitionName(keys, vals), nil
 }
