@@ -6,7 +6,7 @@ GO      ?= go
 STACK   := bash e2e/stack/stack.sh
 PKGS     = $(shell $(GO) list ./... | grep -v '/e2e$$')
 
-.PHONY: all build test unit e2e vet fmt-check demo bench-tail bench-copy stack-up stack-down stack-status stack-clean
+.PHONY: all build test unit e2e vet fmt-check demo bench-tail bench-lag bench-copy stack-up stack-down stack-status stack-clean
 
 all: build
 
@@ -27,6 +27,7 @@ e2e:
 
 vet: fmt-check
 	$(GO) vet ./...
+	$(GO) vet -tags benchlag ./e2e/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); \
@@ -40,7 +41,7 @@ bench-tail: stack-up
 ## workload with files; BENCH_LAG_RATE events/s (default 100) for BENCH_LAG_SECONDS (default 60)
 .PHONY: bench-lag
 bench-lag: stack-up
-	HIVEDR_BENCH_LAG=1 $(GO) test -count=1 -run '^TestPipelineLag$$' -v -timeout 30m ./e2e/
+	$(GO) test -tags benchlag -count=1 -run '^TestPipelineLag$$' -v -timeout 30m ./e2e/
 
 ## bench-copy: hivedr's copy engine against Hadoop DistCp, 1 GiB in 4 files and 10,000 files of 4 KiB
 bench-copy: build stack-up
