@@ -318,6 +318,7 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 		}
 		cl.LeaveGroup()
 		cl.Close()
+		a.leaveStatic()
 	}()
 	a.log.Info("applier started", "group", a.cfg.Group, "topics", pattern)
 	for {
@@ -337,6 +338,32 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 			a.dispatch(ctx, p.Topic, p.Partition, p.Records)
 		})
 		cl.AllowRebalance()
+	}
+}
+
+// leaveStatic removes the applier's static member from the group on a
+// clean stop. A static member does not leave when its client closes (that
+// is what lets a crashed applier take its databases back at once), but an
+// applier stopped on purpose must free the group: operators reset its
+// offsets to re-drive, which Kafka allows only for an empty group.
+func (a *Applier) leaveStatic() {
+	if a.cfg.Instance == "" {
+		return
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.cfg.Brokers...)}, a.cfg.KafkaOpts...)...)
+	if err != nil {
+		a.log.Warn("leave the group", "err", err)
+		return
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := kadm.NewClient(cl).LeaveGroup(ctx, kadm.LeaveGroup(a.cfg.Group).InstanceIDs(a.cfg.Instance).Reason("hivedr apply stopped"))
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		a.log.Warn("leave the group", "group", a.cfg.Group, "instance", a.cfg.Instance, "err", err)
 	}
 }
 
