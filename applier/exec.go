@@ -47,6 +47,7 @@ type executor struct {
 	ms           Metastore
 	files        Files
 	writtenAfter WrittenAfter
+	cache        *cache // of the worker's own database; nil: none
 }
 
 // RefusedError is the metastore refusing an operation (as opposed to the
@@ -87,37 +88,64 @@ func isNoSuchObject(err error) bool {
 	return errors.As(err, &n)
 }
 
-// read fetches the DR state of the objects t names.
+// read fetches the DR state of the objects t names, from the cache where
+// it knows them.
 func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 	r := Replica{
 		Databases:  map[string]*hive_metastore.Database{},
 		Tables:     map[TableKey]*hive_metastore.Table{},
 		Partitions: map[PartKey]*hive_metastore.Partition{},
 	}
+	c := x.cache
+	if c == nil {
+		c = &cache{} // caches nothing: no database is c.db
+	}
 	for _, name := range t.Databases {
+		if db, ok := c.dbs[name]; ok && name == c.db {
+			if db != nil {
+				r.Databases[name] = db
+			}
+			continue
+		}
 		db, err := x.ms.GetDatabase(ctx, name)
 		if isNoSuchObject(err) {
-			continue
+			db, err = nil, nil
 		}
 		if err != nil {
 			return r, classify("get database "+name, err)
 		}
-		r.Databases[name] = db
+		if name == c.db {
+			c.dbs[name] = db
+		}
+		if db != nil {
+			r.Databases[name] = db
+		}
 	}
 	for _, k := range t.Tables {
 		if _, seen := r.Tables[k]; seen || r.Databases[k.DB] == nil {
 			continue
 		}
-		// get_table_req: Hive 4 removed get_table.
-		res, err := x.ms.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: k.DB, TblName: k.Name})
-		if isNoSuchObject(err) {
+		if tb, ok := c.tables[k]; ok && k.DB == c.db {
+			if tb != nil {
+				r.Tables[k] = tb
+			}
 			continue
 		}
-		if err != nil {
+		// get_table_req: Hive 4 removed get_table.
+		res, err := x.ms.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: k.DB, TblName: k.Name})
+		var tb *hive_metastore.Table
+		switch {
+		case isNoSuchObject(err):
+		case err != nil:
 			return r, classify("get table "+k.String(), err)
+		default:
+			tb = res.Table
 		}
-		if res.Table != nil {
-			r.Tables[k] = res.Table
+		if k.DB == c.db {
+			c.tables[k] = tb
+		}
+		if tb != nil {
+			r.Tables[k] = tb
 		}
 	}
 	byTable := map[TableKey][]PartKey{}
@@ -129,9 +157,20 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 		if tb == nil {
 			continue
 		}
-		names := make([]string, 0, len(keys))
+		var names []string
+		var unknown []PartKey
 		for _, k := range keys {
+			if p, ok := c.parts[k]; ok && tk.DB == c.db {
+				if p != nil {
+					r.Partitions[k] = p
+				}
+				continue
+			}
+			unknown = append(unknown, k)
 			names = append(names, PartitionName(tb.PartitionKeys, strings.Split(k.Values, "/")))
+		}
+		if len(names) == 0 {
+			continue
 		}
 		res, err := x.ms.GetPartitionsByNamesReq(ctx, &hive_metastore.GetPartitionsByNamesRequest{DbName: tk.DB, TblName: tk.Name, Names: names})
 		if isNoSuchObject(err) {
@@ -140,8 +179,17 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 		if err != nil {
 			return r, classify("get partitions of "+tk.String(), err)
 		}
+		if tk.DB == c.db {
+			for _, k := range unknown {
+				c.parts[k] = nil
+			}
+		}
 		for _, p := range res.Partitions {
-			r.Partitions[partKey(tk, p.Values)] = p
+			k := partKey(tk, p.Values)
+			r.Partitions[k] = p
+			if tk.DB == c.db {
+				c.parts[k] = p
+			}
 		}
 	}
 	return r, nil

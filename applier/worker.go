@@ -44,14 +44,16 @@ type worker struct {
 
 	ms      Metastore
 	closeMS func() error
+	cache   *cache
 }
 
 func newWorker(a *Applier, db, topic string, partition int32) *worker {
 	return &worker{
 		a: a, db: db, topic: topic, partition: partition,
-		log:  a.log.With("db", db),
-		wake: make(chan struct{}, 1),
-		done: make(chan struct{}),
+		log:   a.log.With("db", db),
+		cache: newCache(db),
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
 	}
 }
 
@@ -288,9 +290,17 @@ func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) 
 		}
 		w.ms, w.closeMS = ms, closeFn
 	}
-	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter}
-	rep, err := x.read(ctx, Touches(w.db, ev))
+	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache}
+	touched := Touches(w.db, ev)
+	// Another database's worker may change this one's objects around an
+	// event naming both (a cross-database rename): forget what is cached
+	// once it is done, whatever happened.
+	if len(touched.Databases) > 1 {
+		defer w.cache.reset()
+	}
+	rep, err := x.read(ctx, touched)
 	if err != nil {
+		w.cache.reset()
 		return Decision{}, err
 	}
 	copies := map[string]Copy{}
@@ -320,9 +330,11 @@ func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) 
 	}
 	for _, act := range d.Actions {
 		if err := x.run(ctx, act); err != nil {
+			w.cache.reset() // part of the actions may have happened
 			return Decision{}, err
 		}
 	}
+	w.cache.apply(d.Actions)
 	return d, nil
 }
 
@@ -389,6 +401,7 @@ func (w *worker) recordHalt(ctx context.Context, msg string) error {
 		msg = msg[:3000] + "..."
 	}
 	db.Parameters[ParamHalted] = msg
+	w.cache.reset()
 	return w.ms.AlterDatabase(ctx, w.db, db)
 }
 

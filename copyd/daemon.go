@@ -346,7 +346,7 @@ func (d *Daemon) slotFor(ctx context.Context, r *kgo.Record) *slot {
 		now := time.Now()
 		s.state = slotDone
 		s.comp = schemas.CopyCompletion{
-			TaskID: string(r.Key), Status: schemas.StatusFailed, Length: -1,
+			TaskID: recordTaskID(r), Status: schemas.StatusFailed, Length: -1,
 			Error:   fmt.Sprintf("manifest record %s/%d@%d does not decode: %v", r.Topic, r.Partition, r.Offset, err),
 			Started: now, Finished: now, Attempts: 0,
 		}
@@ -355,6 +355,18 @@ func (d *Daemon) slotFor(ctx context.Context, r *kgo.Record) *slot {
 	s.task = *task
 	s.target = targetKey(task.TargetURI)
 	return s
+}
+
+// recordTaskID is a manifest record's task ID: its hivedr.task_id header
+// (manifests are keyed by target), or its key for records of tailers that
+// keyed them by task ID.
+func recordTaskID(r *kgo.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == kafka.HeaderTaskID {
+			return string(h.Value)
+		}
+	}
+	return string(r.Key)
 }
 
 // targetKey is the form of a target compared for same-target

@@ -12,11 +12,13 @@ import (
 
 	"github.com/beltran/gohive/hive_metastore"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	wl "github.com/hivedr/hivedr/e2e/workload"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/testenv"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -446,8 +448,13 @@ func TestPipelineKill9(t *testing.T) {
 	tasks := 0
 	done := map[string]int{}
 	for _, d := range readTopic(t, env, s, p.prefix+".manifests") {
-		if _, ok := d.value.(*schemas.CopyTask); ok {
+		if task, ok := d.value.(*schemas.CopyTask); ok {
 			tasks++
+			// Keyed by target (same-file tasks share a partition), task ID in a header.
+			if string(d.rec.Key) != task.TargetURI || !hasHeader(d.rec, kafka.HeaderTaskID, task.TaskID) {
+				t.Errorf("copy task %s: key %q, headers %v; want key %s and %s=%s", task.TaskID, d.rec.Key, d.rec.Headers,
+					task.TargetURI, kafka.HeaderTaskID, task.TaskID)
+			}
 		}
 	}
 	for _, d := range readTopic(t, env, s, p.prefix+".completions") {
@@ -547,4 +554,13 @@ func TestPipelineHaltAndSkip(t *testing.T) {
 	if d.Parameters["hivedr.halted"] != "" {
 		t.Errorf("hivedr.halted still set after the skip: %q", d.Parameters["hivedr.halted"])
 	}
+}
+
+func hasHeader(r *kgo.Record, key, value string) bool {
+	for _, h := range r.Headers {
+		if h.Key == key && string(h.Value) == value {
+			return true
+		}
+	}
+	return false
 }

@@ -281,7 +281,13 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 			t.m.eventsPublished.WithLabelValues(ev.EventType, db).Inc()
 		}
 		for j, task := range p.routed.Tasks {
-			recs = append(recs, record(t.topics.Manifests(), task.TaskID, p.taskValues[j], schemas.NameCopyTask, id))
+			// Keyed by target: tasks that write the same file (an INSERT
+			// OVERWRITE reusing a name) share a partition, in event order,
+			// so one copy daemon sees them in order and runs them one
+			// after the other.
+			r := record(t.topics.Manifests(), task.TargetURI, p.taskValues[j], schemas.NameCopyTask, id)
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: kafka.HeaderTaskID, Value: []byte(task.TaskID)})
+			recs = append(recs, r)
 		}
 		t.m.tasksPublished.Add(float64(len(p.routed.Tasks)))
 	}

@@ -19,6 +19,7 @@ import (
 const (
 	HeaderType    = "hivedr.type"     // record full name, e.g. io.hivedr.MetastoreEvent
 	HeaderEventID = "hivedr.event_id" // decimal event ID, on events and copy tasks
+	HeaderTaskID  = "hivedr.task_id"  // copy task ID, on copy tasks (keyed by target)
 )
 
 // Topics names hivedr's topics under one prefix.

@@ -1,0 +1,100 @@
+package applier
+
+import (
+	"context"
+	"testing"
+
+	"github.com/beltran/gohive/hive_metastore"
+)
+
+func TestCacheApply(t *testing.T) {
+	db := &hive_metastore.Database{Name: "sales"}
+	orders := &hive_metastore.Table{DbName: "sales", TableName: "orders"}
+	p1 := &hive_metastore.Partition{Values: []string{"1"}}
+	ok := TableKey{"sales", "orders"}
+	pk := partKey(ok, []string{"1"})
+
+	c := newCache("Sales")
+	c.apply([]Action{CreateDatabase{DB: db}, CreateTable{Table: orders}, AddPartitions{DB: "sales", Table: "orders", Parts: []*hive_metastore.Partition{p1}}})
+	if c.dbs["sales"] != db || c.tables[ok] != orders || c.parts[pk] != p1 {
+		t.Fatalf("after creates: %v %v %v", c.dbs, c.tables, c.parts)
+	}
+	// Other databases are never cached.
+	c.apply([]Action{CreateTable{Table: &hive_metastore.Table{DbName: "archive", TableName: "x"}}})
+	if _, known := c.tables[TableKey{"archive", "x"}]; known {
+		t.Error("cached a table of another database")
+	}
+	c.apply([]Action{DropPartitions{DB: "sales", Table: "orders", Values: [][]string{{"1"}}}})
+	if p, known := c.parts[pk]; !known || p != nil {
+		t.Errorf("dropped partition: known %v, %v; want known absent", known, p)
+	}
+	c.apply([]Action{AddPartitions{DB: "sales", Table: "orders", Parts: []*hive_metastore.Partition{p1}}, DropTable{DB: "sales", Name: "orders"}})
+	if tb, known := c.tables[ok]; !known || tb != nil {
+		t.Errorf("dropped table: known %v, %v", known, tb)
+	}
+	if _, known := c.parts[pk]; known {
+		t.Error("a dropped table's partitions are still cached")
+	}
+	// A rename resets everything.
+	c.apply([]Action{CreateTable{Table: orders}, AlterTable{DB: "sales", Name: "orders", Table: &hive_metastore.Table{DbName: "sales", TableName: "orders2"}}})
+	if len(c.dbs)+len(c.tables)+len(c.parts) != 0 {
+		t.Errorf("after a rename the cache holds %v %v %v", c.dbs, c.tables, c.parts)
+	}
+	c.apply([]Action{CreateDatabase{DB: db}, DropDatabase{Name: "sales"}})
+	if len(c.dbs) != 0 {
+		t.Error("a database drop did not reset the cache")
+	}
+}
+
+// countingMS answers reads from fixed objects and counts them.
+type countingMS struct {
+	Metastore
+	db    *hive_metastore.Database
+	table *hive_metastore.Table
+	reads int
+}
+
+func (m *countingMS) GetDatabase(_ context.Context, name string) (*hive_metastore.Database, error) {
+	m.reads++
+	if name != m.db.Name {
+		return nil, &hive_metastore.NoSuchObjectException{}
+	}
+	return m.db, nil
+}
+
+func (m *countingMS) GetTableReq(_ context.Context, req *hive_metastore.GetTableRequest) (*hive_metastore.GetTableResult_, error) {
+	m.reads++
+	if req.TblName != m.table.TableName {
+		return nil, &hive_metastore.NoSuchObjectException{}
+	}
+	return &hive_metastore.GetTableResult_{Table: m.table}, nil
+}
+
+func (m *countingMS) GetPartitionsByNamesReq(context.Context, *hive_metastore.GetPartitionsByNamesRequest) (*hive_metastore.GetPartitionsByNamesResult_, error) {
+	m.reads++
+	return &hive_metastore.GetPartitionsByNamesResult_{}, nil
+}
+
+// TestReadUsesCache: a second read of the worker's own objects, present or
+// absent, asks the metastore nothing; other databases are always asked.
+func TestReadUsesCache(t *testing.T) {
+	ms := &countingMS{db: &hive_metastore.Database{Name: "sales"},
+		table: &hive_metastore.Table{DbName: "sales", TableName: "orders", PartitionKeys: []*hive_metastore.FieldSchema{{Name: "dt"}}}}
+	x := &executor{ms: ms, cache: newCache("sales")}
+	touched := Touched{Databases: []string{"sales", "archive"},
+		Tables:     []TableKey{{"sales", "orders"}, {"sales", "missing"}},
+		Partitions: []PartKey{partKey(TableKey{"sales", "orders"}, []string{"1"})}}
+	for i, want := range []int{5, 1} { // sales, archive, orders, missing, partitions; then archive only
+		ms.reads = 0
+		r, err := x.read(context.Background(), touched)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ms.reads != want {
+			t.Errorf("read %d: %d metastore calls, want %d", i, ms.reads, want)
+		}
+		if r.Databases["sales"] == nil || r.Tables[TableKey{"sales", "orders"}] == nil || r.Tables[TableKey{"sales", "missing"}] != nil || len(r.Partitions) != 0 {
+			t.Errorf("read %d: %+v", i, r)
+		}
+	}
+}
