@@ -389,9 +389,9 @@ func (a *Applier) dispatch(ctx context.Context, topic string, partition int32, r
 	a.mu.Lock()
 	w := a.workers[topic]
 	if w == nil {
-		w = newWorker(a, db, topic, partition)
+		w = newWorker(ctx, a, db, topic, partition)
 		a.workers[topic] = w
-		go w.run(ctx)
+		go w.run()
 	}
 	a.mu.Unlock()
 	items := make([]*item, 0, len(recs))

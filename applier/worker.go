@@ -32,28 +32,34 @@ type worker struct {
 	db, topic string
 	partition int32
 	log       *slog.Logger
+	// ctx ends the worker (stop); done closes when run has returned.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	mu       sync.Mutex
 	queue    []*item
 	events   int       // events in queue
 	complete time.Time // source time up to which the replica is complete
 	wake     chan struct{}
-	cancel   context.CancelFunc
-	ctx      context.Context
-	done     chan struct{}
 
 	ms      Metastore
 	closeMS func() error
 	cache   *cache
 }
 
-func newWorker(a *Applier, db, topic string, partition int32) *worker {
+// newWorker makes the worker of one database's topic; run it with run. Its
+// context exists from the start, so stop works even before run begins.
+func newWorker(parent context.Context, a *Applier, db, topic string, partition int32) *worker {
+	ctx, cancel := context.WithCancel(parent)
 	return &worker{
 		a: a, db: db, topic: topic, partition: partition,
-		log:   a.log.With("db", db),
-		cache: newCache(db),
-		wake:  make(chan struct{}, 1),
-		done:  make(chan struct{}),
+		log:    a.log.With("db", db),
+		cache:  newCache(db),
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		ctx:    ctx,
+		cancel: cancel,
 	}
 }
 
@@ -74,25 +80,16 @@ func (w *worker) push(items []*item) int {
 	return w.events
 }
 
-func (w *worker) stop() {
-	w.mu.Lock()
-	if w.cancel != nil {
-		w.cancel()
-	}
-	w.mu.Unlock()
-}
+func (w *worker) stop() { w.cancel() }
 
 // run is the worker's loop. Guarantee 1 (order): items are taken strictly
 // from the head of the queue, which holds the topic's records in offset
 // order, and an item leaves the queue (and its offset is marked for
 // commit) only after its event was applied or found to need nothing.
-func (w *worker) run(parent context.Context) {
+func (w *worker) run() {
 	defer close(w.done)
-	w.mu.Lock()
-	ctx, cancel := context.WithCancel(parent)
-	w.ctx, w.cancel = ctx, cancel
-	w.mu.Unlock()
-	defer cancel()
+	ctx := w.ctx
+	defer w.cancel()
 	defer func() {
 		if w.closeMS != nil {
 			w.closeMS()
