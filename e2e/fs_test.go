@@ -67,6 +67,9 @@ func TestFS(t *testing.T) {
 			t.Run("abort", func(t *testing.T) { testFSAbort(t, ctx, st) })
 			t.Run("discard", func(t *testing.T) { testFSDiscard(t, ctx, st) })
 			t.Run("wrong-crc", func(t *testing.T) { testFSWrongCRC(t, ctx, st) })
+			if _, ok := st.fs.(walker); ok {
+				t.Run("walk", func(t *testing.T) { testFSWalk(t, ctx, st) })
+			}
 			if _, ok := st.fs.(fs.Splitter); ok {
 				t.Run("split", func(t *testing.T) { testFSSplit(t, ctx, st) })
 			}
@@ -695,4 +698,37 @@ func testHDFSSplitBlocks(t *testing.T, env *testenv.Env, site testenv.Site, h *f
 		t.Errorf("%s: blocks cover %d bytes, want %d", p, off, len(data))
 	}
 	t.Logf("%s: %d ranges joined into %d blocks of %d bytes", p, len(w.Ranges()), len(blocks), bs)
+}
+
+// testFSWalk: Walk lists every file under a directory, nested ones too,
+// with its size, and nothing beside it; a missing directory is
+// ErrNotExist. (The tailer lists external tables' directories with it.)
+func testFSWalk(t *testing.T, ctx context.Context, st fsStore) {
+	w := st.fs.(walker)
+	want := map[string]int64{}
+	for i, name := range []string{"walk/d/a", "walk/d/sub/b", "walk/d/sub/deeper/c", "walk/dx/not-under-d"} {
+		loc := st.root + "/" + name
+		data := randomBytes(t, 10*(i+1))
+		wr, crc := fsWrite(t, ctx, st, loc, data)
+		if err := wr.Commit(ctx, crc); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(name, "dx/") {
+			want[loc] = int64(len(data))
+		}
+	}
+	got := map[string]int64{}
+	if err := w.Walk(ctx, st.root+"/walk/d", func(loc string, size int64) error { got[loc] = size; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Walk listed %v, want %v", got, want)
+	}
+	if err := w.Walk(ctx, st.root+"/walk/missing", func(string, int64) error { return nil }); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Walk of a missing directory = %v, want ErrNotExist", err)
+	}
+}
+
+type walker interface {
+	Walk(ctx context.Context, loc string, fn func(location string, size int64) error) error
 }

@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net/http"
+	"path"
 	"strings"
 	"sync"
 
@@ -549,4 +550,42 @@ func (s *S3) Discard(ctx context.Context, loc, staging string) error {
 		return err
 	}
 	return s.abortUpload(ctx, loc, bucket, key, staging)
+}
+
+// Walk calls fn with the location and size of every object under the
+// "directory" loc (the prefix loc + "/"), in key order, skipping staging
+// names. A prefix with no objects is an error wrapping ErrNotExist, as a
+// missing directory is elsewhere.
+func (s *S3) Walk(ctx context.Context, loc string, fn func(location string, size int64) error) error {
+	bucket, key, err := s3Path(loc)
+	if err != nil {
+		return err
+	}
+	// Whole path segments only: the prefix of d is "d/", never "d".
+	prefix := strings.Trim(key, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	in := &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix}
+	found := false
+	for p := s3.NewListObjectsV2Paginator(s.client, in); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return s3Error("list", loc, err)
+		}
+		for _, o := range page.Contents {
+			found = true
+			k := aws.ToString(o.Key)
+			if strings.HasSuffix(k, "/") || IsStagingName(path.Base(k)) {
+				continue // a directory marker, or a write in progress
+			}
+			if err := fn("s3://"+bucket+"/"+k, aws.ToInt64(o.Size)); err != nil {
+				return err
+			}
+		}
+	}
+	if !found {
+		return fmt.Errorf("list %s: %w", loc, ErrNotExist)
+	}
+	return nil
 }

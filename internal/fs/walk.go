@@ -23,6 +23,8 @@ func (r *Router) Walk(ctx context.Context, dir string, fn func(location string, 
 	switch s := f.(type) {
 	case *HDFS:
 		return s.Walk(ctx, loc, fn)
+	case *S3:
+		return s.Walk(ctx, loc, fn)
 	case *Local:
 		return filepath.WalkDir(loc, func(p string, d fs.DirEntry, err error) error {
 			if errors.Is(err, os.ErrNotExist) {
