@@ -398,9 +398,7 @@ func (a *Applier) dispatch(ctx context.Context, topic string, partition int32, r
 	for _, r := range recs {
 		items = append(items, a.decode(ctx, r))
 	}
-	if w.push(items) > a.cfg.LookAhead {
-		a.cl.PauseFetchTopics(topic)
-	}
+	w.push(items) // pauses the topic when the worker's queue is full
 }
 
 // decode turns an event-topic record into an item; an undecodable record
@@ -428,18 +426,29 @@ func (a *Applier) decode(ctx context.Context, r *kgo.Record) *item {
 
 // stopWorkers stops the workers of the given topics (all when nil) and
 // waits until they have returned.
+//
+// A topic is paused only while its worker's queue is full (dispatch), and
+// the queue goes with the worker, so the topics are resumed here: franz-go
+// keeps a topic paused across rebalances, and one revoked while paused
+// would not be fetched when assigned back, stalling its database.
 func (a *Applier) stopWorkers(topics map[string][]int32) {
 	a.mu.Lock()
 	var stopped []*worker
+	var names []string
 	for t, w := range a.workers {
 		if _, ok := topics[t]; ok || topics == nil {
 			w.stop()
 			stopped = append(stopped, w)
+			names = append(names, t)
 			delete(a.workers, t)
 		}
 	}
+	cl := a.cl
 	a.mu.Unlock()
 	for _, w := range stopped {
 		<-w.done
+	}
+	if cl != nil && len(names) > 0 {
+		cl.ResumeFetchTopics(names...)
 	}
 }

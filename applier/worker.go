@@ -63,8 +63,12 @@ func newWorker(parent context.Context, a *Applier, db, topic string, partition i
 	}
 }
 
-// push appends items and returns how many events the queue holds.
-func (w *worker) push(items []*item) int {
+// push appends items. Beyond LookAhead events it pauses fetching of the
+// topic; pop resumes it once the queue is at most half full. Both decide
+// under w.mu, so a pause is never made on a count that a concurrent pop
+// has already drained (the topic would stay paused with nothing queued
+// to resume it).
+func (w *worker) push(items []*item) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, it := range items {
@@ -73,11 +77,13 @@ func (w *worker) push(items []*item) int {
 			w.events++
 		}
 	}
+	if w.events > w.a.cfg.LookAhead {
+		w.a.cl.PauseFetchTopics(w.topic)
+	}
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
-	return w.events
 }
 
 func (w *worker) stop() { w.cancel() }
@@ -94,7 +100,10 @@ func (w *worker) run() {
 		if w.closeMS != nil {
 			w.closeMS()
 		}
+		// Whoever owns the database now reports it.
 		w.a.m.lagEvents.DeleteLabelValues(w.db)
+		w.a.m.halted.DeletePartialMatch(map[string]string{"db": w.db})
+		w.a.m.waiting.DeletePartialMatch(map[string]string{"db": w.db})
 	}()
 	go w.reportLag(ctx)
 	w.log.Info("database worker started", "topic", w.topic)
@@ -153,15 +162,15 @@ func (w *worker) pop(it *item) {
 			w.complete = it.ev.EventTime
 		}
 	}
-	n := w.events
+	// (<=: with LookAhead 1, half is 0.)
+	if w.events <= w.a.cfg.LookAhead/2 {
+		w.a.cl.ResumeFetchTopics(w.topic)
+	}
 	w.mu.Unlock()
 	// Checkpoint: the offset is marked only now, after the apply
 	// succeeded; the client commits marked offsets every second and on
 	// revoke or shutdown.
 	w.a.cl.MarkCommitRecords(it.rec)
-	if n < w.a.cfg.LookAhead/2 {
-		w.a.cl.ResumeFetchTopics(w.topic)
-	}
 }
 
 // later returns the events queued after the head.
