@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/user"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -43,7 +42,7 @@ func runApply(args []string, _, stderr io.Writer) int {
 		"each after the files it references are copied and verified; the committed offsets of\n"+
 		"the applier's consumer group are the replication checkpoints.", stderr)
 	metricsAddr := fl.String("metrics-addr", "", "serve /metrics here, overriding applier.metrics_addr")
-	stateDir := fl.String("state-dir", "", "Pebble directory for the completion cache (default: $XDG_STATE_HOME or ~/.local/state, then hivedr/applier)")
+	dirFlag := fl.String("state-dir", "", "Pebble directory for the completion cache (default: $XDG_STATE_HOME or ~/.local/state, then hivedr/applier)")
 	var skips skipFlags
 	fl.Var(&skips, "skip-event", "skip exactly this event, as <database>:<event ID> (repeatable); recorded on the DR database with who and when")
 	conf, log, ok := setup(fl, cf, args, stderr)
@@ -55,29 +54,24 @@ func runApply(args []string, _, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if err := runApplier(ctx, conf, *stateDir, skips, log); err != nil && ctx.Err() == nil {
+	if err := runApplier(ctx, conf, *dirFlag, skips, log); err != nil && ctx.Err() == nil {
 		log.Error("applier stopped", "err", err)
 		return exitError
 	}
 	return exitOK
 }
 
-func runApplier(ctx context.Context, conf *config.Config, stateDir string, skips []applier.Skip, log *slog.Logger) error {
+func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips []applier.Skip, log *slog.Logger) error {
 	router, err := fs.NewRouter(conf.Filesystems)
 	if err != nil {
 		return fmt.Errorf("config: filesystems.%w", err)
 	}
 	defer router.Close()
-	if stateDir == "" {
-		if stateDir, err = defaultStateDir("applier"); err != nil {
-			return err
-		}
-		stateDir = filepath.Join(filepath.Dir(stateDir), "applier")
+	dir, err := stateDir(dirFlag, "applier")
+	if err != nil {
+		return err
 	}
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		return fmt.Errorf("state directory: %w", err)
-	}
-	store, err := state.OpenCompletions(stateDir)
+	store, err := state.OpenCompletions(dir)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func runCopyd(args []string, _, stderr io.Writer) int {
 		"a time in a sliding window of copyd.max_batch tasks; a partition's offset is committed\n"+
 		"up to its oldest unfinished task.", stderr)
 	metricsAddr := fl.String("metrics-addr", "", "serve /metrics here, overriding copyd.metrics_addr")
-	stateDir := fl.String("state-dir", "", "Pebble directory for in-flight writes (default: $XDG_STATE_HOME or ~/.local/state, then hivedr/copyd-<instance>)")
+	dirFlag := fl.String("state-dir", "", "Pebble directory for in-flight writes (default: $XDG_STATE_HOME or ~/.local/state, then hivedr/copyd-<instance>)")
 	conf, log, ok := setup(fl, cf, args, stderr)
 	if !ok {
 		return exitUsage
@@ -35,40 +35,44 @@ func runCopyd(args []string, _, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if err := runCopyDaemon(ctx, conf, *stateDir, log); err != nil && ctx.Err() == nil {
+	if err := runCopyDaemon(ctx, conf, *dirFlag, log); err != nil && ctx.Err() == nil {
 		log.Error("copyd stopped", "err", err)
 		return exitError
 	}
 	return exitOK
 }
 
-func defaultStateDir(instance string) (string, error) {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", errors.New("-state-dir: not set and there is no home directory")
+// stateDir returns dir, or when it is empty the daemon's default
+// $XDG_STATE_HOME/hivedr/<name> (~/.local/state/hivedr/<name>), created.
+func stateDir(dir, name string) (string, error) {
+	if dir == "" {
+		base := os.Getenv("XDG_STATE_HOME")
+		if base == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", errors.New("-state-dir: not set and there is no home directory")
+			}
+			base = filepath.Join(home, ".local", "state")
 		}
-		base = filepath.Join(home, ".local", "state")
+		dir = filepath.Join(base, "hivedr", name)
 	}
-	return filepath.Join(base, "hivedr", "copyd-"+instance), nil
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("state directory: %w", err)
+	}
+	return dir, nil
 }
 
-func runCopyDaemon(ctx context.Context, conf *config.Config, stateDir string, log *slog.Logger) error {
+func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log *slog.Logger) error {
 	router, err := fs.NewRouter(conf.Filesystems)
 	if err != nil {
 		return fmt.Errorf("config: filesystems.%w", err)
 	}
 	defer router.Close()
-	if stateDir == "" {
-		if stateDir, err = defaultStateDir(conf.Copyd.Instance); err != nil {
-			return err
-		}
+	dir, err := stateDir(dirFlag, "copyd-"+conf.Copyd.Instance)
+	if err != nil {
+		return err
 	}
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		return fmt.Errorf("state directory: %w", err)
-	}
-	st, err := state.Open(stateDir)
+	st, err := state.Open(dir)
 	if err != nil {
 		return err
 	}
