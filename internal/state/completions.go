@@ -40,7 +40,7 @@ const (
 
 // OpenCompletions opens (creating if needed) the completion store in dir.
 func OpenCompletions(dir string) (*Completions, error) {
-	db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: pebble.FormatNewest})
+	db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: pebbleLogger{}})
 	if err != nil {
 		return nil, fmt.Errorf("completion store %s: %w", dir, err)
 	}

@@ -21,7 +21,7 @@ type Store struct {
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string) (*Store, error) {
-	db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: pebble.FormatNewest})
+	db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: pebbleLogger{}})
 	if err != nil {
 		return nil, fmt.Errorf("state store %s: %w", dir, err)
 	}
