@@ -77,3 +77,17 @@ func (r *SRRegistry) SetCompatibility(ctx context.Context, subject, level string
 	}
 	return fmt.Errorf("set compatibility of subject %s to %s: %w", subject, level, err)
 }
+
+// DialSerde makes the Serde of the Confluent-compatible schema registry at
+// url, registering hivedr's schemas there (NewSerde).
+func DialSerde(ctx context.Context, url string) (*Serde, error) {
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		return nil, fmt.Errorf("schema registry %s: %w", url, err)
+	}
+	s, err := NewSerde(ctx, NewSRRegistry(cl))
+	if err != nil {
+		return nil, fmt.Errorf("schema registry %s: %w", url, err)
+	}
+	return s, nil
+}

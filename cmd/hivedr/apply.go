@@ -20,6 +20,7 @@ import (
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/state"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // skipFlags collects repeated --skip-event db:id flags.
@@ -76,7 +77,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		return err
 	}
 	defer store.Close()
-	serde, err := newSerde(ctx, conf.SchemaRegistry)
+	serde, err := schemas.DialSerde(ctx, conf.SchemaRegistry)
 	if err != nil {
 		return err
 	}

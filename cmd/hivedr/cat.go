@@ -52,7 +52,7 @@ func runCat(args []string, stdout, stderr io.Writer) int {
 }
 
 func cat(ctx context.Context, conf *config.Config, topics []string, limit int, follow bool, out io.Writer) error {
-	serde, err := newSerde(ctx, conf.SchemaRegistry)
+	serde, err := schemas.DialSerde(ctx, conf.SchemaRegistry)
 	if err != nil {
 		return err
 	}

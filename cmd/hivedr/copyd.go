@@ -16,6 +16,7 @@ import (
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/state"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 func runCopyd(args []string, _, stderr io.Writer) int {
@@ -80,7 +81,7 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 	if err := cleanStaging(ctx, st, router, log); err != nil {
 		return err
 	}
-	serde, err := newSerde(ctx, conf.SchemaRegistry)
+	serde, err := schemas.DialSerde(ctx, conf.SchemaRegistry)
 	if err != nil {
 		return err
 	}

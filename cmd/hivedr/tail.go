@@ -16,7 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
@@ -88,19 +87,6 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// newSerde registers hivedr's schemas in the configured registry.
-func newSerde(ctx context.Context, url string) (*schemas.Serde, error) {
-	cl, err := sr.NewClient(sr.URLs(url))
-	if err != nil {
-		return nil, fmt.Errorf("schema registry %s: %w", url, err)
-	}
-	s, err := schemas.NewSerde(ctx, schemas.NewSRRegistry(cl))
-	if err != nil {
-		return nil, fmt.Errorf("schema registry %s: %w", url, err)
-	}
-	return s, nil
-}
-
 // serveMetrics serves reg on addr until ctx ends. An empty addr serves
 // nothing.
 func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) error {
@@ -164,7 +150,7 @@ func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
 		src = producer.NewThriftSource(conf.Source.Metastore)
 	}
 	defer src.Close()
-	serde, err := newSerde(ctx, conf.SchemaRegistry)
+	serde, err := schemas.DialSerde(ctx, conf.SchemaRegistry)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,261 @@
+package status
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWriteText(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tailerOK := Tailer{Source: "primary", CheckpointEventID: 120, CheckpointWritten: now.Add(-2 * time.Second), SourceHeadEventID: 120, CaughtUp: true}
+	applier := Applier{Group: "hivedr-applier", Members: 1, Metastore: "127.0.0.1:29083"}
+	// db is a database both systems answered for.
+	db := func(name string, last, lag int64, f func(*Database)) Database {
+		d := Database{Database: name, Topic: "hivedr.events." + name, TopicExists: true, OnDR: true, ReplTarget: "hivedr:primary",
+			LastEventID: last, Committed: 50 - lag, End: 50, Lag: lag, Newest: now.Add(-3 * time.Second), NewestType: "heartbeat"}
+		d.known.dr, d.known.kafka = true, true
+		if f != nil {
+			f(&d)
+		}
+		return d
+	}
+	secs := func(s float64) *float64 { return &s }
+	tests := []struct {
+		name     string
+		tailer   Tailer
+		members  int // applier group members; 0 means 1
+		dbs      []Database
+		required []string
+		errors   []string
+		caughtUp bool
+		want     []string // lines (or parts of lines) of the output, in order
+		absent   []string
+	}{
+		{
+			name: "caught up", tailer: tailerOK, caughtUp: true,
+			dbs: []Database{db("finance", 118, 0, nil), db("sales", 97, 0, nil)},
+			want: []string{
+				"tailer (source primary): checkpoint event 120, written 2s ago; source head 120: caught up",
+				"applier (group hivedr-applier): 1 member; DR metastore 127.0.0.1:29083",
+				"DATABASE   REPL.LAST.ID   LAG   BEHIND   NEWEST RECORD        SKIPPED   STATE",
+				"finance    118            0     -        3s ago (heartbeat)   -         ok",
+				"sales      97             0     -        3s ago (heartbeat)   -         ok",
+				"total: 2 databases, lag 0 records, 0 lagging, 0 halted, 0 skipped events: caught up",
+			},
+			absent: []string{"halted (", "errors:", "NOT"},
+		},
+		{
+			name: "lagging", tailer: tailerOK,
+			dbs: []Database{db("finance", 100, 7, func(d *Database) { d.Behind = secs(8.4) }), db("sales", 97, 0, nil)},
+			want: []string{
+				"finance    100            7     8s       3s ago (heartbeat)   -         lagging",
+				"sales      97             0     -",
+				"total: 2 databases, lag 7 records, 1 lagging, 0 halted, 0 skipped events: NOT caught up",
+			},
+		},
+		{
+			name: "halted and skipped", tailer: tailerOK,
+			dbs: []Database{db("finance", 100, 3, func(d *Database) {
+				d.Halted = "event 101 ADD_PARTITION: copy_failed: checksum mismatch"
+				d.Skipped = []SkippedEvent{{33, "requested by ops@host at 2026-02-01T10:00:00Z"}, {40, "requested by ops@host"}}
+			})},
+			want: []string{
+				"finance    100            3     ?        3s ago (heartbeat)   2         HALTED",
+				"total: 1 databases, lag 3 records, 1 lagging, 1 halted, 2 skipped events: NOT caught up",
+				"halted (see the applier's log",
+				"  finance: event 101 ADD_PARTITION: copy_failed: checksum mismatch",
+				"skipped events:",
+				"  finance: event 33: requested by ops@host at 2026-02-01T10:00:00Z",
+				"  finance: event 40: requested by ops@host",
+			},
+		},
+		{
+			name: "skipped events alone do not fail", tailer: tailerOK, caughtUp: true,
+			dbs:  []Database{db("finance", 100, 0, func(d *Database) { d.Skipped = []SkippedEvent{{33, "by ops"}} })},
+			want: []string{"1         ok", "0 halted, 1 skipped events: caught up", "  finance: event 33: by ops"},
+		},
+		{
+			name: "database only in the config, no topic, not on DR", tailer: tailerOK, caughtUp: true,
+			dbs: []Database{db("finance", 118, 0, nil), db("risk", 0, 0, func(d *Database) {
+				d.TopicExists, d.OnDR, d.InConfig, d.Newest, d.End, d.Committed = false, false, true, time.Time{}, 0, -1
+			})},
+			want: []string{"risk       -              0     -        -                    -         no topic", ": caught up"},
+		},
+		{
+			name: "a database named with -db must be replicated", tailer: tailerOK, required: []string{"risk"},
+			dbs: []Database{db("risk", 0, 0, func(d *Database) {
+				d.TopicExists, d.OnDR, d.Newest, d.End, d.Committed = false, false, time.Time{}, 0, -1
+			})},
+			want: []string{"risk       -              0     -        -               -         no topic", ": NOT caught up"},
+		},
+		{
+			name: "topic but no DR database yet", tailer: tailerOK, caughtUp: true,
+			dbs:  []Database{db("scratch", 0, 0, func(d *Database) { d.OnDR, d.ReplTarget = false, "" })},
+			want: []string{"scratch    -              0     -        3s ago (heartbeat)   -         not on DR"},
+		},
+		{
+			name: "DR database that is not a replication target", tailer: tailerOK,
+			dbs:  []Database{db("finance", 0, 0, func(d *Database) { d.ReplTarget = "" })},
+			want: []string{"not a target", "NOT caught up"},
+		},
+		{
+			name: "tailer behind", caughtUp: false,
+			tailer: Tailer{Source: "primary", CheckpointEventID: 117, CheckpointWritten: now.Add(-75 * time.Second), SourceHeadEventID: 120},
+			dbs:    []Database{db("finance", 117, 0, nil)},
+			want: []string{
+				"tailer (source primary): checkpoint event 117, written 1m15s ago; source head 120: 3 events not published yet (is `hivedr tail` running?)",
+				"finance    117            0", "ok", "NOT caught up",
+			},
+		},
+		{
+			name: "nothing yet", tailer: Tailer{Source: "primary", SourceHeadEventID: 5},
+			want: []string{
+				"tailer (source primary): no checkpoint yet (has `hivedr tail` run?); source head 5",
+				"no replicated databases",
+				"total: 0 databases, lag 0 records, 0 lagging, 0 halted, 0 skipped events: NOT caught up",
+			},
+		},
+		{
+			name: "DR metastore unreachable", tailer: tailerOK,
+			errors: []string{"DR metastore 127.0.0.1:29083: connect to hive metastore 127.0.0.1:29083: connection refused"},
+			dbs:    []Database{db("finance", 0, 0, func(d *Database) { d.known.dr = false })},
+			want: []string{
+				"finance    ?              0", "unknown", "NOT caught up",
+				"errors:", "  DR metastore 127.0.0.1:29083: connect to hive metastore 127.0.0.1:29083: connection refused",
+			},
+		},
+		{
+			name: "Kafka unreachable", tailer: Tailer{Source: "primary", SourceHeadEventID: 120, Unknown: true}, members: -1,
+			errors: []string{"kafka 127.0.0.1:19092: list topics: context deadline exceeded (is Kafka up?)"},
+			dbs:    []Database{db("finance", 118, 0, func(d *Database) { d.known.kafka, d.Lag, d.TopicExists, d.Newest = false, -1, false, time.Time{} })},
+			want: []string{
+				"tailer (source primary): checkpoint unknown (see errors); source head 120",
+				"applier (group hivedr-applier): members unknown;",
+				"finance    118            ?     -        -               -         unknown", "kafka 127.0.0.1:19092: list topics",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := &Report{Time: now, Tailer: tt.tailer, Applier: applier, Databases: tt.dbs, Errors: tt.errors, required: map[string]bool{}}
+			if tt.members != 0 {
+				rep.Applier.Members = tt.members
+			}
+			for _, r := range tt.required {
+				rep.required[r] = true
+			}
+			rep.summarize()
+			if rep.CaughtUp != tt.caughtUp {
+				t.Errorf("CaughtUp = %v, want %v", rep.CaughtUp, tt.caughtUp)
+			}
+			var b bytes.Buffer
+			if err := rep.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			rest := out
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("output lacks %q (in order):\n%s", w, out)
+				}
+				rest = rest[i+len(w):]
+			}
+			for _, a := range tt.absent {
+				if strings.Contains(out, a) {
+					t.Errorf("output has %q:\n%s", a, out)
+				}
+			}
+			// The JSON form carries the same facts.
+			j, err := json.Marshal(rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Report
+			if err := json.Unmarshal(j, &back); err != nil || back.CaughtUp != rep.CaughtUp || len(back.Databases) != len(rep.Databases) {
+				t.Errorf("JSON round trip: %v; %s", err, j)
+			}
+		})
+	}
+}
+
+// TestWriteJSONKeys pins the JSON field names of `hivedr status -json`:
+// scripts and e2e tests read them.
+func TestWriteJSONKeys(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	behind := 1.5
+	rep := &Report{
+		Time:    now,
+		Tailer:  Tailer{Source: "primary", CheckpointEventID: 1, CheckpointWritten: now, SourceHeadEventID: 2, Unknown: true},
+		Applier: Applier{Group: "g", Members: 1, Metastore: "m"},
+		Databases: []Database{{Database: "d", Topic: "t", ReplTarget: "x", Halted: "h",
+			Skipped: []SkippedEvent{{EventID: 3, Note: "n"}}, Behind: &behind, Newest: now, NewestType: "event"}},
+		Errors:   []string{"e"},
+		required: map[string]bool{},
+	}
+	rep.summarize()
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "{\n  \"time\": ") {
+		t.Errorf("not indented by two spaces:\n%s", b.String())
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b.Bytes(), &top); err != nil {
+		t.Fatal(err)
+	}
+	var dbs []map[string]json.RawMessage
+	var tailer, applier, total map[string]json.RawMessage
+	for k, v := range map[string]any{"tailer": &tailer, "applier": &applier, "total": &total, "databases": &dbs} {
+		if err := json.Unmarshal(top[k], v); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+	}
+	var skipped []map[string]json.RawMessage
+	if err := json.Unmarshal(dbs[0]["skipped"], &skipped); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		obj  map[string]json.RawMessage
+		want string
+	}{
+		{"report", top, "applier caught_up databases errors tailer time total"},
+		{"tailer", tailer, "caught_up checkpoint_event_id checkpoint_written source source_head_event_id unknown"},
+		{"applier", applier, "dr_metastore group members"},
+		{"database", dbs[0], "behind_seconds committed_offset database end_offset halted in_config lag newest_record_time " +
+			"newest_record_type on_dr repl_last_id repl_target_for skipped state topic topic_exists"},
+		{"skipped", skipped[0], "event_id note"},
+		{"total", total, "databases halted lag lagging skipped"},
+	} {
+		var got []string
+		for k := range c.obj {
+			got = append(got, k)
+		}
+		slices.Sort(got)
+		if g := strings.Join(got, " "); g != c.want {
+			t.Errorf("%s keys:\n got %s\nwant %s", c.name, g, c.want)
+		}
+	}
+}
+
+// failWriter fails every write.
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestWriteErrors(t *testing.T) {
+	rep := &Report{Databases: []Database{{Database: "d"}}, Errors: []string{"e"}}
+	if err := rep.WriteText(failWriter{}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("WriteText: %v, want the writer's error", err)
+	}
+	if err := rep.WriteJSON(failWriter{}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("WriteJSON: %v, want the writer's error", err)
+	}
+}

@@ -1,0 +1,157 @@
+package status
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteJSON writes the report as one indented JSON object, the output of
+// `hivedr status -json`.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write the status report as JSON: %w", err)
+	}
+	return nil
+}
+
+// WriteText writes the report as `hivedr status` prints it: the tailer
+// and applier lines, a table of the databases, the totals with the
+// verdict, then the halts, skipped events and errors. It returns the first
+// error writing to w.
+func (r *Report) WriteText(w io.Writer) error {
+	sw := &stickyWriter{w: w}
+	r.writeText(sw)
+	if sw.err != nil {
+		return fmt.Errorf("write the status table: %w", sw.err)
+	}
+	return nil
+}
+
+// stickyWriter remembers the first write error and writes nothing after
+// it.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
+}
+
+func (r *Report) writeText(w io.Writer) {
+	t := r.Tailer
+	var line string
+	switch {
+	case t.Unknown:
+		line = "checkpoint unknown (see errors)"
+	case t.CheckpointEventID == 0 && t.CheckpointWritten.IsZero():
+		line = "no checkpoint yet (has `hivedr tail` run?)"
+	default:
+		line = fmt.Sprintf("checkpoint event %d, written %s", t.CheckpointEventID, ago(r.Time, t.CheckpointWritten))
+	}
+	if t.SourceHeadEventID > 0 {
+		line += fmt.Sprintf("; source head %d", t.SourceHeadEventID)
+		if t.CaughtUp {
+			line += ": caught up"
+		} else if t.CheckpointEventID > 0 {
+			line += fmt.Sprintf(": %d events not published yet (is `hivedr tail` running?)", t.SourceHeadEventID-t.CheckpointEventID)
+		}
+	}
+	fmt.Fprintf(w, "tailer (source %s): %s\n", t.Source, line)
+	members := fmt.Sprintf("%d members", r.Applier.Members)
+	switch r.Applier.Members {
+	case -1:
+		members = "members unknown"
+	case 0:
+		members = "no members (is `hivedr apply` running?)"
+	case 1:
+		members = "1 member"
+	}
+	fmt.Fprintf(w, "applier (group %s): %s; DR metastore %s\n\n", r.Applier.Group, members, r.Applier.Metastore)
+
+	if len(r.Databases) == 0 {
+		fmt.Fprintln(w, "no replicated databases: no event topics in Kafka and none named in replication.databases")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+		fmt.Fprintln(tw, "DATABASE\tREPL.LAST.ID\tLAG\tBEHIND\tNEWEST RECORD\tSKIPPED\tSTATE")
+		for _, d := range r.Databases {
+			last := "-"
+			switch {
+			case !d.known.dr:
+				last = "?"
+			case d.LastEventID > 0:
+				last = strconv.FormatInt(d.LastEventID, 10)
+			}
+			lag := "?"
+			if d.known.kafka && d.Lag >= 0 {
+				lag = strconv.FormatInt(d.Lag, 10)
+			}
+			behind := "-"
+			if d.Behind != nil {
+				behind = (time.Duration(*d.Behind) * time.Second).String()
+			} else if d.Lag > 0 {
+				behind = "?"
+			}
+			newest := "-"
+			if !d.Newest.IsZero() {
+				newest = ago(r.Time, d.Newest)
+				if d.NewestType != "" {
+					newest += " (" + d.NewestType + ")"
+				}
+			}
+			skipped := "-"
+			if len(d.Skipped) > 0 {
+				skipped = strconv.Itoa(len(d.Skipped))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Database, last, lag, behind, newest, skipped, d.State)
+		}
+		tw.Flush()
+	}
+	verdict := "caught up"
+	if !r.CaughtUp {
+		verdict = "NOT caught up"
+	}
+	fmt.Fprintf(w, "\ntotal: %d databases, lag %d records, %d lagging, %d halted, %d skipped events: %s\n",
+		r.Total.Databases, r.Total.Lag, r.Total.Lagging, r.Total.Halted, r.Total.Skipped, verdict)
+	section := func(title string, lines []string) {
+		if len(lines) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\n%s:\n", title)
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+	var halted, skipped []string
+	for _, d := range r.Databases {
+		if d.Halted != "" {
+			halted = append(halted, d.Database+": "+d.Halted)
+		}
+		for _, s := range d.Skipped {
+			skipped = append(skipped, fmt.Sprintf("%s: event %d: %s", d.Database, s.EventID, s.Note))
+		}
+	}
+	section("halted (see the applier's log; `hivedr apply -skip-event db:id` skips an event)", halted)
+	section("skipped events", skipped)
+	section("errors", r.Errors)
+}
+
+// ago is how long before now t was, in whole seconds.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := max(0, now.Sub(t)).Round(time.Second)
+	return d.String() + " ago"
+}
