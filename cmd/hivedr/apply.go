@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/hivedr/hivedr/applier"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
@@ -63,9 +61,9 @@ func runApply(args []string, _, stderr io.Writer) int {
 }
 
 func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips []applier.Skip, log *slog.Logger) error {
-	router, err := fs.NewRouter(conf.Filesystems)
+	router, err := newRouter(conf)
 	if err != nil {
-		return fmt.Errorf("config: filesystems.%w", err)
+		return err
 	}
 	defer router.Close()
 	dir, err := stateDir(dirFlag, "applier")
@@ -81,12 +79,8 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
 	m := applier.NewMetrics()
-	if err := m.Register(reg); err != nil {
-		return err
-	}
-	if err := serveMetrics(ctx, conf.Applier.MetricsAddr, reg, log); err != nil {
+	if err := serveMetrics(ctx, conf.Applier.MetricsAddr, m, log); err != nil {
 		return err
 	}
 	addr := conf.Applier.Metastore

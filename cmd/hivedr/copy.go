@@ -11,7 +11,6 @@ import (
 
 	"github.com/hivedr/hivedr/copyd"
 	"github.com/hivedr/hivedr/internal/config"
-	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -49,9 +48,9 @@ func runCopy(args []string, stdout, stderr io.Writer) int {
 
 func copyTree(ctx context.Context, conf *config.Config, src, dst string, workers int, bps int64, out io.Writer) (bool, error) {
 	src, dst = strings.TrimRight(src, "/"), strings.TrimRight(dst, "/")
-	router, err := fs.NewRouter(conf.Filesystems)
+	router, err := newRouter(conf)
 	if err != nil {
-		return false, fmt.Errorf("config: filesystems.%w", err)
+		return false, err
 	}
 	defer router.Close()
 	sfs, _, err := router.Split(src)

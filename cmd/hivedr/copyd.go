@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/hivedr/hivedr/copyd"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
@@ -64,9 +62,9 @@ func stateDir(dir, name string) (string, error) {
 }
 
 func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log *slog.Logger) error {
-	router, err := fs.NewRouter(conf.Filesystems)
+	router, err := newRouter(conf)
 	if err != nil {
-		return fmt.Errorf("config: filesystems.%w", err)
+		return err
 	}
 	defer router.Close()
 	dir, err := stateDir(dirFlag, "copyd-"+conf.Copyd.Instance)
@@ -85,12 +83,8 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
 	m := copyd.NewMetrics()
-	if err := m.Register(reg); err != nil {
-		return err
-	}
-	if err := serveMetrics(ctx, conf.Copyd.MetricsAddr, reg, log); err != nil {
+	if err := serveMetrics(ctx, conf.Copyd.MetricsAddr, m, log); err != nil {
 		return err
 	}
 	eng, err := copyd.NewEngine(copyd.EngineConfig{

@@ -87,9 +87,27 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// serveMetrics serves reg on addr until ctx ends. An empty addr serves
-// nothing.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) error {
+// registerer is a role's metrics (producer, copyd and applier Metrics).
+type registerer interface {
+	Register(prometheus.Registerer) error
+}
+
+// newRouter opens the configured filesystems.
+func newRouter(conf *config.Config) (*fs.Router, error) {
+	r, err := fs.NewRouter(conf.Filesystems)
+	if err != nil {
+		return nil, fmt.Errorf("config: filesystems.%w", err)
+	}
+	return r, nil
+}
+
+// serveMetrics registers a role's metrics in a registry of their own and
+// serves it on addr until ctx ends. An empty addr serves nothing.
+func serveMetrics(ctx context.Context, addr string, m registerer, log *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		return err
+	}
 	if addr == "" {
 		return nil
 	}
@@ -154,19 +172,15 @@ func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
 	m := producer.NewMetrics()
-	if err := m.Register(reg); err != nil {
-		return err
-	}
-	if err := serveMetrics(ctx, conf.Tailer.MetricsAddr, reg, log); err != nil {
+	if err := serveMetrics(ctx, conf.Tailer.MetricsAddr, m, log); err != nil {
 		return err
 	}
 	// The source filesystems list external tables' new directories (the
 	// metastore lists only managed tables' files in its events).
-	router, err := fs.NewRouter(conf.Filesystems)
+	router, err := newRouter(conf)
 	if err != nil {
-		return fmt.Errorf("config: filesystems.%w", err)
+		return err
 	}
 	defer router.Close()
 	t, err := producer.New(producer.Config{Conf: conf, Source: src, Codec: serde, Lister: router, Logger: log, Metrics: m})
