@@ -32,6 +32,7 @@ type pipeline struct {
 	conf    string
 	cfg     *config.Config
 	dbs     []string
+	start   int64 // the source event the tailer starts after
 	state   string
 	metrics string // the applier's metrics address
 
@@ -41,7 +42,7 @@ type pipeline struct {
 func newPipeline(t *testing.T, env *testenv.Env, dbs []string, start int64) *pipeline {
 	t.Helper()
 	u := uniq(t)
-	p := &pipeline{t: t, env: env, prefix: "p" + u, dbs: dbs, state: t.TempDir(),
+	p := &pipeline{t: t, env: env, prefix: "p" + u, dbs: dbs, start: start, state: t.TempDir(),
 		metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	src := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE")
 	dr := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")
@@ -149,6 +150,52 @@ func pipelineFS(t *testing.T, env *testenv.Env) (src, dr *fs.HDFS) {
 	return mk("HIVEDR_HDFS_SRC_NAMENODE", "HIVEDR_HDFS_SRC_HTTP"), mk("HIVEDR_HDFS_DR_NAMENODE", "HIVEDR_HDFS_DR_HTTP")
 }
 
+// pipelineTest is a pipeline a test started, with the clients and the
+// workload source its steps use.
+type pipelineTest struct {
+	*pipeline
+	ctx         context.Context
+	src, dr     *hms.Client
+	srcFS, drFS *fs.HDFS
+	w           *wl.Source
+}
+
+// startPipeline starts tail, copyd and apply on dbs from the source log's
+// current head, within a test deadline of d.
+func startPipeline(t *testing.T, d time.Duration, dbs ...string) *pipelineTest {
+	t.Helper()
+	env := testenv.Require(t)
+	pt := &pipelineTest{ctx: ctxFor(t, d), src: env.HMS(t, testenv.Source), dr: env.HMS(t, testenv.DR)}
+	pt.srcFS, pt.drFS = pipelineFS(t, env)
+	pt.pipeline = newPipeline(t, env, dbs, currentEventID(t, pt.ctx, pt.src))
+	pt.startAll()
+	pt.w = wl.NewSource(pt.src, pt.srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	return pt
+}
+
+// runSteps runs workload steps in order, calling after (when not nil)
+// after each.
+func (pt *pipelineTest) runSteps(steps []workloadStep, after func(i int)) {
+	pt.t.Helper()
+	for i, st := range steps {
+		if err := st.run(pt.ctx, pt.w); err != nil {
+			pt.t.Fatalf("workload step %q: %v", st.name, err)
+		}
+		if after != nil {
+			after(i)
+		}
+	}
+}
+
+// eventTopics are the pipeline's database topics.
+func (p *pipeline) eventTopics() []string {
+	var topics []string
+	for _, db := range p.dbs {
+		topics = append(topics, kafka.Topics{Prefix: p.prefix}.Events(db))
+	}
+	return topics
+}
+
 // converge waits until the DR metastore and files equal the source's.
 func (p *pipeline) converge(ctx context.Context, src, dr *hms.Client, srcFS, drFS wl.Files, d time.Duration) {
 	p.t.Helper()
@@ -178,10 +225,7 @@ func (p *pipeline) converge(ctx context.Context, src, dr *hms.Client, srcFS, drF
 // topic's end.
 func (p *pipeline) caughtUp(ctx context.Context) bool {
 	adm := p.env.KafkaAdmin(p.t)
-	var topics []string
-	for _, db := range p.dbs {
-		topics = append(topics, p.prefix+".events."+db)
-	}
+	topics := p.eventTopics()
 	lag, err := adm.Lag(ctx, p.prefix+"-applier")
 	if err != nil {
 		return false
@@ -204,16 +248,16 @@ func (p *pipeline) caughtUp(ctx context.Context) bool {
 	return caught
 }
 
-// scenario is the workload the pipeline tests run on two databases; each
-// step is one or more metastore calls. kill, when set, runs between steps.
-func scenario(db1, db2 string) []struct {
+// workloadStep is one named step of a test workload.
+type workloadStep struct {
 	name string
 	run  func(ctx context.Context, s *wl.Source) error
-} {
-	type step = struct {
-		name string
-		run  func(ctx context.Context, s *wl.Source) error
-	}
+}
+
+// scenario is the workload the pipeline tests run on two databases; each
+// step is one or more metastore calls. kill, when set, runs between steps.
+func scenario(db1, db2 string) []workloadStep {
+	type step = workloadStep
 	orders := wl.TableSpec{Columns: []string{"id bigint", "amount double", "note string"}, PartitionKeys: []string{"dt"}}
 	accounts := wl.TableSpec{Columns: []string{"id bigint", "owner string"}}
 	return []step{
@@ -303,21 +347,11 @@ func scenario(db1, db2 string) []struct {
 // source's. Then it resets the applier's group to the start of the topics
 // and re-runs it: the DR state does not change (idempotent re-drive).
 func TestPipelineConverges(t *testing.T) {
-	env := testenv.Require(t)
-	ctx := ctxFor(t, 8*time.Minute)
-	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
-	srcFS, drFS := pipelineFS(t, env)
 	u := uniq(t)
 	db1, db2 := "pc_sales_"+u, "pc_archive_"+u
-	p := newPipeline(t, env, []string{db1, db2}, currentEventID(t, ctx, src))
-	p.startAll()
-
-	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
-	for _, st := range scenario(db1, db2) {
-		if err := st.run(ctx, w); err != nil {
-			t.Fatalf("workload step %q: %v", st.name, err)
-		}
-	}
+	p := startPipeline(t, 8*time.Minute, db1, db2)
+	ctx, src, dr, srcFS, drFS := p.ctx, p.src, p.dr, p.srcFS, p.drFS
+	p.runSteps(scenario(db1, db2), nil)
 	p.converge(ctx, src, dr, srcFS, drFS, 3*time.Minute)
 	eventually(t, time.Minute, "applier group committed to the end of the event topics", func() bool { return p.caughtUp(ctx) })
 
@@ -338,12 +372,8 @@ func TestPipelineConverges(t *testing.T) {
 
 	// Re-drive: stop the applier, rewind its group to the start, run it again.
 	p.apply.stop(t)
-	adm := env.KafkaAdmin(t)
-	var topics []string
-	for _, db := range p.dbs {
-		topics = append(topics, p.prefix+".events."+db)
-	}
-	starts, err := adm.ListStartOffsets(ctx, topics...)
+	adm := p.env.KafkaAdmin(t)
+	starts, err := adm.ListStartOffsets(ctx, p.eventTopics()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,16 +418,10 @@ func grepLines(s, sub string) string {
 // reached its topic once, and that every copy task has exactly one
 // completion.
 func TestPipelineKill9(t *testing.T) {
-	env := testenv.Require(t)
-	ctx := ctxFor(t, 8*time.Minute)
-	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
-	srcFS, drFS := pipelineFS(t, env)
 	u := uniq(t)
 	db1, db2 := "pk_sales_"+u, "pk_archive_"+u
-	p := newPipeline(t, env, []string{db1, db2}, currentEventID(t, ctx, src))
-	p.startAll()
-
-	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	p := startPipeline(t, 8*time.Minute, db1, db2)
+	ctx, env := p.ctx, p.env
 	lostState := false
 	kills := []func(){
 		func() { p.tail.kill9(); p.startTail() },
@@ -415,15 +439,12 @@ func TestPipelineKill9(t *testing.T) {
 			p.startApply()
 		},
 	}
-	for i, st := range scenario(db1, db2) {
-		if err := st.run(ctx, w); err != nil {
-			t.Fatalf("workload step %q: %v", st.name, err)
-		}
+	p.runSteps(scenario(db1, db2), func(i int) {
 		// Let the daemons get going on the step, then kill one mid-flight.
 		time.Sleep(time.Duration(150+50*(i%4)) * time.Millisecond)
 		kills[i%len(kills)]()
-	}
-	p.converge(ctx, src, dr, srcFS, drFS, 4*time.Minute)
+	})
+	p.converge(ctx, p.src, p.dr, p.srcFS, p.drFS, 4*time.Minute)
 	eventually(t, time.Minute, "applier group committed to the end of the event topics", func() bool { return p.caughtUp(ctx) })
 
 	s := serde(t, env)
@@ -433,7 +454,7 @@ func TestPipelineKill9(t *testing.T) {
 	}
 	seen := map[topicEvent]int{}
 	for _, db := range p.dbs {
-		for _, ev := range events(readTopic(t, env, s, p.prefix+".events."+db)) {
+		for _, ev := range events(readTopic(t, env, s, kafka.Topics{Prefix: p.prefix}.Events(db))) {
 			seen[topicEvent{db, ev.EventID}]++
 		}
 	}
@@ -479,15 +500,10 @@ func TestPipelineKill9(t *testing.T) {
 // replicating; restarted with --skip-event it skips exactly that event,
 // records who skipped it, and goes on.
 func TestPipelineHaltAndSkip(t *testing.T) {
-	env := testenv.Require(t)
-	ctx := ctxFor(t, 6*time.Minute)
-	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
-	srcFS, _ := pipelineFS(t, env)
 	u := uniq(t)
 	bad, good := "ph_bad_"+u, "ph_good_"+u
-	p := newPipeline(t, env, []string{bad, good}, currentEventID(t, ctx, src))
-	p.startAll()
-	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	p := startPipeline(t, 6*time.Minute, bad, good)
+	ctx, env, dr, w := p.ctx, p.env, p.dr, p.w
 	must := func(what string, err error) {
 		t.Helper()
 		if err != nil {

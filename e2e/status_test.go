@@ -8,9 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	wl "github.com/hivedr/hivedr/e2e/workload"
-	"github.com/hivedr/hivedr/internal/testenv"
 )
 
 // statusJSON is the part of `hivedr status -json` the test reads.
@@ -78,31 +75,20 @@ func waitStatus(t *testing.T, p *pipeline, d time.Duration, want int, args ...st
 // repl.last.id; it exits 1 with the database lagging while the applier is
 // stopped and events arrive; and 0 again once it runs.
 func TestStatus(t *testing.T) {
-	env := testenv.Require(t)
-	ctx := ctxFor(t, 6*time.Minute)
-	src := env.HMS(t, testenv.Source)
-	srcFS, _ := pipelineFS(t, env)
 	u := uniq(t)
 	db1, db2 := "st_sales_"+u, "st_archive_"+u
-	start := currentEventID(t, ctx, src)
-	p := newPipeline(t, env, []string{db1, db2}, start)
-	p.startAll()
-
-	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	p := startPipeline(t, 6*time.Minute, db1, db2)
+	ctx, env, src, w, start := p.ctx, p.env, p.src, p.w, p.start
 	steps := scenario(db1, db2)
-	for _, st := range steps[:4] { // databases, tables, partitions with files, inserts
-		if err := st.run(ctx, w); err != nil {
-			t.Fatalf("workload step %q: %v", st.name, err)
-		}
-	}
+	p.runSteps(steps[:4], nil) // databases, tables, partitions with files, inserts
 	head := currentEventID(t, ctx, src)
-	waitStatus(t, p, 3*time.Minute, 0, "-config", p.conf)
+	waitStatus(t, p.pipeline, 3*time.Minute, 0, "-config", p.conf)
 
 	// The table names both databases, caught up, with their DR positions.
 	out, code := runStatus(t, "-config", p.conf)
 	if code != 0 {
 		// Heartbeats arrive every 2s; the applier commits every second.
-		out = waitStatus(t, p, time.Minute, 0, "-config", p.conf)
+		out = waitStatus(t, p.pipeline, time.Minute, 0, "-config", p.conf)
 	}
 	t.Logf("hivedr status:\n%s", out)
 	for _, db := range []string{db1, db2} {
@@ -116,7 +102,7 @@ func TestStatus(t *testing.T) {
 		t.Errorf("status output:\n%s", out)
 	}
 
-	js := waitStatus(t, p, time.Minute, 0, "-config", p.conf, "-json")
+	js := waitStatus(t, p.pipeline, time.Minute, 0, "-config", p.conf, "-json")
 	var st statusJSON
 	if err := json.Unmarshal([]byte(js), &st); err != nil {
 		t.Fatalf("status -json: %v\n%s", err, js)
@@ -142,14 +128,14 @@ func TestStatus(t *testing.T) {
 	if err := steps[5].run(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	out = waitStatus(t, p, time.Minute, 1, "-config", p.conf, "-db", db1)
+	out = waitStatus(t, p.pipeline, time.Minute, 1, "-config", p.conf, "-db", db1)
 	if f := strings.Fields(lineWith(out, db1+" ")); len(f) < 3 || f[2] == "0" || !strings.Contains(out, "lagging") ||
 		!strings.Contains(out, "NOT caught up") || !strings.Contains(out, "no members") || strings.Contains(out, db2) {
 		t.Errorf("status -db %s with the applier stopped:\n%s", db1, out)
 	}
 	t.Logf("hivedr status -db %s, applier stopped:\n%s", db1, out)
 	p.startApply()
-	waitStatus(t, p, 2*time.Minute, 0, "-config", p.conf, "-db", db1)
+	waitStatus(t, p.pipeline, 2*time.Minute, 0, "-config", p.conf, "-db", db1)
 
 	// Bad flags exit 2; an unreachable DR metastore is named, exit 1.
 	if _, code := runStatus(t, "-config", p.conf, "-no-such-flag"); code != 2 {
