@@ -12,8 +12,9 @@ import (
 
 // Policy is the part of the replication policy the plan needs.
 type Policy interface {
-	// MapPath rewrites a source location to its DR location.
-	MapPath(src string) (string, error)
+	// MapLocation rewrites a source location to its DR location; a
+	// location outside the source roots, or no mapping covers, is an error.
+	MapLocation(src string) (string, error)
 	// Replicated reports whether db.table is in the replication scope.
 	Replicated(db, table string) bool
 }
@@ -449,7 +450,7 @@ func (p *planner) mapLocation(loc string) (string, error) {
 	if loc == "" {
 		return "", nil
 	}
-	m, err := p.in.Policy.MapPath(loc)
+	m, err := p.in.Policy.MapLocation(loc)
 	if err != nil {
 		return "", pathError{fmt.Errorf("location %s of event %d: %w", loc, p.ev.EventID, err)}
 	}

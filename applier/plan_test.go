@@ -40,7 +40,7 @@ var pathMap = []struct{ from, to string }{
 	{"hdfs://127.0.0.1:18020/", "hdfs://dr:9000/"},
 }
 
-func (testPolicy) MapPath(src string) (string, error) {
+func (testPolicy) MapLocation(src string) (string, error) {
 	for _, m := range pathMap {
 		if strings.HasPrefix(src, m.from) {
 			return m.to + strings.TrimPrefix(src, m.from), nil
@@ -54,7 +54,7 @@ func (p testPolicy) Replicated(db, table string) bool {
 }
 
 func drPath(src string) string {
-	p, err := testPolicy{}.MapPath(src)
+	p, err := testPolicy{}.MapLocation(src)
 	if err != nil {
 		panic(err)
 	}

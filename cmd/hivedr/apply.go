@@ -97,7 +97,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 			}
 			return c, c.Close, nil
 		},
-		Policy:               rootedPolicy{&conf.Replication},
+		Policy:               &conf.Replication,
 		Files:                routerFiles{router},
 		Completions:          store,
 		Codec:                serde,
@@ -114,18 +114,6 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		return err
 	}
 	return a.Run(ctx)
-}
-
-// rootedPolicy refuses metastore locations outside the source roots
-// (guarantee 7): the applier never points a DR object at a location the
-// copy daemons may not write.
-type rootedPolicy struct{ *config.Replication }
-
-func (p rootedPolicy) MapPath(uri string) (string, error) {
-	if _, err := p.CheckSourceRoot(uri); err != nil {
-		return "", err
-	}
-	return p.Replication.MapPath(uri)
 }
 
 // operator names who runs this command, for skip records.

@@ -67,3 +67,14 @@ func (r *Replication) Replicated(db, table string) bool {
 	p, ok := r.Scope(db)
 	return ok && p.TableIncluded(table)
 }
+
+// MapLocation maps a metastore location to its DR location (MapPath) after
+// checking that it lies under the source roots (CheckSourceRoot): the
+// applier never points a DR object at a place the copy daemons may not
+// write (guarantee 7).
+func (r *Replication) MapLocation(uri string) (string, error) {
+	if _, err := r.CheckSourceRoot(uri); err != nil {
+		return "", err
+	}
+	return r.MapPath(uri)
+}

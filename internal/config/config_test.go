@@ -106,6 +106,15 @@ replication:
 			t.Errorf("error %q does not name the path %s", err, uri)
 		}
 	}
+
+	// MapLocation (the applier's) needs both: under a root and mapped.
+	if got, err := c.Replication.MapLocation("hdfs://nn:8020/warehouse/sales.db/t"); err != nil || got != "hdfs://dr:8020/warehouse/sales.db/t" {
+		t.Errorf("MapLocation under a root = %q, %v", got, err)
+	}
+	// Mapped (hdfs://nn:8020/ covers it) but outside the roots: refused, named.
+	if got, err := c.Replication.MapLocation("hdfs://nn:8020/elsewhere/t"); err == nil || !strings.Contains(err.Error(), "hdfs://nn:8020/elsewhere/t") {
+		t.Errorf("MapLocation outside the roots = %q, %v; want an error naming it", got, err)
+	}
 }
 
 func TestLoadErrorsNameTheKey(t *testing.T) {
