@@ -141,6 +141,8 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{"kafak: {}", "kafak: unknown key, did you mean kafka? (line 1)"},
 		{"copyd: {frobnicate: 1}", "copyd.frobnicate: unknown key (line 1)"},
 		{"copyd:\n  workers: eight\n", `copyd.workers: "eight" is not an integer (line 2)`},
+		{"copyd: {workers: 1.5}", `copyd.workers: "1.5" is not an integer (line 1)`},
+		{"kafka: {retention: 5}", `kafka.retention: "5" is not a duration like 5s or 2m (line 1)`},
 		{`copyd: {workers: "8"}`, `copyd.workers: "8" is quoted, so a string; want an integer: write it without quotes (line 1)`},
 		{"kafka: {replication_factor: 70000}", "kafka.replication_factor: 70000 is out of range (line 1)"},
 		{"filesystems: {local: maybe}", `filesystems.local: "maybe" is not true or false (line 1)`},

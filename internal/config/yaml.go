@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -117,6 +118,12 @@ func check(n *yaml.Node, t reflect.Type, key string) error {
 	if n.Kind != yaml.ScalarNode {
 		return errAt(n, key, "%s, want %s", describe(n), want(t))
 	}
+	if isInt(t) && n.ShortTag() == "!!float" {
+		// yaml.v3 truncates 1.5 into an integer field.
+		if f, err := strconv.ParseFloat(n.Value, 64); err != nil || f != math.Trunc(f) {
+			return errAt(n, key, "%q is not an integer", n.Value)
+		}
+	}
 	if n.Decode(reflect.New(t).Interface()) == nil {
 		return nil
 	}
@@ -127,12 +134,8 @@ func check(n *yaml.Node, t reflect.Type, key string) error {
 			return errAt(n, key, "%q is quoted, so a string; want %s: write it without quotes", n.Value, want(t))
 		}
 	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if _, err := strconv.ParseInt(n.Value, 0, 64); err == nil {
-			return errAt(n, key, "%s is out of range", n.Value)
-		}
+	if _, err := strconv.ParseInt(n.Value, 0, 64); err == nil && isInt(t) {
+		return errAt(n, key, "%s is out of range", n.Value)
 	}
 	return errAt(n, key, "%q is not %s", n.Value, want(t))
 }
@@ -241,11 +244,20 @@ func want(t reflect.Type) string {
 		return "a string"
 	case reflect.Float32, reflect.Float64:
 		return "a number"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+	}
+	if isInt(t) {
 		return "an integer"
 	}
 	return "a " + t.String()
+}
+
+func isInt(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 func errAt(n *yaml.Node, key, format string, args ...any) error {
