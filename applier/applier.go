@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/state"
 	"github.com/hivedr/hivedr/schemas"
@@ -53,10 +54,11 @@ type Config struct {
 	Codec       Codec
 	// HaltAfter is how long a worker waits on a file that cannot be copied
 	// (FAILED, SOURCE_GONE) with no later event removing it before it
-	// halts. Default 2m.
+	// halts. Default 2m (config.DefaultHaltAfter).
 	HaltAfter time.Duration
 	// LookAhead is the most events a worker buffers beyond the one it
-	// applies (fetching of its topic pauses beyond it). Default 10000.
+	// applies (fetching of its topic pauses beyond it). Default 10000
+	// (config.DefaultLookAhead).
 	LookAhead int
 	// CompletionPartitions and ReplicationFactor create the completions
 	// topic if it is missing.
@@ -90,10 +92,10 @@ func New(cfg Config) (*Applier, error) {
 		return nil, errors.New("applier: Config needs Brokers, Group, Dial, Policy, Completions and Codec")
 	}
 	if cfg.HaltAfter <= 0 {
-		cfg.HaltAfter = 2 * time.Minute
+		cfg.HaltAfter = config.DefaultHaltAfter
 	}
 	if cfg.LookAhead <= 0 {
-		cfg.LookAhead = 10000
+		cfg.LookAhead = config.DefaultLookAhead
 	}
 	if cfg.CompletionPartitions <= 0 {
 		cfg.CompletionPartitions = 12

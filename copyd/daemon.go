@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -42,13 +43,14 @@ type DaemonConfig struct {
 	// (KIP-345): a daemon restarted after a crash takes its partitions back
 	// at once instead of waiting for its old session to time out.
 	Instance string
-	// Workers is how many files are copied at once. Default 8.
+	// Workers is how many files are copied at once. Default 8
+	// (config.DefaultCopydWorkers).
 	Workers int
 	// MaxBatch bounds the sliding window: the most copy tasks one
 	// partition holds at once, queued, copying, or finished and waiting
 	// for an older task of the partition before they can be committed; a
 	// partition that holds that many is not fetched until some commit.
-	// Default 4*Workers.
+	// Default 4*Workers (config.DefaultMaxBatch).
 	MaxBatch int
 	// CommitInterval is how often finished tasks are committed (one Kafka
 	// transaction for all partitions). Default 200ms. A full window
@@ -120,10 +122,10 @@ func NewDaemon(cfg DaemonConfig) (*Daemon, error) {
 		return nil, errors.New("copyd: DaemonConfig needs Copier, Codec, Brokers, Group and TransactionalID")
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 8
+		cfg.Workers = config.DefaultCopydWorkers
 	}
 	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = 4 * cfg.Workers
+		cfg.MaxBatch = config.DefaultMaxBatch(cfg.Workers)
 	}
 	if cfg.CommitInterval <= 0 {
 		cfg.CommitInterval = 200 * time.Millisecond

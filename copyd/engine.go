@@ -169,8 +169,9 @@ func NewEngine(cfg EngineConfig, r Resolver, m *Metrics) (*Engine, error) {
 // copyBufferSize is the size of the buffer each copy streams through.
 const copyBufferSize = 1 << 20
 
-// DefaultSplitWorkers is EngineConfig.SplitWorkers's default.
-const DefaultSplitWorkers = 4
+// DefaultSplitWorkers is EngineConfig.SplitWorkers's default: copyd's
+// configuration default, which the Engine keeps when used without it.
+const DefaultSplitWorkers = config.DefaultSplitWorkers
 
 func parseRoots(what string, roots []string) ([]config.Location, error) {
 	var out []config.Location

@@ -80,6 +80,7 @@ copyd:
   workers: 4
   retries: 2
   metrics_addr: ""
+  cm_roots: ["$SRC/cmroot/"]
 applier:
   group: $PREFIX-applier
   metastore: $HMSDR

@@ -86,7 +86,8 @@ func (c tailerConf) write(t *testing.T, env *testenv.Env) string {
 		"$BROKERS", strings.Join(env.KafkaBrokers(t), ","), "$PREFIX", c.prefix,
 		"$REGISTRY", env.Get(t, "HIVEDR_SCHEMA_REGISTRY"), "$BATCH", fmt.Sprint(c.batch),
 		"${HEARTBEAT}", fmt.Sprint(c.heartbeatSeconds), "$START", c.start, "$METRICS", c.metricsAddr,
-		"$DATABASES", c.databases, "$SRC", src, "$DR", dr,
+		"$DATABASES", c.databases, "$SRCNN", env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE"), "$SRCWEB", env.Get(t, "HIVEDR_HDFS_SRC_HTTP"),
+		"$SRC", src, "$DR", dr,
 	).Replace(`
 source:
   name: $SOURCE
@@ -111,6 +112,9 @@ $DATABASES
   source_roots: ["$SRC/warehouse", "$SRC/external"]
   path_mappings:
     - {source: "$SRC/", target: "$DR/"}
+filesystems:
+  hdfs:
+    - {namenodes: [$SRCNN], webhdfs: $SRCWEB, user: hivedr}
 `)
 	return writeFile(t, "tailer.yaml", y)
 }

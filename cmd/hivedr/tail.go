@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,65 +21,6 @@ import (
 	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
-
-// Exit codes shared by the daemons.
-const (
-	exitOK          = 0
-	exitError       = 1
-	exitUsage       = 2
-	exitChainBroken = 3
-)
-
-// commonFlags are the flags every daemon takes.
-type commonFlags struct {
-	config   string
-	logLevel string
-}
-
-func (c *commonFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.config, "config", os.Getenv("HIVEDR_CONFIG"),
-		"YAML configuration file ($HIVEDR_CONFIG); empty means the local stack's defaults")
-	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-}
-
-func (c *commonFlags) logger(stderr io.Writer) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
-		return nil, fmt.Errorf("-log-level: %q is not debug, info, warn or error", c.logLevel)
-	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil
-}
-
-// newFlagSet makes a subcommand's flag set with the common flags and a
-// usage text (summary, then the flags).
-func newFlagSet(name, summary string, stderr io.Writer) (*flag.FlagSet, *commonFlags) {
-	fl := flag.NewFlagSet(name, flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	cf := &commonFlags{}
-	cf.register(fl)
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "%s\n\nFlags:\n", summary)
-		fl.PrintDefaults()
-	}
-	return fl, cf
-}
-
-// setup parses args and loads the logger and the configuration, printing
-// what is wrong (prefixed "hivedr name:") when it fails.
-func setup(fl *flag.FlagSet, cf *commonFlags, args []string, stderr io.Writer) (*config.Config, *slog.Logger, bool) {
-	if err := fl.Parse(args); err != nil {
-		return nil, nil, false
-	}
-	log, err := cf.logger(stderr)
-	if err == nil {
-		var conf *config.Config
-		if conf, err = config.Load(cf.config); err == nil {
-			return conf, log, true
-		}
-	}
-	fmt.Fprintf(stderr, "hivedr %s: %v\n", fl.Name(), err)
-	return nil, nil, false
-}
 
 // signalContext is cancelled on SIGINT or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {

@@ -17,8 +17,8 @@ type Applier struct {
 	// applier restarted after a crash takes its databases back at once
 	// instead of after the old session times out. Default: the host name.
 	Instance string `yaml:"instance"`
-	// Metastore is the DR Hive Metastore (host:port, Thrift). Default: the
-	// local stack's DR metastore.
+	// Metastore is the DR Hive Metastore (host:port, Thrift). Required by
+	// the commands that reach the DR (SectionDRMetastore).
 	Metastore string `yaml:"metastore"`
 	// HaltAfter is how long a database waits on a file that can no longer
 	// be copied (FAILED, SOURCE_GONE) with no later event removing its
@@ -31,27 +31,36 @@ type Applier struct {
 	MetricsAddr string `yaml:"metrics_addr"`
 }
 
-const localHMSDR = "127.0.0.1:29083"
+// Defaults of Applier (package applier's Config uses them as its own
+// defaults too).
+const (
+	DefaultHaltAfter = 2 * time.Minute
+	DefaultLookAhead = 10000
+)
 
 func defaultApplier() Applier {
-	return Applier{Group: "hivedr-applier", Metastore: localHMSDR, HaltAfter: Duration{2 * time.Minute},
-		LookAhead: 10000, MetricsAddr: "127.0.0.1:9466"}
+	return Applier{Group: "hivedr-applier", HaltAfter: Duration{DefaultHaltAfter}, LookAhead: DefaultLookAhead,
+		MetricsAddr: "127.0.0.1:9466"}
 }
 
-func (c *Config) validateApplier() error {
-	a := &c.Applier
+// EnsureDefaults fills Instance with the host name.
+func (a *Applier) EnsureDefaults() {
+	if a.Instance == "" {
+		a.Instance, _ = os.Hostname() // Validate reports a failure
+	}
+}
+
+// Validate checks a, naming the key at fault. It requires no metastore:
+// Config.Require does.
+func (a Applier) Validate() error {
 	if a.Group == "" {
 		return errors.New("applier.group: must not be empty")
 	}
 	if a.Instance == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			return errors.New("applier.instance: not set and the host name is unknown")
-		}
-		a.Instance = h
+		return errors.New("applier.instance: not set and the host name is unknown")
 	}
-	if a.Metastore == "" {
-		return errors.New("applier.metastore: must name the DR metastore as host:port")
+	if err := checkHostPort("applier.metastore", a.Metastore); err != nil {
+		return err
 	}
 	if a.HaltAfter.Duration < time.Second {
 		return fmt.Errorf("applier.halt_after: %s must be at least 1s", a.HaltAfter.Duration)

@@ -2,16 +2,30 @@
 // systems are, which databases and tables replicate, how source paths map
 // to DR paths, and each role's tuning.
 //
-// With no file every value defaults to the local stack that `make
-// stack-up` starts, so `hivedr <command>` works on a fresh demo machine.
-// Errors name the offending key, e.g. `replication.databases[1].include_tables[0]`.
+// There are two ways to configure hivedr, never mixed:
+//
+//   - No file (Load("")): every value, addresses included, is the local
+//     stack's that `make stack-up` starts (Default), so `hivedr <command>`
+//     works on a fresh demo machine.
+//   - A file: tuning keys (batch sizes, intervals, groups, workers, metrics
+//     addresses) keep their defaults, but nothing that names a system does.
+//     A section or address the file omits is left empty, and each command
+//     calls Require with what it reads, so a production file that forgets
+//     schema_registry fails at start naming it instead of using
+//     127.0.0.1.
+//
+// Each section type owns its defaults (its defaultX function: what a file
+// that omits a key gets), the defaults derived from other values
+// (EnsureDefaults) and its checks (Validate). Errors name the offending key
+// path, e.g. `replication.databases[1].include_tables[0]`, and YAML errors
+// the line too.
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
+	"net"
+	"net/url"
 	"os"
 	"path"
 	"regexp"
@@ -22,6 +36,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/location"
 )
 
 // Config is the whole configuration file.
@@ -40,56 +55,34 @@ type Config struct {
 	Copyd Copyd `yaml:"copyd"`
 	// Applier tunes `hivedr apply`.
 	Applier Applier `yaml:"applier"`
-	// Filesystems are the stores copyd reads and writes (see fs.Config;
-	// fs.NewRouter checks them).
+	// Filesystems are the stores copyd reads and writes (see fs.Config).
 	Filesystems fs.Config `yaml:"filesystems"`
+
+	file  string          // the file loaded; "" for the local stack's defaults
+	given map[string]bool // the top-level keys the file gives (not null)
 }
 
-// Defaults and bounds of Copyd's range splitting.
+// Section is a part of the configuration that a command reads and that a
+// configuration file must give, having no default there: a top-level
+// section, or one address in one (SectionDRMetastore).
+type Section string
+
+// The sections commands need (Require).
 const (
-	DefaultSplitSize    = 128 << 20
-	DefaultSplitWorkers = 4
-	MinSplitSize        = 1 << 20
+	// SectionSource is source, with the address its kind reads:
+	// source.metastore (thrift) or source.postgres_dsn (postgres).
+	SectionSource Section = "source"
+	// SectionKafka is kafka, with kafka.brokers.
+	SectionKafka Section = "kafka"
+	// SectionSchemaRegistry is schema_registry.
+	SectionSchemaRegistry Section = "schema_registry"
+	// SectionReplication is replication, with replication.source_roots.
+	SectionReplication Section = "replication"
+	// SectionFilesystems is filesystems, with at least one filesystem.
+	SectionFilesystems Section = "filesystems"
+	// SectionDRMetastore is applier.metastore, the DR metastore.
+	SectionDRMetastore Section = "applier.metastore"
 )
-
-// Copyd tunes the copy daemons.
-type Copyd struct {
-	// Group is the consumer group all copy daemons share. Default
-	// hivedr-copyd.
-	Group string `yaml:"group"`
-	// Instance names this daemon; its transactional ID is
-	// hivedr-copyd-<instance>, so it must be unique per daemon and stable
-	// across its restarts. Default: the host name.
-	Instance string `yaml:"instance"`
-	// Workers is how many files one daemon copies at once. Default 8.
-	Workers int `yaml:"workers"`
-	// MaxBatch is the most tasks taken per round (one transaction).
-	// Default 4 x workers.
-	MaxBatch int `yaml:"max_batch"`
-	// BytesPerSecond limits the daemon's copy bandwidth; 0 is unlimited.
-	BytesPerSecond int64 `yaml:"bytes_per_second"`
-	// SplitSize: a file larger than this many bytes is copied as ranges in
-	// parallel, to targets that can take them (S3; HDFS clusters with
-	// filesystems.hdfs[].concat). 0 disables. Default 128 MiB.
-	SplitSize int64 `yaml:"split_size"`
-	// SplitWorkers is the most ranges of one file copied at once; a file
-	// gets more than one only while the daemon runs fewer than this many
-	// copy streams in all, so a busy daemon gains no streams from
-	// splitting. Default 4.
-	SplitWorkers int `yaml:"split_workers"`
-	// Retries of a transient failure before a task completes FAILED.
-	// Default 5.
-	Retries int `yaml:"retries"`
-	// TargetRoots are the only locations copyd writes; default: the
-	// targets of replication.path_mappings.
-	TargetRoots []string `yaml:"target_roots"`
-	// CMRoots are change-management roots copyd may read copies of moved
-	// or deleted source files from, when they lie outside the source roots.
-	// Default: the local stack's source cmroot.
-	CMRoots []string `yaml:"cm_roots"`
-	// MetricsAddr serves /metrics; empty disables. Default 127.0.0.1:9465.
-	MetricsAddr string `yaml:"metrics_addr"`
-}
 
 // Source says how to read the source notification log.
 type Source struct {
@@ -100,10 +93,40 @@ type Source struct {
 	// (NOTIFICATION_LOG read directly from the metastore's database).
 	Kind string `yaml:"kind"`
 	// Metastore is the source metastore's Thrift address, host:port.
+	// Required with kind thrift by the commands that read the source.
 	Metastore string `yaml:"metastore"`
-	// PostgresDSN is the metastore database, for kind "postgres" (and for
-	// listing databases when the Thrift address is not set).
+	// PostgresDSN is the metastore database, required with kind postgres.
 	PostgresDSN string `yaml:"postgres_dsn"`
+}
+
+// Kinds of Source.
+const (
+	SourceThrift   = "thrift"
+	SourcePostgres = "postgres"
+)
+
+func defaultSource() Source { return Source{Name: "primary", Kind: SourceThrift} }
+
+// Validate checks s, naming the key at fault. It requires no address:
+// Config.Require does, for the commands that read the source.
+func (s Source) Validate() error {
+	if s.Name == "" {
+		return errors.New("source.name: must not be empty")
+	}
+	switch s.Kind {
+	case SourceThrift, SourcePostgres:
+	default:
+		return fmt.Errorf("source.kind: %q is not %s or %s", s.Kind, SourceThrift, SourcePostgres)
+	}
+	return checkHostPort("source.metastore", s.Metastore)
+}
+
+// address returns the key of the address s's kind reads, and its value.
+func (s Source) address() (key, value string) {
+	if s.Kind == SourcePostgres {
+		return "source.postgres_dsn", s.PostgresDSN
+	}
+	return "source.metastore", s.Metastore
 }
 
 // Kafka names the cluster and the topics.
@@ -114,15 +137,43 @@ type Kafka struct {
 	// <prefix>.manifests, <prefix>.completions, <prefix>.tailer.checkpoints.
 	// Default "hivedr".
 	TopicPrefix string `yaml:"topic_prefix"`
-	// ReplicationFactor of topics the tailer creates. Default 3; the local
-	// stack's single broker needs 1.
+	// ReplicationFactor of the topics hivedr creates. Default 3 in a
+	// configuration file; the local stack's defaults use 1, its single
+	// broker.
 	ReplicationFactor int16 `yaml:"replication_factor"`
 	// ManifestPartitions is the partition count of <prefix>.manifests, the
 	// most copy daemons that can share the work. Default 12.
 	ManifestPartitions int32 `yaml:"manifest_partitions"`
 	// Retention of event and manifest topics; it bounds how far back ops can
-	// re-drive. Default 168h (7 days).
+	// re-drive. Default 168h (7 days); 0 leaves the broker's default.
 	Retention Duration `yaml:"retention"`
+}
+
+func defaultKafka() Kafka {
+	return Kafka{TopicPrefix: "hivedr", ReplicationFactor: 3, ManifestPartitions: 12, Retention: Duration{168 * time.Hour}}
+}
+
+// Validate checks k, naming the key at fault. It requires no broker:
+// Config.Require does.
+func (k Kafka) Validate() error {
+	for i, b := range k.Brokers {
+		if !isHostPort(b) {
+			return fmt.Errorf("kafka.brokers[%d]: %q is not host:port", i, b)
+		}
+	}
+	if k.TopicPrefix == "" || strings.ContainsAny(k.TopicPrefix, " /\\") {
+		return fmt.Errorf("kafka.topic_prefix: %q is not a valid topic name prefix", k.TopicPrefix)
+	}
+	if k.ReplicationFactor < 1 {
+		return fmt.Errorf("kafka.replication_factor: %d must be at least 1", k.ReplicationFactor)
+	}
+	if k.ManifestPartitions < 1 {
+		return fmt.Errorf("kafka.manifest_partitions: %d must be at least 1", k.ManifestPartitions)
+	}
+	if k.Retention.Duration < 0 {
+		return fmt.Errorf("kafka.retention: %s must not be negative", k.Retention)
+	}
+	return nil
 }
 
 // Tailer tunes the tailer.
@@ -148,6 +199,52 @@ type Tailer struct {
 	TransactionalID string `yaml:"transactional_id"`
 }
 
+func defaultTailer() Tailer {
+	return Tailer{BatchSize: 1000, PollInterval: Duration{time.Second}, HeartbeatInterval: Duration{5 * time.Second},
+		StartEventID: "latest", MetricsAddr: "127.0.0.1:9464"}
+}
+
+// EnsureDefaults fills TransactionalID from the source's name.
+func (t *Tailer) EnsureDefaults(source string) {
+	if t.TransactionalID == "" && source != "" {
+		t.TransactionalID = "hivedr-tailer-" + source
+	}
+}
+
+// Validate checks t, naming the key at fault.
+func (t Tailer) Validate() error {
+	if t.BatchSize < 1 || t.BatchSize > 100000 {
+		return fmt.Errorf("tailer.batch_size: %d must be between 1 and 100000", t.BatchSize)
+	}
+	if t.PollInterval.Duration <= 0 {
+		return fmt.Errorf("tailer.poll_interval: %s must be positive", t.PollInterval)
+	}
+	if t.HeartbeatInterval.Duration <= 0 {
+		return fmt.Errorf("tailer.heartbeat_interval: %s must be positive", t.HeartbeatInterval)
+	}
+	if t.TransactionalID == "" {
+		return errors.New("tailer.transactional_id: must not be empty")
+	}
+	_, err := t.StartPosition()
+	return err
+}
+
+// StartPosition parses StartEventID: -1 for latest, 0 for earliest (the
+// first event published is the log's first), or N.
+func (t Tailer) StartPosition() (int64, error) {
+	switch t.StartEventID {
+	case "", "latest":
+		return -1, nil
+	case "earliest":
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(t.StartEventID, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("tailer.start_event_id: %q is not latest, earliest or an event ID", t.StartEventID)
+	}
+	return n, nil
+}
+
 // Replication is the replication policy.
 type Replication struct {
 	// Databases in scope. Empty means every database.
@@ -156,7 +253,8 @@ type Replication struct {
 	// source prefix first.
 	PathMappings []PathMapping `yaml:"path_mappings"`
 	// SourceRoots are the only source locations files may come from; a file
-	// elsewhere is an error on its event, never a copy task.
+	// elsewhere is an error on its event, never a copy task. Required by
+	// the commands that read the policy.
 	SourceRoots []string `yaml:"source_roots"`
 
 	roots    []Location
@@ -180,10 +278,34 @@ type DatabasePolicy struct {
 	include, exclude []*regexp.Regexp
 }
 
+// DefaultRPO is DatabasePolicy.RPO's default.
+const DefaultRPO = 5 * time.Minute
+
 // PathMapping maps a source location prefix to a DR one.
 type PathMapping struct {
 	Source string `yaml:"source"`
 	Target string `yaml:"target"`
+}
+
+// EnsureDefaults fills each database's RPO.
+func (r *Replication) EnsureDefaults() {
+	for i := range r.Databases {
+		if r.Databases[i].RPO.Duration == 0 {
+			r.Databases[i].RPO.Duration = DefaultRPO
+		}
+	}
+}
+
+// Validate checks and compiles the policy (patterns, roots, mappings),
+// naming the key at fault. It requires no source root: Config.Require
+// does.
+func (r *Replication) Validate() error {
+	for i := range r.Databases {
+		if err := r.Databases[i].compile(fmt.Sprintf("replication.databases[%d]", i)); err != nil {
+			return err
+		}
+	}
+	return r.compile()
 }
 
 // Duration is a time.Duration written as "5s", "2m" in YAML.
@@ -192,20 +314,31 @@ type Duration struct{ time.Duration }
 // UnmarshalYAML parses a Go duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := time.ParseDuration(n.Value)
-	if err != nil {
+	if err != nil || n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("line %d: %q is not a duration like 5s or 2m", n.Line, n.Value)
 	}
 	d.Duration = v
 	return nil
 }
 
-// MarshalYAML writes the duration as a string.
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+// MarshalYAML writes the duration as a string, without zero minutes and
+// seconds after larger units: 168h, 2m, 1m30s.
+func (d Duration) MarshalYAML() (any, error) {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s, nil
+}
 
 // Local-stack defaults (e2e/stack/lib.sh keeps the same ports).
 const (
 	localKafka    = "127.0.0.1:19092"
 	localHMSSrc   = "127.0.0.1:19083"
+	localHMSDR    = "127.0.0.1:29083"
 	localRegistry = "http://127.0.0.1:18081"
 	localPGSrc    = "postgres://hive:hive@127.0.0.1:15432/metastore_src?sslmode=disable"
 	localHDFSSrc  = "hdfs://127.0.0.1:18020"
@@ -213,126 +346,195 @@ const (
 	localS3       = "http://127.0.0.1:19000"
 )
 
-// Default returns the configuration for the local stack.
-func Default() *Config {
-	return &Config{
-		Source: Source{Name: "primary", Kind: "thrift", Metastore: localHMSSrc, PostgresDSN: localPGSrc},
-		Kafka: Kafka{
-			Brokers: []string{localKafka}, TopicPrefix: "hivedr", ReplicationFactor: 1,
-			ManifestPartitions: 12, Retention: Duration{168 * time.Hour},
-		},
-		SchemaRegistry: localRegistry,
-		Tailer: Tailer{
-			BatchSize: 1000, PollInterval: Duration{time.Second}, HeartbeatInterval: Duration{5 * time.Second},
-			StartEventID: "latest", MetricsAddr: "127.0.0.1:9464",
-		},
-		Copyd: Copyd{Group: "hivedr-copyd", Workers: 8, Retries: 5, MetricsAddr: "127.0.0.1:9465",
-			SplitSize: DefaultSplitSize, SplitWorkers: DefaultSplitWorkers,
-			CMRoots: []string{localHDFSSrc + "/cmroot/"}},
-		Applier: defaultApplier(),
-		Filesystems: fs.Config{
-			HDFS: []fs.HDFSConfig{
-				{NameNodes: []string{"127.0.0.1:18020"}, WebHDFS: "127.0.0.1:18070", User: "hivedr"},
-				{NameNodes: []string{"127.0.0.1:28020"}, WebHDFS: "127.0.0.1:28070", User: "hivedr"},
-			},
-			S3: []fs.S3Config{{Endpoint: localS3, Region: "us-east-1", AccessKey: "hivedr", SecretKey: "hivedr-secret-key", PathStyle: true}},
-		},
-		Replication: Replication{
-			PathMappings: []PathMapping{{Source: localHDFSSrc + "/", Target: localHDFSDR + "/"}},
-			SourceRoots:  []string{localHDFSSrc + "/warehouse/", localHDFSSrc + "/external/"},
-		},
-	}
+// LocalStack summarises the addresses of the local stack's defaults, for
+// the line every command prints when it runs without a file.
+const LocalStack = "Kafka " + localKafka + ", schema registry " + localRegistry +
+	", metastores " + localHMSSrc + " -> " + localHMSDR + ", HDFS " + localHDFSSrc + " -> " + localHDFSDR + ", S3 " + localS3
+
+// fileDefaults is the configuration a file starts from: every tuning
+// key's default, no address.
+func fileDefaults() *Config {
+	return &Config{Source: defaultSource(), Kafka: defaultKafka(), Tailer: defaultTailer(), Copyd: defaultCopyd(),
+		Applier: defaultApplier()}
 }
 
-// Load reads the file at p over the defaults; p == "" gives the defaults.
+// Default returns the configuration for the local stack: the file
+// defaults with the local stack's addresses, policy and filesystems, and
+// kafka.replication_factor 1 for its single broker.
+func Default() *Config {
+	c := fileDefaults()
+	c.Source.Metastore, c.Source.PostgresDSN = localHMSSrc, localPGSrc
+	c.Kafka.Brokers = []string{localKafka}
+	c.Kafka.ReplicationFactor = 1
+	c.SchemaRegistry = localRegistry
+	c.Copyd.CMRoots = []string{localHDFSSrc + "/cmroot/"}
+	c.Applier.Metastore = localHMSDR
+	c.Filesystems = fs.Config{
+		HDFS: []fs.HDFSConfig{
+			{NameNodes: []string{"127.0.0.1:18020"}, WebHDFS: "127.0.0.1:18070", User: "hivedr"},
+			{NameNodes: []string{"127.0.0.1:28020"}, WebHDFS: "127.0.0.1:28070", User: "hivedr"},
+		},
+		S3: []fs.S3Config{{Endpoint: localS3, Region: "us-east-1", AccessKey: "hivedr", SecretKey: "hivedr-secret-key", PathStyle: true}},
+	}
+	c.Replication = Replication{
+		PathMappings: []PathMapping{{Source: localHDFSSrc + "/", Target: localHDFSDR + "/"}},
+		SourceRoots:  []string{localHDFSSrc + "/warehouse/", localHDFSSrc + "/external/"},
+	}
+	return c
+}
+
+// Load reads the configuration file at p over the file defaults and
+// validates it; p == "" gives the local stack's defaults (Default).
 // Unknown keys are errors, so a typo cannot silently change the policy.
+// A command then calls Require with the sections it reads.
 func Load(p string) (*Config, error) {
-	c := Default()
-	if p != "" {
-		b, err := os.ReadFile(p)
-		if err != nil {
+	if p == "" {
+		c := Default()
+		if err := c.Validate(); err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
-		// A file replaces defaults only where it says something; lists it
-		// gives replace the default lists.
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		dec.KnownFields(true)
-		if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) /* an empty file */ {
-			return nil, fmt.Errorf("config %s: %w", p, err)
-		}
+		return c, nil
 	}
-	if err := c.Validate(); err != nil {
-		if p != "" {
-			return nil, fmt.Errorf("config %s: %w", p, err)
-		}
+	b, err := os.ReadFile(p)
+	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
+	}
+	c := fileDefaults()
+	if c.given, err = decode(b, c); err != nil {
+		return nil, fmt.Errorf("config %s: %w", p, err)
+	}
+	c.file = p
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", p, err)
 	}
 	return c, nil
 }
 
-// Validate fills derived defaults and checks every value, naming the key at
-// fault. Load calls it; call it after building a Config in code.
+// File is the file c was loaded from; "" when c is the local stack's
+// defaults (or was built in code).
+func (c *Config) File() string { return c.file }
+
+// EnsureDefaults fills the values whose defaults derive from other values
+// or from the host: the tailer's transactional ID, copyd's target roots,
+// instances and window, the databases' RPOs, the S3 endpoints' defaults.
+// Validate calls it.
+func (c *Config) EnsureDefaults() {
+	c.Tailer.EnsureDefaults(c.Source.Name)
+	c.Replication.EnsureDefaults()
+	c.Copyd.EnsureDefaults(c.Replication.PathMappings)
+	c.Applier.EnsureDefaults()
+	c.Filesystems.EnsureDefaults()
+}
+
+// Validate fills derived defaults (EnsureDefaults) and checks every value
+// given, naming the key at fault. Load calls it; call it after building or
+// changing a Config in code. It requires no section: Require does.
 func (c *Config) Validate() error {
-	if c.Source.Name == "" {
-		return errors.New("source.name: must not be empty")
-	}
-	switch c.Source.Kind {
-	case "thrift":
-		if c.Source.Metastore == "" {
-			return errors.New("source.metastore: required when source.kind is thrift")
-		}
-	case "postgres":
-		if c.Source.PostgresDSN == "" {
-			return errors.New("source.postgres_dsn: required when source.kind is postgres")
-		}
-	default:
-		return fmt.Errorf("source.kind: %q is not thrift or postgres", c.Source.Kind)
-	}
-	if len(c.Kafka.Brokers) == 0 {
-		return errors.New("kafka.brokers: at least one broker is required")
-	}
-	if c.Kafka.TopicPrefix == "" || strings.ContainsAny(c.Kafka.TopicPrefix, " /\\") {
-		return fmt.Errorf("kafka.topic_prefix: %q is not a valid topic name prefix", c.Kafka.TopicPrefix)
-	}
-	if c.Kafka.ReplicationFactor < 1 {
-		return fmt.Errorf("kafka.replication_factor: %d must be at least 1", c.Kafka.ReplicationFactor)
-	}
-	if c.Kafka.ManifestPartitions < 1 {
-		return fmt.Errorf("kafka.manifest_partitions: %d must be at least 1", c.Kafka.ManifestPartitions)
-	}
-	if c.Tailer.BatchSize < 1 || c.Tailer.BatchSize > 100000 {
-		return fmt.Errorf("tailer.batch_size: %d must be between 1 and 100000", c.Tailer.BatchSize)
-	}
-	if c.Tailer.PollInterval.Duration <= 0 {
-		return fmt.Errorf("tailer.poll_interval: %s must be positive", c.Tailer.PollInterval)
-	}
-	if c.Tailer.HeartbeatInterval.Duration <= 0 {
-		return fmt.Errorf("tailer.heartbeat_interval: %s must be positive", c.Tailer.HeartbeatInterval)
-	}
-	if _, err := c.Tailer.StartPosition(); err != nil {
+	c.EnsureDefaults()
+	if err := c.Source.Validate(); err != nil {
 		return err
 	}
-	if err := c.validateApplier(); err != nil {
+	if err := c.Kafka.Validate(); err != nil {
 		return err
 	}
-	if c.Tailer.TransactionalID == "" {
-		c.Tailer.TransactionalID = "hivedr-tailer-" + c.Source.Name
-	}
-	for i := range c.Replication.Databases {
-		if err := c.Replication.Databases[i].compile(fmt.Sprintf("replication.databases[%d]", i)); err != nil {
-			return err
+	if c.SchemaRegistry != "" {
+		if u, err := url.Parse(c.SchemaRegistry); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("schema_registry: %q is not an http(s) URL", c.SchemaRegistry)
 		}
 	}
-	if len(c.Replication.SourceRoots) == 0 {
-		return errors.New("replication.source_roots: at least one root is required (files elsewhere are refused)")
-	}
-	if err := c.Replication.compile(); err != nil {
+	if err := c.Tailer.Validate(); err != nil {
 		return err
 	}
-	if err := c.validateCopyd(); err != nil {
+	if err := c.Replication.Validate(); err != nil {
 		return err
+	}
+	if err := c.Copyd.Validate(); err != nil {
+		return err
+	}
+	if err := c.Applier.Validate(); err != nil {
+		return err
+	}
+	if err := c.Filesystems.Validate(); err != nil {
+		return fmt.Errorf("filesystems.%w", err)
 	}
 	return nil
+}
+
+// Require returns an error naming every section and address in needs that
+// c lacks, on behalf of command (e.g. "hivedr apply"):
+//
+//	config prod.yaml: schema_registry: required (hivedr apply needs it; ...)
+//
+// A section the file omits is named whole; one it gives without the
+// address is named by that key (kafka.brokers). The local stack's
+// defaults lack nothing.
+func (c *Config) Require(command string, needs ...Section) error {
+	// key is what to name: the section when a file omits it, else k.
+	key := func(section, k string) string {
+		if c.file != "" && !c.given[section] {
+			return section
+		}
+		return k
+	}
+	var missing []string
+	for _, s := range needs {
+		switch s {
+		case SectionSource:
+			if k, v := c.Source.address(); v == "" {
+				missing = append(missing, key("source", k))
+			}
+		case SectionKafka:
+			if len(c.Kafka.Brokers) == 0 {
+				missing = append(missing, key("kafka", "kafka.brokers"))
+			}
+		case SectionSchemaRegistry:
+			if c.SchemaRegistry == "" {
+				missing = append(missing, "schema_registry")
+			}
+		case SectionReplication:
+			if len(c.Replication.SourceRoots) == 0 {
+				missing = append(missing, key("replication", "replication.source_roots"))
+			}
+		case SectionFilesystems:
+			if f := c.Filesystems; !f.Local && len(f.HDFS) == 0 && len(f.S3) == 0 {
+				missing = append(missing, "filesystems")
+			}
+		case SectionDRMetastore:
+			if c.Applier.Metastore == "" {
+				missing = append(missing, "applier.metastore")
+			}
+		default:
+			return fmt.Errorf("config: %s asks for an unknown section %q", command, s)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	it := "it"
+	if len(missing) > 1 {
+		it = "them"
+	}
+	if c.file == "" {
+		return fmt.Errorf("config: %s: required (%s needs %s)", strings.Join(missing, ", "), command, it)
+	}
+	return fmt.Errorf("config %s: %s: required (%s needs %s; only with no config file do the local stack's defaults apply)",
+		c.file, strings.Join(missing, ", "), command, it)
+}
+
+// checkHostPort checks that a non-empty value is host:port.
+func checkHostPort(key, v string) error {
+	if v == "" {
+		return nil
+	}
+	if !isHostPort(v) {
+		return fmt.Errorf("%s: %q is not host:port", key, v)
+	}
+	return nil
+}
+
+func isHostPort(v string) bool {
+	h, p, err := net.SplitHostPort(v)
+	return err == nil && h != "" && p != "" && !strings.ContainsAny(h, "/@")
 }
 
 func (d *DatabasePolicy) compile(key string) error {
@@ -350,10 +552,7 @@ func (d *DatabasePolicy) compile(key string) error {
 	if d.exclude, err = compileAll(key+".exclude_tables", d.ExcludeTables); err != nil {
 		return err
 	}
-	if d.RPO.Duration == 0 {
-		d.RPO.Duration = 5 * time.Minute
-	}
-	if d.RPO.Duration < 0 {
+	if d.RPO.Duration <= 0 {
 		return fmt.Errorf("%s.rpo: %s must be positive", key, d.RPO)
 	}
 	return nil
@@ -372,69 +571,12 @@ func compileAll(key string, exprs []string) ([]*regexp.Regexp, error) {
 	return out, nil
 }
 
-func (c *Config) validateCopyd() error {
-	d := &c.Copyd
-	if d.Group == "" {
-		return errors.New("copyd.group: must not be empty")
-	}
-	if d.Instance == "" {
-		h, err := os.Hostname()
-		if err != nil || h == "" {
-			return errors.New("copyd.instance: not set and the host name is unknown")
-		}
-		d.Instance = h
-	}
-	if d.Workers < 1 || d.Workers > 1024 {
-		return fmt.Errorf("copyd.workers: %d must be between 1 and 1024", d.Workers)
-	}
-	if d.MaxBatch == 0 {
-		d.MaxBatch = 4 * d.Workers
-	}
-	if d.MaxBatch < 1 {
-		return fmt.Errorf("copyd.max_batch: %d must be positive", d.MaxBatch)
-	}
-	if d.BytesPerSecond < 0 {
-		return fmt.Errorf("copyd.bytes_per_second: %d must not be negative", d.BytesPerSecond)
-	}
-	if d.Retries < 0 {
-		return fmt.Errorf("copyd.retries: %d must not be negative", d.Retries)
-	}
-	if d.SplitSize != 0 && d.SplitSize < MinSplitSize {
-		return fmt.Errorf("copyd.split_size: %d must be 0 (no splitting) or at least %d (1 MiB)", d.SplitSize, MinSplitSize)
-	}
-	if d.SplitWorkers < 1 || d.SplitWorkers > 64 {
-		return fmt.Errorf("copyd.split_workers: %d must be between 1 and 64", d.SplitWorkers)
-	}
-	if len(d.TargetRoots) == 0 {
-		for _, m := range c.Replication.PathMappings {
-			d.TargetRoots = append(d.TargetRoots, m.Target)
-		}
-	}
-	for i, r := range d.TargetRoots {
-		if _, err := ParseLocation(r); err != nil {
-			return fmt.Errorf("copyd.target_roots[%d]: %w", i, err)
-		}
-	}
-	for i, r := range d.CMRoots {
-		if _, err := ParseLocation(r); err != nil {
-			return fmt.Errorf("copyd.cm_roots[%d]: %w", i, err)
+// checkLocations parses every location of a list key.
+func checkLocations(key string, locs []string) error {
+	for i, l := range locs {
+		if _, err := location.Parse(l); err != nil {
+			return fmt.Errorf("%s[%d]: %w", key, i, err)
 		}
 	}
 	return nil
-}
-
-// StartPosition parses StartEventID: -1 for latest, 0 for earliest (the
-// first event published is the log's first), or N.
-func (t Tailer) StartPosition() (int64, error) {
-	switch t.StartEventID {
-	case "", "latest":
-		return -1, nil
-	case "earliest":
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(t.StartEventID, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("tailer.start_event_id: %q is not latest, earliest or an event ID", t.StartEventID)
-	}
-	return n, nil
 }

@@ -121,9 +121,16 @@ type S3Config struct {
 	PartsInFlight int `yaml:"parts_in_flight"`
 }
 
-// withDefaults returns c with defaults filled in, or an error naming the
-// bad key.
+// withDefaults returns c with defaults filled in (EnsureDefaults), or an
+// error naming the bad key (Validate).
 func (c S3Config) withDefaults() (S3Config, error) {
+	c.EnsureDefaults()
+	return c, c.Validate()
+}
+
+// EnsureDefaults fills the keys left zero with their defaults: Region,
+// PartSize and PartsInFlight.
+func (c *S3Config) EnsureDefaults() {
 	if c.Region == "" {
 		c.Region = DefaultS3Region
 	}
@@ -133,27 +140,85 @@ func (c S3Config) withDefaults() (S3Config, error) {
 	if c.PartsInFlight == 0 {
 		c.PartsInFlight = DefaultS3PartsInFlight
 	}
+}
+
+// Validate checks c once its defaults are filled, naming the bad key
+// relative to the entry (e.g. `part_size: ...`).
+func (c S3Config) Validate() error {
 	if c.Endpoint != "" {
 		u, err := url.Parse(c.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, fmt.Errorf("endpoint: %q is not an http(s) URL", c.Endpoint)
+			return fmt.Errorf("endpoint: %q is not an http(s) URL", c.Endpoint)
 		}
 	}
 	if (c.AccessKey == "") != (c.SecretKey == "") {
-		return c, errors.New("access_key, secret_key: give both or neither")
+		return errors.New("access_key, secret_key: give both or neither")
 	}
 	if c.PartSize < MinS3PartSize {
-		return c, fmt.Errorf("part_size: %d is below S3's minimum of %d", c.PartSize, MinS3PartSize)
+		return fmt.Errorf("part_size: %d is below S3's minimum of %d", c.PartSize, MinS3PartSize)
 	}
 	if c.PartsInFlight < 1 {
-		return c, fmt.Errorf("parts_in_flight: %d, want at least 1", c.PartsInFlight)
+		return fmt.Errorf("parts_in_flight: %d, want at least 1", c.PartsInFlight)
 	}
 	for i, b := range c.Buckets {
 		if b == "" || strings.ContainsAny(b, "/") {
-			return c, fmt.Errorf("buckets[%d]: %q is not a bucket name", i, b)
+			return fmt.Errorf("buckets[%d]: %q is not a bucket name", i, b)
 		}
 	}
-	return c, nil
+	return nil
+}
+
+// EnsureDefaults fills every entry's defaults: an HDFS cluster's
+// Authority (its first NameNode), an S3 endpoint's (S3Config.EnsureDefaults).
+func (c *Config) EnsureDefaults() {
+	for i, h := range c.HDFS {
+		if h.Authority == "" && len(h.NameNodes) > 0 {
+			c.HDFS[i].Authority = h.NameNodes[0]
+		}
+	}
+	for i := range c.S3 {
+		c.S3[i].EnsureDefaults()
+	}
+}
+
+// Validate checks every entry and that no two claim the same HDFS
+// authority or S3 bucket, as NewRouter does, without building or
+// connecting to anything. Errors name the key relative to the
+// `filesystems:` section, e.g. `hdfs[1].user: required`.
+func (c Config) Validate() error {
+	authorities := map[string]int{}
+	for i, h := range c.HDFS {
+		if err := h.validate(); err != nil {
+			return fmt.Errorf("hdfs[%d].%w", i, err)
+		}
+		a := h.authority()
+		if j, dup := authorities[a]; dup {
+			return fmt.Errorf("hdfs[%d]: authority %s is hdfs[%d]'s too; list each cluster once", i, a, j)
+		}
+		authorities[a] = i
+	}
+	buckets := map[string]int{}
+	catchAll := -1
+	for i, s := range c.S3 {
+		s.EnsureDefaults() // a copy: c is not changed
+		if err := s.Validate(); err != nil {
+			return fmt.Errorf("s3[%d].%w", i, err)
+		}
+		if len(s.Buckets) == 0 {
+			if catchAll >= 0 {
+				return fmt.Errorf("s3[%d].buckets: s3[%d] lists none already; only one S3 endpoint may leave its buckets unlisted", i, catchAll)
+			}
+			catchAll = i
+		}
+		for j, b := range s.Buckets {
+			b = strings.ToLower(b)
+			if k, dup := buckets[b]; dup {
+				return fmt.Errorf("s3[%d].buckets[%d]: bucket %s is listed by s3[%d] too", i, j, b, k)
+			}
+			buckets[b] = i
+		}
+	}
+	return nil
 }
 
 // sameHDFSAuthority reports whether the authority of a location (lower

@@ -1,0 +1,112 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// Copyd tunes the copy daemons.
+type Copyd struct {
+	// Group is the consumer group all copy daemons share. Default
+	// hivedr-copyd.
+	Group string `yaml:"group"`
+	// Instance names this daemon; its transactional ID is
+	// hivedr-copyd-<instance>, so it must be unique per daemon and stable
+	// across its restarts. Default: the host name.
+	Instance string `yaml:"instance"`
+	// Workers is how many files one daemon copies at once. Default 8.
+	Workers int `yaml:"workers"`
+	// MaxBatch is the most tasks taken per round (one transaction).
+	// Default 4 x workers.
+	MaxBatch int `yaml:"max_batch"`
+	// BytesPerSecond limits the daemon's copy bandwidth; 0 is unlimited.
+	BytesPerSecond int64 `yaml:"bytes_per_second"`
+	// SplitSize: a file larger than this many bytes is copied as ranges in
+	// parallel, to targets that can take them (S3; HDFS clusters with
+	// filesystems.hdfs[].concat). 0 disables. Default 128 MiB.
+	SplitSize int64 `yaml:"split_size"`
+	// SplitWorkers is the most ranges of one file copied at once; a file
+	// gets more than one only while the daemon runs fewer than this many
+	// copy streams in all, so a busy daemon gains no streams from
+	// splitting. Default 4.
+	SplitWorkers int `yaml:"split_workers"`
+	// Retries of a transient failure before a task completes FAILED.
+	// Default 5.
+	Retries int `yaml:"retries"`
+	// TargetRoots are the only locations copyd writes; default: the
+	// targets of replication.path_mappings.
+	TargetRoots []string `yaml:"target_roots"`
+	// CMRoots are change-management roots copyd may read copies of moved
+	// or deleted source files from, when they lie outside the source roots.
+	// Default none (the local stack's defaults: its source cmroot).
+	CMRoots []string `yaml:"cm_roots"`
+	// MetricsAddr serves /metrics; empty disables. Default 127.0.0.1:9465.
+	MetricsAddr string `yaml:"metrics_addr"`
+}
+
+// Defaults and bounds of Copyd (package copyd's Engine and Daemon use them
+// as their own defaults too).
+const (
+	DefaultCopydWorkers = 8
+	DefaultSplitSize    = 128 << 20
+	DefaultSplitWorkers = 4
+	MinSplitSize        = 1 << 20
+)
+
+// DefaultMaxBatch is Copyd.MaxBatch's default for a daemon of workers
+// workers.
+func DefaultMaxBatch(workers int) int { return 4 * workers }
+
+func defaultCopyd() Copyd {
+	return Copyd{Group: "hivedr-copyd", Workers: DefaultCopydWorkers, Retries: 5, MetricsAddr: "127.0.0.1:9465",
+		SplitSize: DefaultSplitSize, SplitWorkers: DefaultSplitWorkers}
+}
+
+// EnsureDefaults fills Instance (the host name), MaxBatch (from Workers)
+// and TargetRoots (the targets of mappings).
+func (d *Copyd) EnsureDefaults(mappings []PathMapping) {
+	if d.Instance == "" {
+		d.Instance, _ = os.Hostname() // Validate reports a failure
+	}
+	if d.MaxBatch == 0 {
+		d.MaxBatch = DefaultMaxBatch(d.Workers)
+	}
+	if len(d.TargetRoots) == 0 {
+		for _, m := range mappings {
+			d.TargetRoots = append(d.TargetRoots, m.Target)
+		}
+	}
+}
+
+// Validate checks d, naming the key at fault.
+func (d Copyd) Validate() error {
+	if d.Group == "" {
+		return errors.New("copyd.group: must not be empty")
+	}
+	if d.Instance == "" {
+		return errors.New("copyd.instance: not set and the host name is unknown")
+	}
+	if d.Workers < 1 || d.Workers > 1024 {
+		return fmt.Errorf("copyd.workers: %d must be between 1 and 1024", d.Workers)
+	}
+	if d.MaxBatch < 1 {
+		return fmt.Errorf("copyd.max_batch: %d must be positive", d.MaxBatch)
+	}
+	if d.BytesPerSecond < 0 {
+		return fmt.Errorf("copyd.bytes_per_second: %d must not be negative", d.BytesPerSecond)
+	}
+	if d.Retries < 0 {
+		return fmt.Errorf("copyd.retries: %d must not be negative", d.Retries)
+	}
+	if d.SplitSize != 0 && d.SplitSize < MinSplitSize {
+		return fmt.Errorf("copyd.split_size: %d must be 0 (no splitting) or at least %d (1 MiB)", d.SplitSize, MinSplitSize)
+	}
+	if d.SplitWorkers < 1 || d.SplitWorkers > 64 {
+		return fmt.Errorf("copyd.split_workers: %d must be between 1 and 64", d.SplitWorkers)
+	}
+	if err := checkLocations("copyd.target_roots", d.TargetRoots); err != nil {
+		return err
+	}
+	return checkLocations("copyd.cm_roots", d.CMRoots)
+}
