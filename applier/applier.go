@@ -159,7 +159,7 @@ func (a *Applier) recordSkips(ctx context.Context) error {
 		if stamp(db.Parameters) >= s.EventID {
 			return fmt.Errorf("--skip-event %s:%d: DR database %s is already at event %d", s.DB, s.EventID, s.DB, stamp(db.Parameters))
 		}
-		db.Parameters[ParamSkippedPrefix+fmt.Sprint(s.EventID)] = fmt.Sprintf("requested by %s at %s", a.cfg.Operator, time.Now().UTC().Format(time.RFC3339))
+		db.Parameters[SkipKey(s.EventID)] = fmt.Sprintf("requested by %s at %s", a.cfg.Operator, time.Now().UTC().Format(time.RFC3339))
 		if err := ms.AlterDatabase(ctx, s.DB, db); err != nil {
 			return fmt.Errorf("--skip-event %s:%d: record it on the DR database: %w", s.DB, s.EventID, err)
 		}
