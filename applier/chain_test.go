@@ -83,7 +83,9 @@ func TestPlanChain(t *testing.T) {
 }
 
 func TestPlanHeartbeat(t *testing.T) {
-	hb := func(prev int64) *schemas.Heartbeat { return &schemas.Heartbeat{Database: "sales", ScannedEventID: 90, PreviousEventID: &prev} }
+	hb := func(prev int64) *schemas.Heartbeat {
+		return &schemas.Heartbeat{Database: "sales", ScannedEventID: 90, PreviousEventID: &prev}
+	}
 	userDB := &hms.Database{Name: "sales", Parameters: map[string]string{ParamLastID: "1"}}
 	accepted := drDB("sales", 40)
 	accepted.Parameters[SkipKey(45)] = "requested by ops@host"
