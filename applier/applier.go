@@ -46,6 +46,9 @@ type Config struct {
 	Dial func(ctx context.Context) (Metastore, func() error, error)
 	// Policy maps locations and says what is in scope.
 	Policy Policy
+	// RPO returns a database's recovery point objective, exported beside
+	// its replica age (hivedr_rpo_seconds); nil exports none.
+	RPO func(db string) time.Duration
 	// Files lists and removes DR files (INSERT OVERWRITE, truncate).
 	Files Files
 	// Completions is the local completion store.

@@ -2,6 +2,7 @@ package applier
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -233,3 +234,23 @@ func TestApplierChainBroken(t *testing.T) {
 }
 
 func id(v int64) *int64 { return &v }
+
+// TestApplierReportsReplicaAge: the replica's age is now minus the source
+// time up to which it is complete, carried forward by heartbeats, beside
+// the database's RPO, so an alert is one comparison.
+func TestApplierReportsReplicaAge(t *testing.T) {
+	f := newKFix(t, "a")
+	evs := chained(at(createDB(1, "a"))) // an hour old
+	f.publishAll(1, evs)
+	r := f.start("g", t.TempDir(), func(c *Config) {
+		c.RPO = func(db string) time.Duration { return map[string]time.Duration{"a": 90 * time.Second}[db] }
+	})
+	age := func() float64 { v, _ := r.metric(t, "hivedr_replica_age_seconds", map[string]string{"db": "a"}); return v }
+	waitFor(t, "an hour-old replica", func() (bool, string) { return age() > 3500, fmt.Sprintf("age %v", age()) })
+	if v, ok := r.metric(t, "hivedr_rpo_seconds", map[string]string{"db": "a"}); !ok || v != 90 {
+		t.Errorf("hivedr_rpo_seconds{db=a} = %v (present %v), want 90", v, ok)
+	}
+	// A heartbeat says the source was scanned up to a moment ago.
+	f.publish(&schemas.Heartbeat{Database: "a", ScannedEventID: 1, ScannedEventTime: time.Now(), PreviousEventID: id(1)})
+	waitFor(t, "a fresh replica after the heartbeat", func() (bool, string) { return age() < 60, fmt.Sprintf("age %v", age()) })
+}

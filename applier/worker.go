@@ -102,9 +102,14 @@ func (w *worker) run() {
 		}
 		// Whoever owns the database now reports it.
 		w.a.m.lagEvents.DeleteLabelValues(w.db)
+		w.a.m.replicaAge.DeleteLabelValues(w.db)
+		w.a.m.rpo.DeleteLabelValues(w.db)
 		w.a.m.halted.DeletePartialMatch(map[string]string{"db": w.db})
 		w.a.m.waiting.DeletePartialMatch(map[string]string{"db": w.db})
 	}()
+	if w.a.cfg.RPO != nil {
+		w.a.m.rpo.WithLabelValues(w.db).Set(w.a.cfg.RPO(w.db).Seconds())
+	}
 	go w.reportLag(ctx)
 	w.log.Info("database worker started", "topic", w.topic)
 	for {
@@ -498,7 +503,7 @@ func (w *worker) reportLag(ctx context.Context) {
 		w.mu.Unlock()
 		w.a.m.lagEvents.WithLabelValues(w.db).Set(float64(n))
 		if !complete.IsZero() {
-			w.a.m.lagSeconds.WithLabelValues(w.db).Set(max(0, time.Since(complete).Seconds()))
+			w.a.m.replicaAge.WithLabelValues(w.db).Set(max(0, time.Since(complete).Seconds()))
 		}
 		select {
 		case <-ctx.Done():

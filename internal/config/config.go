@@ -351,7 +351,7 @@ func (d *DatabasePolicy) compile(key string) error {
 		return err
 	}
 	if d.RPO.Duration == 0 {
-		d.RPO.Duration = 5 * time.Minute
+		d.RPO.Duration = DefaultRPO
 	}
 	if d.RPO.Duration < 0 {
 		return fmt.Errorf("%s.rpo: %s must be positive", key, d.RPO)
