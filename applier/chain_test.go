@@ -245,7 +245,10 @@ func TestApplierReportsReplicaAge(t *testing.T) {
 	r := f.start("g", t.TempDir(), func(c *Config) {
 		c.RPO = func(db string) time.Duration { return map[string]time.Duration{"a": 90 * time.Second}[db] }
 	})
-	age := func() float64 { v, _ := r.metric(t, "hivedr_replica_age_seconds", map[string]string{"db": "a"}); return v }
+	age := func() float64 {
+		v, _ := r.metric(t, "hivedr_replica_age_seconds", map[string]string{"db": "a"})
+		return v
+	}
 	waitFor(t, "an hour-old replica", func() (bool, string) { return age() > 3500, fmt.Sprintf("age %v", age()) })
 	if v, ok := r.metric(t, "hivedr_rpo_seconds", map[string]string{"db": "a"}); !ok || v != 90 {
 		t.Errorf("hivedr_rpo_seconds{db=a} = %v (present %v), want 90", v, ok)
