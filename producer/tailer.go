@@ -466,9 +466,10 @@ func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
 	// Produce callbacks run on franz-go's goroutines, possibly several at
 	// once (one per partition), so the first error is kept under a lock.
 	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
+		mu        sync.Mutex
+		firstErr  error
+		recreated []string // topics deleted and created again under us
+		wg        sync.WaitGroup
 	)
 	wg.Add(len(recs))
 	for _, r := range recs {
@@ -479,11 +480,25 @@ func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
 				if firstErr == nil {
 					firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
 				}
+				if errors.Is(err, kerr.UnknownTopicID) && !slices.Contains(recreated, r.Topic) {
+					recreated = append(recreated, r.Topic)
+				}
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
+	if len(recreated) > 0 {
+		// The client keeps the ID of the topic it first produced to; a
+		// topic deleted and created again fails with UNKNOWN_TOPIC_ID
+		// until the client forgets it. The retry (from the checkpoint)
+		// then produces to the new topic, whose records continue each
+		// chain, so a consumer of the old topic sees the loss.
+		defer func() {
+			t.prod.PurgeTopicsFromProducing(recreated...)
+			t.log.Warn("topics were deleted and created again; producing to the new ones", "topics", recreated)
+		}()
+	}
 	commit := kgo.TryCommit
 	if firstErr != nil {
 		commit = kgo.TryAbort
