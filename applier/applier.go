@@ -201,22 +201,31 @@ func (a *Applier) readCompletions(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
+	var stored map[int32]int64
+	if err == nil {
+		stored, err = a.cfg.Completions.Offsets(topic)
+	}
+	// Partitions the store has no position for start at their first
+	// offset, listed here rather than left to the consumer: a partition
+	// whose start the consumer must still list joins only after the
+	// first fetch of the others returns, which is a full long poll
+	// (5 s) when they have nothing new, and events waited that long for
+	// completions published while the applier was down.
+	var starts kadm.ListedOffsets
+	if err == nil && len(stored) < len(parts) {
+		starts, err = adm.ListStartOffsets(ctx, topic)
+		if err == nil {
+			err = starts.Error()
+		}
+	}
 	seed.Close()
 	if err != nil {
 		return fmt.Errorf("completions topic %s: %w", topic, err)
 	}
-	stored, err := a.cfg.Completions.Offsets(topic)
-	if err != nil {
-		return err
-	}
-	offsets := map[int32]kgo.Offset{}
-	for _, p := range parts {
-		if o, ok := stored[p]; ok {
-			offsets[p] = kgo.NewOffset().At(o)
-		} else {
-			offsets[p] = kgo.NewOffset().AtStart()
-		}
-	}
+	offsets := completionOffsets(parts, stored, func(p int32) (int64, bool) {
+		s, ok := starts.Lookup(topic, p)
+		return s.Offset, ok
+	})
 	if len(stored) == 0 {
 		a.log.Info("reading the completions topic from its start (new or lost completion store)", "topic", topic)
 	}
@@ -264,7 +273,25 @@ func (a *Applier) readCompletions(ctx context.Context) error {
 		if err := a.cfg.Completions.Put(batch, topic, next); err != nil {
 			return err
 		}
+
 	}
+}
+
+// completionOffsets is where the completions reader starts on each
+// partition: the store's position, else the partition's listed start,
+// else (not listed) its start as the consumer finds it.
+func completionOffsets(parts []int32, stored map[int32]int64, start func(int32) (int64, bool)) map[int32]kgo.Offset {
+	offsets := map[int32]kgo.Offset{}
+	for _, p := range parts {
+		if o, ok := stored[p]; ok {
+			offsets[p] = kgo.NewOffset().At(o)
+		} else if o, ok := start(p); ok {
+			offsets[p] = kgo.NewOffset().At(o)
+		} else {
+			offsets[p] = kgo.NewOffset().AtStart()
+		}
+	}
+	return offsets
 }
 
 // consumeEvents runs the group consumer over the event topics and hands

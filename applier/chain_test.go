@@ -10,6 +10,7 @@ import (
 
 	hms "github.com/beltran/gohive/hive_metastore"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -256,4 +257,16 @@ func TestApplierReportsReplicaAge(t *testing.T) {
 	// A heartbeat says the source was scanned up to a moment ago.
 	f.publish(&schemas.Heartbeat{Database: "a", ScannedEventID: 1, ScannedEventTime: time.Now(), PreviousEventID: id(1)})
 	waitFor(t, "a fresh replica after the heartbeat", func() (bool, string) { return age() < 60, fmt.Sprintf("age %v", age()) })
+}
+
+// TestCompletionOffsets: every partition of the completions topic starts
+// at an exact offset when its start could be listed, so no partition
+// waits for the others' first long poll.
+func TestCompletionOffsets(t *testing.T) {
+	got := completionOffsets([]int32{0, 1, 2, 3}, map[int32]int64{0: 7, 1: 2},
+		func(p int32) (int64, bool) { return map[int32]int64{2: 40}[p], p == 2 })
+	want := map[int32]kgo.Offset{0: kgo.NewOffset().At(7), 1: kgo.NewOffset().At(2), 2: kgo.NewOffset().At(40), 3: kgo.NewOffset().AtStart()}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("start offsets %v, want %v", got, want)
+	}
 }
