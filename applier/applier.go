@@ -47,6 +47,9 @@ type Config struct {
 	Dial func(ctx context.Context) (Metastore, func() error, error)
 	// Policy maps locations and says what is in scope.
 	Policy Policy
+	// RPO returns a database's recovery point objective, exported beside
+	// its replica age (hivedr_rpo_seconds); nil exports none.
+	RPO func(db string) time.Duration
 	// Files lists and removes DR files (INSERT OVERWRITE, truncate).
 	Files Files
 	// Completions is the local completion store.
@@ -161,7 +164,7 @@ func (a *Applier) recordSkips(ctx context.Context) error {
 		if stamp(db.Parameters) >= s.EventID {
 			return fmt.Errorf("--skip-event %s:%d: DR database %s is already at event %d", s.DB, s.EventID, s.DB, stamp(db.Parameters))
 		}
-		db.Parameters[ParamSkippedPrefix+fmt.Sprint(s.EventID)] = fmt.Sprintf("requested by %s at %s", a.cfg.Operator, time.Now().UTC().Format(time.RFC3339))
+		db.Parameters[SkipKey(s.EventID)] = fmt.Sprintf("requested by %s at %s", a.cfg.Operator, time.Now().UTC().Format(time.RFC3339))
 		if err := ms.AlterDatabase(ctx, s.DB, db); err != nil {
 			return fmt.Errorf("--skip-event %s:%d: record it on the DR database: %w", s.DB, s.EventID, err)
 		}
@@ -200,22 +203,31 @@ func (a *Applier) readCompletions(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
+	var stored map[int32]int64
+	if err == nil {
+		stored, err = a.cfg.Completions.Offsets(topic)
+	}
+	// Partitions the store has no position for start at their first
+	// offset, listed here rather than left to the consumer: a partition
+	// whose start the consumer must still list joins only after the
+	// first fetch of the others returns, which is a full long poll
+	// (5 s) when they have nothing new, and events waited that long for
+	// completions published while the applier was down.
+	var starts kadm.ListedOffsets
+	if err == nil && len(stored) < len(parts) {
+		starts, err = adm.ListStartOffsets(ctx, topic)
+		if err == nil {
+			err = starts.Error()
+		}
+	}
 	seed.Close()
 	if err != nil {
 		return fmt.Errorf("completions topic %s: %w", topic, err)
 	}
-	stored, err := a.cfg.Completions.Offsets(topic)
-	if err != nil {
-		return err
-	}
-	offsets := map[int32]kgo.Offset{}
-	for _, p := range parts {
-		if o, ok := stored[p]; ok {
-			offsets[p] = kgo.NewOffset().At(o)
-		} else {
-			offsets[p] = kgo.NewOffset().AtStart()
-		}
-	}
+	offsets := completionOffsets(parts, stored, func(p int32) (int64, bool) {
+		s, ok := starts.Lookup(topic, p)
+		return s.Offset, ok
+	})
 	if len(stored) == 0 {
 		a.log.Info("reading the completions topic from its start (new or lost completion store)", "topic", topic)
 	}
@@ -263,7 +275,25 @@ func (a *Applier) readCompletions(ctx context.Context) error {
 		if err := a.cfg.Completions.Put(batch, topic, next); err != nil {
 			return err
 		}
+
 	}
+}
+
+// completionOffsets is where the completions reader starts on each
+// partition: the store's position, else the partition's listed start,
+// else (not listed) its start as the consumer finds it.
+func completionOffsets(parts []int32, stored map[int32]int64, start func(int32) (int64, bool)) map[int32]kgo.Offset {
+	offsets := map[int32]kgo.Offset{}
+	for _, p := range parts {
+		if o, ok := stored[p]; ok {
+			offsets[p] = kgo.NewOffset().At(o)
+		} else if o, ok := start(p); ok {
+			offsets[p] = kgo.NewOffset().At(o)
+		} else {
+			offsets[p] = kgo.NewOffset().AtStart()
+		}
+	}
+	return offsets
 }
 
 // consumeEvents runs the group consumer over the event topics and hands

@@ -15,7 +15,8 @@ type Metrics struct {
 	lastID       *prometheus.GaugeVec
 	lastTime     *prometheus.GaugeVec
 	lagEvents    *prometheus.GaugeVec
-	lagSeconds   *prometheus.GaugeVec
+	replicaAge   *prometheus.GaugeVec
+	rpo          *prometheus.GaugeVec
 	waiting      *prometheus.GaugeVec
 	waitSeconds  *prometheus.CounterVec
 	halted       *prometheus.GaugeVec
@@ -49,9 +50,13 @@ func NewMetrics() *Metrics {
 		lagEvents: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hivedr_applier_lag_events", Help: "Events fetched from the database's topic and not yet applied (see also the consumer group's lag).",
 		}, []string{"db"}),
-		lagSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "hivedr_applier_lag_seconds",
-			Help: "How far behind the source the replica is, per database: now minus the source time up to which the replica is complete (the oldest unapplied event's time, or, when caught up, the newest event or heartbeat seen).",
+		replicaAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hivedr_replica_age_seconds",
+			Help: "How old the DR replica of a database is: now minus the source time up to which it is complete (the oldest unapplied event's time, or, when caught up, the newest event or heartbeat applied). It grows while the tailer is down, since heartbeats stop. Compare with hivedr_rpo_seconds.",
+		}, []string{"db"}),
+		rpo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hivedr_rpo_seconds",
+			Help: "The database's recovery point objective (replication.databases[].rpo): alert when hivedr_replica_age_seconds exceeds it.",
 		}, []string{"db"}),
 		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hivedr_applier_waiting", Help: "1 while a database's worker waits, by reason (waiting_for_files, cross_database, source_gone, copy_failed); the gauge value for waiting_for_files is the number of files.",
@@ -75,7 +80,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	var errs []error
 	for _, c := range []prometheus.Collector{m.events, m.applySeconds, m.eventLag, m.lastID, m.lastTime,
-		m.lagEvents, m.lagSeconds, m.waiting, m.waitSeconds, m.halted, m.completions, m.undecodable} {
+		m.lagEvents, m.replicaAge, m.rpo, m.waiting, m.waitSeconds, m.halted, m.completions, m.undecodable} {
 		errs = append(errs, reg.Register(c))
 	}
 	return errors.Join(errs...)

@@ -76,8 +76,12 @@ type Input struct {
 	// tolerated only if one of them removes or replaces its object.
 	Later []*schemas.Event
 	// Skip is set when an operator asked to skip this event.
-	Skip   bool
-	Policy Policy
+	Skip bool
+	// AcceptGap is set when an operator asked to skip the event the
+	// record names as the previous one on the topic (a --skip-event for
+	// a lost event): a broken chain up to it is accepted.
+	AcceptGap bool
+	Policy    Policy
 }
 
 // Outcome is what a Decision asks the worker to do.
@@ -117,6 +121,41 @@ const (
 	ReasonSourceGone = "source_gone"
 	ReasonCopyFailed = "copy_failed"
 )
+
+// ReasonChainBroken halts a database whose topic lost records: see
+// CheckChain.
+const ReasonChainBroken = "chain_broken"
+
+// CheckChain is the applier's half of the per-topic chain (guarantee 2 as
+// a consumer sees it). A record of db's topic that names prev as the
+// event published to the topic before it, read while the DR database is
+// at event last (its repl.last.id), shows that the topic lost the records
+// of events last+1..prev when prev > last: retention deleted them while
+// the applier was stopped, the topic was deleted and recreated, or the DR
+// database was restored from an older backup. Going on from the record
+// would silently skip those events, so the database halts.
+//
+// prev <= last is fine: every event of the topic before the record was
+// applied (or the DR database's position was moved past them by a
+// cross-database rename's handshake). No check is possible when the DR
+// database does not exist (it was dropped, or never created: a create
+// starts it afresh, anything else halts database_missing) or the record
+// predates the chain (prev nil).
+func CheckChain(db, record string, prev *int64, cur *hive_metastore.Database) (Decision, bool) {
+	if prev == nil || cur == nil {
+		return Decision{}, false
+	}
+	last := stamp(cur.Parameters)
+	if *prev <= last {
+		return Decision{}, false
+	}
+	return halt(ReasonChainBroken, "CHAIN_BROKEN: %s says the event published to the topic before it is %d, but DR database %s "+
+		"is at event %d: the topic no longer holds the records of events %d..%d (Kafka's retention deleted them while the "+
+		"applier was stopped, the topic was recreated, or the DR database was restored from an older backup). If the topic "+
+		"still holds them (a restored DR database), reset the applier group's offset on the topic to re-drive; otherwise "+
+		"the database needs a new bootstrap. To accept the loss and go on, restart the applier with --skip-event %s:%d",
+		record, *prev, db, last, last+1, *prev, db, *prev), true
+}
 
 // Decision is Plan's answer.
 type Decision struct {
@@ -228,6 +267,13 @@ func Plan(in Input) Decision {
 		}
 		return d
 	}
+	gap := "" // the note an accepted gap leaves on the operator's skip record
+	if d, broken := CheckChain(p.db, fmt.Sprintf("event %d (%s)", ev.EventID, ev.EventType), ev.PreviousEventID, cur); broken {
+		if !in.AcceptGap {
+			return d
+		}
+		gap = fmt.Sprintf("accepted the loss of events %d..%d (CHAIN_BROKEN at event %d)", stamp(cur.Parameters)+1, *ev.PreviousEventID, ev.EventID)
+	}
 	// Checked after the watermark and the skip: an event the tailer could
 	// not decode is exactly what an operator skips, and a re-drive past
 	// a skipped one must not halt on it again.
@@ -256,8 +302,85 @@ func Plan(in Input) Decision {
 		if w := p.watermark(d.Actions); w != nil {
 			d.Actions = append(d.Actions, w)
 		}
+		if gap != "" {
+			AppendNote(d.Actions, p.db, SkipKey(*ev.PreviousEventID), gap)
+		}
 	}
 	return d
+}
+
+// SkipKey is the DR database parameter that records an operator's
+// --skip-event of event id.
+func SkipKey(id int64) string { return ParamSkippedPrefix + strconv.FormatInt(id, 10) }
+
+// AppendNote adds text to parameter key of db in the actions that write
+// db's definition (its watermark among them), so the note lands with
+// them.
+func AppendNote(actions []Action, db, key, text string) {
+	for _, a := range actions {
+		var d *hive_metastore.Database
+		switch a := a.(type) {
+		case AlterDatabase:
+			if strings.EqualFold(a.Name, db) {
+				d = a.DB
+			}
+		case CreateDatabase:
+			if strings.EqualFold(a.DB.Name, db) {
+				d = a.DB
+			}
+		}
+		if d == nil {
+			continue
+		}
+		if d.Parameters == nil {
+			d.Parameters = map[string]string{}
+		}
+		if old := d.Parameters[key]; old != "" {
+			text = old + "; " + text
+		}
+		d.Parameters[key] = text
+	}
+}
+
+// HeartbeatInput is what PlanHeartbeat decides on.
+type HeartbeatInput struct {
+	// DB is the database whose topic the heartbeat came from.
+	DB string
+	// Source names the primary site (see Input.Source).
+	Source    string
+	Heartbeat *schemas.Heartbeat
+	// Replica is the DR database; nil when it does not exist.
+	Replica *hive_metastore.Database
+	// AcceptGap: an operator skipped the heartbeat's previous event.
+	AcceptGap bool
+}
+
+// PlanHeartbeat decides what a heartbeat does: nothing (NoOp), unless it
+// shows the topic lost records (CheckChain): then the database halts, or,
+// when an operator accepted the loss, its repl.last.id moves to the
+// heartbeat's previous event (Apply). A quiet database's gap shows on its
+// heartbeats, so its replica age cannot look fresh over lost events.
+func PlanHeartbeat(in HeartbeatInput) Decision {
+	db, cur := strings.ToLower(in.DB), in.Replica
+	if cur == nil || cur.Parameters[ParamTarget] != TargetMark(in.Source) {
+		return Decision{Outcome: NoOp, Reason: "heartbeat"} // events decide what to do with such a database
+	}
+	d, broken := CheckChain(db, "a heartbeat", in.Heartbeat.PreviousEventID, cur)
+	switch {
+	case !broken:
+		return Decision{Outcome: NoOp, Reason: "heartbeat"}
+	case !in.AcceptGap:
+		return d
+	}
+	prev := *in.Heartbeat.PreviousEventID
+	next := *cur
+	next.Parameters = copyParams(cur.Parameters)
+	next.Parameters[ParamLastID] = strconv.FormatInt(prev, 10)
+	delete(next.Parameters, ParamHalted)
+	note := fmt.Sprintf("accepted the loss of events %d..%d (CHAIN_BROKEN at a heartbeat)", stamp(cur.Parameters)+1, prev)
+	actions := []Action{AlterDatabase{Name: db, DB: &next}}
+	AppendNote(actions, db, SkipKey(prev), note)
+	return Decision{Outcome: Apply, Reason: "gap_accepted", Actions: actions, Detail: note}
 }
 
 type planner struct {

@@ -102,9 +102,14 @@ func (w *worker) run() {
 		}
 		// Whoever owns the database now reports it.
 		w.a.m.lagEvents.DeleteLabelValues(w.db)
+		w.a.m.replicaAge.DeleteLabelValues(w.db)
+		w.a.m.rpo.DeleteLabelValues(w.db)
 		w.a.m.halted.DeletePartialMatch(map[string]string{"db": w.db})
 		w.a.m.waiting.DeletePartialMatch(map[string]string{"db": w.db})
 	}()
+	if w.a.cfg.RPO != nil {
+		w.a.m.rpo.WithLabelValues(w.db).Set(w.a.cfg.RPO(w.db).Seconds())
+	}
 	go w.reportLag(ctx)
 	w.log.Info("database worker started", "topic", w.topic)
 	for {
@@ -120,12 +125,9 @@ func (w *worker) run() {
 			w.halt(ctx, nil, Decision{Outcome: Halt, Reason: "undecodable_record", Detail: it.err.Error()})
 			return
 		case it.hb != nil:
-			w.mu.Lock()
-			if t := it.hb.ScannedEventTime; t.After(w.complete) {
-				w.complete = t
+			if !w.heartbeat(ctx, it) {
+				return
 			}
-			w.mu.Unlock()
-			w.pop(it)
 			continue
 		}
 		if !w.handle(ctx, it) {
@@ -287,14 +289,92 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 	}
 }
 
-// step reads the state an event needs, plans, and runs the actions.
-func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) {
-	if w.ms == nil {
-		ms, closeFn, err := w.a.cfg.Dial(ctx)
+// heartbeat checks a heartbeat's chain (PlanHeartbeat) and, unless the
+// database halts on it, moves the time up to which the replica is
+// complete to the heartbeat's scanned time: every event of the database
+// up to the heartbeat's scanned event is on the topic before it, and all
+// of those were applied. It returns false when the worker must stop.
+func (w *worker) heartbeat(ctx context.Context, it *item) bool {
+	for backoff := 500 * time.Millisecond; ; backoff = min(2*backoff, 30*time.Second) {
+		d, err := w.stepHeartbeat(ctx, it.hb)
+		if ctx.Err() != nil {
+			return false
+		}
 		if err != nil {
+			var refused *RefusedError
+			if errors.As(err, &refused) {
+				w.halt(ctx, nil, Decision{Outcome: Halt, Reason: "metastore_refused", Detail: err.Error()})
+				return false
+			}
+			w.log.Warn("heartbeat check failed; retrying", "err", err, "retry_in", backoff)
+			w.reconnect()
+			if !sleep(ctx, backoff) {
+				return false
+			}
+			continue
+		}
+		if d.Outcome == Halt {
+			w.halt(ctx, nil, d)
+			return false
+		}
+		if d.Outcome == Apply {
+			w.log.Warn("heartbeat: "+d.Detail, "previous_event_id", *it.hb.PreviousEventID)
+		}
+		w.mu.Lock()
+		if t := it.hb.ScannedEventTime; t.After(w.complete) {
+			w.complete = t
+		}
+		w.mu.Unlock()
+		w.pop(it)
+		return true
+	}
+}
+
+// stepHeartbeat reads the DR database, plans the heartbeat and runs what
+// it asks.
+func (w *worker) stepHeartbeat(ctx context.Context, hb *schemas.Heartbeat) (Decision, error) {
+	if err := w.connect(ctx); err != nil {
+		return Decision{}, err
+	}
+	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache}
+	rep, err := x.read(ctx, Touched{Databases: []string{strings.ToLower(w.db)}})
+	if err != nil {
+		w.cache.reset()
+		return Decision{}, err
+	}
+	cur := rep.Databases[strings.ToLower(w.db)]
+	var accept bool
+	if cur != nil && hb.PreviousEventID != nil {
+		_, accept = cur.Parameters[SkipKey(*hb.PreviousEventID)]
+	}
+	d := PlanHeartbeat(HeartbeatInput{DB: w.db, Source: w.a.cfg.Source, Heartbeat: hb, Replica: cur, AcceptGap: accept})
+	for _, act := range d.Actions {
+		if err := x.run(ctx, act); err != nil {
+			w.cache.reset()
 			return Decision{}, err
 		}
-		w.ms, w.closeMS = ms, closeFn
+	}
+	w.cache.apply(d.Actions)
+	return d, nil
+}
+
+// connect dials the DR metastore if the worker has no connection.
+func (w *worker) connect(ctx context.Context) error {
+	if w.ms != nil {
+		return nil
+	}
+	ms, closeFn, err := w.a.cfg.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	w.ms, w.closeMS = ms, closeFn
+	return nil
+}
+
+// step reads the state an event needs, plans, and runs the actions.
+func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) {
+	if err := w.connect(ctx); err != nil {
+		return Decision{}, err
 	}
 	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache}
 	touched := Touches(w.db, ev)
@@ -322,12 +402,15 @@ func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) 
 			copies[f.TaskID] = toCopy(c)
 		}
 	}
-	var skip bool
+	var skip, acceptGap bool
 	if db := rep.Databases[strings.ToLower(w.db)]; db != nil {
-		_, skip = db.Parameters[fmt.Sprintf("%s%d", ParamSkippedPrefix, ev.EventID)]
+		_, skip = db.Parameters[SkipKey(ev.EventID)]
+		if ev.PreviousEventID != nil {
+			_, acceptGap = db.Parameters[SkipKey(*ev.PreviousEventID)]
+		}
 	}
 	d := Plan(Input{DB: w.db, Source: w.a.cfg.Source, Event: ev, Replica: rep, Copies: copies,
-		Later: w.later(), Skip: skip, Policy: w.a.cfg.Policy})
+		Later: w.later(), Skip: skip, AcceptGap: acceptGap, Policy: w.a.cfg.Policy})
 	if d.Outcome == Halt {
 		return d, nil
 	}
@@ -346,13 +429,8 @@ func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) 
 
 // noteSkip completes the operator's skip record with what was skipped.
 func noteSkip(actions []Action, db string, ev *schemas.Event) {
-	key := fmt.Sprintf("%s%d", ParamSkippedPrefix, ev.EventID)
-	for _, a := range actions {
-		if ad, ok := a.(AlterDatabase); ok && strings.EqualFold(ad.Name, db) {
-			ad.DB.Parameters[key] = strings.TrimSpace(ad.DB.Parameters[key] + fmt.Sprintf("; skipped %s event %d at %s",
-				ev.EventType, ev.EventID, time.Now().UTC().Format(time.RFC3339)))
-		}
-	}
+	AppendNote(actions, db, SkipKey(ev.EventID), fmt.Sprintf("skipped %s event %d at %s",
+		ev.EventType, ev.EventID, time.Now().UTC().Format(time.RFC3339)))
 }
 
 func toCopy(c state.Completion) Copy {
@@ -374,9 +452,11 @@ func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) {
 		id, typ = ev.EventID, ev.EventType
 	}
 	w.a.m.halted.WithLabelValues(w.db, d.Reason).Set(1)
-	w.log.Error("database halted: fix the cause, then restart hivedr apply (or skip the event with --skip-event)",
-		"event_id", id, "type", typ, "reason", d.Reason, "detail", d.Detail,
-		"skip", fmt.Sprintf("--skip-event %s:%d", w.db, id))
+	attrs := []any{"event_id", id, "type", typ, "reason", d.Reason, "detail", d.Detail}
+	if ev != nil && d.Reason != ReasonChainBroken { // a broken chain's detail names the event to skip
+		attrs = append(attrs, "skip", fmt.Sprintf("--skip-event %s:%d", w.db, id))
+	}
+	w.log.Error("database halted: fix the cause, then restart hivedr apply (or skip the event with --skip-event)", attrs...)
 	if w.ms != nil || ctx.Err() == nil {
 		if err := w.recordHalt(ctx, fmt.Sprintf("event %d %s: %s: %s", id, typ, d.Reason, d.Detail)); err != nil {
 			w.log.Warn("could not record the halt on the DR database", "err", err)
@@ -386,12 +466,8 @@ func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) {
 }
 
 func (w *worker) recordHalt(ctx context.Context, msg string) error {
-	if w.ms == nil {
-		ms, closeFn, err := w.a.cfg.Dial(ctx)
-		if err != nil {
-			return err
-		}
-		w.ms, w.closeMS = ms, closeFn
+	if err := w.connect(ctx); err != nil {
+		return err
 	}
 	db, err := w.ms.GetDatabase(ctx, w.db)
 	if err != nil {
@@ -427,7 +503,7 @@ func (w *worker) reportLag(ctx context.Context) {
 		w.mu.Unlock()
 		w.a.m.lagEvents.WithLabelValues(w.db).Set(float64(n))
 		if !complete.IsZero() {
-			w.a.m.lagSeconds.WithLabelValues(w.db).Set(max(0, time.Since(complete).Seconds()))
+			w.a.m.replicaAge.WithLabelValues(w.db).Set(max(0, time.Since(complete).Seconds()))
 		}
 		select {
 		case <-ctx.Done():

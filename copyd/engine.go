@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"path"
 	"strings"
 	"sync"
@@ -88,6 +89,8 @@ type EngineConfig struct {
 	SplitWorkers int
 	// Staging, if set, is told of every write in progress.
 	Staging StagingLog
+	// Logger says why a failed attempt is retried; nil: slog.Default().
+	Logger *slog.Logger
 	// Now and Sleep replace the clock in tests. Defaults time.Now and a
 	// context-aware timer.
 	Now   func() time.Time
@@ -131,6 +134,9 @@ func NewEngine(cfg EngineConfig, r Resolver, m *Metrics) (*Engine, error) {
 	}
 	if m == nil {
 		m = NewMetrics()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	e := &Engine{cfg: cfg, r: r, m: m, now: cfg.Now, sleep: cfg.Sleep,
 		initial: cfg.InitialBackoff, maxWait: cfg.MaxBackoff}
@@ -301,7 +307,10 @@ func (e *Engine) Copy(ctx context.Context, task schemas.CopyTask) (c schemas.Cop
 			return c
 		}
 		e.m.retries.Inc()
-		if serr := e.sleep(ctx, backoff(attempt, e.initial, e.maxWait)); serr != nil {
+		wait := backoff(attempt, e.initial, e.maxWait)
+		e.cfg.Logger.Warn("copy attempt failed; retrying", "task", task.TaskID, "source", src, "target", tgt,
+			"attempt", attempt, "of", e.cfg.Retries+1, "err", err, "retry_in", wait)
+		if serr := e.sleep(ctx, wait); serr != nil {
 			fail(fmt.Errorf("copy of %s to %s interrupted: %w (last error: %v)", src, tgt, serr, err))
 			return c
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -676,7 +677,11 @@ func TestTransientThenSuccess(t *testing.T) {
 		{"create", errors.New("webhdfs: 503 Service Unavailable")},
 	} {
 		t.Run(tc.op, func(t *testing.T) {
-			f := newFixture(t, func(c *EngineConfig) { c.InitialBackoff = time.Second })
+			var logged bytes.Buffer
+			f := newFixture(t, func(c *EngineConfig) {
+				c.InitialBackoff = time.Second
+				c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+			})
 			data := randomBytes(10000)
 			tk := task("f", "", "")
 			f.src.put(tk.SourceURI, data)
@@ -697,6 +702,13 @@ func TestTransientThenSuccess(t *testing.T) {
 			}
 			if v := testutil.ToFloat64(f.m.retries); v != 1 {
 				t.Errorf("retries metric %v", v)
+			}
+			// The retry says why, naming the task, the files and the error.
+			line := logged.String()
+			for _, want := range []string{"copy attempt failed; retrying", "task=" + tk.TaskID, tk.SourceURI, "attempt=1", tc.err.Error()} {
+				if !strings.Contains(line, want) {
+					t.Errorf("retry log %q lacks %q", line, want)
+				}
 			}
 			if len(f.dr.staged) != 0 {
 				t.Errorf("staging left: %v", f.dr.staged)

@@ -62,6 +62,7 @@ type Tailer struct {
 
 	checkpoint     int64 // last event ID published or filtered, committed
 	checkpointTime time.Time
+	chain          chain // last event published per database topic, committed
 	head           int64
 	created        map[string]bool // topics known to exist
 	inScope        []string        // in-scope databases, for heartbeats
@@ -121,6 +122,9 @@ func (t *Tailer) Run(ctx context.Context) error {
 		case errors.Is(err, ErrChainBroken):
 			t.m.setState(StateChainBroken)
 			t.log.Error("chain broken: stopping", "err", err)
+			if merr := t.markChainBroken(ctx); merr != nil {
+				t.log.Error("could not record CHAIN_BROKEN in the checkpoints topic", "err", merr)
+			}
 			return err
 		case isFatalKafka(err):
 			t.m.setState(StateFailed)
@@ -128,6 +132,9 @@ func (t *Tailer) Run(ctx context.Context) error {
 		case err != nil:
 			t.m.errors.Inc()
 			t.log.Warn("tail step failed; retrying from the checkpoint", "err", err, "checkpoint", t.checkpoint, "backoff", backoff)
+			// A topic deleted under us (by an operator) is created again
+			// by the retry instead of failing every produce to it.
+			clear(t.created)
 			if !sleep(ctx, backoff) {
 				t.m.setState(StateStopped)
 				return nil
@@ -161,14 +168,13 @@ func (t *Tailer) start(ctx context.Context) error {
 	if _, _, err := t.prod.ProducerID(ctx); err != nil {
 		return fmt.Errorf("init transactional producer %q: %w", t.conf.Tailer.TransactionalID, err)
 	}
-	cp, found, err := readCheckpoint(ctx, t.prod, t.topics.Checkpoints(), t.conf.Source.Name, t.cfg.Codec,
-		append([]kgo.Opt{kgo.SeedBrokers(t.conf.Kafka.Brokers...)}, t.cfg.KafkaOpts...))
+	cp, found, err := readCheckpoint(ctx, t.prod, t.topics.Checkpoints(), t.conf.Source.Name, t.cfg.Codec, t.consumeOpts())
 	if err != nil {
 		return err
 	}
 	if found {
-		t.checkpoint, t.checkpointTime = cp.LastEventID, cp.LastEventTime
-		t.log.Info("resuming from checkpoint", "event_id", cp.LastEventID, "written", cp.Written)
+		t.checkpoint, t.checkpointTime, t.chain = cp.LastEventID, cp.LastEventTime, cp.TopicLastEventIDs
+		t.log.Info("resuming from checkpoint", "event_id", cp.LastEventID, "written", cp.Written, "topics", len(cp.TopicLastEventIDs))
 	} else {
 		start, _ := t.conf.Tailer.StartPosition()
 		switch start {
@@ -193,6 +199,12 @@ func (t *Tailer) start(ctx context.Context) error {
 	}
 	t.m.lastPublished.Set(float64(t.checkpoint))
 	return nil
+}
+
+// consumeOpts are the options of the short-lived readers of the tailer's
+// own topics.
+func (t *Tailer) consumeOpts() []kgo.Opt {
+	return append([]kgo.Opt{kgo.SeedBrokers(t.conf.Kafka.Brokers...)}, t.cfg.KafkaOpts...)
 }
 
 // step reads one batch and publishes it in one transaction, with
@@ -252,10 +264,17 @@ func (t *Tailer) step(ctx context.Context) (bool, error) {
 // Guarantee 2 (no loss, no gap, exactly once): the checkpoint record
 // commits or aborts together with the events it covers, and a restarted
 // tailer resumes from the newest committed checkpoint after fencing the
-// old producer, so a read_committed consumer sees every event once.
+// old producer, so a read_committed consumer sees every event once. The
+// checkpoint carries each topic's chain (see chain.go) in the same
+// transaction, so the chain a consumer checks never skips a committed
+// record nor names an aborted one.
 func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) error {
-	var recs []*kgo.Record
+	var (
+		recs []*kgo.Record
+		jobs []encodeJob
+	)
 	cp, cpTime := t.checkpoint, t.checkpointTime
+	next := t.chain.clone()
 	for i, p := range t.prepare(ctx, evs) {
 		ev := &p.routed.Event
 		if p.err != nil {
@@ -277,7 +296,16 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 			if err := t.ensureEventsTopic(ctx, topic); err != nil {
 				return err
 			}
-			recs = append(recs, record(topic, id, p.value, schemas.NameMetastoreEvent, id))
+			prev, err := t.link(ctx, next, db)
+			if err != nil {
+				return err
+			}
+			// Each topic's record carries that topic's previous event, so
+			// an event published to two databases is encoded twice.
+			r := record(topic, id, nil, schemas.NameMetastoreEvent, id)
+			jobs = append(jobs, encodeJob{rec: r, ev: ev, prev: prev})
+			recs = append(recs, r)
+			next[db] = ev.EventID
 			t.m.eventsPublished.WithLabelValues(ev.EventType, db).Inc()
 		}
 		for j, task := range p.routed.Tasks {
@@ -291,6 +319,9 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 		}
 		t.m.tasksPublished.Add(float64(len(p.routed.Tasks)))
 	}
+	if err := t.encodeEvents(jobs); err != nil {
+		return err
+	}
 	if heartbeat {
 		now := time.Now()
 		for _, db := range t.inScope {
@@ -298,9 +329,13 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 			if err := t.ensureEventsTopic(ctx, topic); err != nil {
 				return err
 			}
+			prev, err := t.link(ctx, next, db)
+			if err != nil {
+				return err
+			}
 			hv, err := t.cfg.Codec.Encode(&schemas.Heartbeat{
 				Database: db, ScannedEventID: cp, ScannedEventTime: cpTime,
-				SourceHeadEventID: t.head, Sent: now, Source: t.conf.Source.Name,
+				SourceHeadEventID: t.head, Sent: now, Source: t.conf.Source.Name, PreviousEventID: &prev,
 			})
 			if err != nil {
 				return fmt.Errorf("encode heartbeat for %s: %w", db, err)
@@ -310,6 +345,7 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 	}
 	cv, err := t.cfg.Codec.Encode(&schemas.TailerCheckpoint{
 		Source: t.conf.Source.Name, LastEventID: cp, LastEventTime: cpTime, Written: time.Now(), State: StateRunning,
+		TopicLastEventIDs: next,
 	})
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
@@ -321,7 +357,7 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 		return err
 	}
 	t.m.produceSeconds.Observe(time.Since(start).Seconds())
-	t.checkpoint, t.checkpointTime = cp, cpTime
+	t.checkpoint, t.checkpointTime, t.chain = cp, cpTime, next
 	t.m.lastPublished.Set(float64(cp))
 	if heartbeat {
 		t.lastHeartbeat = time.Now()
@@ -329,31 +365,73 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 	return nil
 }
 
-// prepared is one event decoded, routed and encoded.
+// markChainBroken writes one more checkpoint at the current position with
+// state CHAIN_BROKEN, so `hivedr status` can say why the tailer stopped
+// after its process (and its state metric) is gone. A restarted tailer
+// resumes from it as from any checkpoint, and finds the same gap.
+func (t *Tailer) markChainBroken(ctx context.Context) error {
+	cv, err := t.cfg.Codec.Encode(&schemas.TailerCheckpoint{
+		Source: t.conf.Source.Name, LastEventID: t.checkpoint, LastEventTime: t.checkpointTime, Written: time.Now(),
+		State: StateChainBroken, TopicLastEventIDs: t.chain,
+	})
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	return t.transact(ctx, []*kgo.Record{record(t.topics.Checkpoints(), t.conf.Source.Name, cv, schemas.NameTailerCheckpoint, "")})
+}
+
+// encodeJob is one event record whose value is still to be encoded with
+// its topic's previous event.
+type encodeJob struct {
+	rec  *kgo.Record
+	ev   *schemas.Event
+	prev int64
+}
+
+// encodeEvents fills in the jobs' record values, on all cores.
+func (t *Tailer) encodeEvents(jobs []encodeJob) error {
+	errs := make([]error, len(jobs))
+	parallel(len(jobs), func(i int) {
+		j := jobs[i]
+		ev := *j.ev // a copy: the same event may be encoded for two topics at once
+		ev.PreviousEventID = &j.prev
+		if j.rec.Value, errs[i] = t.cfg.Codec.Encode(&ev); errs[i] != nil {
+			errs[i] = fmt.Errorf("encode event %d (%s) for %s: %w", ev.EventID, ev.EventType, j.rec.Topic, errs[i])
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// prepared is one event decoded, routed and with its copy tasks encoded.
 type prepared struct {
 	routed     Routed
-	value      []byte   // the encoded event, when published
 	taskValues [][]byte // the encoded copy tasks
 	err        error
 }
 
-// prepare decodes, routes and encodes evs on all cores: each step is pure,
-// and results keep the order of evs.
+// prepare decodes, routes and encodes the copy tasks of evs on all cores:
+// each step is pure, and results keep the order of evs.
 func (t *Tailer) prepare(ctx context.Context, evs []RawEvent) []prepared {
 	out := make([]prepared, len(evs))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(evs)/32))
+	parallel(len(evs), func(i int) { out[i] = t.prepareOne(ctx, evs[i]) })
+	return out
+}
+
+// parallel runs fn(0) ... fn(n-1) on up to GOMAXPROCS goroutines, a few
+// dozen calls each at least, and returns when all have.
+func parallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/32))
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; i < len(evs); i += workers {
-				out[i] = t.prepareOne(ctx, evs[i])
+			for i := w; i < n; i += workers {
+				fn(i)
 			}
 		}()
 	}
 	wg.Wait()
-	return out
 }
 
 func (t *Tailer) prepareOne(ctx context.Context, raw RawEvent) prepared {
@@ -366,11 +444,6 @@ func (t *Tailer) prepareOne(ctx context.Context, raw RawEvent) prepared {
 	}
 	p := prepared{routed: Route(ev, &t.conf.Replication)}
 	if p.routed.Filtered != "" {
-		return p
-	}
-	var err error
-	if p.value, err = t.cfg.Codec.Encode(&p.routed.Event); err != nil {
-		p.err = fmt.Errorf("encode event %d (%s): %w", ev.EventID, ev.EventType, err)
 		return p
 	}
 	for i := range p.routed.Tasks {
@@ -393,9 +466,10 @@ func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
 	// Produce callbacks run on franz-go's goroutines, possibly several at
 	// once (one per partition), so the first error is kept under a lock.
 	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
+		mu        sync.Mutex
+		firstErr  error
+		recreated []string // topics deleted and created again under us
+		wg        sync.WaitGroup
 	)
 	wg.Add(len(recs))
 	for _, r := range recs {
@@ -406,11 +480,25 @@ func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
 				if firstErr == nil {
 					firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
 				}
+				if errors.Is(err, kerr.UnknownTopicID) && !slices.Contains(recreated, r.Topic) {
+					recreated = append(recreated, r.Topic)
+				}
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
+	if len(recreated) > 0 {
+		// The client keeps the ID of the topic it first produced to; a
+		// topic deleted and created again fails with UNKNOWN_TOPIC_ID
+		// until the client forgets it. The retry (from the checkpoint)
+		// then produces to the new topic, whose records continue each
+		// chain, so a consumer of the old topic sees the loss.
+		defer func() {
+			t.prod.PurgeTopicsFromProducing(recreated...)
+			t.log.Warn("topics were deleted and created again; producing to the new ones", "topics", recreated)
+		}()
+	}
 	commit := kgo.TryCommit
 	if firstErr != nil {
 		commit = kgo.TryAbort

@@ -245,3 +245,144 @@ func TestTailerStopsOnPurgedLog(t *testing.T) {
 		t.Fatalf("events after the gap were published: %v", ids)
 	}
 }
+
+// chainOf reads a database topic and returns, for every event and
+// heartbeat record in offset order, its event ID (0 for a heartbeat) and
+// its previous_event_id (-1 when absent).
+func (f *fixture) chainOf(t *testing.T, db string) (ids, prevs []int64) {
+	t.Helper()
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.conf.Kafka.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topic := kafka.Topics{Prefix: f.conf.Kafka.TopicPrefix}.Events(db)
+	end, err := kafka.CommittedEnd(ctx, cl, topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := kafka.ReadCommitted(ctx, []kgo.Opt{kgo.SeedBrokers(f.conf.Kafka.Brokers...)}, topic, 0, 0, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		v, err := f.serde.Decode(ctx, r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		var prev *int64
+		switch x := v.(type) {
+		case *schemas.Event:
+			id, prev = x.EventID, x.PreviousEventID
+		case *schemas.Heartbeat:
+			prev = x.PreviousEventID
+		default:
+			t.Fatalf("%s@%d: unexpected %T", topic, r.Offset, v)
+		}
+		p := int64(-1)
+		if prev != nil {
+			p = *prev
+		}
+		ids, prevs = append(ids, id), append(prevs, p)
+	}
+	return ids, prevs
+}
+
+// checkChain fails unless every record names the event before it on the
+// topic (first 0), heartbeats included.
+func checkChain(t *testing.T, db string, ids, prevs []int64) {
+	t.Helper()
+	var last int64
+	events := 0
+	for i := range ids {
+		if prevs[i] != last {
+			t.Fatalf("%s record %d (event %d): previous_event_id %d, want %d\nids   %v\nprevs %v", db, i, ids[i], prevs[i], last, ids, prevs)
+		}
+		if ids[i] != 0 {
+			last = ids[i]
+			events++
+		}
+	}
+	if events == 0 {
+		t.Fatalf("%s: no events on the topic", db)
+	}
+}
+
+func TestTailerChainsEachTopic(t *testing.T) {
+	f := newFixture(t)
+	f.conf.Replication.Databases = []config.DatabasePolicy{{Name: "sales"}, {Name: "hr"}}
+	f.conf.Tailer.HeartbeatInterval = config.Duration{Duration: time.Millisecond}
+	if err := f.conf.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		db := "sales"
+		if i%3 == 0 {
+			db = "hr"
+		}
+		f.src.add(db, "CREATE_DATABASE")
+	}
+	if err := f.run(t, 20); err != nil {
+		t.Fatal(err)
+	}
+	// A restart resumes each chain from the checkpoint.
+	for i := 0; i < 9; i++ {
+		f.src.add([]string{"sales", "hr", "sales"}[i%3], "CREATE_DATABASE")
+	}
+	if err := f.run(t, 29); err != nil {
+		t.Fatal(err)
+	}
+	// A tailer with no checkpoint (another source name, so another
+	// checkpoint key and transactional ID) over the same topics continues
+	// each chain from the topic's newest records.
+	f.conf.Source.Name = "fresh"
+	f.conf.Tailer.TransactionalID = ""
+	f.conf.Tailer.StartEventID = "29"
+	if err := f.conf.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		f.src.add([]string{"hr", "sales"}[i%2], "CREATE_DATABASE")
+	}
+	if err := f.run(t, 35); err != nil {
+		t.Fatal(err)
+	}
+	for _, db := range []string{"sales", "hr"} {
+		ids, prevs := f.chainOf(t, db)
+		checkChain(t, db, ids, prevs)
+		if last := ids[len(ids)-1]; last == 0 && prevs[len(prevs)-1] < 30 || last != 0 && last < 30 {
+			t.Errorf("%s: the fresh tailer's events are missing: %v", db, ids)
+		}
+	}
+}
+
+func TestTailerRecordsChainBrokenInCheckpoint(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 5; i++ {
+		f.src.add("sales", "CREATE_DATABASE")
+	}
+	if err := f.run(t, 5); err != nil {
+		t.Fatal(err)
+	}
+	f.src.add("sales", "CREATE_DATABASE")
+	f.src.add("sales", "CREATE_DATABASE")
+	f.src.purge(6)
+	if err := f.run(t, 7); !errors.Is(err, ErrChainBroken) {
+		t.Fatalf("err = %v, want CHAIN_BROKEN", err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.conf.Kafka.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	cp, ok, err := readCheckpoint(context.Background(), cl, kafka.Topics{Prefix: f.conf.Kafka.TopicPrefix}.Checkpoints(),
+		f.conf.Source.Name, f.serde, []kgo.Opt{kgo.SeedBrokers(f.conf.Kafka.Brokers...)})
+	if err != nil || !ok {
+		t.Fatalf("read checkpoint: %v, found %v", err, ok)
+	}
+	if cp.State != StateChainBroken || cp.LastEventID != 5 || cp.TopicLastEventIDs["sales"] != 5 {
+		t.Fatalf("last checkpoint %+v, want state %s at event 5 with the sales chain at 5", cp, StateChainBroken)
+	}
+}

@@ -3,6 +3,8 @@ package schemas
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // A direct Avro binary encoder for the CURRENT schemas, used by
@@ -67,6 +69,27 @@ func (w *avroWriter) strMap(m map[string]string) {
 		w.str(v)
 	}
 	w.end()
+}
+
+// longMap writes a map of longs, keys in sorted order so that equal maps
+// encode to equal bytes.
+func (w *avroWriter) longMap(m map[string]int64) {
+	w.count(len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		w.str(k)
+		w.long(m[k])
+	}
+	w.end()
+}
+
+// nullableLong writes a ["null", "long"] union; nil is null.
+func (w *avroWriter) nullableLong(v *int64) {
+	if v == nil {
+		w.long(0)
+		return
+	}
+	w.long(1)
+	w.long(*v)
 }
 
 // nullableStr writes a ["null", "string"] union; "" is null.
@@ -185,6 +208,7 @@ func (w *avroWriter) event(e *Event) error {
 		w.str(x.Path)
 	}
 	w.end()
+	w.nullableLong(e.PreviousEventID)
 	return nil
 }
 
@@ -421,6 +445,7 @@ func (w *avroWriter) heartbeat(h *Heartbeat) {
 	w.long(h.SourceHeadEventID)
 	w.long(millis(h.Sent))
 	w.str(h.Source)
+	w.nullableLong(h.PreviousEventID)
 }
 
 func (w *avroWriter) checkpoint(c *TailerCheckpoint) {
@@ -429,4 +454,5 @@ func (w *avroWriter) checkpoint(c *TailerCheckpoint) {
 	w.long(millis(c.LastEventTime))
 	w.long(millis(c.Written))
 	w.str(c.State)
+	w.longMap(c.TopicLastEventIDs)
 }

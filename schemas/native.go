@@ -138,6 +138,21 @@ func nullableString(s string) any {
 	return map[string]any{"string": s}
 }
 
+func nullableLong(v *int64) any {
+	if v == nil {
+		return nil
+	}
+	return map[string]any{"long": *v}
+}
+
+func longMapToNative(m map[string]int64) map[string]any {
+	n := make(map[string]any, len(m))
+	for k, v := range m {
+		n[k] = v
+	}
+	return n
+}
+
 func stringsToNative(ss []string) []any {
 	a := make([]any, len(ss))
 	for i, s := range ss {
@@ -180,19 +195,20 @@ func eventToNative(e *Event) (map[string]any, error) {
 		errs[i] = map[string]any{"kind": kind, "message": x.Message, "path": x.Path}
 	}
 	return map[string]any{
-		"event_id":       e.EventID,
-		"event_time":     millis(e.EventTime),
-		"event_type":     e.EventType,
-		"catalog":        e.Catalog,
-		"database":       nullableString(e.Database),
-		"table":          nullableString(e.Table),
-		"databases":      stringsToNative(e.Databases),
-		"source":         e.Source,
-		"message_format": e.MessageFormat,
-		"message":        e.Message,
-		"payload":        payload,
-		"files":          files,
-		"errors":         errs,
+		"event_id":          e.EventID,
+		"event_time":        millis(e.EventTime),
+		"event_type":        e.EventType,
+		"catalog":           e.Catalog,
+		"database":          nullableString(e.Database),
+		"table":             nullableString(e.Table),
+		"databases":         stringsToNative(e.Databases),
+		"source":            e.Source,
+		"message_format":    e.MessageFormat,
+		"message":           e.Message,
+		"payload":           payload,
+		"files":             files,
+		"errors":            errs,
+		"previous_event_id": nullableLong(e.PreviousEventID),
 	}, nil
 }
 
@@ -414,16 +430,18 @@ func heartbeatToNative(h *Heartbeat) map[string]any {
 		"source_head_event_id": h.SourceHeadEventID,
 		"sent":                 millis(h.Sent),
 		"source":               h.Source,
+		"previous_event_id":    nullableLong(h.PreviousEventID),
 	}
 }
 
 func checkpointToNative(c *TailerCheckpoint) map[string]any {
 	return map[string]any{
-		"source":          c.Source,
-		"last_event_id":   c.LastEventID,
-		"last_event_time": millis(c.LastEventTime),
-		"written":         millis(c.Written),
-		"state":           c.State,
+		"source":               c.Source,
+		"last_event_id":        c.LastEventID,
+		"last_event_time":      millis(c.LastEventTime),
+		"written":              millis(c.Written),
+		"state":                c.State,
+		"topic_last_event_ids": longMapToNative(c.TopicLastEventIDs),
 	}
 }
 
@@ -507,6 +525,48 @@ func (d *decoder) long(m map[string]any, field string, def int64) int64 {
 	}
 	d.failf("field %s: want long, got %T", field, v)
 	return def
+}
+
+// nullableLong reads a ["null", "long"] union; nil when null or absent
+// (a writer older than the field).
+func (d *decoder) nullableLong(m map[string]any, field string) *int64 {
+	v, ok := m[field]
+	if !ok || v == nil {
+		return nil
+	}
+	if u, ok := v.(map[string]any); ok && len(u) == 1 {
+		if x, ok := u["long"].(int64); ok {
+			return &x
+		}
+	}
+	d.failf("field %s: want null or long, got %v", field, v)
+	return nil
+}
+
+// longMap reads a map of longs; nil when empty or absent.
+func (d *decoder) longMap(m map[string]any, field string) map[string]int64 {
+	v, ok := m[field]
+	if !ok || v == nil {
+		return nil
+	}
+	mm, ok := v.(map[string]any)
+	if !ok {
+		d.failf("field %s: want a map, got %T", field, v)
+		return nil
+	}
+	if len(mm) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(mm))
+	for k, x := range mm {
+		n, ok := x.(int64)
+		if !ok {
+			d.failf("field %s[%q]: want long, got %T", field, k, x)
+			return nil
+		}
+		out[k] = n
+	}
+	return out
 }
 
 func (d *decoder) int(m map[string]any, field string, def int32) int32 {
@@ -694,17 +754,18 @@ func (d *decoder) enum(m map[string]any, field, enum string, symbols []string) s
 
 func (d *decoder) event(m map[string]any) *Event {
 	e := &Event{
-		EventID:       d.long(m, "event_id", 0),
-		EventTime:     d.time(m, "event_time"),
-		EventType:     d.str(m, "event_type", ""),
-		Catalog:       d.str(m, "catalog", "hive"),
-		Database:      d.nullableStr(m, "database"),
-		Table:         d.nullableStr(m, "table"),
-		Databases:     d.strings(m, "databases"),
-		Source:        d.str(m, "source", ""),
-		MessageFormat: d.str(m, "message_format", ""),
-		Message:       d.str(m, "message", ""),
-		Payload:       d.payload(m),
+		EventID:         d.long(m, "event_id", 0),
+		EventTime:       d.time(m, "event_time"),
+		EventType:       d.str(m, "event_type", ""),
+		Catalog:         d.str(m, "catalog", "hive"),
+		Database:        d.nullableStr(m, "database"),
+		Table:           d.nullableStr(m, "table"),
+		Databases:       d.strings(m, "databases"),
+		Source:          d.str(m, "source", ""),
+		MessageFormat:   d.str(m, "message_format", ""),
+		Message:         d.str(m, "message", ""),
+		Payload:         d.payload(m),
+		PreviousEventID: d.nullableLong(m, "previous_event_id"),
 	}
 	if files := d.array(m, "files"); len(files) > 0 {
 		e.Files = make([]FileRef, len(files))
@@ -980,15 +1041,17 @@ func (d *decoder) heartbeat(m map[string]any) *Heartbeat {
 		SourceHeadEventID: d.long(m, "source_head_event_id", -1),
 		Sent:              d.time(m, "sent"),
 		Source:            d.str(m, "source", ""),
+		PreviousEventID:   d.nullableLong(m, "previous_event_id"),
 	}
 }
 
 func (d *decoder) checkpoint(m map[string]any) *TailerCheckpoint {
 	return &TailerCheckpoint{
-		Source:        d.str(m, "source", ""),
-		LastEventID:   d.long(m, "last_event_id", 0),
-		LastEventTime: d.time(m, "last_event_time"),
-		Written:       d.time(m, "written"),
-		State:         d.str(m, "state", "RUNNING"),
+		Source:            d.str(m, "source", ""),
+		LastEventID:       d.long(m, "last_event_id", 0),
+		LastEventTime:     d.time(m, "last_event_time"),
+		Written:           d.time(m, "written"),
+		State:             d.str(m, "state", "RUNNING"),
+		TopicLastEventIDs: d.longMap(m, "topic_last_event_ids"),
 	}
 }

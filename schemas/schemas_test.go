@@ -144,8 +144,11 @@ func testEvent(p Payload) *Event {
 			{Kind: ErrPathOutsideRoots, Message: "outside", Path: "hdfs://elsewhere/x"},
 			{Kind: ErrUnknown, Message: "?"},
 		},
+		PreviousEventID: id(998),
 	}
 }
+
+func id(v int64) *int64 { return &v }
 
 // testPayloads has one payload of every branch, all fields set.
 func testPayloads() map[string]Payload {
@@ -173,10 +176,13 @@ func testRecords() map[string]any {
 		"CopyCompletion": &CopyCompletion{TaskID: "1001-0", EventID: 1001, Database: "sales", SourceURI: "hdfs://src/a", TargetURI: "hdfs://dr/a",
 			Status: StatusSourceGone, Length: 1 << 40, CRC32C: crc(0xFFFFFFFF), Verification: "crc32c:source+target", CopiedFrom: "hdfs://src/cm/x",
 			Error: "e", Evidence: "looked everywhere", Attempts: 3, Started: t0, Finished: t1},
-		"Heartbeat":        &Heartbeat{Database: "sales", ScannedEventID: 1001, ScannedEventTime: t0, SourceHeadEventID: 1002, Sent: t1, Source: "prod-hms"},
-		"TailerCheckpoint": &TailerCheckpoint{Source: "prod-hms", LastEventID: 1001, LastEventTime: t0, Written: t1, State: "CHAIN_BROKEN"},
-		"EventNilPayload":  testEvent(nil),
-		"EventMinimal":     &Event{EventID: 1, EventType: "OPEN_TXN", MessageFormat: "json-0.2", Message: "{}"},
+		"Heartbeat":      &Heartbeat{Database: "sales", ScannedEventID: 1001, ScannedEventTime: t0, SourceHeadEventID: 1002, Sent: t1, Source: "prod-hms", PreviousEventID: id(990)},
+		"HeartbeatFirst": &Heartbeat{Database: "sales", ScannedEventID: 1001, ScannedEventTime: t0, SourceHeadEventID: 1002, Sent: t1, PreviousEventID: id(0)},
+		"TailerCheckpoint": &TailerCheckpoint{Source: "prod-hms", LastEventID: 1001, LastEventTime: t0, Written: t1, State: "CHAIN_BROKEN",
+			TopicLastEventIDs: map[string]int64{"sales": 1001, "archive": 990, "hr": 0}},
+		"EventNilPayload":   testEvent(nil),
+		"EventMinimal":      &Event{EventID: 1, EventType: "OPEN_TXN", MessageFormat: "json-0.2", Message: "{}"},
+		"EventFirstOnTopic": &Event{EventID: 2, EventType: "CREATE_DATABASE", MessageFormat: "json-0.2", Message: "{}", PreviousEventID: id(0)},
 	}
 	for branch, p := range testPayloads() {
 		recs["Event/"+branch] = testEvent(p)
@@ -510,6 +516,11 @@ func TestPreviousSchemaVersion(t *testing.T) {
 	// The old versions are registered first, as they were in production.
 	oldEvent, oldEventID := old("metastore_event.avsc")
 	oldCompletion, oldCompletionID := old("copy_completion.avsc")
+	// The versions before the per-topic chain (previous_event_id,
+	// topic_last_event_ids).
+	v2Event, v2EventID := old("metastore_event_v2.avsc")
+	v2Heartbeat, v2HeartbeatID := old("heartbeat.avsc")
+	v2Checkpoint, v2CheckpointID := old("tailer_checkpoint.avsc")
 	s, err := NewSerde(ctx, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -579,6 +590,28 @@ func TestPreviousSchemaVersion(t *testing.T) {
 				Payload: &DatabaseChange{After: &Database{Name: "sales", Location: "hdfs://src/sales.db"}},
 			},
 		},
+		"event without previous_event_id": {
+			wire(v2Event, v2EventID, map[string]any{
+				"event_id": int64(79), "event_time": t1, "event_type": "DROP_DATABASE",
+				"database": goavro.Union("string", "sales"), "databases": []any{"sales"},
+				"message_format": "json-0.2", "message": "{}",
+			}),
+			&Event{EventID: 79, EventTime: t1, EventType: "DROP_DATABASE", Catalog: "hive", Database: "sales",
+				Databases: []string{"sales"}, MessageFormat: "json-0.2", Message: "{}"},
+		},
+		"heartbeat without previous_event_id": {
+			wire(v2Heartbeat, v2HeartbeatID, map[string]any{
+				"database": "sales", "scanned_event_id": int64(80), "scanned_event_time": t0,
+				"source_head_event_id": int64(81), "sent": t1, "source": "prod-hms",
+			}),
+			&Heartbeat{Database: "sales", ScannedEventID: 80, ScannedEventTime: t0, SourceHeadEventID: 81, Sent: t1, Source: "prod-hms"},
+		},
+		"checkpoint without topic_last_event_ids": {
+			wire(v2Checkpoint, v2CheckpointID, map[string]any{
+				"source": "prod-hms", "last_event_id": int64(80), "last_event_time": t0, "written": t1, "state": "RUNNING",
+			}),
+			&TailerCheckpoint{Source: "prod-hms", LastEventID: 80, LastEventTime: t0, Written: t1, State: "RUNNING"},
+		},
 		"completion": {
 			wire(oldCompletion, oldCompletionID, map[string]any{
 				"task_id": "77-0", "event_id": int64(77), "database": "sales", "source_uri": "hdfs://src/a", "target_uri": "hdfs://dr/a",
@@ -602,8 +635,8 @@ func TestPreviousSchemaVersion(t *testing.T) {
 			}
 		})
 	}
-	if reg.fetches != 2 {
-		t.Errorf("%d registry fetches, want 2 (one per old schema, then cached)", reg.fetches)
+	if reg.fetches != 5 {
+		t.Errorf("%d registry fetches, want 5 (one per old schema, then cached)", reg.fetches)
 	}
 }
 

@@ -22,6 +22,10 @@ type Event struct {
 	Payload       Payload // nil encodes as null
 	Files         []FileRef
 	Errors        []EventError
+	// PreviousEventID is the event published to the same topic just
+	// before this one (0: none), or nil in records older than the field.
+	// The tailer sets it per topic; see Chain.
+	PreviousEventID *int64
 }
 
 // Payload is one of *DatabaseChange, *TableChange, *PartitionChange,
@@ -225,6 +229,9 @@ type Heartbeat struct {
 	SourceHeadEventID int64
 	Sent              time.Time
 	Source            string
+	// PreviousEventID is the last event published to the topic before
+	// the heartbeat (0: none), or nil in records older than the field.
+	PreviousEventID *int64
 }
 
 // TailerCheckpoint is the tailer's position.
@@ -234,4 +241,7 @@ type TailerCheckpoint struct {
 	LastEventTime time.Time
 	Written       time.Time
 	State         string
+	// TopicLastEventIDs holds, by database, the last event published to
+	// that database's topic.
+	TopicLastEventIDs map[string]int64
 }

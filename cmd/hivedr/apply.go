@@ -98,6 +98,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 			return c, c.Close, nil
 		},
 		Policy:               &conf.Replication,
+		RPO:                  conf.Replication.RPO,
 		Files:                routerFiles{router},
 		Completions:          store,
 		Codec:                serde,

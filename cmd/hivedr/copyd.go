@@ -96,6 +96,7 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		SplitSize:      conf.Copyd.SplitSize,
 		SplitWorkers:   conf.Copyd.SplitWorkers,
 		Staging:        st,
+		Logger:         log.With("role", "copyd"),
 	}, router, m)
 	if err != nil {
 		return err

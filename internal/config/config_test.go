@@ -448,3 +448,22 @@ func TestParseLocationKeepsEscapes(t *testing.T) {
 		}
 	}
 }
+
+func TestReplicationRPO(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Replication.RPO("anything"); got != DefaultRPO {
+		t.Errorf("RPO with no databases configured = %s, want %s", got, DefaultRPO)
+	}
+	c.Replication.Databases = []DatabasePolicy{{Name: "fin", RPO: Duration{30 * time.Second}}, {Name: "hr"}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for db, want := range map[string]time.Duration{"fin": 30 * time.Second, "hr": DefaultRPO, "other": 0} {
+		if got := c.Replication.RPO(db); got != want {
+			t.Errorf("RPO(%s) = %s, want %s", db, got, want)
+		}
+	}
+}
