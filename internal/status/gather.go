@@ -499,7 +499,9 @@ func recordType(r *kgo.Record) string {
 // readRanges reads the committed data records of [from, to) of partition 0
 // of each topic, in offset order, passing each to fn until fn returns
 // false for its topic. It returns the topics it did not read to their end
-// (fn stopped them, or ctx ended first).
+// (fn stopped them, or ctx ended first). A range ends at the topic's last
+// stable offset, or anywhere below it: the read is done when it has seen
+// offset to-1 or any later one.
 func readRanges(ctx context.Context, brokers []string, ranges map[string][2]int64, fn func(*kgo.Record) bool) map[string]bool {
 	unfinished := map[string]bool{}
 	offsets := map[string]map[int32]kgo.Offset{}
@@ -531,11 +533,11 @@ func readRanges(ctx context.Context, brokers []string, ranges map[string][2]int6
 	}
 	for open() && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			if stopped[r.Topic] || r.Offset >= ranges[r.Topic][1] {
-				return
-			}
+			// Any offset at or past the range's end ends it too: a range
+			// may end inside an aborted transaction, whose records a
+			// read_committed consumer never gets.
 			reached[r.Topic] = max(reached[r.Topic], r.Offset)
-			if !r.Attrs.IsControl() && !fn(r) {
+			if !stopped[r.Topic] && r.Offset < ranges[r.Topic][1] && !r.Attrs.IsControl() && !fn(r) {
 				stopped[r.Topic] = true
 			}
 			if stopped[r.Topic] || reached[r.Topic] >= ranges[r.Topic][1]-1 {
