@@ -66,9 +66,9 @@ const (
 )
 
 // CheckpointChainBroken is the TailerCheckpoint state a tailer writes,
-// at its last position, when it stops on a gap in the source log. (The
-// tailer's own constant is producer.StateChainBroken; status does not
-// read it from there so as not to depend on the tailer for a string.)
+// at its last position, when it stops on a gap in the source log. It is
+// the value of producer.StateChainBroken, spelled here because the wire
+// value is what status reads (and status is to stop importing the roles).
 const CheckpointChainBroken = "CHAIN_BROKEN"
 
 // Report is what `hivedr status` prints: the tailer's position, one row
