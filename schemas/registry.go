@@ -91,3 +91,14 @@ func DialSerde(ctx context.Context, url string) (*Serde, error) {
 	}
 	return s, nil
 }
+
+// DialDecoder makes a read-only Decoder over the Confluent-compatible
+// schema registry at url: it fetches writer schemas by ID and registers
+// nothing. Nothing is asked of the registry until the first Decode.
+func DialDecoder(url string) (*Decoder, error) {
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		return nil, fmt.Errorf("schema registry %s: %w", url, err)
+	}
+	return NewDecoder(NewSRRegistry(cl)), nil
+}

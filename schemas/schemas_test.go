@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -828,5 +829,69 @@ func TestNames(t *testing.T) {
 	}
 	if PayloadName(nil) != "" || RecordName(&Event{}) != NameMetastoreEvent || RecordName(42) != "" {
 		t.Error("RecordName/PayloadName of nil, *Event or a non-record is wrong")
+	}
+}
+
+// readOnlyRegistry is a full registry (Registry and CompatibilitySetter)
+// that fails the test on any write: a Decoder must only read by ID.
+type readOnlyRegistry struct {
+	t   *testing.T
+	mem *memRegistry
+}
+
+func (r readOnlyRegistry) Register(_ context.Context, subject, _ string) (int, error) {
+	r.t.Errorf("Register(%s) called on a read-only registry", subject)
+	return 0, fmt.Errorf("read-only registry: register %s refused", subject)
+}
+
+func (r readOnlyRegistry) SetCompatibility(_ context.Context, subject, level string) error {
+	r.t.Errorf("SetCompatibility(%s, %s) called on a read-only registry", subject, level)
+	return fmt.Errorf("read-only registry: set compatibility of %s refused", subject)
+}
+
+func (r readOnlyRegistry) SchemaByID(ctx context.Context, id int) (string, error) {
+	return r.mem.SchemaByID(ctx, id)
+}
+
+var (
+	_ Registry            = readOnlyRegistry{}
+	_ CompatibilitySetter = readOnlyRegistry{}
+)
+
+// TestDecoderReadOnly: a Decoder decodes every record type by writer
+// schema ID, fetching each schema once, and never registers a schema or
+// sets a compatibility level, even when its registry could.
+func TestDecoderReadOnly(t *testing.T) {
+	ctx := context.Background()
+	s, mem := newSerde(t) // the writer registered the schemas
+	subjects := fmt.Sprint(mem.subjects)
+	d := NewDecoder(readOnlyRegistry{t: t, mem: mem})
+	for round := 0; round < 2; round++ {
+		for name, rec := range testRecords() {
+			b, err := s.Encode(rec)
+			if err != nil {
+				t.Fatalf("encode %s: %v", name, err)
+			}
+			got, err := d.Decode(ctx, b)
+			if err != nil {
+				t.Fatalf("decode %s: %v", name, err)
+			}
+			if !reflect.DeepEqual(got, rec) {
+				t.Errorf("decode %s:\n got %+v\nwant %+v", name, got, rec)
+			}
+		}
+	}
+	all, err := Schemas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem.fetches != len(all) {
+		t.Errorf("%d schema fetches for %d writer schemas decoded twice; want one each", mem.fetches, len(all))
+	}
+	if got := fmt.Sprint(mem.subjects); got != subjects {
+		t.Errorf("subjects changed: %s, was %s", got, subjects)
+	}
+	if _, err := d.Decode(ctx, binary.BigEndian.AppendUint32([]byte{0}, 999)); !errors.Is(err, ErrUnknownSchemaID) {
+		t.Errorf("decode with an unknown ID: %v, want ErrUnknownSchemaID", err)
 	}
 }

@@ -28,6 +28,12 @@ type Registry interface {
 	// Register registers schema under subject, or finds it there, and
 	// returns its global ID.
 	Register(ctx context.Context, subject, schema string) (id int, err error)
+	SchemaFetcher
+}
+
+// SchemaFetcher is the read-only part of a Registry: what a Decoder
+// needs. Implementations must be safe for concurrent use.
+type SchemaFetcher interface {
 	// SchemaByID returns the text of the schema with the given ID, or an
 	// error wrapping ErrUnknownSchemaID.
 	SchemaByID(ctx context.Context, id int) (schema string, err error)
@@ -48,14 +54,31 @@ const Compatibility = "BACKWARD"
 // current schemas, and decodes records with the schema that wrote them.
 // It is safe for concurrent use.
 type Serde struct {
-	reg    Registry
 	compat string
 
 	// enc is indexed by record full name; it is fixed by NewSerde.
 	enc map[string]*encoder
 
+	// dec decodes; NewSerde seeds it with the current schemas' IDs.
+	dec *Decoder
+}
+
+// Decoder decodes records in the Confluent wire format with the schema
+// that wrote them, fetched from the registry by ID. It never writes to
+// the registry: no schema is registered and no compatibility level
+// changed, so read-only tools (hivedr status, hivedr cat) use it. It is
+// safe for concurrent use.
+type Decoder struct {
+	reg SchemaFetcher
+
 	mu      sync.RWMutex
 	writers map[int]*writer // writer schemas by ID; entries never change
+}
+
+// NewDecoder returns a Decoder that fetches writer schemas from reg (by
+// ID only) and caches them.
+func NewDecoder(reg SchemaFetcher) *Decoder {
+	return &Decoder{reg: reg, writers: map[int]*writer{}}
 }
 
 type encoder struct {
@@ -85,9 +108,8 @@ func NewSerde(ctx context.Context, reg Registry) (*Serde, error) {
 		return nil, err
 	}
 	s := &Serde{
-		reg:     reg,
-		enc:     make(map[string]*encoder, len(all)),
-		writers: make(map[int]*writer, len(all)),
+		enc: make(map[string]*encoder, len(all)),
+		dec: NewDecoder(reg),
 	}
 	cs, canSet := reg.(CompatibilitySetter)
 	s.compat = Compatibility
@@ -117,7 +139,7 @@ func NewSerde(ctx context.Context, reg Registry) (*Serde, error) {
 		e.header[0] = magicByte
 		binary.BigEndian.PutUint32(e.header[1:], uint32(id))
 		s.enc[sc.Name] = e
-		s.writers[id] = &writer{id: id, name: sc.Name, codec: sc.Codec}
+		s.dec.writers[id] = &writer{id: id, name: sc.Name, codec: sc.Codec}
 	}
 	if !canSet {
 		s.compat = ""
@@ -212,12 +234,18 @@ func PayloadName(p Payload) string {
 }
 
 // Decode decodes a record in the Confluent wire format with the schema
+// that wrote it (see Decoder.Decode).
+func (s *Serde) Decode(ctx context.Context, b []byte) (any, error) {
+	return s.dec.Decode(ctx, b)
+}
+
+// Decode decodes a record in the Confluent wire format with the schema
 // that wrote it, fetched from the registry by ID (and cached), and returns
 // it as the Go type of the writer's record: *Event, *CopyTask,
 // *CopyCompletion, *Heartbeat or *TailerCheckpoint. Fields the writer did
 // not have take their defaults; fields this code does not know are
 // ignored.
-func (s *Serde) Decode(ctx context.Context, b []byte) (any, error) {
+func (s *Decoder) Decode(ctx context.Context, b []byte) (any, error) {
 	if len(b) < headerSize {
 		return nil, fmt.Errorf("decode: record too short: %d bytes, the wire format needs at least %d", len(b), headerSize)
 	}
@@ -246,7 +274,7 @@ func (s *Serde) Decode(ctx context.Context, b []byte) (any, error) {
 // writer returns the parsed schema with the given ID, fetching it on
 // first use. Failures are not cached: a registry outage must not make a
 // schema unknown for good.
-func (s *Serde) writer(ctx context.Context, id int) (*writer, error) {
+func (s *Decoder) writer(ctx context.Context, id int) (*writer, error) {
 	s.mu.RLock()
 	w, ok := s.writers[id]
 	s.mu.RUnlock()

@@ -30,8 +30,8 @@ type catRecord struct {
 
 func runCat(args []string, stdout, stderr io.Writer) int {
 	fl, cf := newFlagSet("cat", "Usage: hivedr cat [flags] TOPIC...\n\nPrint the committed records of hivedr topics as JSON lines, decoded with the\n"+
-		"writer's schema from the schema registry. Reads from the beginning; stops at the\n"+
-		"end of the topics unless -f.", stderr)
+		"writer's schema from the schema registry (read only: cat registers nothing). Reads\n"+
+		"from the beginning; stops at the end of the topics unless -f.", stderr)
 	n := fl.Int("n", 0, "stop after this many records (0: no limit)")
 	follow := fl.Bool("f", false, "keep waiting for new records instead of stopping at the end")
 	conf, _, ok := setup(fl, cf, args, stderr)
@@ -52,7 +52,8 @@ func runCat(args []string, stdout, stderr io.Writer) int {
 }
 
 func cat(ctx context.Context, conf *config.Config, topics []string, limit int, follow bool, out io.Writer) error {
-	serde, err := schemas.DialSerde(ctx, conf.SchemaRegistry)
+	// Read-only: cat fetches writer schemas by ID and registers nothing.
+	dec, err := schemas.DialDecoder(conf.SchemaRegistry)
 	if err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func cat(ctx context.Context, conf *config.Config, topics []string, limit int, f
 		}
 		for it := fs.RecordIter(); !it.Done(); {
 			r := it.Next()
-			v, err := serde.Decode(ctx, r.Value)
+			v, err := dec.Decode(ctx, r.Value)
 			if err != nil {
 				return fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 			}

@@ -17,22 +17,30 @@ import (
 func runStatus(args []string, stdout, stderr io.Writer) int {
 	fl, cf := newFlagSet("status", "Usage: hivedr status [flags]\n\n"+
 		"Show, per replicated database (the <prefix>.events.<db> topics in Kafka and the names in\n"+
-		"replication.databases): the DR database's repl.last.id, whether its applier worker halted\n"+
-		"and why (hivedr.halted), events skipped by operators (hivedr.skipped.*), and the applier\n"+
-		"group's lag on the database's topic, with the tailer's checkpoint against the source log.\n\n"+
+		"replication.databases): the DR database's repl.last.id, the events of its topic not applied\n"+
+		"yet, the replica's age against the database's rpo, whether its applier worker halted and\n"+
+		"why (hivedr.halted), events skipped by operators (hivedr.skipped.*), and the tailer's\n"+
+		"checkpoint: its age, its state (CHAIN_BROKEN) and how far it is from the source log's head.\n"+
+		"Status only reads: it registers no schema and commits no offset.\n\n"+
 		"Columns: REPL.LAST.ID the last source event applied to the DR database (- when it is not\n"+
-		"on the DR); LAG records (events, heartbeats, transaction markers) of the topic the\n"+
-		"applier group has not committed, up to the last stable offset; BEHIND how long ago the\n"+
-		"oldest of them was published; NEWEST RECORD the age of the topic's newest event or\n"+
-		"heartbeat; SKIPPED events skipped with apply -skip-event; STATE ok, lagging, HALTED,\n"+
-		"no topic, not on DR, not a target (a DR database without repl.target.for), unknown.\n\n"+
-		"Exit status: 0 when the tailer has published the source log as it was when status\n"+
-		"started and every database is applied to its topic's end with none halted; 1 when some\n"+
-		"lag, halted, or a system could not be reached; 2 on bad flags or configuration. So a\n"+
-		"script can wait with: until hivedr status -db finance >/dev/null; do sleep 2; done", stderr)
+		"on the DR); LAG events of the topic not applied yet (heartbeats and transaction markers are\n"+
+		"not lag); RECORDS records the applier group has not committed (it commits every second);\n"+
+		"BEHIND how long ago the oldest unapplied event was published; AGE the replica's age, now\n"+
+		"minus the source time up to which the DR database is complete (kept current by heartbeats;\n"+
+		"it grows while the tailer is down); RPO replication.databases[].rpo; NEWEST RECORD the age\n"+
+		"of the topic's newest event or heartbeat; SKIPPED events skipped with apply -skip-event;\n"+
+		"STATE chain_broken, unknown, HALTED, rpo_breached (AGE over RPO), tailer_down (no tailer\n"+
+		"checkpoint for max(3 x (tailer.heartbeat_interval + tailer.poll_interval), 15s)),\n"+
+		"tailer_behind (the source head not published within -tailer-wait), no topic, lagging, not\n"+
+		"on DR, not a target (a DR database without repl.target.for), ok.\n\n"+
+		"Exit status: 0 when the tailer is running and has published the source log as it was when\n"+
+		"status started, and every database is ok; 1 when something lags, is halted, is over its\n"+
+		"RPO, the tailer is down, behind or stopped on a broken chain, or a system could not be\n"+
+		"reached; 2 on bad flags or configuration. So a script can wait with:\n"+
+		"until hivedr status -db finance >/dev/null; do sleep 2; done", stderr)
 	asJSON := fl.Bool("json", false, "print the report as one JSON object instead of a table")
 	dbList := fl.String("db", "", "only these databases, comma-separated; each must have its topic and its DR database to count as caught up")
-	tailerWait := fl.Duration("tailer-wait", 5*time.Second, "how long to wait for the tailer's checkpoint to reach the source log's head before calling it behind")
+	tailerWait := fl.Duration("tailer-wait", 5*time.Second, "how long to wait for the tailer's checkpoint to reach the source log's head before calling it behind (at least tailer.poll_interval + 1s)")
 	timeout := fl.Duration("timeout", 30*time.Second, "give up on unreachable systems after this long in all")
 	fl.Lookup("log-level").Usage = "accepted like every command's; status logs nothing"
 	conf, _, ok := setup(fl, cf, args, stderr)

@@ -26,16 +26,21 @@ import (
 // Gather asks Kafka, the schema registry, the source and the DR metastore
 // and returns the summarized report; what cannot be reached becomes an
 // entry of Report.Errors (and makes the report not caught up), so Gather
-// always returns a report. ctx bounds the whole of it.
+// always returns a report. ctx bounds the whole of it. Gather only reads:
+// it decodes with writer schemas fetched by ID (schemas.Decoder) and
+// registers nothing, joins no consumer group and commits nothing.
 //
 // The databases are those with an events topic in Kafka and those
 // replication.databases names; a non-empty only restricts them to these
 // (lower-case) names, each of which must then be replicated to count as
 // caught up. tailerWait is how long to re-read the tailer's checkpoint
-// until it reaches the source log's head.
+// until it reaches the source log's head; it is at least
+// tailer.poll_interval + 1s, what one poll of the tailer (and its
+// transaction) takes.
 func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait time.Duration) *Report {
-	rep := &Report{Time: time.Now(), required: map[string]bool{}}
+	rep := &Report{required: map[string]bool{}}
 	rep.Tailer.Source = conf.Source.Name
+	rep.Tailer.DownAfter = DownAfter(conf.Tailer).Seconds()
 	rep.Applier = Applier{Group: conf.Applier.Group, Members: -1, Metastore: conf.Applier.Metastore}
 	rep.Tailer.Unknown = true
 	topics := kafka.Topics{Prefix: conf.Kafka.TopicPrefix}
@@ -56,7 +61,10 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 		if d := dbs[name]; d != nil {
 			return d
 		}
-		d := &Database{Database: name, Topic: topics.Events(name), Committed: -1, Lag: -1}
+		d := &Database{Database: name, Topic: topics.Events(name), Committed: -1, LagEvents: -1, UncommittedRecords: -1}
+		if p, ok := conf.Replication.Scope(name); ok {
+			d.InScope, d.RPO = true, rpo(p).Seconds()
+		}
 		dbs[name] = d
 		return d
 	}
@@ -66,6 +74,10 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 		}
 	}
 
+	dec, err := schemas.DialDecoder(conf.SchemaRegistry)
+	if err != nil {
+		fail("%v", err)
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(conf.Kafka.Brokers...), kgo.DialTimeout(5*time.Second))
 	if err != nil {
 		fail("kafka %s: %v", brokers, err)
@@ -106,22 +118,46 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 	}
 	sort.Slice(rep.Databases, func(i, j int) bool { return rep.Databases[i].Database < rep.Databases[j].Database })
 
-	if kafkaOK {
-		if err := tailerPosition(ctx, conf, cl, topics.Checkpoints(), head, tailerWait, &rep.Tailer); err != nil {
+	offsetsOK := false
+	if kafkaOK && dec != nil {
+		wait := max(tailerWait, conf.Tailer.PollInterval.Duration+time.Second)
+		if err := tailerPosition(ctx, conf, cl, dec, topics.Checkpoints(), head, wait, &rep.Tailer); err != nil {
 			fail("tailer checkpoint (%s): %v", topics.Checkpoints(), err)
 		}
-		if err := groupLag(ctx, conf, adm, rep); err != nil {
+	}
+	if kafkaOK {
+		if err := groupOffsets(ctx, conf, adm, rep); err != nil {
 			fail("kafka %s: applier group %s: %v", brokers, conf.Applier.Group, err)
 		} else {
-			recordTimes(ctx, conf.Kafka.Brokers, rep.Databases)
+			offsetsOK = true
 		}
 	}
+	// The DR after Kafka: repl.last.id read later is only further on, so
+	// no event counts as applied that is not.
 	if err := drParameters(ctx, conf.Applier.Metastore, rep.Databases); err != nil {
 		fail("DR metastore %s: %v", conf.Applier.Metastore, err)
 	}
+	if offsetsOK && dec != nil {
+		rep.Errors = append(rep.Errors, scanTopics(ctx, conf.Kafka.Brokers, dec, rep.Databases)...)
+	}
+	rep.Time = time.Now()
 	rep.summarize()
 	return rep
 }
+
+// rpo is a database policy's RPO; a policy that was never validated (the
+// catch-all of an empty replication.databases) gets the default.
+func rpo(p *config.DatabasePolicy) time.Duration {
+	if p.RPO.Duration > 0 {
+		return p.RPO.Duration
+	}
+	return defaultRPO
+}
+
+// defaultRPO is the default of replication.databases[].rpo (config sets it
+// on every entry), for the catch-all policy of an empty
+// replication.databases, which has no entry to carry it.
+const defaultRPO = 5 * time.Minute
 
 // sourceHead is the newest event ID of the source log.
 func sourceHead(ctx context.Context, conf *config.Config) (int64, error) {
@@ -148,24 +184,24 @@ func sourceHead(ctx context.Context, conf *config.Config) (int64, error) {
 }
 
 // tailerPosition reads the tailer's newest checkpoint, re-reading for up
-// to wait until it reaches head.
-func tailerPosition(ctx context.Context, conf *config.Config, cl *kgo.Client, topic string, head int64, wait time.Duration, ts *Tailer) error {
-	serde, err := schemas.DialSerde(ctx, conf.SchemaRegistry)
-	if err != nil {
-		return err
-	}
+// to wait until it reaches head. It stops early on a checkpoint that will
+// not move: CHAIN_BROKEN, or older than DownAfter.
+func tailerPosition(ctx context.Context, conf *config.Config, cl *kgo.Client, dec *schemas.Decoder, topic string, head int64, wait time.Duration, ts *Tailer) error {
 	deadline := time.Now().Add(wait)
+	downAfter := DownAfter(conf.Tailer)
 	for {
-		cp, err := readTailerCheckpoint(ctx, cl, conf.Kafka.Brokers, topic, conf.Source.Name, serde)
+		cp, err := readTailerCheckpoint(ctx, cl, conf.Kafka.Brokers, topic, conf.Source.Name, dec)
 		if err != nil {
 			return err
 		}
 		ts.Unknown = false
+		stuck := false
 		if cp != nil {
-			ts.CheckpointEventID, ts.CheckpointWritten = cp.LastEventID, cp.Written
-			ts.CaughtUp = head > 0 && cp.LastEventID >= head
+			ts.fromCheckpoint(cp)
+			stuck = cp.State == CheckpointChainBroken || time.Since(cp.Written) > downAfter
 		}
-		if ts.CaughtUp || head == 0 || !time.Now().Before(deadline) {
+		caughtUp := head > 0 && ts.CheckpointEventID >= head
+		if caughtUp || stuck || head == 0 || !time.Now().Before(deadline) {
 			return nil
 		}
 		select {
@@ -178,7 +214,7 @@ func tailerPosition(ctx context.Context, conf *config.Config, cl *kgo.Client, to
 
 // readTailerCheckpoint returns source's newest committed checkpoint, or
 // nil when there is none (or no checkpoints topic yet).
-func readTailerCheckpoint(ctx context.Context, cl *kgo.Client, brokers []string, topic, source string, serde *schemas.Serde) (*schemas.TailerCheckpoint, error) {
+func readTailerCheckpoint(ctx context.Context, cl *kgo.Client, brokers []string, topic, source string, dec *schemas.Decoder) (*schemas.TailerCheckpoint, error) {
 	adm := kadm.NewClient(cl)
 	ends, err := adm.ListCommittedOffsets(ctx, topic)
 	if err != nil {
@@ -211,7 +247,7 @@ func readTailerCheckpoint(ctx context.Context, cl *kgo.Client, brokers []string,
 			if string(recs[i].Key) != source {
 				continue
 			}
-			v, err := serde.Decode(ctx, recs[i].Value)
+			v, err := dec.Decode(ctx, recs[i].Value)
 			if err != nil {
 				return nil, fmt.Errorf("decode the checkpoint at offset %d: %w", recs[i].Offset, err)
 			}
@@ -227,9 +263,10 @@ func readTailerCheckpoint(ctx context.Context, cl *kgo.Client, brokers []string,
 	return nil, nil
 }
 
-// groupLag fills the applier group's committed offsets, the topics' last
-// stable offsets (what a read_committed consumer can reach) and the lag.
-func groupLag(ctx context.Context, conf *config.Config, adm *kadm.Client, rep *Report) error {
+// groupOffsets fills the applier group's committed offsets, the topics'
+// first and last stable offsets (what a read_committed consumer can
+// reach) and the uncommitted records between them.
+func groupOffsets(ctx context.Context, conf *config.Config, adm *kadm.Client, rep *Report) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	group := conf.Applier.Group
@@ -264,7 +301,7 @@ func groupLag(ctx context.Context, conf *config.Config, adm *kadm.Client, rep *R
 		d := &rep.Databases[i]
 		d.known.kafka = true
 		if !d.TopicExists {
-			d.Lag, d.End = 0, 0
+			d.UncommittedRecords, d.LagEvents, d.End = 0, 0, 0
 			continue
 		}
 		end, ok := ends.Lookup(d.Topic, 0)
@@ -273,114 +310,247 @@ func groupLag(ctx context.Context, conf *config.Config, adm *kadm.Client, rep *R
 			continue
 		}
 		d.End = end.Offset
-		from := int64(0)
 		if s, ok := starts.Lookup(d.Topic, 0); ok && s.Err == nil {
-			from = s.Offset
+			d.start = s.Offset
 		}
+		from := d.start
 		if c, ok := committed.Lookup(d.Topic, 0); ok && c.Err == nil && c.At >= 0 {
 			d.Committed = c.At
 			from = max(from, c.At)
 		}
-		d.Lag = max(0, d.End-from)
+		d.UncommittedRecords = max(0, d.End-from)
 	}
 	return nil
 }
 
-// recordTimes reads a few records of each topic: the newest (its time and
-// type) and, where the group lags, the oldest unapplied one (how long it
-// has waited). Best effort: what is not read in time stays unset.
-func recordTimes(ctx context.Context, brokers []string, dbs []Database) {
-	newest, oldest := map[string][2]int64{}, map[string][2]int64{}
-	for _, d := range dbs {
-		if !d.TopicExists || d.End <= 0 {
+// Limits of scanTopics: the time it may take in all, and the most records
+// of one topic it tallies (a lower bound of the lag is shown beyond).
+const (
+	scanBudget = 10 * time.Second
+	scanLimit  = 200_000
+)
+
+// scanTopics reads each database's topic from a few offsets before the
+// applier group's committed offset to the topic's last stable offset and
+// tallies it (see tally), reading further back where those offsets held
+// no data record (an aborted transaction). It decodes only the newest
+// applied event and heartbeat of each topic: the replica is complete up
+// to the later of them. It returns what it could not decode.
+//
+// Best effort within scanBudget: a topic not read to its end in time has
+// LagEventsPartial set; one whose DR database could not be read has an
+// unknown LagEvents (what is applied past the commit is not known).
+func scanTopics(ctx context.Context, brokers []string, dec *schemas.Decoder, dbs []Database) []string {
+	ctx, cancel := context.WithTimeout(ctx, scanBudget)
+	defer cancel()
+	type scan struct {
+		d              *Database
+		t              tally
+		from, lo, hi   int64       // the tail starts at from; [lo, hi) is being read
+		n              int         // records of the tail tallied
+		newest         int64       // offset of the newest data record seen
+		lastEv, lastHb *kgo.Record // newest applied event, heartbeat
+		partial        bool
+	}
+	scans := map[string]*scan{}
+	ranges := map[string][2]int64{}
+	for i := range dbs {
+		d := &dbs[i]
+		if !d.TopicExists || !d.known.kafka {
 			continue
 		}
-		newest[d.Topic] = [2]int64{max(0, d.End-4), d.End}
-		if d.Lag > 0 {
-			from := d.End - d.Lag
-			oldest[d.Topic] = [2]int64{from, min(d.End, from+16)}
+		from := max(d.start, d.Committed)
+		s := &scan{d: d, t: tally{committed: d.Committed, lastID: d.LastEventID}, from: from, lo: max(d.start, from-16), hi: d.End, newest: -1}
+		scans[d.Topic] = s
+		if s.lo < s.hi {
+			ranges[d.Topic] = [2]int64{s.lo, s.hi}
 		}
 	}
-	byTopic := map[string]*Database{}
-	for i := range dbs {
-		byTopic[dbs[i].Topic] = &dbs[i]
+	var errs []string
+	failed := map[string]bool{}
+	// decode returns a record's value, or nil after noting the error
+	// (once per topic).
+	decode := func(r *kgo.Record) any {
+		v, err := dec.Decode(ctx, r.Value)
+		if err != nil {
+			if !failed[r.Topic] {
+				errs = append(errs, fmt.Sprintf("%s: record at offset %d does not decode: %v", r.Topic, r.Offset, err))
+			}
+			failed[r.Topic] = true
+			return nil
+		}
+		return v
 	}
-	// Four offsets back hold at least one data record: each of the
-	// tailer's transactions is records then one marker.
-	for topic, recs := range readRanges(ctx, brokers, newest) {
-		for _, r := range recs {
-			d := byTopic[topic]
-			if r.Timestamp.After(d.Newest) {
-				d.Newest, d.NewestType = r.Timestamp, recordType(r)
+	// tallyRecord counts one data record of a topic.
+	tallyRecord := func(r *kgo.Record) bool {
+		s := scans[r.Topic]
+		tr := topicRecord{offset: r.Offset, published: r.Timestamp}
+		typ, id := header(r, kafka.HeaderType), header(r, kafka.HeaderEventID)
+		switch {
+		case typ == schemas.NameHeartbeat:
+			tr.heartbeat = true
+		case typ == schemas.NameMetastoreEvent && id != "":
+			tr.eventID, _ = strconv.ParseInt(id, 10, 64)
+		default: // no headers to go by (another writer): decode
+			switch v := decode(r).(type) {
+			case *schemas.Heartbeat:
+				tr.heartbeat = true
+			case *schemas.Event:
+				tr.eventID = v.EventID
+			default:
+				return true
 			}
 		}
-	}
-	now := time.Now()
-	for topic, recs := range readRanges(ctx, brokers, oldest) {
-		if len(recs) > 0 {
-			s := now.Sub(recs[0].Timestamp).Seconds()
-			byTopic[topic].Behind = &s
+		if s.t.applied(tr) {
+			if tr.heartbeat {
+				s.lastHb = newer(s.lastHb, r)
+			} else {
+				s.lastEv = newer(s.lastEv, r)
+			}
 		}
+		s.t.add(tr)
+		if r.Offset >= s.from {
+			s.n++
+		}
+		if r.Offset > s.newest {
+			s.newest = r.Offset
+			s.d.Newest, s.d.NewestType = r.Timestamp, recordType(r)
+		}
+		return s.n < scanLimit
 	}
+	unfinished := readRanges(ctx, brokers, ranges, tallyRecord)
+	for topic := range unfinished {
+		s := scans[topic]
+		// The newest record seen is not the topic's newest.
+		s.partial, s.d.Newest, s.d.NewestType = true, time.Time{}, ""
+	}
+	// Read further back, where the window before the commit held no
+	// applied data record; every record there is applied.
+	for _, window := range []int64{1024, 65536} {
+		ranges = map[string][2]int64{}
+		for topic, s := range scans {
+			if s.lastEv == nil && s.lastHb == nil && s.lo > s.d.start && s.lo <= s.d.Committed {
+				s.hi, s.lo = s.lo, max(s.d.start, s.lo-window)
+				ranges[topic] = [2]int64{s.lo, s.hi}
+			}
+		}
+		if len(ranges) == 0 || ctx.Err() != nil {
+			break
+		}
+		readRanges(ctx, brokers, ranges, func(r *kgo.Record) bool {
+			s := scans[r.Topic]
+			switch header(r, kafka.HeaderType) {
+			case schemas.NameHeartbeat:
+				s.lastHb = newer(s.lastHb, r)
+			case schemas.NameMetastoreEvent:
+				s.lastEv = newer(s.lastEv, r)
+			}
+			return true
+		})
+	}
+	for _, s := range scans {
+		for _, r := range []*kgo.Record{s.lastEv, s.lastHb} {
+			if r == nil {
+				continue
+			}
+			switch v := decode(r).(type) {
+			case *schemas.Event:
+				s.t.completes(v.EventTime)
+			case *schemas.Heartbeat:
+				s.t.completes(heartbeatComplete(v))
+			}
+		}
+		s.d.fromTally(s.t, s.partial)
+	}
+	return errs
 }
 
-// recordType names a record by its type header: event, heartbeat, or the
-// header's value; empty without one.
-func recordType(r *kgo.Record) string {
+// newer returns the later of two records of one partition.
+func newer(have, r *kgo.Record) *kgo.Record {
+	if have == nil || r.Offset > have.Offset {
+		return r
+	}
+	return have
+}
+
+// header returns the value of a record's header, or "".
+func header(r *kgo.Record, key string) string {
 	for _, h := range r.Headers {
-		if h.Key == kafka.HeaderType {
-			switch string(h.Value) {
-			case schemas.NameHeartbeat:
-				return "heartbeat"
-			case schemas.NameMetastoreEvent:
-				return "event"
-			}
+		if h.Key == key {
 			return string(h.Value)
 		}
 	}
 	return ""
 }
 
+// recordType names a record by its type header: event, heartbeat, or the
+// header's value; empty without one.
+func recordType(r *kgo.Record) string {
+	switch t := header(r, kafka.HeaderType); t {
+	case schemas.NameHeartbeat:
+		return "heartbeat"
+	case schemas.NameMetastoreEvent:
+		return "event"
+	default:
+		return t
+	}
+}
+
 // readRanges reads the committed data records of [from, to) of partition 0
-// of each topic, for at most three seconds.
-func readRanges(ctx context.Context, brokers []string, ranges map[string][2]int64) map[string][]*kgo.Record {
-	out := map[string][]*kgo.Record{}
+// of each topic, in offset order, passing each to fn until fn returns
+// false for its topic. It returns the topics it did not read to their end
+// (fn stopped them, or ctx ended first). A range ends at the topic's last
+// stable offset, or anywhere below it: the read is done when it has seen
+// offset to-1 or any later one.
+func readRanges(ctx context.Context, brokers []string, ranges map[string][2]int64, fn func(*kgo.Record) bool) map[string]bool {
+	unfinished := map[string]bool{}
 	offsets := map[string]map[int32]kgo.Offset{}
 	reached := map[string]int64{}
 	for t, r := range ranges {
 		if r[0] < r[1] {
 			offsets[t] = map[int32]kgo.Offset{0: kgo.NewOffset().At(r[0])}
 			reached[t] = r[0] - 1
+			unfinished[t] = true
 		}
 	}
 	if len(offsets) == 0 {
-		return out
+		return unfinished
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(offsets),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	if err != nil {
-		return out
+		return unfinished
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	done := func() bool {
-		for t, r := range ranges {
-			if r[0] < r[1] && reached[t] < r[1]-1 {
-				return false
+	stopped := map[string]bool{}
+	open := func() bool {
+		for t := range offsets {
+			if !stopped[t] && reached[t] < ranges[t][1]-1 {
+				return true
 			}
 		}
-		return true
+		return false
 	}
-	for !done() && ctx.Err() == nil {
+	for open() && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			// Any offset at or past the range's end ends it too: a range
+			// may end inside an aborted transaction, whose records a
+			// read_committed consumer never gets.
 			reached[r.Topic] = max(reached[r.Topic], r.Offset)
-			if !r.Attrs.IsControl() && r.Offset < ranges[r.Topic][1] {
-				out[r.Topic] = append(out[r.Topic], r)
+			if !stopped[r.Topic] && r.Offset < ranges[r.Topic][1] && !r.Attrs.IsControl() && !fn(r) {
+				stopped[r.Topic] = true
+			}
+			if stopped[r.Topic] || reached[r.Topic] >= ranges[r.Topic][1]-1 {
+				cl.PauseFetchTopics(r.Topic) // nothing more wanted from it
 			}
 		})
 	}
-	return out
+	for t := range offsets {
+		if !stopped[t] && reached[t] >= ranges[t][1]-1 {
+			delete(unfinished, t)
+		}
+	}
+	return unfinished
 }
 
 // drParameters reads each database's replication parameters from the DR
@@ -407,17 +577,24 @@ func drParameters(ctx context.Context, addr string, dbs []Database) error {
 		if err != nil {
 			return fmt.Errorf("get database %s: %w", d.Database, err)
 		}
-		d.known.dr, d.OnDR = true, true
-		p := db.Parameters
-		d.ReplTarget, d.Halted = p[applier.ParamTarget], p[applier.ParamHalted]
-		d.LastEventID, _ = strconv.ParseInt(p[applier.ParamLastID], 10, 64)
-		for k, v := range p {
-			if id, ok := strings.CutPrefix(k, applier.ParamSkippedPrefix); ok {
-				n, _ := strconv.ParseInt(id, 10, 64)
-				d.Skipped = append(d.Skipped, SkippedEvent{EventID: n, Note: v})
-			}
-		}
-		sort.Slice(d.Skipped, func(a, b int) bool { return d.Skipped[a].EventID < d.Skipped[b].EventID })
+		d.known.dr = true
+		d.fromParameters(db.Parameters)
 	}
 	return nil
+}
+
+// fromParameters sets what a DR database's parameters say: it is on the
+// DR, its repl.target.for, repl.last.id, hivedr.halted and skipped events.
+func (d *Database) fromParameters(p map[string]string) {
+	d.OnDR = true
+	d.ReplTarget, d.Halted = p[applier.ParamTarget], p[applier.ParamHalted]
+	d.LastEventID, _ = strconv.ParseInt(p[applier.ParamLastID], 10, 64)
+	d.Skipped = nil
+	for k, v := range p {
+		if id, ok := strings.CutPrefix(k, applier.ParamSkippedPrefix); ok {
+			n, _ := strconv.ParseInt(id, 10, 64)
+			d.Skipped = append(d.Skipped, SkippedEvent{EventID: n, Note: v})
+		}
+	}
+	sort.Slice(d.Skipped, func(a, b int) bool { return d.Skipped[a].EventID < d.Skipped[b].EventID })
 }

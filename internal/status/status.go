@@ -1,40 +1,82 @@
 // Package status is `hivedr status`: it gathers, for each replicated
 // database, the DR metastore's position (repl.last.id), halts and skipped
-// events, the applier group's lag on the database's topic, and the tailer's
-// checkpoint against the source log; it decides whether replication is
-// caught up and writes the result as a table or as JSON.
+// events, what of the database's topic is applied, the replica's age
+// against the database's RPO, and the tailer's checkpoint (its age, its
+// state, its distance to the source log's head); it decides each
+// database's state and whether replication is caught up, and writes the
+// result as a table or as JSON.
 //
 // Gather does the I/O (Kafka, the schema registry, the source and the DR
-// metastore); deciding each database's state and the verdict is pure
-// (summarize), and so is the output (WriteText, WriteJSON).
+// metastore), and reads only: it registers no schema and commits no
+// offset. Deciding the states and the verdict is pure (summarize,
+// tailerState, databaseState, tally), and so is the output (WriteText,
+// WriteJSON).
 package status
 
 import "time"
 
-// Database states, the values of Database.State.
+// Database states, the values of Database.State, in the order they are
+// decided (the first that applies wins; see databaseState).
 const (
-	// StateOK: the database is on the DR, a replication target, applied to
-	// its topic's end and not halted.
-	StateOK = "ok"
-	// StateLagging: the applier group has not committed the topic's end.
-	StateLagging = "lagging"
+	// StateChainBroken: the tailer stopped on a gap in the source log
+	// (its newest checkpoint says CHAIN_BROKEN); every database in scope
+	// is affected and needs a new bootstrap.
+	StateChainBroken = "chain_broken"
+	// StateUnknown: Kafka or the DR metastore could not be asked.
+	StateUnknown = "unknown"
 	// StateHalted: the database's applier worker halted (hivedr.halted).
 	StateHalted = "HALTED"
+	// StateRPOBreached: the replica is older than the database's RPO.
+	StateRPOBreached = "rpo_breached"
+	// StateTailerDown: the tailer has written no checkpoint for longer
+	// than Tailer.DownAfter: source changes are not being published.
+	StateTailerDown = "tailer_down"
+	// StateTailerBehind: the tailer is running but has not published the
+	// source log up to its head within the wait.
+	StateTailerBehind = "tailer_behind"
 	// StateNoTopic: no <prefix>.events.<db> topic exists yet.
 	StateNoTopic = "no topic"
-	// StateNotOnDR: the DR metastore has no such database yet.
+	// StateLagging: events on the topic are not applied yet.
+	StateLagging = "lagging"
+	// StateNotOnDR: the DR metastore has no such database.
 	StateNotOnDR = "not on DR"
 	// StateNotTarget: the DR database has no repl.target.for.
 	StateNotTarget = "not a target"
-	// StateUnknown: Kafka or the DR metastore could not be asked.
-	StateUnknown = "unknown"
+	// StateOK: the database is on the DR, a replication target, every
+	// event of its topic is applied, it is not halted, its replica is
+	// within its RPO and the tailer is publishing.
+	StateOK = "ok"
 )
+
+// Tailer states, the values of Tailer.State (see tailerState).
+const (
+	// TailerRunning: a fresh checkpoint at (or past) the source head.
+	TailerRunning = "running"
+	// TailerBehind: a fresh checkpoint, behind the source head after the
+	// wait.
+	TailerBehind = "behind"
+	// TailerDown: the newest checkpoint is older than Tailer.DownAfter.
+	TailerDown = "down"
+	// TailerChainBroken: the newest checkpoint's state is CHAIN_BROKEN.
+	TailerChainBroken = "chain_broken"
+	// TailerNoCheckpoint: the tailer has never written a checkpoint.
+	TailerNoCheckpoint = "no_checkpoint"
+	// TailerUnknown: the checkpoint could not be read.
+	TailerUnknown = "unknown"
+)
+
+// CheckpointChainBroken is the TailerCheckpoint state a tailer writes,
+// at its last position, when it stops on a gap in the source log. It is
+// the value of producer.StateChainBroken, spelled here because the wire
+// value is what status reads (and status is to stop importing the roles).
+const CheckpointChainBroken = "CHAIN_BROKEN"
 
 // Report is what `hivedr status` prints: the tailer's position, one row
 // per replicated database, totals, and what could not be reached. Its JSON
 // form is the output of `hivedr status -json`.
 type Report struct {
-	// Time is when gathering started; ages in the table are relative to it.
+	// Time is when gathering finished; every age is relative to it (so
+	// ages are never understated by the time gathering took).
 	Time    time.Time `json:"time"`
 	Tailer  Tailer    `json:"tailer"`
 	Applier Applier   `json:"applier"`
@@ -42,9 +84,9 @@ type Report struct {
 	Databases []Database `json:"databases"`
 	Total     Total      `json:"total"`
 	// CaughtUp is the verdict, and `hivedr status` exits 0 exactly when it
-	// is true: no errors, the tailer reached the source head, and every
-	// database is ok (or, unless named with -db, has nothing replicated
-	// yet: no topic or not on the DR).
+	// is true: no errors, the tailer is running and reached the source
+	// head, and every database is ok (or, unless named with -db, has
+	// nothing replicated yet: no topic or not on the DR).
 	CaughtUp bool `json:"caught_up"`
 	// Errors name what could not be reached or read.
 	Errors   []string        `json:"errors,omitempty"`
@@ -55,16 +97,31 @@ type Report struct {
 type Tailer struct {
 	// Source is the configured source name (source.name).
 	Source string `json:"source"`
+	// State is one of the Tailer states.
+	State string `json:"state"`
 	// CheckpointEventID is the newest event the tailer published (or
 	// filtered), from <prefix>.tailer.checkpoints; 0 with no checkpoint.
 	CheckpointEventID int64 `json:"checkpoint_event_id"`
 	// CheckpointWritten is when that checkpoint was written; zero with none.
 	CheckpointWritten time.Time `json:"checkpoint_written,omitzero"`
+	// CheckpointState is the checkpoint's state as the tailer wrote it:
+	// RUNNING, or CHAIN_BROKEN when it stopped on a gap; empty with none.
+	CheckpointState string `json:"checkpoint_state,omitempty"`
+	// CheckpointAge is how many seconds before the report's time the
+	// checkpoint was written; nil with none.
+	CheckpointAge *float64 `json:"checkpoint_age_seconds,omitempty"`
+	// DownAfter is the checkpoint age beyond which the tailer is down, in
+	// seconds (DownAfter).
+	DownAfter float64 `json:"down_after_seconds"`
 	// SourceHeadEventID is the source log's newest event when status
 	// started; 0 when the source could not be read.
 	SourceHeadEventID int64 `json:"source_head_event_id"`
-	// CaughtUp: the checkpoint reached the source head within the
-	// tailer wait given to Gather.
+	// LagEvents is how many source events (of any database) the tailer
+	// has not published or filtered yet: the source head minus the
+	// checkpoint, 0 when either is unknown.
+	LagEvents int64 `json:"lag_events"`
+	// CaughtUp: the checkpoint reached the source head (within the wait
+	// Gather gives the tailer).
 	CaughtUp bool `json:"caught_up"`
 	// Unknown: the checkpoint could not be read (see the report's errors).
 	Unknown bool `json:"unknown,omitempty"`
@@ -80,8 +137,8 @@ type Applier struct {
 	Metastore string `json:"dr_metastore"`
 }
 
-// Database is one replicated database: its topic, its DR database and the
-// applier group's position on the topic.
+// Database is one replicated database: its topic, its DR database, what
+// of the topic is applied and how old the replica is.
 type Database struct {
 	// Database is the lower-case database name.
 	Database string `json:"database"`
@@ -91,6 +148,12 @@ type Database struct {
 	TopicExists bool   `json:"topic_exists"`
 	// InConfig: replication.databases names the database (not a pattern).
 	InConfig bool `json:"in_config"`
+	// InScope: the replication policy replicates the database (the tailer
+	// publishes it), so the tailer's state is the database's too.
+	InScope bool `json:"in_scope"`
+	// RPO is the database's recovery point objective in seconds
+	// (replication.databases[].rpo); 0 when it is not in scope.
+	RPO float64 `json:"rpo_seconds"`
 	// OnDR: the DR metastore has the database; ReplTarget is its
 	// repl.target.for and LastEventID its repl.last.id (0 when absent).
 	OnDR        bool   `json:"on_dr"`
@@ -106,21 +169,42 @@ type Database struct {
 	Committed int64 `json:"committed_offset"`
 	// End is the topic's last stable offset.
 	End int64 `json:"end_offset"`
-	// Lag is the number of records (events, heartbeats, transaction
-	// markers) from the committed offset to End; -1 when unknown.
-	Lag int64 `json:"lag"`
-	// Behind is how many seconds ago the oldest uncommitted record was
-	// published; nil when nothing lags or it could not be read.
+	// LagEvents is the number of events on the topic (up to End) not
+	// applied to the DR database: after the committed offset and past
+	// repl.last.id. Heartbeats and transaction markers are not
+	// replication lag and are not counted. -1 when unknown.
+	LagEvents int64 `json:"lag_events"`
+	// LagEventsPartial: the topic was not read to End in time, so
+	// LagEvents is a lower bound.
+	LagEventsPartial bool `json:"lag_events_partial,omitempty"`
+	// UncommittedRecords is the number of records (events, heartbeats,
+	// transaction markers) from the committed offset to End; the applier
+	// commits every second, so a few are normal. -1 when unknown.
+	UncommittedRecords int64 `json:"uncommitted_records"`
+	// Behind is how many seconds ago the oldest unapplied event was
+	// published; nil when none is unapplied or it could not be read.
 	Behind *float64 `json:"behind_seconds,omitempty"`
+	// Complete is the source time up to which the DR replica is complete:
+	// the newest applied event's time, or the newest heartbeat after which
+	// nothing is unapplied (see tally). Zero when unknown.
+	Complete time.Time `json:"replica_complete_time,omitzero"`
+	// Age is the replica's age in seconds, the report's time minus
+	// Complete: how much source time a disaster now would lose. nil when
+	// unknown.
+	Age *float64 `json:"age_seconds,omitempty"`
 	// Newest and NewestType are the time and type (event, heartbeat) of
 	// the topic's newest data record; zero when unread.
 	Newest     time.Time `json:"newest_record_time,omitzero"`
 	NewestType string    `json:"newest_record_type,omitempty"`
-	// State is one of the State constants.
+	// State is one of the Database states.
 	State string `json:"state"`
 	// known records which systems answered for the database; a database
 	// one of them did not answer for is StateUnknown.
 	known struct{ dr, kafka bool }
+	// oldestUnapplied is the Kafka time of the oldest unapplied event.
+	oldestUnapplied time.Time
+	// start is the topic's first offset.
+	start int64
 }
 
 // SkippedEvent is one event an operator skipped with apply -skip-event.
@@ -135,45 +219,53 @@ type SkippedEvent struct {
 type Total struct {
 	// Databases is the number of databases in the report.
 	Databases int `json:"databases"`
-	// Lag is the sum of the lagging databases' Lag.
-	Lag int64 `json:"lag"`
-	// Lagging, Halted: how many databases lag, halted.
-	Lagging int `json:"lagging"`
-	Halted  int `json:"halted"`
+	// LagEvents is the sum of the databases' known LagEvents.
+	LagEvents int64 `json:"lag_events"`
+	// Lagging, Halted, RPOBreached: how many databases have unapplied
+	// events, halted, are older than their RPO.
+	Lagging     int `json:"lagging"`
+	Halted      int `json:"halted"`
+	RPOBreached int `json:"rpo_breached"`
 	// Skipped is the number of skipped events of all databases.
 	Skipped int `json:"skipped"`
 }
 
-// summarize sets each database's state, the totals and CaughtUp. It is
-// pure: it reads only the report.
+// summarize sets the tailer's state, each database's age, Behind and
+// state, the totals and CaughtUp. It is pure: it reads only the report.
 func (r *Report) summarize() {
+	t := &r.Tailer
+	t.LagEvents = 0
+	if t.SourceHeadEventID > 0 && t.CheckpointEventID > 0 {
+		t.LagEvents = max(0, t.SourceHeadEventID-t.CheckpointEventID)
+	}
+	t.CaughtUp = t.SourceHeadEventID > 0 && t.CheckpointEventID >= t.SourceHeadEventID
+	t.CheckpointAge = nil
+	if !t.CheckpointWritten.IsZero() {
+		t.CheckpointAge = seconds(r.Time.Sub(t.CheckpointWritten))
+	}
+	t.State = tailerState(*t)
+
 	r.Total = Total{Databases: len(r.Databases)}
-	r.CaughtUp = len(r.Errors) == 0 && r.Tailer.CaughtUp
+	r.CaughtUp = len(r.Errors) == 0 && t.State == TailerRunning && t.CaughtUp
 	for i := range r.Databases {
 		d := &r.Databases[i]
-		req := r.required[d.Database]
-		switch {
-		case !d.known.kafka || !d.known.dr:
-			d.State = StateUnknown
-		case d.Halted != "":
-			d.State = StateHalted
-		case !d.TopicExists:
-			d.State = StateNoTopic
-		case d.Lag > 0:
-			d.State = StateLagging
-		case !d.OnDR:
-			d.State = StateNotOnDR
-		case d.ReplTarget == "":
-			d.State = StateNotTarget
-		default:
-			d.State = StateOK
+		d.Age, d.Behind = nil, nil
+		if !d.Complete.IsZero() {
+			d.Age = seconds(r.Time.Sub(d.Complete))
 		}
-		if d.Lag > 0 {
-			r.Total.Lag += d.Lag
+		if !d.oldestUnapplied.IsZero() {
+			d.Behind = seconds(r.Time.Sub(d.oldestUnapplied))
+		}
+		d.State = databaseState(t.State, *d)
+		if d.LagEvents > 0 {
+			r.Total.LagEvents += d.LagEvents
 			r.Total.Lagging++
 		}
 		if d.Halted != "" {
 			r.Total.Halted++
+		}
+		if d.State == StateRPOBreached {
+			r.Total.RPOBreached++
 		}
 		r.Total.Skipped += len(d.Skipped)
 		switch d.State {
@@ -181,11 +273,18 @@ func (r *Report) summarize() {
 		case StateNoTopic, StateNotOnDR:
 			// Nothing of it replicated yet (an in-scope database with no
 			// event since the tailer started): fine, unless asked for.
-			if req {
+			if r.required[d.Database] {
 				r.CaughtUp = false
 			}
 		default:
 			r.CaughtUp = false
 		}
 	}
+}
+
+// seconds is d in seconds, never negative (the facts are read at
+// slightly different moments).
+func seconds(d time.Duration) *float64 {
+	s := max(0, d).Seconds()
+	return &s
 }

@@ -12,19 +12,23 @@ import (
 
 func TestWriteText(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	tailerOK := Tailer{Source: "primary", CheckpointEventID: 120, CheckpointWritten: now.Add(-2 * time.Second), SourceHeadEventID: 120, CaughtUp: true}
+	tailerOK := Tailer{Source: "primary", CheckpointEventID: 120, CheckpointWritten: now.Add(-2 * time.Second), CheckpointState: "RUNNING",
+		SourceHeadEventID: 120, DownAfter: 15}
 	applier := Applier{Group: "hivedr-applier", Members: 1, Metastore: "127.0.0.1:29083"}
 	// db is a database both systems answered for.
 	db := func(name string, last, lag int64, f func(*Database)) Database {
-		d := Database{Database: name, Topic: "hivedr.events." + name, TopicExists: true, OnDR: true, ReplTarget: "hivedr:primary",
-			LastEventID: last, Committed: 50 - lag, End: 50, Lag: lag, Newest: now.Add(-3 * time.Second), NewestType: "heartbeat"}
+		d := Database{Database: name, Topic: "hivedr.events." + name, TopicExists: true, InScope: true, RPO: 300, OnDR: true, ReplTarget: "hivedr:primary",
+			LastEventID: last, Committed: 50 - 2*lag, End: 50, LagEvents: lag, UncommittedRecords: 2 * lag, Newest: now.Add(-3 * time.Second), NewestType: "heartbeat",
+			Complete: now.Add(-4 * time.Second)}
 		d.known.dr, d.known.kafka = true, true
 		if f != nil {
 			f(&d)
 		}
 		return d
 	}
-	secs := func(s float64) *float64 { return &s }
+	unapplied := func(ago time.Duration) func(*Database) {
+		return func(d *Database) { d.oldestUnapplied = now.Add(-ago) }
+	}
 	tests := []struct {
 		name     string
 		tailer   Tailer
@@ -38,25 +42,30 @@ func TestWriteText(t *testing.T) {
 	}{
 		{
 			name: "caught up", tailer: tailerOK, caughtUp: true,
-			dbs: []Database{db("finance", 118, 0, nil), db("sales", 97, 0, nil)},
+			dbs: []Database{db("finance", 118, 0, nil), db("sales", 97, 0, func(d *Database) { d.UncommittedRecords = 2 })},
 			want: []string{
 				"tailer (source primary): checkpoint event 120, written 2s ago; source head 120: caught up",
 				"applier (group hivedr-applier): 1 member; DR metastore 127.0.0.1:29083",
-				"DATABASE   REPL.LAST.ID   LAG   BEHIND   NEWEST RECORD        SKIPPED   STATE",
-				"finance    118            0     -        3s ago (heartbeat)   -         ok",
-				"sales      97             0     -        3s ago (heartbeat)   -         ok",
-				"total: 2 databases, lag 0 records, 0 lagging, 0 halted, 0 skipped events: caught up",
+				"DATABASE   REPL.LAST.ID   LAG   RECORDS   BEHIND   AGE   RPO   NEWEST RECORD        SKIPPED   STATE",
+				"finance    118            0     0         -        4s    5m    3s ago (heartbeat)   -         ok",
+				"sales      97             0     2         -        4s    5m    3s ago (heartbeat)   -         ok",
+				"total: 2 databases, lag 0 events, 0 lagging, 0 halted, 0 over RPO, 0 skipped events: caught up",
 			},
 			absent: []string{"halted (", "errors:", "NOT"},
 		},
 		{
 			name: "lagging", tailer: tailerOK,
-			dbs: []Database{db("finance", 100, 7, func(d *Database) { d.Behind = secs(8.4) }), db("sales", 97, 0, nil)},
+			dbs: []Database{db("finance", 100, 7, unapplied(8400*time.Millisecond)), db("sales", 97, 0, nil)},
 			want: []string{
-				"finance    100            7     8s       3s ago (heartbeat)   -         lagging",
-				"sales      97             0     -",
-				"total: 2 databases, lag 7 records, 1 lagging, 0 halted, 0 skipped events: NOT caught up",
+				"finance    100            7     14        8s       4s    5m    3s ago (heartbeat)   -         lagging",
+				"sales      97             0     0         -",
+				"total: 2 databases, lag 7 events, 1 lagging, 0 halted, 0 over RPO, 0 skipped events: NOT caught up",
 			},
+		},
+		{
+			name: "a lower bound of the lag", tailer: tailerOK,
+			dbs:  []Database{db("finance", 100, 200000, func(d *Database) { d.LagEventsPartial = true })},
+			want: []string{"finance    100            >=200000   400000    ?        4s    5m", "lagging"},
 		},
 		{
 			name: "halted and skipped", tailer: tailerOK,
@@ -65,8 +74,8 @@ func TestWriteText(t *testing.T) {
 				d.Skipped = []SkippedEvent{{33, "requested by ops@host at 2026-02-01T10:00:00Z"}, {40, "requested by ops@host"}}
 			})},
 			want: []string{
-				"finance    100            3     ?        3s ago (heartbeat)   2         HALTED",
-				"total: 1 databases, lag 3 records, 1 lagging, 1 halted, 2 skipped events: NOT caught up",
+				"finance    100            3     6         ?        4s    5m    3s ago (heartbeat)   2         HALTED",
+				"total: 1 databases, lag 3 events, 1 lagging, 1 halted, 0 over RPO, 2 skipped events: NOT caught up",
 				"halted (see the applier's log",
 				"  finance: event 101 ADD_PARTITION: copy_failed: checksum mismatch",
 				"skipped events:",
@@ -77,26 +86,32 @@ func TestWriteText(t *testing.T) {
 		{
 			name: "skipped events alone do not fail", tailer: tailerOK, caughtUp: true,
 			dbs:  []Database{db("finance", 100, 0, func(d *Database) { d.Skipped = []SkippedEvent{{33, "by ops"}} })},
-			want: []string{"1         ok", "0 halted, 1 skipped events: caught up", "  finance: event 33: by ops"},
+			want: []string{"1         ok", "0 halted, 0 over RPO, 1 skipped events: caught up", "  finance: event 33: by ops"},
+		},
+		{
+			name: "over the RPO", tailer: tailerOK,
+			dbs: []Database{db("finance", 100, 0, func(d *Database) { d.RPO, d.Complete = 30, now.Add(-75*time.Second) })},
+			want: []string{"finance    100            0     0         -        1m15s   30s   3s ago (heartbeat)   -         rpo_breached",
+				"1 over RPO", "NOT caught up"},
 		},
 		{
 			name: "database only in the config, no topic, not on DR", tailer: tailerOK, caughtUp: true,
 			dbs: []Database{db("finance", 118, 0, nil), db("risk", 0, 0, func(d *Database) {
-				d.TopicExists, d.OnDR, d.InConfig, d.Newest, d.End, d.Committed = false, false, true, time.Time{}, 0, -1
+				d.TopicExists, d.OnDR, d.InConfig, d.Newest, d.End, d.Committed, d.Complete = false, false, true, time.Time{}, 0, -1, time.Time{}
 			})},
-			want: []string{"risk       -              0     -        -                    -         no topic", ": caught up"},
+			want: []string{"risk       -              0     0         -        -     5m    -                    -         no topic", ": caught up"},
 		},
 		{
 			name: "a database named with -db must be replicated", tailer: tailerOK, required: []string{"risk"},
 			dbs: []Database{db("risk", 0, 0, func(d *Database) {
-				d.TopicExists, d.OnDR, d.Newest, d.End, d.Committed = false, false, time.Time{}, 0, -1
+				d.TopicExists, d.OnDR, d.Newest, d.End, d.Committed, d.Complete = false, false, time.Time{}, 0, -1, time.Time{}
 			})},
-			want: []string{"risk       -              0     -        -               -         no topic", ": NOT caught up"},
+			want: []string{"risk       -              0     0         -        -     5m    -               -         no topic", ": NOT caught up"},
 		},
 		{
 			name: "topic but no DR database yet", tailer: tailerOK, caughtUp: true,
 			dbs:  []Database{db("scratch", 0, 0, func(d *Database) { d.OnDR, d.ReplTarget = false, "" })},
-			want: []string{"scratch    -              0     -        3s ago (heartbeat)   -         not on DR"},
+			want: []string{"scratch    -              0     0         -        4s    5m    3s ago (heartbeat)   -         not on DR"},
 		},
 		{
 			name: "DR database that is not a replication target", tailer: tailerOK,
@@ -104,39 +119,76 @@ func TestWriteText(t *testing.T) {
 			want: []string{"not a target", "NOT caught up"},
 		},
 		{
-			name: "tailer behind", caughtUp: false,
-			tailer: Tailer{Source: "primary", CheckpointEventID: 117, CheckpointWritten: now.Add(-75 * time.Second), SourceHeadEventID: 120},
-			dbs:    []Database{db("finance", 117, 0, nil)},
+			name: "tailer behind",
+			tailer: Tailer{Source: "primary", CheckpointEventID: 117, CheckpointWritten: now.Add(-time.Second), CheckpointState: "RUNNING",
+				SourceHeadEventID: 120, DownAfter: 15},
+			dbs: []Database{db("finance", 117, 0, nil)},
 			want: []string{
-				"tailer (source primary): checkpoint event 117, written 1m15s ago; source head 120: 3 events not published yet (is `hivedr tail` running?)",
-				"finance    117            0", "ok", "NOT caught up",
+				"tailer (source primary): checkpoint event 117, written 1s ago; source head 120: BEHIND, 3 events not published yet",
+				"finance    117            0", "tailer_behind", "NOT caught up",
 			},
 		},
 		{
-			name: "nothing yet", tailer: Tailer{Source: "primary", SourceHeadEventID: 5},
+			name: "tailer down, group lag 0",
+			tailer: Tailer{Source: "primary", CheckpointEventID: 117, CheckpointWritten: now.Add(-75 * time.Second), CheckpointState: "RUNNING",
+				SourceHeadEventID: 120, DownAfter: 15},
+			dbs: []Database{db("finance", 117, 0, func(d *Database) { d.Complete = now.Add(-76 * time.Second) }),
+				db("other", 5, 0, func(d *Database) { d.InScope, d.RPO = false, 0 })},
+			want: []string{
+				"tailer (source primary): DOWN: checkpoint event 117, written 1m15s ago (none for over 15s: is `hivedr tail` running?); source head 120: 3 events not published",
+				"finance    117            0     0         -        1m16s   5m    3s ago (heartbeat)   -         tailer_down",
+				"other      5              0     0         -        4s      -     3s ago (heartbeat)   -         ok",
+				"NOT caught up",
+			},
+		},
+		{
+			name: "tailer down with nothing new at the source",
+			tailer: Tailer{Source: "primary", CheckpointEventID: 120, CheckpointWritten: now.Add(-20 * time.Second), CheckpointState: "RUNNING",
+				SourceHeadEventID: 120, DownAfter: 15},
+			dbs: []Database{db("finance", 117, 0, nil)},
+			want: []string{
+				"tailer (source primary): DOWN: checkpoint event 120, written 20s ago (none for over 15s: is `hivedr tail` running?); source head 120: caught up",
+				"tailer_down", "NOT caught up",
+			},
+		},
+		{
+			name: "chain broken",
+			tailer: Tailer{Source: "primary", CheckpointEventID: 117, CheckpointWritten: now.Add(-time.Hour), CheckpointState: "CHAIN_BROKEN",
+				SourceHeadEventID: 130, DownAfter: 15},
+			dbs: []Database{db("finance", 117, 0, func(d *Database) { d.Halted = "event 118: chain_broken: the tailer stopped" })},
+			want: []string{
+				"tailer (source primary): CHAIN_BROKEN: stopped after event 117 (checkpoint written 1h ago) on a gap in the source log: " +
+					"events after 117 were purged before they were published; bootstrap the databases in scope again; source head 130: 13 events not published",
+				"chain_broken", "NOT caught up", "halted (", "finance: event 118: chain_broken",
+			},
+		},
+		{
+			name: "nothing yet", tailer: Tailer{Source: "primary", SourceHeadEventID: 5, DownAfter: 15},
 			want: []string{
 				"tailer (source primary): no checkpoint yet (has `hivedr tail` run?); source head 5",
 				"no replicated databases",
-				"total: 0 databases, lag 0 records, 0 lagging, 0 halted, 0 skipped events: NOT caught up",
+				"total: 0 databases, lag 0 events, 0 lagging, 0 halted, 0 over RPO, 0 skipped events: NOT caught up",
 			},
 		},
 		{
 			name: "DR metastore unreachable", tailer: tailerOK,
 			errors: []string{"DR metastore 127.0.0.1:29083: connect to hive metastore 127.0.0.1:29083: connection refused"},
-			dbs:    []Database{db("finance", 0, 0, func(d *Database) { d.known.dr = false })},
+			dbs:    []Database{db("finance", 0, 0, func(d *Database) { d.known.dr, d.LagEvents = false, -1 })},
 			want: []string{
-				"finance    ?              0", "unknown", "NOT caught up",
+				"finance    ?              ?     0", "unknown", "NOT caught up",
 				"errors:", "  DR metastore 127.0.0.1:29083: connect to hive metastore 127.0.0.1:29083: connection refused",
 			},
 		},
 		{
 			name: "Kafka unreachable", tailer: Tailer{Source: "primary", SourceHeadEventID: 120, Unknown: true}, members: -1,
 			errors: []string{"kafka 127.0.0.1:19092: list topics: context deadline exceeded (is Kafka up?)"},
-			dbs:    []Database{db("finance", 118, 0, func(d *Database) { d.known.kafka, d.Lag, d.TopicExists, d.Newest = false, -1, false, time.Time{} })},
+			dbs: []Database{db("finance", 118, 0, func(d *Database) {
+				d.known.kafka, d.LagEvents, d.UncommittedRecords, d.TopicExists, d.Newest, d.Complete = false, -1, -1, false, time.Time{}, time.Time{}
+			})},
 			want: []string{
 				"tailer (source primary): checkpoint unknown (see errors); source head 120",
 				"applier (group hivedr-applier): members unknown;",
-				"finance    118            ?     -        -               -         unknown", "kafka 127.0.0.1:19092: list topics",
+				"finance    118            ?     ?         -        -     5m    -               -         unknown", "kafka 127.0.0.1:19092: list topics",
 			},
 		},
 	}
@@ -188,13 +240,13 @@ func TestWriteText(t *testing.T) {
 // scripts and e2e tests read them.
 func TestWriteJSONKeys(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	behind := 1.5
 	rep := &Report{
-		Time:    now,
-		Tailer:  Tailer{Source: "primary", CheckpointEventID: 1, CheckpointWritten: now, SourceHeadEventID: 2, Unknown: true},
+		Time: now,
+		Tailer: Tailer{Source: "primary", CheckpointEventID: 1, CheckpointWritten: now, CheckpointState: "RUNNING",
+			SourceHeadEventID: 2, DownAfter: 15, Unknown: true},
 		Applier: Applier{Group: "g", Members: 1, Metastore: "m"},
-		Databases: []Database{{Database: "d", Topic: "t", ReplTarget: "x", Halted: "h",
-			Skipped: []SkippedEvent{{EventID: 3, Note: "n"}}, Behind: &behind, Newest: now, NewestType: "event"}},
+		Databases: []Database{{Database: "d", Topic: "t", ReplTarget: "x", Halted: "h", InScope: true, RPO: 300, LagEventsPartial: true,
+			Skipped: []SkippedEvent{{EventID: 3, Note: "n"}}, Complete: now, oldestUnapplied: now, Newest: now, NewestType: "event"}},
 		Errors:   []string{"e"},
 		required: map[string]bool{},
 	}
@@ -227,12 +279,14 @@ func TestWriteJSONKeys(t *testing.T) {
 		want string
 	}{
 		{"report", top, "applier caught_up databases errors tailer time total"},
-		{"tailer", tailer, "caught_up checkpoint_event_id checkpoint_written source source_head_event_id unknown"},
+		{"tailer", tailer, "caught_up checkpoint_age_seconds checkpoint_event_id checkpoint_state checkpoint_written down_after_seconds " +
+			"lag_events source source_head_event_id state unknown"},
 		{"applier", applier, "dr_metastore group members"},
-		{"database", dbs[0], "behind_seconds committed_offset database end_offset halted in_config lag newest_record_time " +
-			"newest_record_type on_dr repl_last_id repl_target_for skipped state topic topic_exists"},
+		{"database", dbs[0], "age_seconds behind_seconds committed_offset database end_offset halted in_config in_scope lag_events " +
+			"lag_events_partial newest_record_time newest_record_type on_dr repl_last_id repl_target_for replica_complete_time " +
+			"rpo_seconds skipped state topic topic_exists uncommitted_records"},
 		{"skipped", skipped[0], "event_id note"},
-		{"total", total, "databases halted lag lagging skipped"},
+		{"total", total, "databases halted lag_events lagging rpo_breached skipped"},
 	} {
 		var got []string
 		for k := range c.obj {

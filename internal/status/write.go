@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -50,25 +51,7 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 }
 
 func (r *Report) writeText(w io.Writer) {
-	t := r.Tailer
-	var line string
-	switch {
-	case t.Unknown:
-		line = "checkpoint unknown (see errors)"
-	case t.CheckpointEventID == 0 && t.CheckpointWritten.IsZero():
-		line = "no checkpoint yet (has `hivedr tail` run?)"
-	default:
-		line = fmt.Sprintf("checkpoint event %d, written %s", t.CheckpointEventID, ago(r.Time, t.CheckpointWritten))
-	}
-	if t.SourceHeadEventID > 0 {
-		line += fmt.Sprintf("; source head %d", t.SourceHeadEventID)
-		if t.CaughtUp {
-			line += ": caught up"
-		} else if t.CheckpointEventID > 0 {
-			line += fmt.Sprintf(": %d events not published yet (is `hivedr tail` running?)", t.SourceHeadEventID-t.CheckpointEventID)
-		}
-	}
-	fmt.Fprintf(w, "tailer (source %s): %s\n", t.Source, line)
+	fmt.Fprintf(w, "tailer (source %s): %s\n", r.Tailer.Source, r.tailerLine())
 	members := fmt.Sprintf("%d members", r.Applier.Members)
 	switch r.Applier.Members {
 	case -1:
@@ -84,7 +67,7 @@ func (r *Report) writeText(w io.Writer) {
 		fmt.Fprintln(w, "no replicated databases: no event topics in Kafka and none named in replication.databases")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-		fmt.Fprintln(tw, "DATABASE\tREPL.LAST.ID\tLAG\tBEHIND\tNEWEST RECORD\tSKIPPED\tSTATE")
+		fmt.Fprintln(tw, "DATABASE\tREPL.LAST.ID\tLAG\tRECORDS\tBEHIND\tAGE\tRPO\tNEWEST RECORD\tSKIPPED\tSTATE")
 		for _, d := range r.Databases {
 			last := "-"
 			switch {
@@ -93,15 +76,31 @@ func (r *Report) writeText(w io.Writer) {
 			case d.LastEventID > 0:
 				last = strconv.FormatInt(d.LastEventID, 10)
 			}
-			lag := "?"
-			if d.known.kafka && d.Lag >= 0 {
-				lag = strconv.FormatInt(d.Lag, 10)
+			lag, records := "?", "?"
+			if d.known.kafka && d.LagEvents >= 0 {
+				lag = strconv.FormatInt(d.LagEvents, 10)
+				if d.LagEventsPartial {
+					lag = ">=" + lag
+				}
+			}
+			if d.known.kafka && d.UncommittedRecords >= 0 {
+				records = strconv.FormatInt(d.UncommittedRecords, 10)
 			}
 			behind := "-"
 			if d.Behind != nil {
-				behind = (time.Duration(*d.Behind) * time.Second).String()
-			} else if d.Lag > 0 {
+				behind = short(time.Duration(*d.Behind * float64(time.Second)))
+			} else if d.LagEvents > 0 {
 				behind = "?"
+			}
+			age := "-"
+			if d.Age != nil {
+				age = short(time.Duration(*d.Age * float64(time.Second)))
+			} else if d.TopicExists {
+				age = "?"
+			}
+			rpo := "-"
+			if d.RPO > 0 {
+				rpo = short(time.Duration(d.RPO * float64(time.Second)))
 			}
 			newest := "-"
 			if !d.Newest.IsZero() {
@@ -114,7 +113,7 @@ func (r *Report) writeText(w io.Writer) {
 			if len(d.Skipped) > 0 {
 				skipped = strconv.Itoa(len(d.Skipped))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Database, last, lag, behind, newest, skipped, d.State)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.Database, last, lag, records, behind, age, rpo, newest, skipped, d.State)
 		}
 		tw.Flush()
 	}
@@ -122,8 +121,8 @@ func (r *Report) writeText(w io.Writer) {
 	if !r.CaughtUp {
 		verdict = "NOT caught up"
 	}
-	fmt.Fprintf(w, "\ntotal: %d databases, lag %d records, %d lagging, %d halted, %d skipped events: %s\n",
-		r.Total.Databases, r.Total.Lag, r.Total.Lagging, r.Total.Halted, r.Total.Skipped, verdict)
+	fmt.Fprintf(w, "\ntotal: %d databases, lag %d events, %d lagging, %d halted, %d over RPO, %d skipped events: %s\n",
+		r.Total.Databases, r.Total.LagEvents, r.Total.Lagging, r.Total.Halted, r.Total.RPOBreached, r.Total.Skipped, verdict)
 	section := func(title string, lines []string) {
 		if len(lines) == 0 {
 			return
@@ -147,11 +146,57 @@ func (r *Report) writeText(w io.Writer) {
 	section("errors", r.Errors)
 }
 
+// tailerLine is the text after "tailer (source X): ".
+func (r *Report) tailerLine() string {
+	t := r.Tailer
+	var line string
+	written := ago(r.Time, t.CheckpointWritten)
+	switch t.State {
+	case TailerUnknown:
+		line = "checkpoint unknown (see errors)"
+	case TailerNoCheckpoint:
+		line = "no checkpoint yet (has `hivedr tail` run?)"
+	case TailerChainBroken:
+		line = fmt.Sprintf("CHAIN_BROKEN: stopped after event %d (checkpoint written %s) on a gap in the source log: "+
+			"events after %d were purged before they were published; bootstrap the databases in scope again",
+			t.CheckpointEventID, written, t.CheckpointEventID)
+	case TailerDown:
+		line = fmt.Sprintf("DOWN: checkpoint event %d, written %s (none for over %s: is `hivedr tail` running?)",
+			t.CheckpointEventID, written, short(time.Duration(t.DownAfter*float64(time.Second))))
+	default:
+		line = fmt.Sprintf("checkpoint event %d, written %s", t.CheckpointEventID, written)
+	}
+	if t.SourceHeadEventID > 0 {
+		line += fmt.Sprintf("; source head %d", t.SourceHeadEventID)
+		switch {
+		case t.CaughtUp:
+			line += ": caught up"
+		case t.State == TailerBehind:
+			line += fmt.Sprintf(": BEHIND, %d events not published yet", t.LagEvents)
+		case t.LagEvents > 0:
+			line += fmt.Sprintf(": %d events not published", t.LagEvents)
+		}
+	}
+	return line
+}
+
 // ago is how long before now t was, in whole seconds.
 func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	d := max(0, now.Sub(t)).Round(time.Second)
-	return d.String() + " ago"
+	return short(now.Sub(t)) + " ago"
+}
+
+// short writes a duration in whole seconds without zero units: 5m, 1h30m,
+// 1m15s, 0s.
+func short(d time.Duration) string {
+	s := max(0, d).Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
