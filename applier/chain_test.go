@@ -254,8 +254,11 @@ func TestApplierReportsReplicaAge(t *testing.T) {
 	if v, ok := r.metric(t, "hivedr_rpo_seconds", map[string]string{"db": "a"}); !ok || v != 90 {
 		t.Errorf("hivedr_rpo_seconds{db=a} = %v (present %v), want 90", v, ok)
 	}
-	// A heartbeat says the source was scanned up to a moment ago.
-	f.publish(&schemas.Heartbeat{Database: "a", ScannedEventID: 1, ScannedEventTime: time.Now(), PreviousEventID: id(1)})
+	// The source has been quiet since: a heartbeat that read the log to
+	// its head a moment ago makes the replica current, though its newest
+	// event is an hour old.
+	f.publish(&schemas.Heartbeat{Database: "a", ScannedEventID: 1, ScannedEventTime: evs[0].EventTime,
+		SourceHeadEventID: 1, Sent: time.Now(), PreviousEventID: id(1)})
 	waitFor(t, "a fresh replica after the heartbeat", func() (bool, string) { return age() < 60, fmt.Sprintf("age %v", age()) })
 }
 

@@ -234,6 +234,20 @@ type Heartbeat struct {
 	PreviousEventID *int64
 }
 
+// CompleteAt is the source time up to which the heartbeat says its topic
+// holds every event of the database. When the tailer had read the whole
+// log (scanned_event_id at the source head it had just polled), no newer
+// event existed when it sent the heartbeat, so that is the time (the
+// tailer's clock); otherwise it is scanned_event_time, the time of the
+// newest event read. (scanned_event_time alone would age the replica of
+// a quiet source by the time it has been quiet.)
+func (h *Heartbeat) CompleteAt() time.Time {
+	if h.SourceHeadEventID >= 0 && h.ScannedEventID >= h.SourceHeadEventID && h.Sent.After(h.ScannedEventTime) {
+		return h.Sent
+	}
+	return h.ScannedEventTime
+}
+
 // TailerCheckpoint is the tailer's position.
 type TailerCheckpoint struct {
 	Source        string

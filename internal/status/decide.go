@@ -94,7 +94,7 @@ type topicRecord struct {
 	heartbeat bool  // a Heartbeat; otherwise a MetastoreEvent
 	eventID   int64 // an event's source event ID
 	// time is the source time the record completes the replica up to once
-	// applied: an event's EventTime, a heartbeat's heartbeatComplete.
+	// applied: an event's EventTime, a heartbeat's CompleteAt.
 	// Zero when not decoded (records that are not applied need none).
 	time time.Time
 	// published is the record's Kafka timestamp.
@@ -169,20 +169,6 @@ func (t *tally) completes(at time.Time) {
 	if at.After(t.complete) {
 		t.complete = at
 	}
-}
-
-// heartbeatComplete is the source time up to which a heartbeat says its
-// topic holds every event of the database. When the tailer had read the
-// whole log (scanned_event_id at the source head it had just polled), no
-// newer event existed when it sent the heartbeat, so that is the time;
-// otherwise it is scanned_event_time, the time of the newest event read.
-// (scanned_event_time alone would age the replica of a quiet source by
-// the time it has been quiet.)
-func heartbeatComplete(hb *schemas.Heartbeat) time.Time {
-	if hb.SourceHeadEventID >= 0 && hb.ScannedEventID >= hb.SourceHeadEventID && hb.Sent.After(hb.ScannedEventTime) {
-		return hb.Sent
-	}
-	return hb.ScannedEventTime
 }
 
 // fromCheckpoint sets what the tailer's newest checkpoint says.

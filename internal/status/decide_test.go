@@ -342,7 +342,7 @@ func TestHeartbeatComplete(t *testing.T) {
 		{"head unknown", schemas.Heartbeat{ScannedEventID: 120, ScannedEventTime: before(60), SourceHeadEventID: -1, Sent: before(1)}, before(60)},
 		{"empty log", schemas.Heartbeat{SourceHeadEventID: 0, Sent: before(1)}, before(1)},
 	} {
-		if got := heartbeatComplete(&tt.hb); !got.Equal(tt.want) {
+		if got := tt.hb.CompleteAt(); !got.Equal(tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}

@@ -457,7 +457,7 @@ func scanTopics(ctx context.Context, brokers []string, dec *schemas.Decoder, dbs
 			case *schemas.Event:
 				s.t.completes(v.EventTime)
 			case *schemas.Heartbeat:
-				s.t.completes(heartbeatComplete(v))
+				s.t.completes(v.CompleteAt())
 			}
 		}
 		s.d.fromTally(s.t, s.partial)
