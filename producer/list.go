@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"strings"
 
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -57,11 +57,25 @@ func listDirs(ev *schemas.Event) []string {
 
 // addListedFiles adds the files under the event's directories (listDirs)
 // to its file list, as the metastore would have for a managed table.
-// Hidden files (names starting with . or _) are not data, as for Hive.
+// Hidden files (names starting with . or _ below the directory) are not
+// data, as for Hive. The lister answers in canonical form (package
+// location), the metastore in its own spelling, so the path below the
+// directory is taken in canonical form.
 func addListedFiles(ctx context.Context, l Lister, ev *schemas.Event) error {
 	for _, dir := range listDirs(ev) {
-		err := l.Walk(ctx, dir, func(loc string, _ int64) error {
-			rel := strings.TrimPrefix(loc, strings.TrimSuffix(dir, "/")+"/")
+		d, err := location.Parse(dir)
+		if err != nil {
+			return fmt.Errorf("list the files of event %d %s: %w", ev.EventID, ev.EventType, err)
+		}
+		err = l.Walk(ctx, dir, func(loc string, _ int64) error {
+			f, err := location.Parse(loc)
+			if err != nil {
+				return fmt.Errorf("listed file: %w", err)
+			}
+			rel, ok := f.Rel(d)
+			if !ok || rel == "" {
+				return fmt.Errorf("listed file %s is not under %s", loc, dir)
+			}
 			for _, part := range strings.Split(rel, "/") {
 				if strings.HasPrefix(part, ".") || strings.HasPrefix(part, "_") {
 					return nil

@@ -90,4 +90,26 @@ func TestAddListedFiles(t *testing.T) {
 	if err := addListedFiles(context.Background(), fakeLister{"/e/t/dt=1": {"boom"}}, &ev); err == nil {
 		t.Error("a listing error was swallowed")
 	}
+
+	// The metastore spells the directory its way, the lister answers in
+	// canonical form: hidden names are looked for below the directory only
+	// (a directory above it may well be named _landing).
+	part := func(loc string) *schemas.Event {
+		return &schemas.Event{EventID: 8, EventType: "ADD_PARTITION", Payload: &schemas.PartitionChange{Table: tbl,
+			After: []schemas.Partition{{Values: []string{"1"}, Location: loc}}}}
+	}
+	ev2 := part("HDFS://SRC-NN/_landing/t/dt=1/")
+	l = fakeLister{"HDFS://SRC-NN/_landing/t/dt=1/": {"hdfs://src-nn:8020/_landing/t/dt=1/000000_0",
+		"hdfs://src-nn:8020/_landing/t/dt=1/_SUCCESS", "hdfs://src-nn:8020/_landing/t/dt=1/.hive-staging/x"}}
+	if err := addListedFiles(context.Background(), l, ev2); err != nil {
+		t.Fatal(err)
+	}
+	if len(ev2.Files) != 1 || ev2.Files[0].URI != "hdfs://src-nn:8020/_landing/t/dt=1/000000_0" {
+		t.Errorf("files %v, want only the data file (hidden names below the directory skipped)", ev2.Files)
+	}
+	// A listing that strays outside the directory is an error, not data.
+	ev3 := part("/e/t/dt=1")
+	if err := addListedFiles(context.Background(), fakeLister{"/e/t/dt=1": {"/e/t/dt=10/000000_0"}}, ev3); err == nil {
+		t.Errorf("a file outside the listed directory was taken: %v", ev3.Files)
+	}
 }

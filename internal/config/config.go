@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/location"
 )
 
 // Config is the whole configuration file.
@@ -159,7 +160,7 @@ type Replication struct {
 	// elsewhere is an error on its event, never a copy task.
 	SourceRoots []string `yaml:"source_roots"`
 
-	roots    []Location
+	roots    []location.Location
 	mappings []mapping
 }
 
@@ -411,12 +412,12 @@ func (c *Config) validateCopyd() error {
 		}
 	}
 	for i, r := range d.TargetRoots {
-		if _, err := ParseLocation(r); err != nil {
+		if _, err := location.Parse(r); err != nil {
 			return fmt.Errorf("copyd.target_roots[%d]: %w", i, err)
 		}
 	}
 	for i, r := range d.CMRoots {
-		if _, err := ParseLocation(r); err != nil {
+		if _, err := location.Parse(r); err != nil {
 			return fmt.Errorf("copyd.cm_roots[%d]: %w", i, err)
 		}
 	}

@@ -136,18 +136,3 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		}
 	}
 }
-
-func TestParseLocationKeepsEscapes(t *testing.T) {
-	l, err := ParseLocation("hdfs://NN:8020/w/t/dt=10%3A00/f")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.String() != "hdfs://nn:8020/w/t/dt=10%3A00/f" {
-		t.Fatalf("location = %s; the path must stay as Hadoop wrote it", l)
-	}
-	for _, bad := range []string{"hdfs://nn/a?b", "hdfs://nn/a#b", "://nn/a", "hdfs://nn/a/../b", "rel/path"} {
-		if _, err := ParseLocation(bad); err == nil {
-			t.Errorf("ParseLocation(%q) accepted", bad)
-		}
-	}
-}
