@@ -33,7 +33,7 @@ func listDirs(ev *schemas.Event) []string {
 		if !external(p.After) || len(p.After.PartitionKeys) > 0 || p.After.Location == "" || p.IsTruncate {
 			return nil
 		}
-		if ev.EventType == "CREATE_TABLE" || (ev.EventType == "ALTER_TABLE" && p.Before != nil && p.Before.Location != p.After.Location) {
+		if ev.EventType == "CREATE_TABLE" || (ev.EventType == "ALTER_TABLE" && p.Before != nil && moved(p.Before.Location, p.After.Location)) {
 			return []string{p.After.Location}
 		}
 	case *schemas.PartitionChange:
@@ -46,13 +46,25 @@ func listDirs(ev *schemas.Event) []string {
 			case part.Location == "":
 			case ev.EventType == "ADD_PARTITION":
 				dirs = append(dirs, part.Location)
-			case strings.HasPrefix(ev.EventType, "ALTER_PARTITION") && i < len(p.Before) && p.Before[i].Location != part.Location:
+			case strings.HasPrefix(ev.EventType, "ALTER_PARTITION") && i < len(p.Before) && moved(p.Before[i].Location, part.Location):
 				dirs = append(dirs, part.Location)
 			}
 		}
 		return dirs
 	}
 	return nil
+}
+
+// moved reports whether an object's location changed: the two differ in
+// canonical form (package location). Another spelling of the same place is
+// no move; a location that does not parse is compared as written.
+func moved(before, after string) bool {
+	b, errB := location.Parse(before)
+	a, errA := location.Parse(after)
+	if errB != nil || errA != nil {
+		return before != after
+	}
+	return a != b
 }
 
 // addListedFiles adds the files under the event's directories (listDirs)

@@ -37,6 +37,8 @@ func TestListDirs(t *testing.T) {
 		{"managed create: the metastore lists", schemas.Event{EventType: "CREATE_TABLE", Payload: &schemas.TableChange{After: managed}}, nil},
 		{"files already listed", schemas.Event{EventType: "CREATE_TABLE", Files: []schemas.FileRef{{URI: "/e/t/f"}}, Payload: &schemas.TableChange{After: ext("/e/t")}}, nil},
 		{"alter in place", schemas.Event{EventType: "ALTER_TABLE", Payload: &schemas.TableChange{Before: ext("/e/t"), After: ext("/e/t")}}, nil},
+		{"alter to another spelling of the same location", schemas.Event{EventType: "ALTER_TABLE", Payload: &schemas.TableChange{Before: ext("hdfs://nn/e/t"), After: ext("hdfs://NN:8020/e/t/")}}, nil},
+		{"alter partition to another spelling", schemas.Event{EventType: "ALTER_PARTITION", Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), Before: parts("/e/t/dt=0"), After: parts("file:/e/t/dt=0")}}, nil},
 		{"alter to a new location", schemas.Event{EventType: "ALTER_TABLE", Payload: &schemas.TableChange{Before: ext("/e/t"), After: ext("/e/t2")}}, []string{"/e/t2"}},
 		{"truncate", schemas.Event{EventType: "ALTER_TABLE", Payload: &schemas.TableChange{Before: ext("/e/t"), After: ext("/e/t2"), IsTruncate: true}}, nil},
 		{"add partitions", schemas.Event{EventType: "ADD_PARTITION", Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), After: parts("/e/t/dt=0", "/e/t/dt=1")}}, []string{"/e/t/dt=0", "/e/t/dt=1"}},

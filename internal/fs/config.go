@@ -64,7 +64,7 @@ func (c HDFSConfig) authority() (string, error) {
 	}
 	auth, err := location.CanonicalAuthority(location.SchemeHDFS, a)
 	if err != nil {
-		return "", fmt.Errorf("%s: %q: %w", key, a, err)
+		return "", fmt.Errorf("%s: %w", key, err)
 	}
 	return auth, nil
 }

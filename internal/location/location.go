@@ -188,7 +188,7 @@ func CanonicalAuthority(scheme, authority string) (string, error) {
 		return "", fmt.Errorf("%s location without an authority (host, nameservice or bucket)", scheme)
 	}
 	if strings.Contains(authority, "@") {
-		return "", fmt.Errorf("has user information")
+		return "", fmt.Errorf("authority %q has user information", authority)
 	}
 	if strings.ContainsAny(authority, "/?#") {
 		return "", fmt.Errorf("authority %q is not a host[:port], nameservice or bucket", authority)
