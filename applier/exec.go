@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/location"
 )
 
 // Metastore is the part of the DR metastore's Thrift API the applier uses
@@ -244,38 +244,63 @@ func (x *executor) run(ctx context.Context, a Action) error {
 
 // prune removes the files under a.Dir that the source removed, keeping
 // a.Keep and every file a later event's copy task wrote.
+//
+// Invariant (prune never removes what it must keep): every comparison is
+// of canonical locations (package location). Keep and the completions'
+// targets are spelled as the path mapping writes them, the listing as the
+// DR filesystem does (its configured authority, s3 for s3a, bare paths for
+// file:), and a raw comparison would delete the overwrite's own, freshly
+// copied files. A location that does not parse, or a listed file that is
+// not directly under a.Dir, is refused: nothing is removed.
 func (x *executor) prune(ctx context.Context, a PruneFiles) error {
+	refuse := func(err error) error { return &RefusedError{Op: a.String(), Err: err} }
 	if x.files == nil {
-		return &RefusedError{Op: a.String(), Err: errors.New("no filesystem is configured for DR data")}
+		return refuse(errors.New("no filesystem is configured for DR data"))
+	}
+	dir, err := location.Parse(a.Dir)
+	if err != nil {
+		return refuse(err)
+	}
+	keep := make(map[location.Location]bool, len(a.Keep))
+	for _, k := range a.Keep {
+		l, err := location.Parse(k)
+		if err != nil {
+			return refuse(fmt.Errorf("kept file: %w", err))
+		}
+		keep[l] = true
 	}
 	locs, err := x.files.List(ctx, a.Dir)
 	if err != nil {
 		return fmt.Errorf("%s: %w", a, err)
 	}
-	keep := make(map[string]bool, len(a.Keep))
-	for _, k := range a.Keep {
-		keep[cleanLoc(k)] = true
-	}
+	var remove []string
 	for _, loc := range locs {
-		base := path.Base(loc)
-		if keep[cleanLoc(loc)] || strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") {
+		l, err := location.Parse(loc)
+		if err != nil {
+			return refuse(fmt.Errorf("listed file: %w", err))
+		}
+		if l.Dir() != dir || l == dir {
+			return refuse(fmt.Errorf("listing %s gave %s, which is not directly under it", a.Dir, loc))
+		}
+		base := l.Base()
+		if keep[l] || strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") {
 			continue
 		}
-		later, err := x.writtenAfter(loc, a.EventID)
+		later, err := x.writtenAfter(l.String(), a.EventID)
 		if err != nil {
 			return fmt.Errorf("%s: %w", a, err)
 		}
-		if later {
-			continue
+		if !later {
+			remove = append(remove, loc)
 		}
+	}
+	for _, loc := range remove {
 		if err := x.files.Remove(ctx, loc); err != nil {
 			return fmt.Errorf("%s: remove %s: %w", a, loc, err)
 		}
 	}
 	return nil
 }
-
-func cleanLoc(s string) string { return strings.TrimSuffix(s, "/") }
 
 // PartitionName is the metastore's name of a partition,
 // k1=v1/k2=v2, with the escaping Hive applies to path names.

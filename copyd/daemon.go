@@ -14,6 +14,7 @@ import (
 
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -372,10 +373,12 @@ func recordTaskID(r *kgo.Record) string {
 }
 
 // targetKey is the form of a target compared for same-target
-// serialisation: the normalised location the Engine writes to.
+// serialisation: its canonical form (package location), the location the
+// Engine writes to, so two spellings of one file serialise. A target that
+// does not parse is kept as it is; the Engine refuses it.
 func targetKey(uri string) string {
-	if l, err := parseLocation(uri); err == nil {
-		return l.String()
+	if c, err := location.Canonical(uri); err == nil {
+		return c
 	}
 	return uri
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hdfscrc"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -103,7 +104,7 @@ type Engine struct {
 	cfg            EngineConfig
 	r              Resolver
 	m              *Metrics
-	src, read, tgt []config.Location // read: src + CM roots
+	src, read, tgt []location.Location // read: src + CM roots
 	thr            *throttle
 	bufs           sync.Pool
 	// streams counts the copy streams running: whole-file transfers and
@@ -166,7 +167,7 @@ func NewEngine(cfg EngineConfig, r Resolver, m *Metrics) (*Engine, error) {
 	if len(e.src) == 0 || len(e.tgt) == 0 {
 		return nil, errors.New("copyd: NewEngine needs source roots and target roots")
 	}
-	e.read = append(append([]config.Location(nil), e.src...), cm...)
+	e.read = append(append([]location.Location(nil), e.src...), cm...)
 	e.thr = newThrottle(cfg.BytesPerSecond, e.now, e.sleep, m.waited)
 	e.bufs.New = func() any { b := make([]byte, copyBufferSize); return &b }
 	return e, nil
@@ -179,10 +180,10 @@ const copyBufferSize = 1 << 20
 // configuration default, which the Engine keeps when used without it.
 const DefaultSplitWorkers = config.DefaultSplitWorkers
 
-func parseRoots(what string, roots []string) ([]config.Location, error) {
-	var out []config.Location
+func parseRoots(what string, roots []string) ([]location.Location, error) {
+	var out []location.Location
 	for i, r := range roots {
-		l, err := parseLocation(r)
+		l, err := location.Parse(r)
 		if err != nil {
 			return nil, fmt.Errorf("copyd: %s %d: %w", what, i, err)
 		}
@@ -191,27 +192,12 @@ func parseRoots(what string, roots []string) ([]config.Location, error) {
 	return out, nil
 }
 
-// parseLocation is config.ParseLocation with file:///p and
-// file://localhost/p taken as the local path /p.
-func parseLocation(s string) (config.Location, error) {
-	if s == "" {
-		return config.Location{}, errors.New("location is empty")
-	}
-	l, err := config.ParseLocation(s)
-	if err != nil {
-		return l, err
-	}
-	if l.Scheme == "file" && (l.Authority == "" || l.Authority == "localhost") {
-		l.Scheme, l.Authority = "", ""
-	}
-	return l, nil
-}
-
-// confine returns the normalised form of loc if it lies under one of
-// roots, and an error naming loc otherwise. The normalised form is what
-// was checked, and the only form the engine uses from then on.
-func confine(what, loc string, roots []config.Location) (string, error) {
-	l, err := parseLocation(loc)
+// confine returns the canonical form of loc (package location) if it lies
+// under one of roots, and an error naming loc otherwise. The canonical
+// form is what was checked, and the only form the engine uses from then
+// on.
+func confine(what, loc string, roots []location.Location) (string, error) {
+	l, err := location.Parse(loc)
 	if err != nil {
 		return "", permanent(fmt.Errorf("%s %q refused: %w", what, loc, err))
 	}

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/location"
 )
 
 // memFS is an in-memory fs.FS for tests. Checksums are taken when a file
@@ -280,7 +280,7 @@ func (r *memResolver) Split(loc string) (fs.FS, string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.splits = append(r.splits, loc)
-	l, err := config.ParseLocation(loc)
+	l, err := location.Parse(loc)
 	if err != nil {
 		return nil, "", err
 	}

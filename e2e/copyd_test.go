@@ -36,6 +36,9 @@ func (c copydConf) write(t *testing.T, env *testenv.Env) string {
 	if c.workers == 0 {
 		c.workers = 4
 	}
+	if c.bucket == "" {
+		c.bucket = "unused-" + c.prefix // no task names it; the roots need a bucket (s3:/// is no location)
+	}
 	src := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE")
 	dr := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")
 	y := strings.NewReplacer(

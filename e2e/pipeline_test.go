@@ -39,18 +39,32 @@ type pipeline struct {
 	tail, copyd, apply *proc
 }
 
-func newPipeline(t *testing.T, env *testenv.Env, dbs []string, start int64) *pipeline {
+// pipelineDR is what options of newPipeline may change: the DR cluster's
+// filesystems.hdfs entry (a YAML flow mapping) and the path mapping's
+// target. By default both address the DR NameNode as the stack
+// lists it; TestLocationAliases spells them otherwise.
+type pipelineDR struct {
+	filesystem, target string
+}
+
+func newPipeline(t *testing.T, env *testenv.Env, dbs []string, start int64, opts ...func(*pipelineDR)) *pipeline {
 	t.Helper()
 	u := uniq(t)
 	p := &pipeline{t: t, env: env, prefix: "p" + u, dbs: dbs, start: start, state: t.TempDir(),
 		metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	src := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE")
 	dr := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")
+	drConf := pipelineDR{target: dr + "/", filesystem: fmt.Sprintf("{namenodes: [%s], webhdfs: %s, user: hivedr}",
+		env.Get(t, "HIVEDR_HDFS_DR_NAMENODE"), env.Get(t, "HIVEDR_HDFS_DR_HTTP"))}
+	for _, o := range opts {
+		o(&drConf)
+	}
 	var scope strings.Builder
 	for _, db := range dbs {
 		fmt.Fprintf(&scope, "    - {name: %s, exclude_tables: [\"tmp_.*\"]}\n", db)
 	}
 	y := strings.NewReplacer(
+		"$DRFS", drConf.filesystem, "$DRTARGET", drConf.target,
 		"$PREFIX", p.prefix, "$HMSSRC", env.Get(t, "HIVEDR_HMS_SRC"), "$HMSDR", env.Get(t, "HIVEDR_HMS_DR"),
 		"$BROKERS", strings.Join(env.KafkaBrokers(t), ","), "$REGISTRY", env.Get(t, "HIVEDR_SCHEMA_REGISTRY"),
 		"$START", fmt.Sprint(start), "$METRICS", p.metrics,
@@ -89,13 +103,13 @@ applier:
 filesystems:
   hdfs:
     - {namenodes: [$SRCNN], webhdfs: $SRCWEB, user: hivedr}
-    - {namenodes: [$DRNN], webhdfs: $DRWEB, user: hivedr}
+    - $DRFS
 replication:
   databases:
 $DATABASES
   source_roots: ["$SRC/warehouse", "$SRC/external"]
   path_mappings:
-    - {source: "$SRC/", target: "$DR/"}
+    - {source: "$SRC/", target: "$DRTARGET"}
 `)
 	p.conf = writeFile(t, "pipeline.yaml", y)
 	cfg, err := config.Load(p.conf)

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"strings"
 
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -33,7 +33,7 @@ func listDirs(ev *schemas.Event) []string {
 		if !external(p.After) || len(p.After.PartitionKeys) > 0 || p.After.Location == "" || p.IsTruncate {
 			return nil
 		}
-		if ev.EventType == "CREATE_TABLE" || (ev.EventType == "ALTER_TABLE" && p.Before != nil && p.Before.Location != p.After.Location) {
+		if ev.EventType == "CREATE_TABLE" || (ev.EventType == "ALTER_TABLE" && p.Before != nil && moved(p.Before.Location, p.After.Location)) {
 			return []string{p.After.Location}
 		}
 	case *schemas.PartitionChange:
@@ -46,7 +46,7 @@ func listDirs(ev *schemas.Event) []string {
 			case part.Location == "":
 			case ev.EventType == "ADD_PARTITION":
 				dirs = append(dirs, part.Location)
-			case strings.HasPrefix(ev.EventType, "ALTER_PARTITION") && i < len(p.Before) && p.Before[i].Location != part.Location:
+			case strings.HasPrefix(ev.EventType, "ALTER_PARTITION") && i < len(p.Before) && moved(p.Before[i].Location, part.Location):
 				dirs = append(dirs, part.Location)
 			}
 		}
@@ -55,13 +55,39 @@ func listDirs(ev *schemas.Event) []string {
 	return nil
 }
 
+// moved reports whether an object's location changed: the two differ in
+// canonical form (package location). Another spelling of the same place is
+// no move; a location that does not parse is compared as written.
+func moved(before, after string) bool {
+	b, errB := location.Parse(before)
+	a, errA := location.Parse(after)
+	if errB != nil || errA != nil {
+		return before != after
+	}
+	return a != b
+}
+
 // addListedFiles adds the files under the event's directories (listDirs)
 // to its file list, as the metastore would have for a managed table.
-// Hidden files (names starting with . or _) are not data, as for Hive.
+// Hidden files (names starting with . or _ below the directory) are not
+// data, as for Hive. The lister answers in canonical form (package
+// location), the metastore in its own spelling, so the path below the
+// directory is taken in canonical form.
 func addListedFiles(ctx context.Context, l Lister, ev *schemas.Event) error {
 	for _, dir := range listDirs(ev) {
-		err := l.Walk(ctx, dir, func(loc string, _ int64) error {
-			rel := strings.TrimPrefix(loc, strings.TrimSuffix(dir, "/")+"/")
+		d, err := location.Parse(dir)
+		if err != nil {
+			return fmt.Errorf("list the files of event %d %s: %w", ev.EventID, ev.EventType, err)
+		}
+		err = l.Walk(ctx, dir, func(loc string, _ int64) error {
+			f, err := location.Parse(loc)
+			if err != nil {
+				return fmt.Errorf("listed file: %w", err)
+			}
+			rel, ok := f.Rel(d)
+			if !ok || rel == "" {
+				return fmt.Errorf("listed file %s is not under %s", loc, dir)
+			}
 			for _, part := range strings.Split(rel, "/") {
 				if strings.HasPrefix(part, ".") || strings.HasPrefix(part, "_") {
 					return nil

@@ -37,6 +37,8 @@ func TestListDirs(t *testing.T) {
 		{"managed create: the metastore lists", schemas.Event{EventType: "CREATE_TABLE", Payload: &schemas.TableChange{After: managed}}, nil},
 		{"files already listed", schemas.Event{EventType: "CREATE_TABLE", Files: []schemas.FileRef{{URI: "/e/t/f"}}, Payload: &schemas.TableChange{After: ext("/e/t")}}, nil},
 		{"alter in place", schemas.Event{EventType: "ALTER_TABLE", Payload: &schemas.TableChange{Before: ext("/e/t"), After: ext("/e/t")}}, nil},
+		{"alter to another spelling of the same location", schemas.Event{EventType: "ALTER_TABLE", Payload: &schemas.TableChange{Before: ext("hdfs://nn/e/t"), After: ext("hdfs://NN:8020/e/t/")}}, nil},
+		{"alter partition to another spelling", schemas.Event{EventType: "ALTER_PARTITION", Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), Before: parts("/e/t/dt=0"), After: parts("file:/e/t/dt=0")}}, nil},
 		{"alter to a new location", schemas.Event{EventType: "ALTER_TABLE", Payload: &schemas.TableChange{Before: ext("/e/t"), After: ext("/e/t2")}}, []string{"/e/t2"}},
 		{"truncate", schemas.Event{EventType: "ALTER_TABLE", Payload: &schemas.TableChange{Before: ext("/e/t"), After: ext("/e/t2"), IsTruncate: true}}, nil},
 		{"add partitions", schemas.Event{EventType: "ADD_PARTITION", Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), After: parts("/e/t/dt=0", "/e/t/dt=1")}}, []string{"/e/t/dt=0", "/e/t/dt=1"}},
@@ -89,5 +91,27 @@ func TestAddListedFiles(t *testing.T) {
 	ev.Files = nil
 	if err := addListedFiles(context.Background(), fakeLister{"/e/t/dt=1": {"boom"}}, &ev); err == nil {
 		t.Error("a listing error was swallowed")
+	}
+
+	// The metastore spells the directory its way, the lister answers in
+	// canonical form: hidden names are looked for below the directory only
+	// (a directory above it may well be named _landing).
+	part := func(loc string) *schemas.Event {
+		return &schemas.Event{EventID: 8, EventType: "ADD_PARTITION", Payload: &schemas.PartitionChange{Table: tbl,
+			After: []schemas.Partition{{Values: []string{"1"}, Location: loc}}}}
+	}
+	ev2 := part("HDFS://SRC-NN/_landing/t/dt=1/")
+	l = fakeLister{"HDFS://SRC-NN/_landing/t/dt=1/": {"hdfs://src-nn:8020/_landing/t/dt=1/000000_0",
+		"hdfs://src-nn:8020/_landing/t/dt=1/_SUCCESS", "hdfs://src-nn:8020/_landing/t/dt=1/.hive-staging/x"}}
+	if err := addListedFiles(context.Background(), l, ev2); err != nil {
+		t.Fatal(err)
+	}
+	if len(ev2.Files) != 1 || ev2.Files[0].URI != "hdfs://src-nn:8020/_landing/t/dt=1/000000_0" {
+		t.Errorf("files %v, want only the data file (hidden names below the directory skipped)", ev2.Files)
+	}
+	// A listing that strays outside the directory is an error, not data.
+	ev3 := part("/e/t/dt=1")
+	if err := addListedFiles(context.Background(), fakeLister{"/e/t/dt=1": {"/e/t/dt=10/000000_0"}}, ev3); err == nil {
+		t.Errorf("a file outside the listed directory was taken: %v", ev3.Files)
 	}
 }

@@ -335,10 +335,10 @@ func TestTailerChainsEachTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A tailer with no checkpoint (another source name, so another
-	// checkpoint key and transactional ID) over the same topics continues
-	// each chain from the topic's newest records.
+	// checkpoint key; the same transactional ID, so it fences the last run
+	// and aborts what it left open) over the same topics continues each
+	// chain from the topic's newest records.
 	f.conf.Source.Name = "fresh"
-	f.conf.Tailer.TransactionalID = ""
 	f.conf.Tailer.StartEventID = "29"
 	if err := f.conf.Validate(); err != nil {
 		t.Fatal(err)

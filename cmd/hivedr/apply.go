@@ -2,19 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/user"
-	"path"
 	"strconv"
 	"strings"
 
 	"github.com/hivedr/hivedr/applier"
 	"github.com/hivedr/hivedr/internal/config"
-	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/state"
@@ -99,7 +96,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		},
 		Policy:               &conf.Replication,
 		RPO:                  conf.Replication.RPO,
-		Files:                routerFiles{router},
+		Files:                router, // lists and removes DR data files (fs.Router.List, Remove)
 		Completions:          store,
 		Codec:                serde,
 		HaltAfter:            conf.Applier.HaltAfter.Duration,
@@ -125,45 +122,4 @@ func operator() string {
 	}
 	host, _ := os.Hostname()
 	return name + "@" + host
-}
-
-// routerFiles lists and removes DR files through the configured
-// filesystems.
-type routerFiles struct{ r *fs.Router }
-
-func (f routerFiles) List(ctx context.Context, dir string) ([]string, error) {
-	dir = strings.TrimSuffix(dir, "/")
-	var out []string
-	err := f.r.Walk(ctx, dir, func(loc string, _ int64) error {
-		if path.Dir(loc) == dir || path.Dir(strings.TrimPrefix(loc, schemeAuthority(loc))) == strings.TrimPrefix(dir, schemeAuthority(dir)) {
-			out = append(out, loc)
-		}
-		return nil
-	})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return out, err
-}
-
-func (f routerFiles) Remove(ctx context.Context, loc string) error {
-	fsys, l, err := f.r.Split(loc)
-	if err != nil {
-		return err
-	}
-	return fsys.Remove(ctx, l)
-}
-
-// schemeAuthority is the scheme://authority prefix of a location ("" for
-// a bare path).
-func schemeAuthority(loc string) string {
-	i := strings.Index(loc, "://")
-	if i < 0 {
-		return ""
-	}
-	j := strings.IndexByte(loc[i+3:], '/')
-	if j < 0 {
-		return loc
-	}
-	return loc[:i+3+j]
 }

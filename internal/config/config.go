@@ -257,7 +257,7 @@ type Replication struct {
 	// the commands that read the policy.
 	SourceRoots []string `yaml:"source_roots"`
 
-	roots    []Location
+	roots    []location.Location
 	mappings []mapping
 }
 

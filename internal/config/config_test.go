@@ -434,21 +434,6 @@ func TestMaskedYAML(t *testing.T) {
 	}
 }
 
-func TestParseLocationKeepsEscapes(t *testing.T) {
-	l, err := ParseLocation("hdfs://NN:8020/w/t/dt=10%3A00/f")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.String() != "hdfs://nn:8020/w/t/dt=10%3A00/f" {
-		t.Fatalf("location = %s; the path must stay as Hadoop wrote it", l)
-	}
-	for _, bad := range []string{"hdfs://nn/a?b", "hdfs://nn/a#b", "://nn/a", "hdfs://nn/a/../b", "rel/path"} {
-		if _, err := ParseLocation(bad); err == nil {
-			t.Errorf("ParseLocation(%q) accepted", bad)
-		}
-	}
-}
-
 func TestReplicationRPO(t *testing.T) {
 	c := Default()
 	if err := c.Validate(); err != nil {

@@ -46,17 +46,10 @@ func (p *DatabasePolicy) TableIncluded(table string) bool {
 	return false
 }
 
-// Location is a parsed, normalised storage location (see package
-// location).
-type Location = location.Location
-
-// ParseLocation normalises a URI or absolute path (location.Parse).
-func ParseLocation(s string) (Location, error) { return location.Parse(s) }
-
-// CheckSourceRoot returns the normalised location of uri, or an error that
+// CheckSourceRoot returns the canonical location of uri, or an error that
 // names uri when it is not under one of the source roots.
-func (r *Replication) CheckSourceRoot(uri string) (Location, error) {
-	l, err := ParseLocation(uri)
+func (r *Replication) CheckSourceRoot(uri string) (location.Location, error) {
+	l, err := location.Parse(uri)
 	if err != nil {
 		return l, err
 	}
@@ -69,45 +62,53 @@ func (r *Replication) CheckSourceRoot(uri string) (Location, error) {
 }
 
 // MapPath rewrites a source location into its DR location by the longest
-// matching path mapping. A location no mapping covers is an error.
+// matching path mapping (compared in canonical form). A location no
+// mapping covers is an error.
+//
+// The result is what the DR metastore is given, so it is spelled as the
+// operator wrote the mapping's target: that prefix as written, then the
+// canonical path below the mapping's source (location.Append). An HA
+// nameservice target hdfs://ns1/ stays hdfs://ns1/..., never ns1:8020.
+// Compare results only through location.Parse.
 func (r *Replication) MapPath(uri string) (string, error) {
-	l, err := ParseLocation(uri)
+	l, err := location.Parse(uri)
 	if err != nil {
 		return "", err
 	}
 	for _, m := range r.mappings {
-		if !l.Within(m.source) {
-			continue
+		if rel, ok := l.Rel(m.source); ok {
+			return location.Append(m.written, rel), nil
 		}
-		t := m.target
-		t.Path = path.Join(t.Path, strings.TrimPrefix(l.Path, m.source.Path))
-		return t.String(), nil
 	}
 	return "", fmt.Errorf("no path mapping covers %s", uri)
 }
 
-type mapping struct{ source, target Location }
+// mapping is a compiled path mapping: its source in canonical form, and
+// its target as written (the prefix of what MapPath returns).
+type mapping struct {
+	source  location.Location
+	written string
+}
 
 // compile parses roots and mappings once, longest mapping source first.
 func (r *Replication) compile() error {
 	r.roots, r.mappings = nil, nil
 	for i, root := range r.SourceRoots {
-		l, err := ParseLocation(root)
+		l, err := location.Parse(root)
 		if err != nil {
 			return fmt.Errorf("replication.source_roots[%d]: %w", i, err)
 		}
 		r.roots = append(r.roots, l)
 	}
 	for i, m := range r.PathMappings {
-		s, err := ParseLocation(m.Source)
+		s, err := location.Parse(m.Source)
 		if err != nil {
 			return fmt.Errorf("replication.path_mappings[%d].source: %w", i, err)
 		}
-		t, err := ParseLocation(m.Target)
-		if err != nil {
+		if _, err := location.Parse(m.Target); err != nil {
 			return fmt.Errorf("replication.path_mappings[%d].target: %w", i, err)
 		}
-		r.mappings = append(r.mappings, mapping{s, t})
+		r.mappings = append(r.mappings, mapping{source: s, written: m.Target})
 	}
 	sort.SliceStable(r.mappings, func(i, j int) bool {
 		return len(r.mappings[i].source.String()) > len(r.mappings[j].source.String())

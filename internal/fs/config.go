@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"github.com/hivedr/hivedr/internal/location"
 )
 
 // Config says how to reach every store that locations may name. It is the
@@ -35,7 +37,10 @@ type Config struct {
 // HDFSConfig is one HDFS cluster.
 type HDFSConfig struct {
 	// Authority is the host:port (or HA nameservice) that hdfs://
-	// locations on this cluster carry. Default: the first NameNode.
+	// locations on this cluster carry. Default: the first NameNode. It is
+	// compared in canonical form (location.CanonicalAuthority), so nn1,
+	// NN1:8020 and nn1:8020 are one authority, and locations match it
+	// written with or without the default port 8020.
 	Authority string `yaml:"authority"`
 	// NameNodes are the NameNodes' RPC addresses, host:port. Required.
 	NameNodes []string `yaml:"namenodes"`
@@ -50,15 +55,18 @@ type HDFSConfig struct {
 	Concat bool `yaml:"concat"`
 }
 
-// authority returns the authority locations carry, lower-cased.
-func (c HDFSConfig) authority() string {
-	if c.Authority != "" {
-		return strings.ToLower(c.Authority)
+// authority returns the canonical authority locations on the cluster
+// carry.
+func (c HDFSConfig) authority() (string, error) {
+	a, key := c.Authority, "authority"
+	if a == "" && len(c.NameNodes) > 0 {
+		a, key = c.NameNodes[0], "namenodes[0]"
 	}
-	if len(c.NameNodes) > 0 {
-		return strings.ToLower(c.NameNodes[0])
+	auth, err := location.CanonicalAuthority(location.SchemeHDFS, a)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", key, err)
 	}
-	return ""
+	return auth, nil
 }
 
 func (c HDFSConfig) validate() error {
@@ -69,9 +77,6 @@ func (c HDFSConfig) validate() error {
 		if _, _, err := net.SplitHostPort(nn); err != nil {
 			return fmt.Errorf("namenodes[%d]: %q is not host:port", i, nn)
 		}
-	}
-	if c.Authority != "" && strings.ContainsAny(c.Authority, "/@?#") {
-		return fmt.Errorf("authority: %q is not a host:port or nameservice", c.Authority)
 	}
 	if c.WebHDFS == "" {
 		return errors.New("webhdfs: required")
@@ -191,7 +196,10 @@ func (c Config) Validate() error {
 		if err := h.validate(); err != nil {
 			return fmt.Errorf("hdfs[%d].%w", i, err)
 		}
-		a := h.authority()
+		a, err := h.authority()
+		if err != nil {
+			return fmt.Errorf("hdfs[%d].%w", i, err)
+		}
 		if j, dup := authorities[a]; dup {
 			return fmt.Errorf("hdfs[%d]: authority %s is hdfs[%d]'s too; list each cluster once", i, a, j)
 		}
@@ -219,17 +227,4 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
-}
-
-// sameHDFSAuthority reports whether the authority of a location (lower
-// case) names the cluster with authority want: equal, or equal once the
-// default NameNode port 8020 is added to a location that has none.
-func sameHDFSAuthority(got, want string) bool {
-	if got == want {
-		return true
-	}
-	if _, _, err := net.SplitHostPort(got); err != nil && got != "" {
-		return net.JoinHostPort(got, "8020") == want
-	}
-	return false
 }

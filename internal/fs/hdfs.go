@@ -17,6 +17,7 @@ import (
 	"github.com/colinmarc/hdfs/v2"
 
 	"github.com/hivedr/hivedr/internal/hdfscrc"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/internal/webhdfs"
 )
 
@@ -25,7 +26,9 @@ import (
 // DataNodes (internal/hdfscrc), which do not depend on the block size.
 //
 // Locations are hdfs://<authority>/path, the authority being the one the
-// cluster was configured with, or bare absolute paths on this cluster.
+// cluster was configured with in any spelling of it (compared in canonical
+// form: hdfs://nn/p and hdfs://NN:8020/p are one location), or bare
+// absolute paths on this cluster. Locations it returns are canonical.
 //
 // The native client takes no contexts: a context is checked before each
 // NameNode call, and its deadline bounds DataNode reads and writes.
@@ -34,7 +37,7 @@ import (
 // It is safe for concurrent use. It connects to the NameNode on first use
 // and after a failed attempt tries again on the next call.
 type HDFS struct {
-	authority string
+	authority string // canonical (location.CanonicalAuthority)
 	opts      hdfs.ClientOptions
 	crc       *hdfscrc.Client
 	web       *webhdfs.Client
@@ -54,8 +57,12 @@ func NewHDFS(c HDFSConfig) (*HDFS, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	auth, err := c.authority()
+	if err != nil {
+		return nil, err
+	}
 	return &HDFS{
-		authority: c.authority(),
+		authority: auth,
 		opts:      hdfs.ClientOptions{Addresses: c.NameNodes, User: c.User},
 		crc:       hdfscrc.New(c.WebHDFS, c.User, nil),
 		web:       webhdfs.New(c.WebHDFS, c.User, nil),
@@ -96,17 +103,17 @@ func (h *HDFS) conn(ctx context.Context) (*hdfs.Client, error) {
 
 // path returns the cluster path of loc, refusing another cluster's.
 func (h *HDFS) path(loc string) (string, error) {
-	l, err := parseLocation(loc)
+	l, err := location.Parse(loc)
 	if err != nil {
 		return "", err
 	}
-	if l.scheme != "" && (l.scheme != "hdfs" || !sameHDFSAuthority(l.authority, h.authority)) {
+	if !l.IsLocal() && (l.Scheme != location.SchemeHDFS || l.Authority != h.authority) {
 		return "", fmt.Errorf("location %s is not on hdfs://%s", loc, h.authority)
 	}
-	return path.Clean(l.path), nil
+	return l.Path, nil
 }
 
-// location returns the full location of the cluster path p.
+// location returns the full location of the cluster path p, canonical.
 func (h *HDFS) location(p string) string { return "hdfs://" + h.authority + p }
 
 // hdfsError wraps err from an operation on loc, wrapping ErrNotExist when

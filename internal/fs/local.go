@@ -10,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/hivedr/hivedr/internal/location"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Local is the FS of the local filesystem. Locations are absolute paths or
-// file:///paths. It never follows a symbolic link at the path itself:
+// Local is the FS of the local filesystem. Locations are absolute paths, or
+// file:///p, file://localhost/p or file:/p, all the path /p. It never follows a symbolic link at the path itself:
 // Stat describes the link, Open and Checksum refuse it, and Commit
 // replaces the link rather than writing through it. Links in parent
 // directories are followed; confinement against them is the caller's.
@@ -28,17 +30,14 @@ var _ FS = (*Local)(nil)
 
 // localPath returns the filesystem path of loc.
 func localPath(loc string) (string, error) {
-	l, err := parseLocation(loc)
+	l, err := location.Parse(loc)
 	if err != nil {
 		return "", err
 	}
-	switch {
-	case l.scheme == "":
-	case l.scheme == "file" && (l.authority == "" || l.authority == "localhost"):
-	default:
+	if !l.IsLocal() { // file:///p, file://localhost/p and file:/p parse as /p
 		return "", fmt.Errorf("location %s is not on the local filesystem", loc)
 	}
-	p := filepath.Clean(filepath.FromSlash(l.path))
+	p := filepath.FromSlash(l.Path)
 	if err := noLinkedDirs(p); err != nil {
 		return "", fmt.Errorf("location %s: %w", loc, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	loc "github.com/hivedr/hivedr/internal/location"
 	"path"
 	"strings"
 )
@@ -33,25 +32,6 @@ func (e *ChecksumError) Error() string {
 		msg += ": " + e.Detail
 	}
 	return msg
-}
-
-// location is a parsed location: scheme and authority lower-cased, path
-// absolute. Local paths have an empty scheme.
-type location struct {
-	scheme, authority, path string
-}
-
-// parseLocation parses an absolute path or a URI with an absolute path.
-// It refuses relative paths, queries, fragments and "." or ".." segments
-// (confinement is the caller's; this is defence in depth so no
-// implementation ever resolves its way out of the path it was given).
-// Paths are not cleaned otherwise: an S3 key is taken as written.
-func parseLocation(s string) (location, error) {
-	l, err := loc.Parse(s)
-	if err != nil {
-		return location{}, err
-	}
-	return location{scheme: l.Scheme, authority: l.Authority, path: l.Path}, nil
 }
 
 // stagingSuffix ends every staging file name. A staging name is

@@ -3,18 +3,22 @@ package fs
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strings"
+
+	"github.com/hivedr/hivedr/internal/location"
 )
 
-// Router maps a location to the FS that holds it, by scheme and authority:
-// hdfs://authority to that cluster, s3://bucket (or s3a://, s3n://) to the
-// endpoint serving the bucket, and absolute paths or file:/// to the local
-// filesystem when allowed. It is safe for concurrent use.
+// Router maps a location to the FS that holds it, by the scheme and
+// authority of its canonical form (package location): hdfs://authority to
+// the cluster configured with that authority (with or without the default
+// port 8020, in any case), s3://bucket (or s3a://, s3n://) to the endpoint
+// serving the bucket, and absolute paths, file:/p, file:///p and
+// file://localhost/p to the local filesystem when allowed. Locations it
+// returns are canonical. It is safe for concurrent use.
 type Router struct {
 	local     *Local
-	hdfs      map[string]*HDFS // by authority
-	s3        map[string]*S3   // by bucket
+	hdfs      map[string]*HDFS // by canonical authority
+	s3        map[string]*S3   // by bucket, lower case
 	s3Default *S3              // the endpoint that lists no buckets
 }
 
@@ -58,53 +62,48 @@ func NewRouter(c Config) (*Router, error) {
 	return r, nil
 }
 
-// Split returns the FS holding location and the location normalised as
-// that FS's methods take it: hdfs://authority/clean/path, s3://bucket/key
-// or a clean absolute local path. A location no configured FS holds is an
+// Split returns the FS holding loc and loc's canonical form, which that
+// FS's methods take: hdfs://authority/clean/path, s3://bucket/key or a
+// clean absolute local path. A location no configured FS holds is an
 // error naming it.
-func (r *Router) Split(location string) (FS, string, error) {
-	l, err := parseLocation(location)
+func (r *Router) Split(loc string) (FS, string, error) {
+	l, err := location.Parse(loc)
 	if err != nil {
 		return nil, "", err
 	}
-	switch l.scheme {
-	case "", "file":
-		if l.scheme == "file" && l.authority != "" && l.authority != "localhost" {
-			return nil, "", fmt.Errorf("location %s: file:// with host %s is not local", location, l.authority)
-		}
-		if r.local == nil {
-			return nil, "", fmt.Errorf("location %s: the local filesystem is not enabled", location)
-		}
-		return r.local, path.Clean(l.path), nil
-	case "hdfs":
-		h := r.hdfs[l.authority]
-		if h == nil {
-			for a, c := range r.hdfs {
-				if sameHDFSAuthority(l.authority, a) {
-					h = c
-					break
-				}
-			}
-		}
-		if h == nil {
-			return nil, "", fmt.Errorf("location %s: no HDFS cluster is configured for hdfs://%s", location, l.authority)
-		}
-		return h, h.location(path.Clean(l.path)), nil
-	case "s3", "s3a", "s3n":
-		bucket, key, err := s3Path(location)
-		if err != nil {
-			return nil, "", err
-		}
-		s := r.s3[bucket]
-		if s == nil {
-			s = r.s3Default
-		}
-		if s == nil {
-			return nil, "", fmt.Errorf("location %s: no S3 endpoint is configured for bucket %s", location, bucket)
-		}
-		return s, "s3://" + bucket + "/" + key, nil
+	f, err := r.route(l)
+	if err != nil {
+		return nil, "", fmt.Errorf("location %s: %w", loc, err)
 	}
-	return nil, "", fmt.Errorf("location %s: unknown scheme %q", location, l.scheme)
+	return f, l.String(), nil
+}
+
+// route returns the FS holding the canonical location l.
+func (r *Router) route(l location.Location) (FS, error) {
+	switch l.Scheme {
+	case location.SchemeLocal:
+		if r.local == nil {
+			return nil, errors.New("the local filesystem is not enabled")
+		}
+		return r.local, nil
+	case location.SchemeHDFS:
+		if h := r.hdfs[l.Authority]; h != nil {
+			return h, nil
+		}
+		return nil, fmt.Errorf("no HDFS cluster is configured for hdfs://%s", l.Authority)
+	case location.SchemeS3:
+		if l.Path == "/" {
+			return nil, errors.New("want s3://bucket/key")
+		}
+		if s := r.s3[l.Authority]; s != nil {
+			return s, nil
+		}
+		if r.s3Default != nil {
+			return r.s3Default, nil
+		}
+		return nil, fmt.Errorf("no S3 endpoint is configured for bucket %s", l.Authority)
+	}
+	return nil, fmt.Errorf("unknown scheme %q", l.Scheme)
 }
 
 // Close closes the connections of the router's filesystems.

@@ -36,14 +36,24 @@ func TestRouterSplit(t *testing.T) {
 			func(f FS) bool { h, ok := f.(*HDFS); return ok && h.authority == "127.0.0.1:18020" }},
 		{"hdfs://DR-NN/warehouse//t/", "hdfs://dr-nn:8020/warehouse/t",
 			func(f FS) bool { h, ok := f.(*HDFS); return ok && h.authority == "dr-nn:8020" }},
-		{"hdfs://prodns/w/f", "hdfs://prodns/w/f",
-			func(f FS) bool { h, ok := f.(*HDFS); return ok && h.authority == "prodns" }},
+		{"hdfs://dr-nn:8020/warehouse/t", "hdfs://dr-nn:8020/warehouse/t",
+			func(f FS) bool { h, ok := f.(*HDFS); return ok && h.authority == "dr-nn:8020" }},
+		// A nameservice configured without a port matches locations
+		// written with or without the default port.
+		{"hdfs://prodns/w/f", "hdfs://prodns:8020/w/f",
+			func(f FS) bool { h, ok := f.(*HDFS); return ok && h.authority == "prodns:8020" }},
+		{"hdfs://ProdNS:8020/w/f", "hdfs://prodns:8020/w/f",
+			func(f FS) bool { h, ok := f.(*HDFS); return ok && h.authority == "prodns:8020" }},
 		{"s3://dr-bucket/w/t/f", "s3://dr-bucket/w/t/f",
 			func(f FS) bool { return f == r.s3["dr-bucket"] }},
 		{"s3a://other/w/f", "s3://other/w/f",
 			func(f FS) bool { return f == r.s3Default }},
+		{"S3N://DR-Bucket/w//f", "s3://dr-bucket/w/f",
+			func(f FS) bool { return f == r.s3["dr-bucket"] }},
 		{"/tmp/x//y", "/tmp/x/y", func(f FS) bool { _, ok := f.(*Local); return ok }},
 		{"file:///tmp/x", "/tmp/x", func(f FS) bool { _, ok := f.(*Local); return ok }},
+		{"file:/tmp/x", "/tmp/x", func(f FS) bool { _, ok := f.(*Local); return ok }},
+		{"file://localhost/tmp/x/", "/tmp/x", func(f FS) bool { _, ok := f.(*Local); return ok }},
 	} {
 		f, p, err := r.Split(c.loc)
 		if err != nil {
@@ -71,6 +81,10 @@ func TestRouterRefuses(t *testing.T) {
 		"hdfs://127.0.0.1:18020/a/../b",
 		"file://remote/tmp/x",
 		"hdfs://127.0.0.1:18020/f?x=1",
+		"hdfs://127.0.0.1/f", // the cluster is 127.0.0.1:18020, not :8020
+		"hdfs://prodns:8021/f",
+		"hdfs:///f",
+		"viewfs://prodns/f",
 	} {
 		if _, _, err := r.Split(loc); err == nil || !strings.Contains(err.Error(), loc) {
 			t.Errorf("Split(%q) = %v, want an error naming it", loc, err)
@@ -100,6 +114,10 @@ func TestRouterConfigErrors(t *testing.T) {
 		{Config{HDFS: []HDFSConfig{hdfsOK, {NameNodes: []string{"nn:8020"}, User: "u"}}}, "hdfs[1].webhdfs"},
 		{Config{HDFS: []HDFSConfig{{NameNodes: []string{"nn:8020"}, WebHDFS: "nn:9870"}}}, "hdfs[0].user"},
 		{Config{HDFS: []HDFSConfig{hdfsOK, hdfsOK}}, "hdfs[1]: authority nn:8020"},
+		// One authority spelled two ways is configured twice.
+		{Config{HDFS: []HDFSConfig{{Authority: "NN", NameNodes: []string{"a:8020"}, WebHDFS: "a:9870", User: "u"}, hdfsOK}}, "hdfs[1]: authority nn:8020"},
+		{Config{HDFS: []HDFSConfig{{Authority: "u@ns1", NameNodes: []string{"nn:8020"}, WebHDFS: "nn:9870", User: "u"}}}, "hdfs[0].authority"},
+		{Config{HDFS: []HDFSConfig{{Authority: "ns1:x", NameNodes: []string{"nn:8020"}, WebHDFS: "nn:9870", User: "u"}}}, "hdfs[0].authority"},
 		{Config{S3: []S3Config{{}, {}}}, "s3[1].buckets"},
 		{Config{S3: []S3Config{{Buckets: []string{"a"}}, {Buckets: []string{"b", "a"}}}}, "s3[1].buckets[1]"},
 		{Config{S3: []S3Config{{PartSize: 1 << 20}}}, "s3[0].part_size"},

@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/hivedr/hivedr/internal/location"
 )
 
 // S3 is the FS of one S3 endpoint, for all the buckets it serves.
@@ -79,20 +81,18 @@ func NewS3WithClient(client *s3.Client, partSize int64, partsInFlight int) (*S3,
 
 // s3Path splits loc into bucket and key.
 func s3Path(loc string) (bucket, key string, err error) {
-	l, err := parseLocation(loc)
+	l, err := location.Parse(loc)
 	if err != nil {
 		return "", "", err
 	}
-	switch l.scheme {
-	case "s3", "s3a", "s3n":
-	default:
+	if l.Scheme != location.SchemeS3 { // s3a and s3n parse as s3
 		return "", "", fmt.Errorf("location %s is not an s3:// location", loc)
 	}
-	key = strings.TrimPrefix(l.path, "/")
-	if l.authority == "" || key == "" {
+	key = strings.TrimPrefix(l.Path, "/")
+	if key == "" {
 		return "", "", fmt.Errorf("location %s: want s3://bucket/key", loc)
 	}
-	return l.authority, key, nil
+	return l.Authority, key, nil
 }
 
 // apiCode returns the S3 error code of err, or "".

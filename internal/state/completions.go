@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/hivedr/hivedr/internal/location"
 )
 
 // Completion is what the applier keeps of one copy completion.
@@ -25,6 +27,12 @@ type Completion struct {
 // position are written in one synced batch, so after a crash the store
 // holds exactly the records before its position. Losing the directory
 // loses nothing but time: the applier reads the topic again from its start.
+//
+// Targets are indexed in canonical form (package location), whatever
+// spelling a completion or a WrittenAfter caller uses: the path mapping's
+// (what copy tasks carry) and the DR filesystem's (what a listing returns)
+// differ, and a miss would let the applier's prune delete a file a later
+// event already copied.
 type Completions struct {
 	db *pebble.DB
 
@@ -36,15 +44,56 @@ const (
 	complPrefix  = "c\x00"
 	targetPrefix = "t\x00"
 	offsetPrefix = "o\x00"
+	formatKey    = "v\x00"
 )
 
+// completionsFormat is the store's layout version, kept under formatKey.
+// Stores without one (targets indexed as spelled) or with another are
+// emptied on open and rebuilt from the completions topic.
+const completionsFormat = "2" // 2: targets indexed in canonical form
+
 // OpenCompletions opens (creating if needed) the completion store in dir.
+// A store in an older layout is emptied first: its target index would miss
+// lookups in canonical form, and rebuilding it from the topic costs only
+// time.
 func OpenCompletions(dir string) (*Completions, error) {
 	db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: pebbleLogger{}})
 	if err != nil {
 		return nil, fmt.Errorf("completion store %s: %w", dir, err)
 	}
+	if err := upgrade(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("completion store %s: %w", dir, err)
+	}
 	return &Completions{db: db, changed: make(chan struct{})}, nil
+}
+
+// upgrade empties db unless it is in completionsFormat, then records the
+// format, in one synced batch.
+func upgrade(db *pebble.DB) error {
+	v, closer, err := db.Get([]byte(formatKey))
+	switch {
+	case err == nil:
+		same := string(v) == completionsFormat
+		closer.Close()
+		if same {
+			return nil
+		}
+	case !errors.Is(err, pebble.ErrNotFound):
+		return fmt.Errorf("read format: %w", err)
+	}
+	b := db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange([]byte{}, []byte{0xff}, nil); err != nil {
+		return err
+	}
+	if err := b.Set([]byte(formatKey), []byte(completionsFormat), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("reset to format %s: %w", completionsFormat, err)
+	}
+	return nil
 }
 
 // Close closes the store.
@@ -55,9 +104,20 @@ func offsetKey(topic string, partition int32) []byte {
 	return binary.BigEndian.AppendUint32(k, uint32(partition))
 }
 
+// targetKey is the index key of target written by eventID: the target's
+// canonical form, then the event ID, so one target's entries sort by event.
 func targetKey(target string, eventID int64) []byte {
-	k := []byte(targetPrefix + target + "\x00")
+	k := []byte(targetPrefix + canonicalTarget(target) + "\x00")
 	return binary.BigEndian.AppendUint64(k, uint64(eventID))
+}
+
+// canonicalTarget is target in canonical form, or as it is when it does
+// not parse (no copy wrote such a target; it can only match itself).
+func canonicalTarget(target string) string {
+	if c, err := location.Canonical(target); err == nil {
+		return c
+	}
+	return target
 }
 
 // Put stores completions and the topic position after them (next offset
@@ -119,11 +179,12 @@ func (s *Completions) Get(taskID string) (Completion, bool, error) {
 }
 
 // WrittenAfter reports whether a completion of an event after eventID
-// names target: a later event's file, already copied ahead of metadata.
+// names target, in any spelling of it: a later event's file, already
+// copied ahead of metadata.
 func (s *Completions) WrittenAfter(target string, eventID int64) (bool, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{
 		LowerBound: targetKey(target, eventID+1),
-		UpperBound: []byte(targetPrefix + target + "\x01"),
+		UpperBound: []byte(targetPrefix + canonicalTarget(target) + "\x01"),
 	})
 	if err != nil {
 		return false, err

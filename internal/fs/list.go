@@ -1,0 +1,148 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// List returns the canonical locations of the files directly under the
+// directory dir, in lexical order: not what lies in its subdirectories,
+// not directories, not staging files. dir may be spelled any way that
+// names a configured store (hdfs://nn/d and hdfs://NN:8020/d/ list the
+// same); a missing directory (on S3, a prefix with no objects) holds no
+// files. With Remove, it is the applier's view of the DR data
+// (applier.Files), which compares what it lists in canonical form.
+func (r *Router) List(ctx context.Context, dir string) ([]string, error) {
+	f, loc, err := r.Split(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	switch s := f.(type) {
+	case *HDFS:
+		out, err = s.List(ctx, loc)
+	case *S3:
+		out, err = s.List(ctx, loc)
+	case *Local:
+		out, err = s.List(ctx, loc)
+	default:
+		return nil, fmt.Errorf("list %s: %w", dir, ErrNoListing)
+	}
+	if errors.Is(err, ErrNotExist) {
+		return nil, nil
+	}
+	return out, err
+}
+
+// Remove removes the file at loc from the store holding it; a file
+// already gone is not an error (FS.Remove).
+func (r *Router) Remove(ctx context.Context, loc string) error {
+	f, l, err := r.Split(loc)
+	if err != nil {
+		return err
+	}
+	return f.Remove(ctx, l)
+}
+
+// List returns the canonical locations of the files directly under the
+// directory loc, in lexical order, skipping subdirectories and staging
+// files. A missing directory is an error wrapping ErrNotExist.
+func (h *HDFS) List(ctx context.Context, loc string) ([]string, error) {
+	p, err := h.path(loc)
+	if err != nil {
+		return nil, err
+	}
+	c, err := h.conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", loc, err)
+	}
+	infos, err := c.ReadDir(p)
+	if err != nil {
+		return nil, hdfsError("list", loc, err)
+	}
+	var out []string
+	for _, fi := range infos {
+		if !fi.IsDir() && !IsStagingName(fi.Name()) {
+			out = append(out, h.location(path.Join(p, fi.Name())))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// List returns the canonical locations of the objects directly under the
+// "directory" loc (keys loc/name, no further slash), in key order,
+// skipping directory markers and staging names. A prefix with no objects
+// is an error wrapping ErrNotExist, as a missing directory is elsewhere.
+func (s *S3) List(ctx context.Context, loc string) ([]string, error) {
+	bucket, key, err := s3Path(loc)
+	if err != nil {
+		return nil, err
+	}
+	prefix, delim := strings.Trim(key, "/")+"/", "/"
+	in := &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix, Delimiter: &delim}
+	var out []string
+	found := false
+	for p := s3.NewListObjectsV2Paginator(s.client, in); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, s3Error("list", loc, err)
+		}
+		found = found || len(page.Contents) > 0 || len(page.CommonPrefixes) > 0
+		for _, o := range page.Contents {
+			k := aws.ToString(o.Key)
+			if strings.HasSuffix(k, "/") || IsStagingName(path.Base(k)) {
+				continue // a directory marker, or a write in progress
+			}
+			out = append(out, "s3://"+bucket+"/"+k)
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("list %s: %w", loc, ErrNotExist)
+	}
+	return out, nil
+}
+
+// List returns the paths of the regular files directly under the
+// directory loc, in lexical order, skipping staging files. A symbolic
+// link is neither listed nor listed through. A missing directory is an
+// error wrapping ErrNotExist.
+func (l *Local) List(ctx context.Context, loc string) ([]string, error) {
+	p, err := localPath(loc)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fi, err := os.Lstat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("list %s: %w", loc, ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", loc, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("list %s: not a directory", loc)
+	}
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", loc, err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && !IsStagingName(e.Name()) {
+			out = append(out, filepath.ToSlash(filepath.Join(p, e.Name())))
+		}
+	}
+	return out, nil // os.ReadDir sorts by name
+}
