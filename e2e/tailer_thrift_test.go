@@ -149,11 +149,21 @@ func TestTailerThriftWorkload(t *testing.T) {
 	p := startHivedr(t, "tailer", "tail", "-config", conf.write(t, env))
 	waitCheckpoint(t, env, s, conf, last, p, 2*time.Minute)
 	metrics := httpGet(t, "http://127.0.0.1:"+itoa(int64(metricsPort))+"/metrics")
-	// Let at least one heartbeat follow the last event.
-	time.Sleep(1500 * time.Millisecond)
+	topics := kafka.Topics{Prefix: conf.prefix}
+	// At least one heartbeat follows the last event.
+	eventually(t, time.Minute, "a heartbeat on "+topics.Events(sales)+" covering event "+itoa(last), func() bool {
+		if p.exited() {
+			t.Fatalf("tailer exited early:\n%s", tail(p.out.String(), 40))
+		}
+		for _, d := range readTopic(t, env, s, topics.Events(sales)) {
+			if h, ok := d.value.(*schemas.Heartbeat); ok && h.ScannedEventID >= last {
+				return true
+			}
+		}
+		return false
+	})
 	p.stop(t)
 
-	topics := kafka.Topics{Prefix: conf.prefix}
 	salesRecs := readTopic(t, env, s, topics.Events(sales))
 	salesEvs := events(salesRecs)
 	var types []string
