@@ -53,7 +53,9 @@ func repeatRows(rows []synthRow, n int) []synthRow {
 }
 
 // tailerConf is the YAML of a tailer reading a test's own log into its own
-// topics (a fresh prefix per test, so tests never see each other's records).
+// topics (a fresh prefix per test, so tests never see each other's records)
+// with a transactional ID of its own (the default, from the source name
+// alone, would let runs of a test on a shared stack fence each other).
 type tailerConf struct {
 	prefix, source   string
 	kind, postgres   string
@@ -99,6 +101,7 @@ kafka:
   manifest_partitions: 3
 schema_registry: $REGISTRY
 tailer:
+  transactional_id: hivedr-tailer-$PREFIX-$SOURCE
   batch_size: $BATCH
   poll_interval: 200ms
   heartbeat_interval: ${HEARTBEAT}s
