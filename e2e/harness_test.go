@@ -69,6 +69,12 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -121,9 +127,14 @@ func (p *proc) kill9() {
 	<-p.done
 }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends SIGTERM and waits for a clean exit. It signals only once the
+// process has written output: hivedr installs its signal handler before
+// its first line, and a SIGTERM before that would kill it as a crash.
 func (p *proc) stop(t *testing.T) {
 	t.Helper()
+	eventually(t, 2*time.Minute, p.name+"'s first output (its signal handler installed)", func() bool {
+		return p.exited() || p.out.Len() > 0
+	})
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(t, 60*time.Second); code != 0 {
 		t.Fatalf("%s exited %d on SIGTERM:\n%s", p.name, code, tail(p.out.String(), 40))
