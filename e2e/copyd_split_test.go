@@ -46,9 +46,10 @@ var rangesRe = regexp.MustCompile(`copied as (\d+) ranges, up to (\d+) at a time
 // upload). The bytes must be equal end to end, the completions must say
 // the large file went as ranges, the DR file must be made of whole 4 MiB
 // blocks, and no part file or upload may be left. Then a daemon is killed
-// with SIGKILL in the middle of a split copy (throttled so the kill lands
-// there), leaving part files, and its restart must clean every one of them
-// up and finish the copy.
+// with SIGKILL in the middle of a split copy, leaving part files, and its
+// restart must clean every one of them up and finish the copy. The kill
+// fires on observed progress (part files on DR, a random share of the
+// bytes streamed) and must leave both copies unfinished.
 func TestCopydSplitsLargeFiles(t *testing.T) {
 	env := testenv.Require(t)
 	s := serde(t, env)
@@ -128,15 +129,25 @@ func TestCopydSplitsLargeFiles(t *testing.T) {
 	f2.task("kill", f.srcURI("big"), drNN+f.dir+"/killed/big", "")
 	f2.task("kill-s3", f.srcURI("big"), "s3://"+bucket+f.dir+"/killed/big", "")
 	f2.publish()
-	// 2 x 40 MiB at 16 MiB/s: 5 s, so the kill at 2 s lands mid-copy.
-	kcfg := splitConf(t, env, copydConf{prefix: f2.prefix, instance: "k" + uniq(t), bucket: bucket, bytesPerSecond: 16 << 20}, splitSize)
+	// 2 x 40 MiB at 16 MiB/s. The kill fires once part files are on DR
+	// and the daemon has streamed a random 8 to 32 MiB of the 80 (its
+	// metrics): less than one file, so neither copy can have finished.
+	addr := "127.0.0.1:" + itoa(int64(freePort(t)))
+	kcfg := splitConf(t, env, copydConf{prefix: f2.prefix, instance: "k" + uniq(t), bucket: bucket, bytesPerSecond: 16 << 20, metricsAddr: addr}, splitSize)
 	p = startHivedr(t, "copyd (to be killed)", "copyd", "-config", kcfg)
+	at := 8<<20 + testRand(t).IntN(24<<20)
 	var left []string
-	eventually(t, time.Minute, "part files of the split copy on DR", func() bool {
+	poll(t, 2*time.Minute, 5*time.Millisecond, fmt.Sprintf("part files of the split copy on DR and %d bytes streamed", at), func() bool {
+		if p.exited() {
+			t.Fatalf("copyd exited on its own:\n%s", tail(p.out.String(), 40))
+		}
+		m, ok := scrape("http://" + addr + "/metrics")
+		if !ok || m["hivedr_copyd_transferred_bytes_total"] < float64(at) || m["hivedr_copyd_tasks_in_flight"] < 1 {
+			return false
+		}
 		left = stagingNames(t, env, f.dir+"/killed")
 		return len(left) >= 2
 	})
-	time.Sleep(time.Second)
 	p.kill9()
 	left = stagingNames(t, env, f.dir+"/killed")
 	uploads := s3Uploads(t, env, bucket, strings.TrimPrefix(f.dir, "/")+"/killed/")
@@ -144,8 +155,10 @@ func TestCopydSplitsLargeFiles(t *testing.T) {
 	if len(left) < 2 {
 		t.Fatalf("after the kill DR holds staging files %v; want the part files of an unfinished split copy", left)
 	}
-	if len(f2.completions()) == len(f2.tasks) {
+	if n := len(f2.completions()); n == len(f2.tasks) {
 		t.Fatal("the copies finished before the kill")
+	} else if n > 0 {
+		t.Fatalf("%d of the 2 copies completed before the kill, which came after %d bytes streamed: want none (the kill mid-copy)", n, at)
 	}
 	p = startHivedr(t, "copyd after kill", "copyd", "-config", kcfg)
 	got = f2.waitCompletions(p, 3*time.Minute)

@@ -29,6 +29,7 @@ type copydConf struct {
 	workers          int
 	bytesPerSecond   int64
 	bucket           string // the S3 bucket targets may use
+	metricsAddr      string // host:port of /metrics; none when empty
 }
 
 func (c copydConf) write(t *testing.T, env *testenv.Env) string {
@@ -48,7 +49,7 @@ func (c copydConf) write(t *testing.T, env *testenv.Env) string {
 		"$SRCNN", env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE"), "$SRCWEB", env.Get(t, "HIVEDR_HDFS_SRC_HTTP"),
 		"$DRNN", env.Get(t, "HIVEDR_HDFS_DR_NAMENODE"), "$DRWEB", env.Get(t, "HIVEDR_HDFS_DR_HTTP"),
 		"$S3", env.Get(t, "HIVEDR_S3_ENDPOINT"), "$AK", env.Get(t, "HIVEDR_S3_ACCESS_KEY"), "$SK", env.Get(t, "HIVEDR_S3_SECRET_KEY"),
-		"$SRC", src, "$DR", dr, "$BUCKET", c.bucket,
+		"$SRC", src, "$DR", dr, "$BUCKET", c.bucket, "$METRICS", c.metricsAddr,
 	).Replace(`
 kafka:
   brokers: [$BROKERS]
@@ -62,7 +63,7 @@ copyd:
   workers: $WORKERS
   bytes_per_second: $BPS
   retries: 2
-  metrics_addr: ""
+  metrics_addr: "$METRICS"
   target_roots: ["$DR/copytest", "s3://$BUCKET/copytest"]
 filesystems:
   hdfs:
@@ -324,9 +325,13 @@ func s3CRC(t *testing.T, env *testenv.Env, bucket, key string) (uint32, error) {
 }
 
 // TestCopydKill9 kills copy daemons with SIGKILL while they are writing
-// files (throttled so the kills land mid-file), restarts them, and checks
-// that every task ends with exactly one completion, every target file is
-// whole and correct, and no staging file is left behind.
+// files (throttled so that the work outlasts the runs), restarts them,
+// and checks that every task ends with exactly one completion, every
+// target file is whole and correct, and no staging file is left behind.
+// Each run is killed on observed progress (its metrics): once it has
+// finished a random number of tasks (none or some), then streamed a random
+// number of bytes more with copies in flight; the kill must leave staging
+// files and unfinished tasks behind.
 func TestCopydKill9(t *testing.T) {
 	env := testenv.Require(t)
 	s := serde(t, env)
@@ -338,12 +343,47 @@ func TestCopydKill9(t *testing.T) {
 		f.task(name, f.srcURI(name), drNN+f.dir+"/"+name, "")
 	}
 	f.publish()
-	// 96 MiB at 12 MiB/s: the three short runs below cannot finish it.
-	cfg := copydConf{prefix: f.prefix, instance: "k" + uniq(t), workers: 3, bytesPerSecond: 12 << 20}.write(t, env)
+	// 96 MiB at 12 MiB/s with 3 workers: the first copies of a run finish
+	// together, after 36 MiB. A run that waits for one finishes three and
+	// only the first two runs may, so the runs below finish six at most.
+	addr := "127.0.0.1:" + itoa(int64(freePort(t)))
+	metrics := "http://" + addr + "/metrics"
+	cfg := copydConf{prefix: f.prefix, instance: "k" + uniq(t), workers: 3, bytesPerSecond: 12 << 20, metricsAddr: addr}.write(t, env)
+	rng := testRand(t)
 	for i := 0; i < 3; i++ {
 		p := startHivedr(t, fmt.Sprintf("copyd run %d", i), "copyd", "-config", cfg)
-		time.Sleep(time.Duration(1200+400*i) * time.Millisecond)
+		finish := 0
+		if i < 2 {
+			finish = rng.IntN(2)
+		}
+		more := 1<<20 + rng.IntN(8<<20)
+		var from, inFlight float64
+		wait := func(what string, cond func(m map[string]float64) bool) {
+			t.Helper()
+			poll(t, 3*time.Minute, 5*time.Millisecond, fmt.Sprintf("copyd run %d to %s", i, what), func() bool {
+				if p.exited() {
+					t.Fatalf("copyd run %d exited on its own:\n%s", i, tail(p.out.String(), 40))
+				}
+				m, ok := scrape(metrics)
+				return ok && cond(m)
+			})
+		}
+		wait(fmt.Sprintf("finish %d tasks", finish), func(m map[string]float64) bool {
+			from = m["hivedr_copyd_transferred_bytes_total"]
+			return metricSum(m, "hivedr_copyd_files_total") >= float64(finish)
+		})
+		wait(fmt.Sprintf("stream %d bytes more with copies in flight", more), func(m map[string]float64) bool {
+			inFlight = m["hivedr_copyd_tasks_in_flight"]
+			return m["hivedr_copyd_transferred_bytes_total"] >= from+float64(more) && inFlight >= 1
+		})
 		p.kill9()
+		done, staging := len(f.completions()), stagingNames(t, env, f.dir)
+		if done >= len(f.tasks) || len(staging) == 0 {
+			t.Fatalf("copyd run %d was killed streaming with %.0f copies in flight, yet %d of %d tasks have completions and the DR holds staging files %v: want unfinished tasks and staging files, the kill mid-copy",
+				i, inFlight, done, len(f.tasks), staging)
+		}
+		t.Logf("copyd run %d: killed %d bytes after finishing %d tasks, %.0f copies in flight; %d of %d tasks completed, staging files %v",
+			i, more, finish, inFlight, done, len(f.tasks), staging)
 	}
 	before := len(f.completions())
 	if before >= len(f.tasks) {

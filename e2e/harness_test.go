@@ -5,10 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,6 +69,12 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -117,9 +127,14 @@ func (p *proc) kill9() {
 	<-p.done
 }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends SIGTERM and waits for a clean exit. It signals only once the
+// process has written output: hivedr installs its signal handler before
+// its first line, and a SIGTERM before that would kill it as a crash.
 func (p *proc) stop(t *testing.T) {
 	t.Helper()
+	eventually(t, 2*time.Minute, p.name+"'s first output (its signal handler installed)", func() bool {
+		return p.exited() || p.out.Len() > 0
+	})
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(t, 60*time.Second); code != 0 {
 		t.Fatalf("%s exited %d on SIGTERM:\n%s", p.name, code, tail(p.out.String(), 40))
@@ -163,16 +178,94 @@ func writeFile(t testing.TB, name, body string) string {
 	return p
 }
 
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+// eventually polls cond every 200 ms until it holds, failing the test if
+// it does not within d.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	poll(t, d, 200*time.Millisecond, what, cond)
+}
+
+// poll calls cond every interval until it holds, failing the test if it
+// does not within d. Fault tests poll often (a few milliseconds) for the
+// progress that fires a fault, so the fault lands close to it.
+func poll(t testing.TB, d, interval time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
 			t.Fatalf("timed out after %s waiting for %s", d, what)
+		case <-tick.C:
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// seedEnv names the environment variable that replays a fault test's
+// random choices.
+const seedEnv = "HIVEDR_TEST_SEED"
+
+// testRand returns the random source of a test's fault schedule: seeded
+// from HIVEDR_TEST_SEED when it is set, from the clock otherwise, and the
+// seed is logged, so that any run's choices can be made again.
+func testRand(t testing.TB) *rand.Rand {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv(seedEnv); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: want an unsigned decimal integer (a seed a test logged): %v", seedEnv, v, err)
+		}
+		seed = n
+	}
+	t.Logf("random seed %d (%s=%d makes the same choices)", seed, seedEnv, seed)
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// scrape reads the Prometheus text exposition at url into series ->
+// value, each series named as exposed (name or name{labels}). ok is false
+// while the endpoint does not answer, as when its process is starting or
+// has just been killed.
+func scrape(url string) (m map[string]float64, ok bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, false
+	}
+	m = map[string]float64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		if l == "" || strings.HasPrefix(l, "#") || i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(l[i+1:], 64); err == nil {
+			m[l[:i]] = v
+		}
+	}
+	return m, true
+}
+
+// metricSum adds up the series of the metric name over all their labels.
+func metricSum(m map[string]float64, name string) float64 {
+	var sum float64
+	for series, v := range m {
+		if series == name || strings.HasPrefix(series, name+"{") {
+			sum += v
+		}
+	}
+	return sum
 }
 
 // serde returns a codec over the stack's schema registry.

@@ -171,14 +171,11 @@ func writeHDFSFile(tb testing.TB, fs *hdfs.Client, path string, data []byte) {
 			tb.Fatalf("write %s: %v", path, err)
 		}
 	}
-	for wait := 10 * time.Millisecond; ; wait *= 2 {
+	poll(tb, 2*time.Minute, 20*time.Millisecond, "the NameNode to accept the close of "+path, func() bool {
 		err := w.Close()
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, hdfs.ErrReplicating) || wait > 5*time.Second {
+		if err != nil && !errors.Is(err, hdfs.ErrReplicating) {
 			tb.Fatalf("close %s: %v", path, err)
 		}
-		time.Sleep(wait)
-	}
+		return err == nil
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/applier"
 	wl "github.com/hivedr/hivedr/e2e/workload"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
@@ -216,7 +218,9 @@ func (p *pipeline) converge(ctx context.Context, src, dr *hms.Client, srcFS, drF
 	p.t.Helper()
 	var last []wl.Diff
 	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for ; time.Now().Before(deadline); <-tick.C {
 		p.checkAlive()
 		diffs, err := wl.Compare(ctx, src, dr, srcFS, drFS, p.dbs, p.mapLocation)
 		if err == nil && len(diffs) == 0 {
@@ -226,7 +230,6 @@ func (p *pipeline) converge(ctx context.Context, src, dr *hms.Client, srcFS, drF
 			p.t.Logf("compare: %v", err)
 		}
 		last = diffs
-		time.Sleep(time.Second)
 	}
 	var b strings.Builder
 	for _, d := range last {
@@ -426,43 +429,257 @@ func grepLines(s, sub string) string {
 	return strings.Join(out, "\n")
 }
 
-// TestPipelineKill9 runs the scenario while the tailer, the copy daemon and
-// the applier are killed with SIGKILL in turn, each restarted at once, and
-// checks (the applier's completion cache deleted at one restart) that the
-// DR still converges to the source, that every event
-// reached its topic once, and that every copy task has exactly one
-// completion.
+// Sizes of the bulk work each round of TestPipelineKill9 adds to its share
+// of the scenario: a partitioned table, partitions with a file each,
+// inserts into some of them (an alter and an INSERT event, a file), and
+// columns added one alter at a time. A round is some 60 events of one
+// database and 50 copy tasks.
+const (
+	bulkPartitions = 32
+	bulkInserts    = 12
+	bulkColumns    = 30
+)
+
+// bulkSteps is round r's bulk work on db.
+func bulkSteps(db string, r int) []workloadStep {
+	table := fmt.Sprintf("bulk_%d", r)
+	spec := wl.TableSpec{Columns: []string{"id bigint", "v string"}, PartitionKeys: []string{"dt"}}
+	var parts [][]string
+	for i := range bulkPartitions {
+		parts = append(parts, []string{fmt.Sprintf("2026-11-%02d", i+1)})
+	}
+	return []workloadStep{
+		{"create " + table, func(ctx context.Context, s *wl.Source) error { return s.CreateTable(ctx, db, table, spec) }},
+		{fmt.Sprintf("add %d partitions with files to %s", len(parts), table), func(ctx context.Context, s *wl.Source) error {
+			_, err := s.AddPartitions(ctx, db, table, parts, 20)
+			return err
+		}},
+		{fmt.Sprintf("insert into %d partitions of %s", bulkInserts, table), func(ctx context.Context, s *wl.Source) error {
+			for _, vals := range parts[:bulkInserts] {
+				if _, err := s.Insert(ctx, db, table, vals, 10); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{fmt.Sprintf("add %d columns to %s", bulkColumns, table), func(ctx context.Context, s *wl.Source) error {
+			for i := range bulkColumns {
+				if err := s.AlterTableAddColumn(ctx, db, table, fmt.Sprintf("c%d string", i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	}
+}
+
+// TestPipelineKill9 runs the scenario, with bulk work added, in six rounds,
+// each aimed at one daemon: the tailer, the copy daemon and the applier in
+// turn. The daemon is stopped while its round is written to the source, so
+// that the whole round waits for it; started again, it is killed with
+// SIGKILL once it has done a random part of the first third of the round
+// (observed: the tailer's checkpoint, the copy daemon's finished tasks,
+// the DR database's position), the test checks that the kill left the
+// round unfinished, and the daemon restarts at once (the applier's
+// completion cache deleted at its second restart). Then the DR must still
+// converge to the source, every event must be on its topic once, and
+// every copy task must have exactly one completion.
 func TestPipelineKill9(t *testing.T) {
 	u := uniq(t)
 	db1, db2 := "pk_sales_"+u, "pk_archive_"+u
-	p := startPipeline(t, 8*time.Minute, db1, db2)
+	p := startPipeline(t, 15*time.Minute, db1, db2)
 	ctx, env := p.ctx, p.env
-	lostState := false
-	kills := []func(){
-		func() { p.tail.kill9(); p.startTail() },
-		func() { p.copyd.kill9(); p.startCopyd() },
-		func() {
-			p.apply.kill9()
-			if lostState {
-				// The second time, its completion cache is lost too: that
-				// must cost time only.
-				if err := os.RemoveAll(filepath.Join(p.state, "applier")); err != nil {
-					t.Fatal(err)
-				}
-			}
-			lostState = true
-			p.startApply()
-		},
+	s := serde(t, env)
+	rng := testRand(t)
+	topics := kafka.Topics{Prefix: p.prefix}
+
+	// Restarted here, the tailer publishes one event per transaction, so
+	// that a round takes it many transactions; it and the copy daemon
+	// serve /metrics (the applier does at p.metrics).
+	conf, err := os.ReadFile(p.conf)
+	if err != nil {
+		t.Fatal(err)
 	}
-	p.runSteps(scenario(db1, db2), func(i int) {
-		// Let the daemons get going on the step, then kill one mid-flight.
-		time.Sleep(time.Duration(150+50*(i%4)) * time.Millisecond)
-		kills[i%len(kills)]()
-	})
-	p.converge(ctx, p.src, p.dr, p.srcFS, p.drFS, 4*time.Minute)
+	const batch = "\n  batch_size: 200\n"
+	if strings.Count(string(conf), batch) != 1 {
+		t.Fatalf("the pipeline's YAML changed shape; cannot set tailer.batch_size:\n%s", conf)
+	}
+	tailConf := writeFile(t, "pipeline-tail.yaml", strings.Replace(string(conf), batch, "\n  batch_size: 1\n", 1))
+	tailAddr, copydAddr := "127.0.0.1:"+itoa(int64(freePort(t))), ""
+	for copydAddr == "" || copydAddr == tailAddr {
+		copydAddr = "127.0.0.1:" + itoa(int64(freePort(t)))
+	}
+	tailMetrics, copydMetrics := "http://"+tailAddr+"/metrics", "http://"+copydAddr+"/metrics"
+	startTail := func() {
+		p.tail = startHivedr(t, "tail", "tail", "-config", tailConf, "-metrics-addr", tailAddr)
+	}
+	startCopyd := func() {
+		p.copyd = startHivedr(t, "copyd", "copyd", "-config", p.conf, "-state-dir", filepath.Join(p.state, "copyd"),
+			"-metrics-addr", copydAddr)
+	}
+	checkpoint := func() int64 { return lastCheckpoint(t, env, s, topics.Checkpoints(), p.prefix) }
+	// committedPast waits until the committed checkpoint reaches id, which
+	// the tailer reported published: a read_committed reader sees a
+	// transaction once its markers are written, a moment after the commit.
+	committedPast := func(id int64) int64 {
+		t.Helper()
+		var cp int64
+		eventually(t, time.Minute, fmt.Sprintf("the committed checkpoint at event %d", id), func() bool {
+			cp = checkpoint()
+			return cp >= id
+		})
+		return cp
+	}
+	waitPublished := func(id int64) {
+		t.Helper()
+		eventually(t, 5*time.Minute, fmt.Sprintf("the tailer's checkpoint at event %d", id), func() bool {
+			p.checkAlive()
+			return checkpoint() >= id
+		})
+	}
+	// waitMetric polls a daemon's metrics until cond holds: 5 ms apart, so
+	// that a kill lands close to the progress that fires it.
+	waitMetric := func(url, what string, cond func(m map[string]float64) bool) {
+		t.Helper()
+		poll(t, 5*time.Minute, 5*time.Millisecond, what, func() bool {
+			p.checkAlive()
+			m, ok := scrape(url)
+			return ok && cond(m)
+		})
+	}
+	head := func() int64 { return currentEventID(t, ctx, p.src) }
+
+	// The tailer's round: killed once its checkpoint passes a random event
+	// of the first third of the round; its committed checkpoint must then
+	// be short of the round's end.
+	tailerRound := func(r int, round []workloadStep) {
+		p.tail.stop(t)
+		p.tail = nil // not checked while down
+		lo := max(checkpoint(), p.start)
+		p.runSteps(round, nil)
+		hi := head()
+		at := lo + 1 + rng.Int64N(max(1, (hi-lo)/3))
+		startTail()
+		waitMetric(tailMetrics, fmt.Sprintf("round %d: the tailer past event %d", r, at), func(m map[string]float64) bool {
+			return m["hivedr_tailer_last_published_event_id"] >= float64(at)
+		})
+		p.tail.kill9()
+		cp := committedPast(at)
+		if cp < at || cp >= hi {
+			t.Fatalf("round %d: the tailer was killed once it reported event %d published, and its committed checkpoint is %d: want it in [%d, %d), the round (source events %d-%d) unfinished",
+				r, at, cp, at, hi, lo+1, hi)
+		}
+		t.Logf("round %d (tailer): source events %d-%d; killed past event %d, committed checkpoint %d", r, lo+1, hi, at, cp)
+		startTail()
+	}
+	// The copy daemon's round: killed once it has finished a random number
+	// of tasks, up to a third of the round's, with copies in flight; some
+	// of the round's tasks must then be without a completion. (Finished,
+	// not committed: the daemon commits completions every 200 ms, and a
+	// fast machine may finish a round within that.)
+	copydRound := func(r int, round []workloadStep) {
+		p.copyd.stop(t)
+		p.copyd = nil
+		lo := head()
+		p.runSteps(round, nil)
+		hi := head()
+		waitPublished(hi)
+		var ids []string
+		for _, d := range readTopic(t, env, s, topics.Manifests()) {
+			if task, ok := d.value.(*schemas.CopyTask); ok && task.EventID > lo && task.EventID <= hi {
+				ids = append(ids, task.TaskID)
+			}
+		}
+		if len(ids) < bulkPartitions+bulkInserts {
+			t.Fatalf("round %d (source events %d-%d) has %d copy tasks, want at least %d", r, lo+1, hi, len(ids), bulkPartitions+bulkInserts)
+		}
+		want := 1 + rng.IntN(len(ids)/3)
+		startCopyd()
+		var inFlight float64
+		waitMetric(copydMetrics, fmt.Sprintf("round %d: copyd to finish %d tasks with copies in flight", r, want), func(m map[string]float64) bool {
+			inFlight = m["hivedr_copyd_tasks_in_flight"]
+			return metricSum(m, "hivedr_copyd_files_total") >= float64(want) && inFlight >= 1
+		})
+		p.copyd.kill9()
+		done := map[string]bool{}
+		for _, d := range readTopic(t, env, s, topics.Completions()) {
+			if c, ok := d.value.(*schemas.CopyCompletion); ok {
+				done[c.TaskID] = true
+			}
+		}
+		n := 0
+		for _, id := range ids {
+			if done[id] {
+				n++
+			}
+		}
+		if n >= len(ids) {
+			t.Fatalf("round %d: copyd was killed after finishing %d tasks with %.0f copies in flight, yet all %d of the round's tasks have completions: want some unfinished, the kill mid-round",
+				r, want, inFlight, len(ids))
+		}
+		t.Logf("round %d (copyd): %d copy tasks; killed after %d finished with %.0f in flight, %d of the round's completions committed", r, len(ids), want, inFlight, n)
+		startCopyd()
+	}
+	// The applier's round: killed once it has applied a random event of
+	// the first third of the round's events of db1; the DR database's
+	// position must then be inside the round.
+	lostState := false
+	applierRound := func(r int, round []workloadStep) {
+		p.apply.stop(t)
+		p.apply = nil
+		lo := head()
+		p.runSteps(round, nil)
+		hi := head()
+		waitPublished(hi)
+		var ids []int64
+		for _, e := range events(readTopic(t, env, s, topics.Events(db1))) {
+			if e.EventID > lo && e.EventID <= hi {
+				ids = append(ids, e.EventID)
+			}
+		}
+		if len(ids) < bulkColumns {
+			t.Fatalf("round %d (source events %d-%d) has %d events of %s, want at least %d", r, lo+1, hi, len(ids), db1, bulkColumns)
+		}
+		at := ids[rng.IntN(len(ids)/3)]
+		p.startApply()
+		series := `hivedr_applier_last_event_id{db="` + db1 + `"}`
+		waitMetric("http://"+p.metrics+"/metrics", fmt.Sprintf("round %d: the applier past event %d of %s", r, at, db1), func(m map[string]float64) bool {
+			return m[series] >= float64(at)
+		})
+		p.apply.kill9()
+		d, err := p.dr.GetDatabase(ctx, db1)
+		if err != nil {
+			t.Fatalf("round %d: DR database %s after the kill: %v", r, db1, err)
+		}
+		pos, _ := strconv.ParseInt(d.Parameters[applier.ParamLastID], 10, 64)
+		if pos < ids[0] || pos >= ids[len(ids)-1] {
+			t.Fatalf("round %d: the applier was killed once it reported event %d applied, and DR %s is at event %d (%s): want it in [%d, %d), the round applied in part",
+				r, at, db1, pos, applier.ParamLastID, ids[0], ids[len(ids)-1])
+		}
+		t.Logf("round %d (applier): %d events of %s (%d-%d); killed past event %d, DR at event %d", r, len(ids), db1, ids[0], ids[len(ids)-1], at, pos)
+		if lostState {
+			// The second time, its completion cache is lost too: that
+			// must cost time only.
+			if err := os.RemoveAll(filepath.Join(p.state, "applier")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lostState = true
+		p.startApply()
+	}
+
+	steps := scenario(db1, db2)
+	bounds := []int{0, 3, 5, 7, 9, 11, len(steps)}
+	targets := []func(int, []workloadStep){tailerRound, copydRound, applierRound}
+	kills := 0
+	for r := 0; r+1 < len(bounds); r++ {
+		round := append(append([]workloadStep(nil), steps[bounds[r]:bounds[r+1]]...), bulkSteps(db1, r)...)
+		targets[r%len(targets)](r, round)
+		kills++
+	}
+	p.converge(ctx, p.src, p.dr, p.srcFS, p.drFS, 5*time.Minute)
 	eventually(t, time.Minute, "applier group committed to the end of the event topics", func() bool { return p.caughtUp(ctx) })
 
-	s := serde(t, env)
 	type topicEvent struct {
 		db string
 		id int64
@@ -506,7 +723,7 @@ func TestPipelineKill9(t *testing.T) {
 			t.Errorf("copy task %s has %d completions", id, n)
 		}
 	}
-	t.Logf("%d events, %d copy tasks, converged after %d kills", len(seen), tasks, len(scenario(db1, db2)))
+	t.Logf("%d events, %d copy tasks, converged after %d kills", len(seen), tasks, kills)
 }
 
 // TestPipelineHaltAndSkip creates a table whose location lies outside the

@@ -58,7 +58,9 @@ func runStatus(t *testing.T, args ...string) (string, int) {
 func waitStatus(t *testing.T, p *pipeline, d time.Duration, want int, args ...string) string {
 	t.Helper()
 	deadline := time.Now().Add(d)
-	for {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for ; ; <-tick.C {
 		p.checkAlive()
 		out, code := runStatus(t, args...)
 		if code == want {
@@ -76,7 +78,6 @@ func waitStatus(t *testing.T, p *pipeline, d time.Duration, want int, args ...st
 			}
 			t.Fatalf("hivedr status %q did not exit %d in %s; last (exit %d):\n%s%s", args, want, d, code, out, logs)
 		}
-		time.Sleep(time.Second)
 	}
 }
 

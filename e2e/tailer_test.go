@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,7 +53,9 @@ func repeatRows(rows []synthRow, n int) []synthRow {
 }
 
 // tailerConf is the YAML of a tailer reading a test's own log into its own
-// topics (a fresh prefix per test, so tests never see each other's records).
+// topics (a fresh prefix per test, so tests never see each other's records)
+// with a transactional ID of its own (the default, from the source name
+// alone, would let runs of a test on a shared stack fence each other).
 type tailerConf struct {
 	prefix, source   string
 	kind, postgres   string
@@ -101,6 +102,7 @@ kafka:
   manifest_partitions: 3
 schema_registry: $REGISTRY
 tailer:
+  transactional_id: hivedr-tailer-$PREFIX-$SOURCE
   batch_size: $BATCH
   poll_interval: 200ms
   heartbeat_interval: ${HEARTBEAT}s
@@ -174,14 +176,15 @@ func readPublished(t *testing.T, env *testenv.Env, s *schemas.Serde, prefix stri
 
 // TestTailerKill9ExactlyOnce kills the tailer with SIGKILL at random points
 // while it publishes a log of 50,000 real captured events in batches of 40,
-// restarting it each time. What a read_committed consumer then sees must be
+// restarting it each time; each kill fires when the tailer's checkpoint
+// passes a random event and must leave the checkpoint short of the end. What a read_committed consumer then sees must be
 // exactly what an undisturbed tailer publishes from the same log: every
 // event once, in order, and every copy task once.
 func TestTailerKill9ExactlyOnce(t *testing.T) {
 	env := testenv.Require(t)
 	s := serde(t, env)
 	log := newSynthLog(t, env)
-	_, last := log.append(t, repeatRows(capturedRows(t), 50000))
+	first, last := log.append(t, repeatRows(capturedRows(t), 50000))
 	dbs := []string{"cap_sales", "cap_archive"}
 	policy := "    - {name: cap_sales}\n    - {name: cap_archive}"
 
@@ -208,22 +211,54 @@ func TestTailerKill9ExactlyOnce(t *testing.T) {
 		}
 	}
 
-	// The crash run: same log, its own prefix and transactional ID.
+	// The crash run: same log, its own prefix and transactional ID. Each
+	// run is killed once its checkpoint (the metrics endpoint's
+	// last_published_event_id) passes a random event: a random share of
+	// what is left of the first 80% of the log, so that every run makes
+	// progress and the last kill leaves a fifth of the log unpublished,
+	// however fast the machine.
 	crash := ref
 	crash.prefix, crash.source = "t"+uniq(t), "crash"
+	crash.metricsAddr = "127.0.0.1:" + itoa(int64(freePort(t)))
 	cfg := crash.write(t, env)
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	metrics := "http://" + crash.metricsAddr + "/metrics"
+	cpTopic := kafka.Topics{Prefix: crash.prefix}.Checkpoints()
+	rng := testRand(t)
+	const runs = 6
+	limit := first + (last-first)*8/10
+	from := first - 1 // the checkpoint each run starts from
 	kills := 0
-	for i := 0; i < 6; i++ {
-		p := startHivedr(t, fmt.Sprintf("tailer run %d", i), "tail", "-config", cfg)
-		time.Sleep(time.Duration(700+rng.IntN(1300)) * time.Millisecond)
-		if p.exited() {
-			t.Fatalf("tailer run %d exited on its own:\n%s", i, tail(p.out.String(), 40))
+	for i := 0; i < runs; i++ {
+		room := (limit - from) / int64(runs-i)
+		if room < 1 {
+			t.Fatalf("run %d starts at checkpoint %d, past 80%% of the log (%d of %d): the earlier kills overshot their thresholds", i, from, limit, last)
 		}
+		at := from + 1 + rng.Int64N(room)
+		p := startHivedr(t, fmt.Sprintf("tailer run %d", i), "tail", "-config", cfg)
+		poll(t, 4*time.Minute, 5*time.Millisecond, fmt.Sprintf("tailer run %d to publish up to event %d", i, at), func() bool {
+			if p.exited() {
+				t.Fatalf("tailer run %d exited on its own:\n%s", i, tail(p.out.String(), 40))
+			}
+			m, ok := scrape(metrics)
+			return ok && m["hivedr_tailer_last_published_event_id"] >= float64(at)
+		})
 		p.kill9()
 		kills++
+		// A read_committed reader sees a transaction once its markers are
+		// written, a moment after its commit returned.
+		var cp int64
+		eventually(t, time.Minute, fmt.Sprintf("the committed checkpoint of run %d at event %d", i, at), func() bool {
+			cp = lastCheckpoint(t, env, s, cpTopic, crash.source)
+			return cp >= at
+		})
+		if cp >= last {
+			t.Fatalf("tailer run %d was killed once it reported event %d published, and the committed checkpoint is %d: want it short of the end (%d), the kill mid-stream",
+				i, at, cp, last)
+		}
+		t.Logf("tailer run %d: killed once past event %d; committed checkpoint %d of %d", i, at, cp, last)
+		from = cp
 	}
-	mid := lastCheckpoint(t, env, s, kafka.Topics{Prefix: crash.prefix}.Checkpoints(), crash.source)
+	mid := lastCheckpoint(t, env, s, cpTopic, crash.source)
 	if mid >= last {
 		t.Fatalf("the killed runs finished the whole log (checkpoint %d of %d): the kills did not land mid-stream; make the log longer", mid, last)
 	}
