@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/state"
 	"github.com/hivedr/hivedr/schemas"
@@ -793,9 +794,9 @@ func (f *kfix) waitHalted(r *running, db, reason string) {
 		d := f.ms.db(db)
 		note := ""
 		if d != nil {
-			note = d.Parameters[ParamHalted]
+			note = d.Parameters[drparam.Halted]
 		}
-		return v == 1 && strings.Contains(note, reason), fmt.Sprintf("metric %v, %s=%q", v, ParamHalted, note)
+		return v == 1 && strings.Contains(note, reason), fmt.Sprintf("metric %v, %s=%q", v, drparam.Halted, note)
 	})
 }
 
@@ -910,8 +911,8 @@ func TestApplierOrderAndCheckpoint(t *testing.T) {
 			t.Errorf("partition %s.%s [%s]: %s, want it at event %d", p.db, p.table, p.values, js(got), p.stamp)
 		}
 	}
-	if got := f.ms.db("a").Parameters[ParamTarget]; got != TargetMark("src") {
-		t.Errorf("DR database a: %s=%q", ParamTarget, got)
+	if got := f.ms.db("a").Parameters[drparam.Target]; got != drparam.TargetMark("src") {
+		t.Errorf("DR database a: %s=%q", drparam.Target, got)
 	}
 }
 
@@ -989,8 +990,8 @@ func TestApplierHaltIsPerDatabase(t *testing.T) {
 	if m := f.ms.mark("a"); m != 3 {
 		t.Errorf("DR database a at event %d; it halted at event 5", m)
 	}
-	if note := f.ms.db("a").Parameters[ParamHalted]; !strings.Contains(note, "event 5") || !strings.Contains(note, "bad JSON") {
-		t.Errorf("%s=%q does not name event 5 and its error", ParamHalted, note)
+	if note := f.ms.db("a").Parameters[drparam.Halted]; !strings.Contains(note, "event 5") || !strings.Contains(note, "bad JSON") {
+		t.Errorf("%s=%q does not name event 5 and its error", drparam.Halted, note)
 	}
 	if _, ok := r.metric(t, "hivedr_applier_halted", map[string]string{"db": "b", "reason": "decode"}); ok {
 		t.Error("database b is reported halted")
@@ -1119,12 +1120,12 @@ func TestApplierSkipsEvent(t *testing.T) {
 	})
 	f.waitMark("a", 4)
 	params := f.ms.db("a").Parameters
-	note := params[ParamSkippedPrefix+"3"]
+	note := params[drparam.SkippedPrefix+"3"]
 	if !strings.Contains(note, "requested by op@host") || !strings.Contains(note, "skipped ALTER_TABLE event 3") {
-		t.Errorf("%s3=%q does not say who skipped what", ParamSkippedPrefix, note)
+		t.Errorf("%s3=%q does not say who skipped what", drparam.SkippedPrefix, note)
 	}
-	if h, ok := params[ParamHalted]; ok {
-		t.Errorf("%s=%q still set after the database went on", ParamHalted, h)
+	if h, ok := params[drparam.Halted]; ok {
+		t.Errorf("%s=%q still set after the database went on", drparam.Halted, h)
 	}
 	if got := r2.sum(t, "hivedr_applier_events_total", map[string]string{"db": "a", "result": "skipped_by_operator"}); got != 1 {
 		t.Errorf("%v events counted skipped_by_operator, want 1", got)

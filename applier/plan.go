@@ -7,6 +7,7 @@ import (
 
 	"github.com/beltran/gohive/hive_metastore"
 
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -251,17 +252,17 @@ func Plan(in Input) Decision {
 		return Decision{Outcome: NoOp, Reason: "already_applied",
 			Detail: fmt.Sprintf("DR database %s is at event %d", p.db, stamp(cur.Parameters))}
 	}
-	if cur != nil && cur.Parameters[ParamTarget] != TargetMark(in.Source) {
-		if got := cur.Parameters[ParamTarget]; got != "" {
+	if cur != nil && cur.Parameters[drparam.Target] != drparam.TargetMark(in.Source) {
+		if got := cur.Parameters[drparam.Target]; got != "" {
 			return halt("not_a_replica", "DR database %s is the replication target of %s=%s, not of this pipeline (%s): refusing to write into it",
-				p.db, ParamTarget, got, TargetMark(in.Source))
+				p.db, drparam.Target, got, drparam.TargetMark(in.Source))
 		}
-		return halt("not_a_replica", "DR database %s exists but is not a replication target (no %s parameter): refusing to write into it", p.db, ParamTarget)
+		return halt("not_a_replica", "DR database %s exists but is not a replication target (no %s parameter): refusing to write into it", p.db, drparam.Target)
 	}
 	if in.Skip {
 		// Skipping still moves the watermark (and carries the skip note
 		// the worker adds), like any other no-op.
-		d := p.noop("skipped_by_operator", "event skipped by an operator (see %s%d on the DR database)", ParamSkippedPrefix, ev.EventID)
+		d := p.noop("skipped_by_operator", "event skipped by an operator (see %s%d on the DR database)", drparam.SkippedPrefix, ev.EventID)
 		if w := p.watermark(nil); w != nil {
 			d.Actions = append(d.Actions, w)
 		}
@@ -303,15 +304,11 @@ func Plan(in Input) Decision {
 			d.Actions = append(d.Actions, w)
 		}
 		if gap != "" {
-			AppendNote(d.Actions, p.db, SkipKey(*ev.PreviousEventID), gap)
+			AppendNote(d.Actions, p.db, drparam.SkipKey(*ev.PreviousEventID), gap)
 		}
 	}
 	return d
 }
-
-// SkipKey is the DR database parameter that records an operator's
-// --skip-event of event id.
-func SkipKey(id int64) string { return ParamSkippedPrefix + strconv.FormatInt(id, 10) }
 
 // AppendNote adds text to parameter key of db in the actions that write
 // db's definition (its watermark among them), so the note lands with
@@ -362,7 +359,7 @@ type HeartbeatInput struct {
 // heartbeats, so its replica age cannot look fresh over lost events.
 func PlanHeartbeat(in HeartbeatInput) Decision {
 	db, cur := strings.ToLower(in.DB), in.Replica
-	if cur == nil || cur.Parameters[ParamTarget] != TargetMark(in.Source) {
+	if cur == nil || cur.Parameters[drparam.Target] != drparam.TargetMark(in.Source) {
 		return Decision{Outcome: NoOp, Reason: "heartbeat"} // events decide what to do with such a database
 	}
 	d, broken := CheckChain(db, "a heartbeat", in.Heartbeat.PreviousEventID, cur)
@@ -375,11 +372,11 @@ func PlanHeartbeat(in HeartbeatInput) Decision {
 	prev := *in.Heartbeat.PreviousEventID
 	next := *cur
 	next.Parameters = copyParams(cur.Parameters)
-	next.Parameters[ParamLastID] = strconv.FormatInt(prev, 10)
-	delete(next.Parameters, ParamHalted)
+	next.Parameters[drparam.LastID] = strconv.FormatInt(prev, 10)
+	delete(next.Parameters, drparam.Halted)
 	note := fmt.Sprintf("accepted the loss of events %d..%d (CHAIN_BROKEN at a heartbeat)", stamp(cur.Parameters)+1, prev)
 	actions := []Action{AlterDatabase{Name: db, DB: &next}}
-	AppendNote(actions, db, SkipKey(prev), note)
+	AppendNote(actions, db, drparam.SkipKey(prev), note)
 	return Decision{Outcome: Apply, Reason: "gap_accepted", Actions: actions, Detail: note}
 }
 
@@ -497,15 +494,15 @@ func (p *planner) watermark(actions []Action) Action {
 	}
 	next := *db
 	next.Parameters = copyParams(db.Parameters)
-	next.Parameters[ParamLastID] = strconv.FormatInt(p.ev.EventID, 10)
-	delete(next.Parameters, ParamHalted)
+	next.Parameters[drparam.LastID] = strconv.FormatInt(p.ev.EventID, 10)
+	delete(next.Parameters, drparam.Halted)
 	return AlterDatabase{Name: p.db, DB: &next}
 }
 
 // stamp is the source event ID recorded in a DR object's parameters; 0
 // when there is none.
 func stamp(params map[string]string) int64 {
-	n, _ := strconv.ParseInt(params[ParamLastID], 10, 64)
+	n, _ := strconv.ParseInt(params[drparam.LastID], 10, 64)
 	return n
 }
 
@@ -546,13 +543,13 @@ func (p *planner) putDatabase(src *schemas.Database) Decision {
 	cur := p.in.Replica.Databases[p.db]
 	if cur != nil {
 		for k, v := range cur.Parameters { // our own bookkeeping survives the source's alters
-			if strings.HasPrefix(k, "hivedr.") && k != ParamHalted {
+			if strings.HasPrefix(k, drparam.OwnPrefix) && k != drparam.Halted {
 				db.Parameters[k] = v
 			}
 		}
 	}
-	db.Parameters[ParamTarget] = TargetMark(p.in.Source)
-	db.Parameters[ParamLastID] = strconv.FormatInt(p.ev.EventID, 10)
+	db.Parameters[drparam.Target] = drparam.TargetMark(p.in.Source)
+	db.Parameters[drparam.LastID] = strconv.FormatInt(p.ev.EventID, 10)
 	if cur == nil {
 		return apply(CreateDatabase{DB: db})
 	}
@@ -659,8 +656,8 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 		if own := p.in.Replica.Databases[p.db]; own != nil && stamp(own.Parameters) < e-1 {
 			next := *own
 			next.Parameters = copyParams(own.Parameters)
-			next.Parameters[ParamLastID] = strconv.FormatInt(e-1, 10)
-			delete(next.Parameters, ParamHalted) // as any watermark: the worker runs again
+			next.Parameters[drparam.LastID] = strconv.FormatInt(e-1, 10)
+			delete(next.Parameters, drparam.Halted) // as any watermark: the worker runs again
 			return Decision{Outcome: Wait, Reason: "cross_database", WaitDB: bk.DB, Actions: []Action{AlterDatabase{Name: p.db, DB: &next}},
 				Detail: fmt.Sprintf("rename of %s to %s: database %s is applied up to it; database %s's worker renames", bk, ak, ak.DB, bk.DB)}
 		}
@@ -989,7 +986,7 @@ func mergeParams(cur, src map[string]string, e int64) map[string]string {
 	for k, v := range src {
 		out[k] = v
 	}
-	out[ParamLastID] = strconv.FormatInt(e, 10)
+	out[drparam.LastID] = strconv.FormatInt(e, 10)
 	return out
 }
 

@@ -14,6 +14,7 @@ import (
 
 	hms "github.com/beltran/gohive/hive_metastore"
 
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -211,20 +212,20 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func drDB(name string, last int64) *hms.Database {
 	return &hms.Database{Name: name, LocationUri: drRoot + name + ".db", Parameters: map[string]string{
-		ParamTarget: "hivedr:src", ParamLastID: itoa(last), "owner.team": name}}
+		drparam.Target: "hivedr:src", drparam.LastID: itoa(last), "owner.team": name}}
 }
 
 func drTable(t *schemas.Table, last int64) *hms.Table {
 	return &hms.Table{DbName: t.Database, TableName: t.Name, Owner: t.Owner, TableType: t.TableType,
 		PartitionKeys: fieldSchemas(t.PartitionKeys),
 		Sd:            &hms.StorageDescriptor{Cols: fieldSchemas(t.Columns), Location: drPath(t.Location)},
-		Parameters:    map[string]string{"EXTERNAL": "TRUE", ParamLastID: itoa(last)}}
+		Parameters:    map[string]string{"EXTERNAL": "TRUE", drparam.LastID: itoa(last)}}
 }
 
 func drPart(t *schemas.Table, p schemas.Partition, last int64) *hms.Partition {
 	return &hms.Partition{Values: p.Values, DbName: t.Database, TableName: t.Name,
 		Sd:         &hms.StorageDescriptor{Cols: fieldSchemas(t.Columns), Location: drPath(p.Location)},
-		Parameters: map[string]string{ParamLastID: itoa(last)}}
+		Parameters: map[string]string{drparam.LastID: itoa(last)}}
 }
 
 // replica builds a Replica of DR objects.
@@ -325,8 +326,8 @@ func planChecked(t *testing.T, in Input) Decision {
 		return d
 	}
 	stamped := func(what string, params map[string]string) {
-		if params[ParamLastID] != itoa(e) {
-			t.Errorf("%s: %s has %s=%q, want %d", ctx, what, ParamLastID, params[ParamLastID], e)
+		if params[drparam.LastID] != itoa(e) {
+			t.Errorf("%s: %s has %s=%q, want %d", ctx, what, drparam.LastID, params[drparam.LastID], e)
 		}
 	}
 	onDR := func(what, loc string) {
@@ -339,16 +340,16 @@ func planChecked(t *testing.T, in Input) Decision {
 		case CreateDatabase:
 			stamped(a.String(), a.DB.Parameters)
 			onDR(a.String(), a.DB.LocationUri)
-			if a.DB.Parameters[ParamTarget] == "" {
+			if a.DB.Parameters[drparam.Target] == "" {
 				t.Errorf("%s: %s not marked as a replication target", ctx, a)
 			}
 		case AlterDatabase:
 			stamped(a.String(), a.DB.Parameters)
-			if a.DB.Parameters[ParamTarget] == "" {
+			if a.DB.Parameters[drparam.Target] == "" {
 				t.Errorf("%s: %s not marked as a replication target", ctx, a)
 			}
-			if _, ok := a.DB.Parameters[ParamHalted]; ok {
-				t.Errorf("%s: %s keeps %s", ctx, a, ParamHalted)
+			if _, ok := a.DB.Parameters[drparam.Halted]; ok {
+				t.Errorf("%s: %s keeps %s", ctx, a, drparam.Halted)
 			}
 		case CreateTable:
 			stamped(a.String(), a.Table.Parameters)
@@ -424,8 +425,8 @@ func checkHandshake(t *testing.T, ctx string, in Input, d Decision) {
 		return
 	}
 	want := copyParams(cur.Parameters)
-	want[ParamLastID] = itoa(e - 1)
-	delete(want, ParamHalted)
+	want[drparam.LastID] = itoa(e - 1)
+	delete(want, drparam.Halted)
 	if got := ad.DB.Parameters; js(got) != js(want) {
 		t.Errorf("%s: watermark parameters\n  %v\nwant\n  %v", ctx, got, want)
 	}
@@ -551,7 +552,7 @@ func TestPlan(t *testing.T) {
 			state:   drState(&hms.Database{Name: "sales", Parameters: map[string]string{"owner.team": "users"}}),
 			outcome: Halt, reason: "not_a_replica"},
 		{name: "DR database replicates another source", ev: createTable(50, srcOrders),
-			state:   drState(&hms.Database{Name: "sales", Parameters: map[string]string{ParamTarget: "hivedr:other", ParamLastID: "10"}}),
+			state:   drState(&hms.Database{Name: "sales", Parameters: map[string]string{drparam.Target: "hivedr:other", drparam.LastID: "10"}}),
 			outcome: Halt, reason: "not_a_replica"},
 		{name: "operator skip", ev: createTable(50, srcOrders), state: drState(drDB("sales", 40)), skip: true,
 			outcome: NoOp, reason: "skipped_by_operator", actions: []string{"alter database sales"}},
@@ -566,7 +567,7 @@ func TestPlan(t *testing.T) {
 				if db.LocationUri != drRoot+"sales.db" || db.ManagedLocationUri == nil || *db.ManagedLocationUri != drRoot+"managed/sales.db" {
 					t.Errorf("locations %s %v", db.LocationUri, db.ManagedLocationUri)
 				}
-				if db.Parameters["owner.team"] != "sales" || db.Parameters[ParamTarget] != "hivedr:src" || db.Description != "the sales database" {
+				if db.Parameters["owner.team"] != "sales" || db.Parameters[drparam.Target] != "hivedr:src" || db.Description != "the sales database" {
 					t.Errorf("database %+v", db)
 				}
 				if db.OwnerName == nil || *db.OwnerName != "etl" {
@@ -583,14 +584,14 @@ func TestPlan(t *testing.T) {
 		{name: "alter database keeps hivedr bookkeeping", ev: alterDB(50, "sales", map[string]string{"retention.days": "30"}),
 			state: func() Replica {
 				db := drDB("sales", 40)
-				db.Parameters[ParamSkippedPrefix+"33"] = "requested by ops"
-				db.Parameters[ParamHalted] = "event 49: ..."
+				db.Parameters[drparam.SkippedPrefix+"33"] = "requested by ops"
+				db.Parameters[drparam.Halted] = "event 49: ..."
 				return drState(db)
 			}(),
 			outcome: Apply, actions: []string{"alter database sales"},
 			check: func(t *testing.T, d Decision) {
 				p := d.Actions[0].(AlterDatabase).DB.Parameters
-				if p["retention.days"] != "30" || p[ParamSkippedPrefix+"33"] == "" || p["owner.team"] != "" {
+				if p["retention.days"] != "30" || p[drparam.SkippedPrefix+"33"] == "" || p["owner.team"] != "" {
 					t.Errorf("parameters %v", p)
 				}
 			}},
@@ -725,14 +726,14 @@ func TestPlan(t *testing.T) {
 			outcome: Wait, reason: "cross_database", waitDB: "sales", actions: []string{"alter database archive"},
 			check: func(t *testing.T, d Decision) {
 				db := d.Actions[0].(AlterDatabase).DB
-				if db.Name != "archive" || db.Parameters[ParamLastID] != "49" || db.Parameters["owner.team"] != "archive" {
+				if db.Name != "archive" || db.Parameters[drparam.LastID] != "49" || db.Parameters["owner.team"] != "archive" {
 					t.Errorf("watermark %s", js(db))
 				}
 			}},
 		{name: "rename across databases: destination mark clears an earlier halt note", db: "archive", ev: alterTable(50, srcCustomers, archived),
 			state: func() Replica {
 				db := drDB("archive", 45)
-				db.Parameters[ParamHalted] = "event 50 ALTER_TABLE: metastore_refused: ..."
+				db.Parameters[drparam.Halted] = "event 50 ALTER_TABLE: metastore_refused: ..."
 				return drState(drDB("sales", 49), db, drTable(srcCustomers, 20))
 			}(),
 			outcome: Wait, reason: "cross_database", waitDB: "sales", actions: []string{"alter database archive"}},
@@ -957,8 +958,8 @@ func TestPlan(t *testing.T) {
 // parameters survive, the halt note goes.
 func TestPlanStampsTheWatermark(t *testing.T) {
 	db := drDB("sales", 40)
-	db.Parameters[ParamHalted] = "event 49 ...: copy_failed"
-	db.Parameters[ParamSkippedPrefix+"12"] = "requested by ops"
+	db.Parameters[drparam.Halted] = "event 49 ...: copy_failed"
+	db.Parameters[drparam.SkippedPrefix+"12"] = "requested by ops"
 	for _, ev := range []*schemas.Event{createTable(50, srcOrders), srcEvent(50, "CREATE_FUNCTION", "sales", "", nil)} {
 		d := planChecked(t, Input{DB: "sales", Source: "src", Event: ev, Replica: drState(db), Policy: testPolicy{}})
 		w, ok := d.Actions[len(d.Actions)-1].(AlterDatabase)
@@ -966,12 +967,12 @@ func TestPlanStampsTheWatermark(t *testing.T) {
 			t.Fatalf("%s: last action %v", ev.EventType, actionNames(d.Actions))
 		}
 		p := w.DB.Parameters
-		if p[ParamLastID] != "50" || p[ParamTarget] != "hivedr:src" || p["owner.team"] != "sales" ||
-			p[ParamSkippedPrefix+"12"] == "" || p[ParamHalted] != "" || w.DB.LocationUri != db.LocationUri {
+		if p[drparam.LastID] != "50" || p[drparam.Target] != "hivedr:src" || p["owner.team"] != "sales" ||
+			p[drparam.SkippedPrefix+"12"] == "" || p[drparam.Halted] != "" || w.DB.LocationUri != db.LocationUri {
 			t.Errorf("%s: watermark %s", ev.EventType, js(w.DB))
 		}
 	}
-	if db.Parameters[ParamLastID] != "40" {
+	if db.Parameters[drparam.LastID] != "40" {
 		t.Error("the watermark changed the input database")
 	}
 }
@@ -1388,7 +1389,7 @@ func TestPlanConverges(t *testing.T) {
 
 	// What the source ended with.
 	db := ms.dbs["sales"]
-	if db == nil || db.Parameters[ParamLastID] != "32" || db.Parameters["retention.days"] != "30" || db.Parameters[ParamTarget] == "" {
+	if db == nil || db.Parameters[drparam.LastID] != "32" || db.Parameters["retention.days"] != "30" || db.Parameters[drparam.Target] == "" {
 		t.Fatalf("database %s", js(db))
 	}
 	var tables []string
@@ -1468,7 +1469,7 @@ func TestPlanConvergesWithLostFiles(t *testing.T) {
 	runAll(t, pre, []*seqWorker{{db: "sales", events: evs[:11]}}, c, testPolicy{})
 	var parts []string
 	for k, p := range pre.parts {
-		parts = append(parts, k.Values+"@"+p.Parameters[ParamLastID]+":"+p.Parameters["k"])
+		parts = append(parts, k.Values+"@"+p.Parameters[drparam.LastID]+":"+p.Parameters["k"])
 	}
 	sort.Strings(parts)
 	if want := []string{"2024-01-01@12:", "2024-01-03@16:v", "2024-01-04@18:"}; !slices.Equal(parts, want) {
@@ -1513,8 +1514,8 @@ func TestPlanCrossDatabaseRename(t *testing.T) {
 		if len(ms.parts) != 2 || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}] == nil {
 			t.Errorf("%s: partitions did not move:\n%s", what, ms.dump())
 		}
-		if ms.dbs["sales"].Parameters[ParamLastID] != "14" || ms.dbs["archive"].Parameters[ParamLastID] != "16" {
-			t.Errorf("%s: watermarks %s %s", what, ms.dbs["sales"].Parameters[ParamLastID], ms.dbs["archive"].Parameters[ParamLastID])
+		if ms.dbs["sales"].Parameters[drparam.LastID] != "14" || ms.dbs["archive"].Parameters[drparam.LastID] != "16" {
+			t.Errorf("%s: watermarks %s %s", what, ms.dbs["sales"].Parameters[drparam.LastID], ms.dbs["archive"].Parameters[drparam.LastID])
 		}
 	}
 	var want string
@@ -1553,7 +1554,7 @@ func TestPlanCrossDatabaseRename(t *testing.T) {
 		!slices.Equal(actionNames(s.d.Actions), []string{"alter database archive"}) || wa.pos != 1 {
 		t.Fatalf("destination worker: %s %s (%s) %v", s.d.Outcome, s.d.Reason, s.d.WaitDB, actionNames(s.d.Actions))
 	}
-	if got := ms.dbs["archive"].Parameters[ParamLastID]; got != "13" {
+	if got := ms.dbs["archive"].Parameters[drparam.LastID]; got != "13" {
 		t.Fatalf("archive marked at %s, want 13", got)
 	}
 	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != Wait || s.d.WaitDB != "sales" || len(s.d.Actions) != 0 {
@@ -1563,7 +1564,7 @@ func TestPlanCrossDatabaseRename(t *testing.T) {
 	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Apply || ms.tables[TableKey{"archive", "orders"}] == nil {
 		t.Fatalf("source worker: %s %s %s", s.d.Outcome, s.d.Reason, s.d.Detail)
 	}
-	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != NoOp || wa.pos != 2 || ms.dbs["archive"].Parameters[ParamLastID] != "14" {
+	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != NoOp || wa.pos != 2 || ms.dbs["archive"].Parameters[drparam.LastID] != "14" {
 		t.Fatalf("destination worker after the rename: %s %s", s.d.Outcome, s.d.Reason)
 	}
 
@@ -1688,10 +1689,10 @@ func TestPlanCrossDatabaseRenameOntoADroppedName(t *testing.T) {
 		for k := range ms.parts {
 			parts = append(parts, k.String())
 		}
-		if !slices.Equal(parts, []string{"archive.orders partition [2024-01-01]"}) || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}].Parameters[ParamLastID] != "14" {
+		if !slices.Equal(parts, []string{"archive.orders partition [2024-01-01]"}) || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}].Parameters[drparam.LastID] != "14" {
 			t.Errorf("%s: the renamed table got the old table's partitions: %v\n%s", what, parts, ms.dump())
 		}
-		if tb := ms.tables[TableKey{"archive", "orders"}]; tb == nil || len(ms.tables) != 1 || tb.Parameters[ParamLastID] != "21" || tb.Sd.Cols[0].Name != "id" {
+		if tb := ms.tables[TableKey{"archive", "orders"}]; tb == nil || len(ms.tables) != 1 || tb.Parameters[drparam.LastID] != "21" || tb.Sd.Cols[0].Name != "id" {
 			t.Errorf("%s: archive.orders is not the renamed sales.orders:\n%s", what, ms.dump())
 		}
 		if _, ok := ms.files[drRoot+"sales.db/orders/dt=2024-01-01/a"]; !ok {
@@ -1823,10 +1824,10 @@ func TestPlanFixtures(t *testing.T) {
 		t.Fatalf("databases:\n%s", ms.dump())
 	}
 	if sales.LocationUri != "hdfs://dr:9000/external/cap_sales.db" || *sales.ManagedLocationUri != "hdfs://dr:9000/warehouse/cap_sales.db" ||
-		sales.Parameters["retention.days"] != "30" || sales.Parameters[ParamLastID] != "204" || sales.Parameters[ParamTarget] != "hivedr:src" {
+		sales.Parameters["retention.days"] != "30" || sales.Parameters[drparam.LastID] != "204" || sales.Parameters[drparam.Target] != "hivedr:src" {
 		t.Errorf("cap_sales: %s", js(sales))
 	}
-	if archive.Parameters[ParamLastID] != "197" {
+	if archive.Parameters[drparam.LastID] != "197" {
 		t.Errorf("cap_archive: %s", js(archive))
 	}
 	var tables []string
@@ -1841,12 +1842,12 @@ func TestPlanFixtures(t *testing.T) {
 	if o.Sd.Location != "hdfs://dr:9000/external/cap_sales.db/orders" || len(o.Sd.Cols) != 4 || o.Sd.Cols[3].Name != "channel" ||
 		len(o.PartitionKeys) != 2 || o.TableType != "EXTERNAL_TABLE" || o.Sd.SerdeInfo == nil ||
 		o.Sd.SerdeInfo.SerializationLib != "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe" ||
-		o.ID != nil || o.WriteId != -1 || o.CatName == nil || *o.CatName != "hive" || o.Parameters[ParamLastID] != "183" {
+		o.ID != nil || o.WriteId != -1 || o.CatName == nil || *o.CatName != "hive" || o.Parameters[drparam.LastID] != "183" {
 		t.Errorf("cap_sales.orders: %s", js(o))
 	}
 	c := ms.tables[TableKey{"cap_archive", "clients"}]
 	if c.DbName != "cap_archive" || c.TableName != "clients" || c.Sd.Location != "hdfs://dr:9000/external/cap_sales.db/customers" ||
-		c.Parameters[ParamLastID] != "194" {
+		c.Parameters[drparam.LastID] != "194" {
 		t.Errorf("cap_archive.clients: %s", js(c))
 	}
 	eu := ms.parts[PartKey{TableKey{"cap_sales", "orders"}, "2024-01-01/eu"}]
@@ -1854,11 +1855,11 @@ func TestPlanFixtures(t *testing.T) {
 	if len(ms.parts) != 2 || eu == nil || us == nil {
 		t.Fatalf("partitions:\n%s", ms.dump())
 	}
-	if eu.Parameters["hivedr.note"] != "altered" || eu.Parameters[ParamLastID] != "184" ||
+	if eu.Parameters["hivedr.note"] != "altered" || eu.Parameters[drparam.LastID] != "184" ||
 		eu.Sd.Location != "hdfs://dr:9000/external/cap_sales.db/orders/dt=2024-01-01/region=eu" {
 		t.Errorf("partition eu: %s", js(eu))
 	}
-	if us.Parameters[ParamLastID] != "192" {
+	if us.Parameters[drparam.LastID] != "192" {
 		t.Errorf("partition us: %s", js(us))
 	}
 	var files []string
@@ -1903,12 +1904,12 @@ func TestPlanCrossDatabaseRenameOntoARenamedName(t *testing.T) {
 		if kept == nil || renamed == nil || len(ms.tables) != 2 {
 			t.Fatalf("%s: the destination's renamed table is lost:\n%s", what, ms.dump())
 		}
-		if kept.Sd.Cols[0].Name != "legacy" || kept.Parameters[ParamLastID] != "15" ||
-			renamed.Sd.Cols[0].Name != "id" || renamed.Parameters[ParamLastID] != "20" || renamed.Sd.Location != drRoot+"sales.db/orders" {
+		if kept.Sd.Cols[0].Name != "legacy" || kept.Parameters[drparam.LastID] != "15" ||
+			renamed.Sd.Cols[0].Name != "id" || renamed.Parameters[drparam.LastID] != "20" || renamed.Sd.Location != drRoot+"sales.db/orders" {
 			t.Errorf("%s: the tables are mixed up:\n%s", what, ms.dump())
 		}
-		if ms.dbs["sales"].Parameters[ParamLastID] != "20" || ms.dbs["archive"].Parameters[ParamLastID] != "20" {
-			t.Errorf("%s: watermarks %s %s", what, ms.dbs["sales"].Parameters[ParamLastID], ms.dbs["archive"].Parameters[ParamLastID])
+		if ms.dbs["sales"].Parameters[drparam.LastID] != "20" || ms.dbs["archive"].Parameters[drparam.LastID] != "20" {
+			t.Errorf("%s: watermarks %s %s", what, ms.dbs["sales"].Parameters[drparam.LastID], ms.dbs["archive"].Parameters[drparam.LastID])
 		}
 	}
 	for _, first := range []string{"sales", "archive"} {
@@ -1941,8 +1942,8 @@ func TestPlanCrossDatabaseRenameOntoARenamedName(t *testing.T) {
 	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Wait || s.d.WaitDB != "archive" {
 		t.Fatalf("source worker with archive at 15: %s %s (%s)", s.d.Outcome, s.d.Reason, s.d.WaitDB)
 	}
-	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != Wait || ms.dbs["archive"].Parameters[ParamLastID] != "19" {
-		t.Fatalf("destination worker at the rename: %s %s, archive at %s", s.d.Outcome, s.d.Reason, ms.dbs["archive"].Parameters[ParamLastID])
+	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != Wait || ms.dbs["archive"].Parameters[drparam.LastID] != "19" {
+		t.Fatalf("destination worker at the rename: %s %s, archive at %s", s.d.Outcome, s.d.Reason, ms.dbs["archive"].Parameters[drparam.LastID])
 	}
 	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Apply {
 		t.Fatalf("source worker with archive at 19: %s %s %s", s.d.Outcome, s.d.Reason, s.d.Detail)

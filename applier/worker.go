@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/state"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -345,7 +346,7 @@ func (w *worker) stepHeartbeat(ctx context.Context, hb *schemas.Heartbeat) (Deci
 	cur := rep.Databases[strings.ToLower(w.db)]
 	var accept bool
 	if cur != nil && hb.PreviousEventID != nil {
-		_, accept = cur.Parameters[SkipKey(*hb.PreviousEventID)]
+		_, accept = cur.Parameters[drparam.SkipKey(*hb.PreviousEventID)]
 	}
 	d := PlanHeartbeat(HeartbeatInput{DB: w.db, Source: w.a.cfg.Source, Heartbeat: hb, Replica: cur, AcceptGap: accept})
 	for _, act := range d.Actions {
@@ -404,9 +405,9 @@ func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) 
 	}
 	var skip, acceptGap bool
 	if db := rep.Databases[strings.ToLower(w.db)]; db != nil {
-		_, skip = db.Parameters[SkipKey(ev.EventID)]
+		_, skip = db.Parameters[drparam.SkipKey(ev.EventID)]
 		if ev.PreviousEventID != nil {
-			_, acceptGap = db.Parameters[SkipKey(*ev.PreviousEventID)]
+			_, acceptGap = db.Parameters[drparam.SkipKey(*ev.PreviousEventID)]
 		}
 	}
 	d := Plan(Input{DB: w.db, Source: w.a.cfg.Source, Event: ev, Replica: rep, Copies: copies,
@@ -429,7 +430,7 @@ func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) 
 
 // noteSkip completes the operator's skip record with what was skipped.
 func noteSkip(actions []Action, db string, ev *schemas.Event) {
-	AppendNote(actions, db, SkipKey(ev.EventID), fmt.Sprintf("skipped %s event %d at %s",
+	AppendNote(actions, db, drparam.SkipKey(ev.EventID), fmt.Sprintf("skipped %s event %d at %s",
 		ev.EventType, ev.EventID, time.Now().UTC().Format(time.RFC3339)))
 }
 
@@ -476,13 +477,13 @@ func (w *worker) recordHalt(ctx context.Context, msg string) error {
 		}
 		return err
 	}
-	if db.Parameters[ParamTarget] != TargetMark(w.a.cfg.Source) {
+	if db.Parameters[drparam.Target] != drparam.TargetMark(w.a.cfg.Source) {
 		return nil // not ours to write
 	}
 	if len(msg) > 3000 {
 		msg = msg[:3000] + "..."
 	}
-	db.Parameters[ParamHalted] = msg
+	db.Parameters[drparam.Halted] = msg
 	w.cache.reset()
 	return w.ms.AlterDatabase(ctx, w.db, db)
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hivedr/hivedr/applier"
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/producer"
@@ -587,13 +587,12 @@ func drParameters(ctx context.Context, addr string, dbs []Database) error {
 // DR, its repl.target.for, repl.last.id, hivedr.halted and skipped events.
 func (d *Database) fromParameters(p map[string]string) {
 	d.OnDR = true
-	d.ReplTarget, d.Halted = p[applier.ParamTarget], p[applier.ParamHalted]
-	d.LastEventID, _ = strconv.ParseInt(p[applier.ParamLastID], 10, 64)
+	d.ReplTarget, d.Halted = p[drparam.Target], p[drparam.Halted]
+	d.LastEventID, _ = strconv.ParseInt(p[drparam.LastID], 10, 64)
 	d.Skipped = nil
 	for k, v := range p {
-		if id, ok := strings.CutPrefix(k, applier.ParamSkippedPrefix); ok {
-			n, _ := strconv.ParseInt(id, 10, 64)
-			d.Skipped = append(d.Skipped, SkippedEvent{EventID: n, Note: v})
+		if id, ok := drparam.SkippedEvent(k); ok {
+			d.Skipped = append(d.Skipped, SkippedEvent{EventID: id, Note: v})
 		}
 	}
 	sort.Slice(d.Skipped, func(a, b int) bool { return d.Skipped[a].EventID < d.Skipped[b].EventID })
