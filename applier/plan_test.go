@@ -15,6 +15,7 @@ import (
 	hms "github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -1750,7 +1751,7 @@ func fixtureEvents(t *testing.T) []*schemas.Event {
 		if err := json.Unmarshal(b, &f); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		ev := producer.Decode(producer.RawEvent{EventID: f.EventID, EventTime: f.EventTime, EventType: f.EventType,
+		ev := producer.Decode(hmslog.RawEvent{EventID: f.EventID, EventTime: f.EventTime, EventType: f.EventType,
 			Catalog: f.CatName, Database: f.DBName, Table: f.TableName, MessageFormat: f.MessageFormat, Message: f.Message})
 		if len(ev.Errors) > 0 {
 			t.Fatalf("%s: %v", p, ev.Errors)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -133,7 +134,7 @@ var decodeKnownEventTypes = map[string]decodeFunc{
 // Databases is the sorted set of databases the event concerns: the row's
 // DB_NAME, plus both sides of a table moved across databases and every
 // database a transaction wrote to.
-func Decode(raw RawEvent) schemas.Event {
+func Decode(raw hmslog.RawEvent) schemas.Event {
 	ev := schemas.Event{
 		EventID:       raw.EventID,
 		EventTime:     time.Unix(raw.EventTime, 0).UTC(),
@@ -172,7 +173,7 @@ func (e decodeUnknownTypeError) Error() string {
 
 // decoder holds the state of one Decode call.
 type decoder struct {
-	raw *RawEvent
+	raw *hmslog.RawEvent
 	ev  *schemas.Event
 	dbs []string
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -22,7 +23,7 @@ import (
 // testdata/capture.
 type decodeFixture struct {
 	name string
-	raw  RawEvent
+	raw  hmslog.RawEvent
 }
 
 func loadDecodeFixtures(tb testing.TB) []decodeFixture {
@@ -54,7 +55,7 @@ func loadDecodeFixtures(tb testing.TB) []decodeFixture {
 		if err := json.Unmarshal(b, &f); err != nil {
 			tb.Fatalf("%s: %v", p, err)
 		}
-		out = append(out, decodeFixture{name: filepath.Base(p), raw: RawEvent{
+		out = append(out, decodeFixture{name: filepath.Base(p), raw: hmslog.RawEvent{
 			EventID: f.EventID, EventTime: f.EventTime, EventType: f.EventType,
 			Catalog: f.CatName, Database: f.DBName, Table: f.TableName,
 			MessageFormat: f.MessageFormat, Message: f.Message,
@@ -138,7 +139,7 @@ func TestDecodeFixtures(t *testing.T) {
 }
 
 // decodeFind returns the decoded events of the fixtures that match.
-func decodeFind(t *testing.T, fs []decodeFixture, eventType string, match func(RawEvent, schemas.Event) bool) []schemas.Event {
+func decodeFind(t *testing.T, fs []decodeFixture, eventType string, match func(hmslog.RawEvent, schemas.Event) bool) []schemas.Event {
 	t.Helper()
 	var out []schemas.Event
 	for _, f := range fs {
@@ -156,8 +157,8 @@ func decodeFind(t *testing.T, fs []decodeFixture, eventType string, match func(R
 	return out
 }
 
-func onTable(db, table string) func(RawEvent, schemas.Event) bool {
-	return func(r RawEvent, _ schemas.Event) bool { return r.Database == db && r.Table == table }
+func onTable(db, table string) func(hmslog.RawEvent, schemas.Event) bool {
+	return func(r hmslog.RawEvent, _ schemas.Event) bool { return r.Database == db && r.Table == table }
 }
 
 func columnNames(cs []schemas.Column) []string {
@@ -228,7 +229,7 @@ func TestDecodeTableEvents(t *testing.T) {
 	}
 
 	// ADD COLUMN: same name, one more column after.
-	ev = decodeFind(t, fs, "ALTER_TABLE", func(r RawEvent, e schemas.Event) bool {
+	ev = decodeFind(t, fs, "ALTER_TABLE", func(r hmslog.RawEvent, e schemas.Event) bool {
 		tc := e.Payload.(*schemas.TableChange)
 		return r.Table == "orders" && len(tc.After.Columns) > len(tc.Before.Columns)
 	})[0]
@@ -248,7 +249,7 @@ func TestDecodeTableEvents(t *testing.T) {
 	}
 
 	// Rename within a database.
-	ev = decodeFind(t, fs, "ALTER_TABLE", func(_ RawEvent, e schemas.Event) bool {
+	ev = decodeFind(t, fs, "ALTER_TABLE", func(_ hmslog.RawEvent, e schemas.Event) bool {
 		tc := e.Payload.(*schemas.TableChange)
 		return tc.Before.Name == "customers" && tc.After.Name == "clients" && tc.Before.Database == tc.After.Database
 	})[0]
@@ -257,7 +258,7 @@ func TestDecodeTableEvents(t *testing.T) {
 	}
 
 	// Rename across databases concerns both.
-	ev = decodeFind(t, fs, "ALTER_TABLE", func(_ RawEvent, e schemas.Event) bool {
+	ev = decodeFind(t, fs, "ALTER_TABLE", func(_ hmslog.RawEvent, e schemas.Event) bool {
 		tc := e.Payload.(*schemas.TableChange)
 		return tc.Before.Database != tc.After.Database
 	})[0]
@@ -291,7 +292,7 @@ func TestDecodePartitionEvents(t *testing.T) {
 		t.Errorf("added partition = %+v", pc.After[0])
 	}
 
-	ev = decodeFind(t, fs, "ALTER_PARTITION", func(_ RawEvent, e schemas.Event) bool {
+	ev = decodeFind(t, fs, "ALTER_PARTITION", func(_ hmslog.RawEvent, e schemas.Event) bool {
 		return !e.Payload.(*schemas.PartitionChange).IsTruncate
 	})[0]
 	pc = ev.Payload.(*schemas.PartitionChange)
@@ -300,7 +301,7 @@ func TestDecodePartitionEvents(t *testing.T) {
 		t.Errorf("ALTER_PARTITION payload = %+v", pc)
 	}
 
-	ev = decodeFind(t, fs, "ALTER_PARTITION", func(_ RawEvent, e schemas.Event) bool {
+	ev = decodeFind(t, fs, "ALTER_PARTITION", func(_ hmslog.RawEvent, e schemas.Event) bool {
 		return e.Payload.(*schemas.PartitionChange).IsTruncate
 	})[0]
 	if pc := ev.Payload.(*schemas.PartitionChange); !slices.Equal(pc.After[0].Values, []string{"2024-01-02", "us"}) {
@@ -383,7 +384,7 @@ func TestDecodeTransactionEvents(t *testing.T) {
 	// with a captured table object.
 	tableObj := decodeFieldOf(t, decodeFind(t, fs, "CREATE_TABLE", onTable("cap_sales", "orders"))[0], "tableObjJson")
 	txn := txns[0]
-	commit := Decode(RawEvent{EventID: 100, EventTime: 1700000000, EventType: "COMMIT_TXN", MessageFormat: hms.FormatJSON,
+	commit := Decode(hmslog.RawEvent{EventID: 100, EventTime: 1700000000, EventType: "COMMIT_TXN", MessageFormat: hms.FormatJSON,
 		Message: decodeMarshal(t, map[string]any{
 			"txnid": txn, "timestamp": 1700000000, "server": "", "servicePrincipal": "",
 			"writeIds":      []int64{3, 1},
@@ -411,7 +412,7 @@ func TestDecodeTransactionEvents(t *testing.T) {
 		t.Errorf("COMMIT_TXN files = %+v", commit.Files)
 	}
 
-	acid := Decode(RawEvent{EventType: "ACID_WRITE_EVENT", Database: "cap_sales", Table: "events_acid", MessageFormat: hms.FormatJSON,
+	acid := Decode(hmslog.RawEvent{EventType: "ACID_WRITE_EVENT", Database: "cap_sales", Table: "events_acid", MessageFormat: hms.FormatJSON,
 		Message: decodeMarshal(t, map[string]any{
 			"txnid": txn, "writeId": 3, "timestamp": 1700000000, "server": "", "servicePrincipal": "",
 			"database": "cap_sales", "table": "events_acid", "partition": nil, "tableObjJson": tableObj, "partitionObjJson": nil,
@@ -425,7 +426,7 @@ func TestDecodeTransactionEvents(t *testing.T) {
 		t.Errorf("ACID_WRITE files = %+v", acid.Files)
 	}
 
-	abort := Decode(RawEvent{EventType: "ABORT_TXN", MessageFormat: hms.FormatGzipJSON,
+	abort := Decode(hmslog.RawEvent{EventType: "ABORT_TXN", MessageFormat: hms.FormatGzipJSON,
 		Message: gzipBase64(t, decodeMarshal(t, map[string]any{"txnid": txns[1], "timestamp": 1, "server": "", "servicePrincipal": "", "dbsUpdated": []string{"cap_sales"}}))})
 	if got := abort.Payload.(*schemas.Transaction).TxnIDs; !slices.Equal(got, txns[1:2]) || !slices.Equal(abort.Databases, []string{"cap_sales"}) {
 		t.Errorf("ABORT_TXN txns = %v databases %v", got, abort.Databases)
@@ -465,11 +466,11 @@ func decodeFieldOf(t testing.TB, ev schemas.Event, field string) string {
 }
 
 // decodeRewrite returns ev's raw row with its message edited, as json-0.2.
-func decodeRewrite(t testing.TB, ev schemas.Event, edit func(map[string]any)) RawEvent {
+func decodeRewrite(t testing.TB, ev schemas.Event, edit func(map[string]any)) hmslog.RawEvent {
 	t.Helper()
 	m := decodeMessageOf(t, ev)
 	edit(m)
-	return RawEvent{EventID: ev.EventID, EventTime: ev.EventTime.Unix(), EventType: ev.EventType, Catalog: ev.Catalog,
+	return hmslog.RawEvent{EventID: ev.EventID, EventTime: ev.EventTime.Unix(), EventType: ev.EventType, Catalog: ev.Catalog,
 		Database: ev.Database, Table: ev.Table, MessageFormat: hms.FormatJSON, Message: decodeMarshal(t, m)}
 }
 
@@ -538,34 +539,34 @@ func gzipBase64(t testing.TB, s string) string {
 }
 
 func TestDecodeBadInput(t *testing.T) {
-	base := RawEvent{EventID: 7, EventTime: 1700000000, EventType: "CREATE_TABLE", Catalog: "hive",
+	base := hmslog.RawEvent{EventID: 7, EventTime: 1700000000, EventType: "CREATE_TABLE", Catalog: "hive",
 		Database: "sales", Table: "t", MessageFormat: hms.FormatGzipJSON}
 	tests := []struct {
 		name     string
-		edit     func(*RawEvent)
+		edit     func(*hmslog.RawEvent)
 		kind     schemas.EventErrorKind
 		contains string
 	}{
-		{"bad base64", func(r *RawEvent) { r.Message = "%%% not base64" }, schemas.ErrDecode, "base64"},
-		{"bad gzip", func(r *RawEvent) { r.Message = base64.StdEncoding.EncodeToString([]byte("plain text")) }, schemas.ErrDecode, "gzip"},
-		{"bad json", func(r *RawEvent) { r.Message = gzipBase64(t, `{"db":"sales",`) }, schemas.ErrDecode, "json"},
-		{"bad json, unmodelled type", func(r *RawEvent) {
+		{"bad base64", func(r *hmslog.RawEvent) { r.Message = "%%% not base64" }, schemas.ErrDecode, "base64"},
+		{"bad gzip", func(r *hmslog.RawEvent) { r.Message = base64.StdEncoding.EncodeToString([]byte("plain text")) }, schemas.ErrDecode, "gzip"},
+		{"bad json", func(r *hmslog.RawEvent) { r.Message = gzipBase64(t, `{"db":"sales",`) }, schemas.ErrDecode, "json"},
+		{"bad json, unmodelled type", func(r *hmslog.RawEvent) {
 			r.EventType, r.Message = "CREATE_FUNCTION", gzipBase64(t, `{"db":`)
 		}, schemas.ErrDecode, "not valid JSON"},
-		{"malformed tableObjJson", func(r *RawEvent) {
+		{"malformed tableObjJson", func(r *hmslog.RawEvent) {
 			r.Message = gzipBase64(t, `{"db":"sales","table":"t","tableObjJson":"{\"1\":{\"str\":"}`)
 		}, schemas.ErrDecode, "tableObjJson"},
-		{"tableObjJson not thrift", func(r *RawEvent) {
+		{"tableObjJson not thrift", func(r *hmslog.RawEvent) {
 			r.Message = gzipBase64(t, `{"db":"sales","table":"t","tableObjJson":"[1,2,3]"}`)
 		}, schemas.ErrDecode, "tableObjJson"},
-		{"missing tableObjJson", func(r *RawEvent) { r.Message = gzipBase64(t, `{"db":"sales","table":"t"}`) }, schemas.ErrDecode, "tableObjJson: empty"},
-		{"unknown message format", func(r *RawEvent) { r.MessageFormat, r.Message = "avro-1", "{}" }, schemas.ErrDecode, `unknown message format "avro-1"`},
-		{"unknown event type", func(r *RawEvent) { r.EventType, r.Message = "TELEPORT_TABLE", gzipBase64(t, `{}`) }, schemas.ErrUnknownEventType, `"TELEPORT_TABLE"`},
-		{"commit with ragged write info", func(r *RawEvent) {
+		{"missing tableObjJson", func(r *hmslog.RawEvent) { r.Message = gzipBase64(t, `{"db":"sales","table":"t"}`) }, schemas.ErrDecode, "tableObjJson: empty"},
+		{"unknown message format", func(r *hmslog.RawEvent) { r.MessageFormat, r.Message = "avro-1", "{}" }, schemas.ErrDecode, `unknown message format "avro-1"`},
+		{"unknown event type", func(r *hmslog.RawEvent) { r.EventType, r.Message = "TELEPORT_TABLE", gzipBase64(t, `{}`) }, schemas.ErrUnknownEventType, `"TELEPORT_TABLE"`},
+		{"commit with ragged write info", func(r *hmslog.RawEvent) {
 			r.EventType, r.MessageFormat = "COMMIT_TXN", hms.FormatJSON
 			r.Message = `{"txnid":5,"databases":["a","b"],"tables":["t"],"writeIds":[1,2]}`
 		}, schemas.ErrDecode, "differ in length"},
-		{"open txn without ids", func(r *RawEvent) {
+		{"open txn without ids", func(r *hmslog.RawEvent) {
 			r.EventType, r.MessageFormat, r.Message = "OPEN_TXN", hms.FormatJSON, `{"server":""}`
 		}, schemas.ErrDecode, "txnIds"},
 	}
@@ -594,7 +595,7 @@ func TestDecodeBadInput(t *testing.T) {
 }
 
 func TestDecodeUnmodelledEventType(t *testing.T) {
-	ev := Decode(RawEvent{EventID: 1, EventType: "CREATE_FUNCTION", Database: "sales", MessageFormat: hms.FormatJSON,
+	ev := Decode(hmslog.RawEvent{EventID: 1, EventType: "CREATE_FUNCTION", Database: "sales", MessageFormat: hms.FormatJSON,
 		Message: `{"server":"","servicePrincipal":"","db":"sales","functionObjJson":"{}","timestamp":1}`})
 	if len(ev.Errors) != 0 || ev.Payload != nil || ev.Catalog != "hive" || !slices.Equal(ev.Databases, []string{"sales"}) {
 		t.Errorf("CREATE_FUNCTION = %+v", ev)
@@ -602,11 +603,11 @@ func TestDecodeUnmodelledEventType(t *testing.T) {
 }
 
 func TestDecodeOpenTxnRange(t *testing.T) {
-	ev := Decode(RawEvent{EventType: "OPEN_TXN", MessageFormat: hms.FormatJSON, Message: `{"fromTxnId":10,"toTxnId":12}`})
+	ev := Decode(hmslog.RawEvent{EventType: "OPEN_TXN", MessageFormat: hms.FormatJSON, Message: `{"fromTxnId":10,"toTxnId":12}`})
 	if got := ev.Payload.(*schemas.Transaction).TxnIDs; !slices.Equal(got, []int64{10, 11, 12}) || len(ev.Errors) != 0 {
 		t.Errorf("txns = %v errors %v", got, ev.Errors)
 	}
-	ev = Decode(RawEvent{EventType: "OPEN_TXN", MessageFormat: hms.FormatJSON, Message: `{"fromTxnId":1,"toTxnId":99999999999}`})
+	ev = Decode(hmslog.RawEvent{EventType: "OPEN_TXN", MessageFormat: hms.FormatJSON, Message: `{"fromTxnId":1,"toTxnId":99999999999}`})
 	if len(ev.Errors) != 1 || ev.Errors[0].Kind != schemas.ErrDecode {
 		t.Errorf("huge range: errors %v", ev.Errors)
 	}

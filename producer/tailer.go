@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -33,7 +34,7 @@ type Config struct {
 	// replication policy).
 	Conf *config.Config
 	// Source is the notification log to read.
-	Source Source
+	Source hmslog.Source
 	// Codec encodes records (and decodes the checkpoint).
 	Codec Codec
 	// Lister lists source directories whose files an event does not list
@@ -268,7 +269,7 @@ func (t *Tailer) step(ctx context.Context) (bool, error) {
 // checkpoint carries each topic's chain (see chain.go) in the same
 // transaction, so the chain a consumer checks never skips a committed
 // record nor names an aborted one.
-func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) error {
+func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat bool) error {
 	var (
 		recs []*kgo.Record
 		jobs []encodeJob
@@ -411,7 +412,7 @@ type prepared struct {
 
 // prepare decodes, routes and encodes the copy tasks of evs on all cores:
 // each step is pure, and results keep the order of evs.
-func (t *Tailer) prepare(ctx context.Context, evs []RawEvent) []prepared {
+func (t *Tailer) prepare(ctx context.Context, evs []hmslog.RawEvent) []prepared {
 	out := make([]prepared, len(evs))
 	parallel(len(evs), func(i int) { out[i] = t.prepareOne(ctx, evs[i]) })
 	return out
@@ -434,7 +435,7 @@ func parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-func (t *Tailer) prepareOne(ctx context.Context, raw RawEvent) prepared {
+func (t *Tailer) prepareOne(ctx context.Context, raw hmslog.RawEvent) prepared {
 	ev := Decode(raw)
 	ev.Source = t.conf.Source.Name
 	if t.cfg.Lister != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -53,7 +54,7 @@ func (r *memRegistry) SchemaByID(_ context.Context, id int) (string, error) {
 // memSource is a notification log in memory.
 type memSource struct {
 	mu  sync.Mutex
-	evs []RawEvent
+	evs []hmslog.RawEvent
 }
 
 func (s *memSource) add(db, typ string) {
@@ -63,7 +64,7 @@ func (s *memSource) add(db, typ string) {
 	if len(s.evs) > 0 {
 		id = s.evs[len(s.evs)-1].EventID + 1
 	}
-	s.evs = append(s.evs, RawEvent{EventID: id, EventTime: 1_700_000_000 + id, EventType: typ, Catalog: "hive",
+	s.evs = append(s.evs, hmslog.RawEvent{EventID: id, EventTime: 1_700_000_000 + id, EventType: typ, Catalog: "hive",
 		Database: db, MessageFormat: "json-0.2", Message: `{"db":"` + db + `"}`})
 }
 
@@ -84,10 +85,10 @@ func (s *memSource) Head(context.Context) (int64, error) {
 	return s.evs[len(s.evs)-1].EventID, nil
 }
 
-func (s *memSource) Next(_ context.Context, after int64, max int) ([]RawEvent, error) {
+func (s *memSource) Next(_ context.Context, after int64, max int) ([]hmslog.RawEvent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []RawEvent
+	var out []hmslog.RawEvent
 	for _, e := range s.evs {
 		if e.EventID > after && len(out) < max {
 			out = append(out, e)

@@ -18,8 +18,8 @@ import (
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
-	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -163,22 +163,14 @@ const defaultRPO = 5 * time.Minute
 func sourceHead(ctx context.Context, conf *config.Config) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var src producer.Source
-	what := "source metastore " + conf.Source.Metastore
-	if conf.Source.Kind == "postgres" {
-		what = "source database (source.postgres_dsn)"
-		s, err := producer.NewPostgresSource(ctx, conf.Source.PostgresDSN)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", what, err)
-		}
-		src = s
-	} else {
-		src = producer.NewThriftSource(conf.Source.Metastore)
+	src, err := hmslog.Open(ctx, conf.Source)
+	if err != nil {
+		return 0, fmt.Errorf("source %s: %w", conf.Source.Name, err)
 	}
 	defer src.Close()
 	head, err := src.Head(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", what, err)
+		return 0, fmt.Errorf("source %s: head of the notification log: %w", conf.Source.Name, err)
 	}
 	return head, nil
 }
