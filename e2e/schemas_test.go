@@ -97,7 +97,7 @@ func TestSchemasRegistry(t *testing.T) {
 			&schemas.CopyCompletion{TaskID: "7-0", EventID: 7, Database: "sales", SourceURI: "hdfs://src/a", TargetURI: "hdfs://dr/a",
 				Status: schemas.StatusCopied, Length: 10, CRC32C: &crc, Verification: "crc32c:source+target", Attempts: 1, Started: at, Finished: at.Add(time.Second)},
 			&schemas.Heartbeat{Database: "sales", ScannedEventID: 7, ScannedEventTime: at, SourceHeadEventID: 9, Sent: at, Source: "e2e"},
-			&schemas.TailerCheckpoint{Source: "e2e", LastEventID: 7, LastEventTime: at, Written: at, State: "RUNNING"},
+			&schemas.TailerCheckpoint{Source: "e2e", LastEventID: 7, LastEventTime: at, Written: at, State: schemas.StateRunning},
 		}
 		// A second Serde decodes, as a consumer in another process would.
 		s2, err := schemas.NewSerde(ctx, reg)

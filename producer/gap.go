@@ -5,10 +5,11 @@ import (
 	"fmt"
 
 	"github.com/hivedr/hivedr/internal/hmslog"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // ErrChainBroken is the class of errors for a gap in the event chain.
-var ErrChainBroken = errors.New("CHAIN_BROKEN")
+var ErrChainBroken = errors.New(string(schemas.StateChainBroken))
 
 // GapError says the log no longer holds the event after the checkpoint: it
 // was purged (metastore.event.db.listener.timetolive) while the tailer was

@@ -109,26 +109,26 @@ func New(cfg Config) (*Tailer, error) {
 func (t *Tailer) Run(ctx context.Context) error {
 	defer t.prod.Close()
 	if err := t.start(ctx); err != nil {
-		t.m.setState(StateFailed)
+		t.m.setState(schemas.StateFailed)
 		return err
 	}
-	t.m.setState(StateRunning)
+	t.m.setState(schemas.StateRunning)
 	backoff := time.Second
 	for {
 		progressed, err := t.step(ctx)
 		switch {
 		case ctx.Err() != nil:
-			t.m.setState(StateStopped)
+			t.m.setState(schemas.StateStopped)
 			return nil
 		case errors.Is(err, ErrChainBroken):
-			t.m.setState(StateChainBroken)
+			t.m.setState(schemas.StateChainBroken)
 			t.log.Error("chain broken: stopping", "err", err)
 			if merr := t.markChainBroken(ctx); merr != nil {
 				t.log.Error("could not record CHAIN_BROKEN in the checkpoints topic", "err", merr)
 			}
 			return err
 		case isFatalKafka(err):
-			t.m.setState(StateFailed)
+			t.m.setState(schemas.StateFailed)
 			return err
 		case err != nil:
 			t.m.errors.Inc()
@@ -137,7 +137,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 			// by the retry instead of failing every produce to it.
 			clear(t.created)
 			if !sleep(ctx, backoff) {
-				t.m.setState(StateStopped)
+				t.m.setState(schemas.StateStopped)
 				return nil
 			}
 			backoff = min(backoff*2, 30*time.Second)
@@ -145,7 +145,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 		}
 		backoff = time.Second
 		if !progressed && !sleep(ctx, t.conf.Tailer.PollInterval.Duration) {
-			t.m.setState(StateStopped)
+			t.m.setState(schemas.StateStopped)
 			return nil
 		}
 	}
@@ -345,7 +345,7 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 		}
 	}
 	cv, err := t.cfg.Codec.Encode(&schemas.TailerCheckpoint{
-		Source: t.conf.Source.Name, LastEventID: cp, LastEventTime: cpTime, Written: time.Now(), State: StateRunning,
+		Source: t.conf.Source.Name, LastEventID: cp, LastEventTime: cpTime, Written: time.Now(), State: schemas.StateRunning,
 		TopicLastEventIDs: next,
 	})
 	if err != nil {
@@ -373,7 +373,7 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 func (t *Tailer) markChainBroken(ctx context.Context) error {
 	cv, err := t.cfg.Codec.Encode(&schemas.TailerCheckpoint{
 		Source: t.conf.Source.Name, LastEventID: t.checkpoint, LastEventTime: t.checkpointTime, Written: time.Now(),
-		State: StateChainBroken, TopicLastEventIDs: t.chain,
+		State: schemas.StateChainBroken, TopicLastEventIDs: t.chain,
 	})
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)

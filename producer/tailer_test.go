@@ -383,7 +383,7 @@ func TestTailerRecordsChainBrokenInCheckpoint(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("read checkpoint: %v, found %v", err, ok)
 	}
-	if cp.State != StateChainBroken || cp.LastEventID != 5 || cp.TopicLastEventIDs["sales"] != 5 {
-		t.Fatalf("last checkpoint %+v, want state %s at event 5 with the sales chain at 5", cp, StateChainBroken)
+	if cp.State != schemas.StateChainBroken || cp.LastEventID != 5 || cp.TopicLastEventIDs["sales"] != 5 {
+		t.Fatalf("last checkpoint %+v, want state %s at event 5 with the sales chain at 5", cp, schemas.StateChainBroken)
 	}
 }

@@ -453,6 +453,6 @@ func (w *avroWriter) checkpoint(c *TailerCheckpoint) {
 	w.long(c.LastEventID)
 	w.long(millis(c.LastEventTime))
 	w.long(millis(c.Written))
-	w.str(c.State)
+	w.str(string(c.State))
 	w.longMap(c.TopicLastEventIDs)
 }

@@ -440,7 +440,7 @@ func checkpointToNative(c *TailerCheckpoint) map[string]any {
 		"last_event_id":        c.LastEventID,
 		"last_event_time":      millis(c.LastEventTime),
 		"written":              millis(c.Written),
-		"state":                c.State,
+		"state":                string(c.State),
 		"topic_last_event_ids": longMapToNative(c.TopicLastEventIDs),
 	}
 }
@@ -1051,7 +1051,7 @@ func (d *decoder) checkpoint(m map[string]any) *TailerCheckpoint {
 		LastEventID:       d.long(m, "last_event_id", 0),
 		LastEventTime:     d.time(m, "last_event_time"),
 		Written:           d.time(m, "written"),
-		State:             d.str(m, "state", "RUNNING"),
+		State:             TailerState(d.str(m, "state", string(StateRunning))),
 		TopicLastEventIDs: d.longMap(m, "topic_last_event_ids"),
 	}
 }

@@ -190,7 +190,7 @@ func tailerPosition(ctx context.Context, conf *config.Config, cl *kgo.Client, de
 		stuck := false
 		if cp != nil {
 			ts.fromCheckpoint(cp)
-			stuck = cp.State == CheckpointChainBroken || time.Since(cp.Written) > downAfter
+			stuck = cp.State == schemas.StateChainBroken || time.Since(cp.Written) > downAfter
 		}
 		caughtUp := head > 0 && ts.CheckpointEventID >= head
 		if caughtUp || stuck || head == 0 || !time.Now().Before(deadline) {
