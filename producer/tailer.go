@@ -57,8 +57,9 @@ type Tailer struct {
 	log    *slog.Logger
 	m      *Metrics
 
-	prod *kgo.Client // transactional
-	adm  *kadm.Client
+	prod   *kgo.Client // transactional
+	adm    *kadm.Client
+	lister *lister // nil: no Lister
 
 	checkpoint     int64 // last event ID published or filtered, committed
 	checkpointTime time.Time
@@ -95,11 +96,16 @@ func New(cfg Config) (*Tailer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka producer: %w", err)
 	}
-	return &Tailer{
+	t := &Tailer{
 		cfg: cfg, conf: c, topics: kafka.Topics{Prefix: c.Kafka.TopicPrefix},
 		log: cfg.Logger.With("role", "tailer", "source", c.Source.Name), m: cfg.Metrics,
 		prod: prod, adm: kadm.NewClient(prod), created: map[string]bool{},
-	}, nil
+	}
+	if cfg.Lister != nil {
+		t.lister = &lister{l: cfg.Lister, pol: &c.Replication, retryFor: c.Tailer.ListRetryFor.Duration,
+			now: time.Now, sleep: sleep, log: t.log}
+	}
+	return t, nil
 }
 
 // Run tails until ctx ends (returning nil) or a fatal error: a broken chain
@@ -434,17 +440,22 @@ func parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
+// prepareOne decodes, routes, lists and encodes one event. Scope comes
+// first: an event of a database or table out of scope is never listed.
 func (t *Tailer) prepareOne(ctx context.Context, raw RawEvent) prepared {
 	ev := Decode(raw)
 	ev.Source = t.conf.Source.Name
-	if t.cfg.Lister != nil {
-		if err := addListedFiles(ctx, t.cfg.Lister, &ev); err != nil {
-			return prepared{err: err}
-		}
-	}
 	p := prepared{routed: Route(ev, &t.conf.Replication)}
 	if p.routed.Filtered != "" {
 		return p
+	}
+	if t.lister != nil {
+		files, errs, err := t.lister.list(ctx, &p.routed.Event)
+		if err != nil {
+			return prepared{err: err}
+		}
+		p.routed.AddFiles(files, &t.conf.Replication)
+		p.routed.Event.Errors = append(p.routed.Event.Errors, errs...)
 	}
 	for i := range p.routed.Tasks {
 		v, err := t.cfg.Codec.Encode(&p.routed.Tasks[i])
