@@ -17,6 +17,7 @@ import (
 
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -319,7 +320,11 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 			// OVERWRITE reusing a name) share a partition, in event order,
 			// so one copy daemon sees them in order and runs them one
 			// after the other.
-			r := record(t.topics.Manifests(), task.TargetURI, p.taskValues[j], schemas.NameCopyTask, id)
+			key := task.TargetURI
+			if c, err := location.Canonical(key); err == nil {
+				key = c // two spellings of one file share a partition too
+			}
+			r := record(t.topics.Manifests(), key, p.taskValues[j], schemas.NameCopyTask, id)
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: kafka.HeaderTaskID, Value: []byte(task.TaskID)})
 			recs = append(recs, r)
 		}
