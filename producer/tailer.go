@@ -161,7 +161,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 // transactional ID and reads the checkpoint.
 func (t *Tailer) start(ctx context.Context) error {
 	k := t.conf.Kafka
-	if err := kafka.Ensure(ctx, t.adm,
+	if _, err := kafka.Ensure(ctx, t.adm,
 		kafka.Spec{Name: t.topics.Manifests(), Partitions: k.ManifestPartitions, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration},
 		kafka.Spec{Name: t.topics.Completions(), Partitions: k.ManifestPartitions, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration},
 		kafka.Spec{Name: t.topics.Checkpoints(), Partitions: 1, ReplicationFactor: k.ReplicationFactor, Compact: true},
@@ -282,7 +282,20 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 	)
 	cp, cpTime := t.checkpoint, t.checkpointTime
 	next := t.chain.clone()
-	for i, p := range t.prepare(ctx, evs) {
+	ps := t.prepare(ctx, evs)
+	var dbs []string // the database topics this transaction writes
+	for _, p := range ps {
+		if p.err == nil && p.routed.Filtered == "" {
+			dbs = append(dbs, p.routed.Event.Databases...)
+		}
+	}
+	if heartbeat {
+		dbs = append(dbs, t.inScope...)
+	}
+	if err := t.prepareTopics(ctx, next, dbs); err != nil {
+		return err
+	}
+	for i, p := range ps {
 		ev := &p.routed.Event
 		if p.err != nil {
 			return p.err
@@ -300,17 +313,10 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 		id := strconv.FormatInt(ev.EventID, 10)
 		for _, db := range ev.Databases {
 			topic := t.topics.Events(db)
-			if err := t.ensureEventsTopic(ctx, topic); err != nil {
-				return err
-			}
-			prev, err := t.link(ctx, next, db)
-			if err != nil {
-				return err
-			}
 			// Each topic's record carries that topic's previous event, so
 			// an event published to two databases is encoded twice.
 			r := record(topic, id, nil, schemas.NameMetastoreEvent, id)
-			jobs = append(jobs, encodeJob{rec: r, ev: ev, prev: prev})
+			jobs = append(jobs, encodeJob{rec: r, ev: ev, prev: next[db]})
 			recs = append(recs, r)
 			next[db] = ev.EventID
 			t.m.eventsPublished.WithLabelValues(ev.EventType, db).Inc()
@@ -337,13 +343,7 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 		now := time.Now()
 		for _, db := range t.inScope {
 			topic := t.topics.Events(db)
-			if err := t.ensureEventsTopic(ctx, topic); err != nil {
-				return err
-			}
-			prev, err := t.link(ctx, next, db)
-			if err != nil {
-				return err
-			}
+			prev := next[db]
 			hv, err := t.cfg.Codec.Encode(&schemas.Heartbeat{
 				Database: db, ScannedEventID: cp, ScannedEventTime: cpTime,
 				SourceHeadEventID: t.head, Sent: now, Source: t.conf.Source.Name, PreviousEventID: &prev,
@@ -535,20 +535,6 @@ func record(topic, key string, value []byte, typ, eventID string) *kgo.Record {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: kafka.HeaderEventID, Value: []byte(eventID)})
 	}
 	return r
-}
-
-// ensureEventsTopic creates a database's topic the first time it is needed:
-// one partition, for total order.
-func (t *Tailer) ensureEventsTopic(ctx context.Context, topic string) error {
-	if t.created[topic] {
-		return nil
-	}
-	k := t.conf.Kafka
-	if err := kafka.Ensure(ctx, t.adm, kafka.Spec{Name: topic, Partitions: 1, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration}); err != nil {
-		return err
-	}
-	t.created[topic] = true
-	return nil
 }
 
 // refreshDatabases re-reads which source databases are in scope, for
