@@ -184,7 +184,7 @@ func (a *Applier) readCompletions(ctx context.Context) error {
 		return fmt.Errorf("kafka client: %w", err)
 	}
 	adm := kadm.NewClient(seed)
-	err = kafka.Ensure(ctx, adm, kafka.Spec{Name: topic, Partitions: a.cfg.CompletionPartitions, ReplicationFactor: a.cfg.ReplicationFactor})
+	_, err = kafka.Ensure(ctx, adm, kafka.Spec{Name: topic, Partitions: a.cfg.CompletionPartitions, ReplicationFactor: a.cfg.ReplicationFactor})
 	var parts []int32
 	// A topic just created takes a moment to appear in metadata.
 	for i := 0; err == nil && len(parts) == 0; i++ {

@@ -274,3 +274,21 @@ func TestCompletionOffsets(t *testing.T) {
 		t.Errorf("start offsets %v, want %v", got, want)
 	}
 }
+
+// TestPlanFilesUnderAnySpelling: a partition's files are found under its
+// directory whatever the spelling of either (the metastore's, the tailer
+// listing's canonical form): a file that can no longer be copied belongs
+// to its partition, so a later drop of that partition lets the event
+// leave it out, instead of the file being taken for the table's and the
+// database waiting on it.
+func TestPlanFilesUnderAnySpelling(t *testing.T) {
+	file := strings.Replace(partFile(srcP1, "a"), "hdfs://src:8020/", "hdfs://SRC:8020/", 1)
+	ev := addParts(50, srcOrders, []schemas.Partition{srcP1}, file)
+	gone := map[string]Copy{"50-0": {Status: schemas.StatusSourceGone, Error: "overwritten"}}
+	d := planChecked(t, Input{DB: "sales", Source: "src", Event: ev, Copies: gone,
+		Replica: drState(drDB("sales", 40), drTable(srcOrders, 10)), Policy: testPolicy{},
+		Later: []*schemas.Event{dropParts(51, srcOrders, srcP1)}})
+	if d.Outcome != NoOp || d.Reason != "superseded" {
+		t.Fatalf("decision %s %s (%s), want the partition left out (superseded)", d.Outcome, d.Reason, d.Detail)
+	}
+}

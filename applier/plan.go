@@ -8,6 +8,7 @@ import (
 	"github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -855,14 +856,27 @@ func (p *planner) partitions(c *schemas.PartitionChange) Decision {
 }
 
 // filesUnder returns the files lying under dir, marking them claimed.
+// Both are compared in canonical form (package location): the metastore
+// spells a partition's directory its way, the tailer's listing of an
+// external table's files answers in canonical form. A location that does
+// not parse is compared as written.
 func filesUnder(files []schemas.FileRef, dir string, claimed []bool) []schemas.FileRef {
 	if dir == "" {
 		return nil
 	}
+	d, dirErr := location.Parse(dir)
 	prefix := strings.TrimSuffix(dir, "/") + "/"
 	var out []schemas.FileRef
 	for i, f := range files {
-		if !claimed[i] && strings.HasPrefix(f.URI, prefix) {
+		if claimed[i] {
+			continue
+		}
+		under := strings.HasPrefix(f.URI, prefix)
+		if l, err := location.Parse(f.URI); err == nil && dirErr == nil {
+			rel, ok := l.Rel(d)
+			under = ok && rel != ""
+		}
+		if under {
 			claimed[i] = true
 			out = append(out, f)
 		}

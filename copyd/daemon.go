@@ -204,7 +204,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// Deferred after copies.Wait, so run before it: leaving the group
 	// revokes everything, which cancels what still runs.
 	defer sess.Close()
-	if err := kafka.Ensure(ctx, kadm.NewClient(sess.Client()), kafka.Spec{
+	if _, err := kafka.Ensure(ctx, kadm.NewClient(sess.Client()), kafka.Spec{
 		Name: c.Topics.Completions(), Partitions: c.CompletionPartitions, ReplicationFactor: c.ReplicationFactor,
 	}); err != nil {
 		return err

@@ -94,7 +94,7 @@ func newCopyFixture(t *testing.T, env *testenv.Env, s *schemas.Serde) *copyFixtu
 	u := uniq(t)
 	f := &copyFixture{t: t, env: env, s: s, prefix: "c" + u, dir: "/copytest/" + u, data: map[string][]byte{}}
 	// The manifests topic, as the tailer would create it.
-	if err := kafka.Ensure(ctxFor(t, time.Minute), env.KafkaAdmin(t),
+	if _, err := kafka.Ensure(ctxFor(t, time.Minute), env.KafkaAdmin(t),
 		kafka.Spec{Name: kafka.Topics{Prefix: f.prefix}.Manifests(), Partitions: 3, ReplicationFactor: 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/internal/testenv"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -703,10 +704,12 @@ func TestPipelineKill9(t *testing.T) {
 	for _, d := range readTopic(t, env, s, p.prefix+".manifests") {
 		if task, ok := d.value.(*schemas.CopyTask); ok {
 			tasks++
-			// Keyed by target (same-file tasks share a partition), task ID in a header.
-			if string(d.rec.Key) != task.TargetURI || !hasHeader(d.rec, kafka.HeaderTaskID, task.TaskID) {
+			// Keyed by target in canonical form (same-file tasks share a
+			// partition), task ID in a header.
+			key, err := location.Canonical(task.TargetURI)
+			if err != nil || string(d.rec.Key) != key || !hasHeader(d.rec, kafka.HeaderTaskID, task.TaskID) {
 				t.Errorf("copy task %s: key %q, headers %v; want key %s and %s=%s", task.TaskID, d.rec.Key, d.rec.Headers,
-					task.TargetURI, kafka.HeaderTaskID, task.TaskID)
+					key, kafka.HeaderTaskID, task.TaskID)
 			}
 		}
 	}

@@ -2,9 +2,11 @@ package producer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -31,21 +33,62 @@ import (
 // chain is the last event published per database topic.
 type chain map[string]int64
 
-// link returns the previous event of db's topic, reading it from the topic
-// when the chain does not know it yet.
-func (t *Tailer) link(ctx context.Context, next chain, db string) (int64, error) {
-	if prev, ok := next[db]; ok {
-		return prev, nil
+// prepareTopics makes sure the topics of dbs exist and that next knows
+// each one's last event: topics are created in one request the first time
+// they are needed (one partition each, for total order), a topic just
+// created starts its chain at 0 unless the chain already knows it (a
+// topic deleted and created again continues its chain, so its consumers
+// see the loss), and existing topics the chain does not know are read,
+// several at once.
+func (t *Tailer) prepareTopics(ctx context.Context, next chain, dbs []string) error {
+	k := t.conf.Kafka
+	var specs []kafka.Spec
+	for _, db := range dbs {
+		if topic := t.topics.Events(db); !t.created[topic] {
+			specs = append(specs, kafka.Spec{Name: topic, Partitions: 1, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration})
+			t.created[topic] = true // (the map is cleared when a step fails)
+		}
 	}
-	prev, err := t.lastOnTopic(ctx, t.topics.Events(db))
+	created, err := kafka.Ensure(ctx, t.adm, specs...)
 	if err != nil {
-		return 0, fmt.Errorf("find the last event published to %s: %w", t.topics.Events(db), err)
+		clear(t.created)
+		return err
 	}
-	next[db] = prev
-	if prev > 0 {
-		t.log.Info("continuing a topic's chain from its newest records", "db", db, "previous_event_id", prev)
+	var scan []string
+	for _, db := range dbs {
+		if _, ok := next[db]; ok {
+			continue
+		}
+		if created[t.topics.Events(db)] {
+			next[db] = 0
+			continue
+		}
+		next[db] = 0 // claimed, so a database named twice is read once
+		scan = append(scan, db)
 	}
-	return prev, nil
+	prevs := make([]int64, len(scan))
+	errs := make([]error, len(scan))
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i, db := range scan {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			topic := t.topics.Events(db)
+			if prevs[i], errs[i] = t.lastOnTopic(ctx, topic); errs[i] != nil {
+				errs[i] = fmt.Errorf("find the last event published to %s: %w", topic, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for i, db := range scan {
+		next[db] = prevs[i]
+	}
+	if len(scan) > 0 {
+		t.log.Info("continued topics' chains from their newest records", "topics", len(scan))
+	}
+	return errors.Join(errs...)
 }
 
 // lastOnTopic returns the last event published to an events topic: the

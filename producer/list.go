@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 
+	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
@@ -67,41 +70,114 @@ func moved(before, after string) bool {
 	return a != b
 }
 
-// addListedFiles adds the files under the event's directories (listDirs)
-// to its file list, as the metastore would have for a managed table.
-// Hidden files (names starting with . or _ below the directory) are not
-// data, as for Hive. The lister answers in canonical form (package
-// location), the metastore in its own spelling, so the path below the
-// directory is taken in canonical form.
-func addListedFiles(ctx context.Context, l Lister, ev *schemas.Event) error {
+// lister lists an event's directories for the tailer: root checks first,
+// then the store, retrying what may pass, so that one database's
+// unlistable directory costs that database a halt in the applier, not
+// every database the tailer serves.
+type lister struct {
+	l   Lister
+	pol *config.Replication
+	// retryFor bounds how long a failing listing is retried.
+	retryFor time.Duration
+	// now and sleep are the clock: sleep waits between attempts and
+	// returns false when ctx ended.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) bool
+	log   *slog.Logger
+}
+
+// Backoff of listing retries: doubled from the first, up to the last.
+const (
+	listBackoffFirst = 500 * time.Millisecond
+	listBackoffMax   = 8 * time.Second
+)
+
+// list returns the data files under the event's directories (listDirs),
+// as the metastore would have listed them for a managed table, and an
+// error entry for each directory that cannot be listed:
+//
+//   - a directory outside the source roots (or unparseable, e.g. with a
+//     ".." segment) is never listed: PATH_OUTSIDE_ROOTS, naming it;
+//   - one no configured store holds (an unknown cluster or bucket, local
+//     files not enabled): LISTING_FAILED at once, since retrying cannot
+//     help;
+//   - one whose store keeps failing: retried with backoff for retryFor,
+//     then LISTING_FAILED with the last error, logged.
+//
+// A directory that does not exist (any more) has no files: a later event
+// drops it. Hidden files (names starting with . or _ below the directory)
+// are not data, as for Hive. The lister answers in canonical form
+// (package location), the metastore in its own spelling, so the path
+// below the directory is taken in canonical form. list returns an error
+// only when ctx ends.
+func (l *lister) list(ctx context.Context, ev *schemas.Event) ([]schemas.FileRef, []schemas.EventError, error) {
+	var (
+		files []schemas.FileRef
+		errs  []schemas.EventError
+	)
 	for _, dir := range listDirs(ev) {
-		d, err := location.Parse(dir)
+		d, err := l.pol.CheckSourceRoot(dir)
 		if err != nil {
-			return fmt.Errorf("list the files of event %d %s: %w", ev.EventID, ev.EventType, err)
+			errs = append(errs, schemas.EventError{Kind: schemas.ErrPathOutsideRoots, Path: dir,
+				Message: fmt.Sprintf("directory not listed: %v", err)})
+			continue
 		}
-		err = l.Walk(ctx, dir, func(loc string, _ int64) error {
-			f, err := location.Parse(loc)
-			if err != nil {
-				return fmt.Errorf("listed file: %w", err)
+		var found []schemas.FileRef
+		start := l.now()
+		for attempt, wait := 1, listBackoffFirst; ; attempt, wait = attempt+1, min(2*wait, listBackoffMax) {
+			found, err = l.walk(ctx, dir, d)
+			if err == nil || errors.Is(err, fs.ErrNotExist) {
+				err = nil
+				break
 			}
-			rel, ok := f.Rel(d)
-			if !ok || rel == "" {
-				return fmt.Errorf("listed file %s is not under %s", loc, dir)
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
 			}
-			for _, part := range strings.Split(rel, "/") {
-				if strings.HasPrefix(part, ".") || strings.HasPrefix(part, "_") {
-					return nil
-				}
+			if elapsed := l.now().Sub(start); errors.Is(err, fs.ErrNoStore) || errors.Is(err, errStrayed) || elapsed+wait > l.retryFor {
+				err = fmt.Errorf("list the files of %s (event %d %s) failed after %d attempts in %s: %w",
+					dir, ev.EventID, ev.EventType, attempt, elapsed.Round(time.Millisecond), err)
+				break
 			}
-			ev.Files = append(ev.Files, schemas.FileRef{URI: loc})
-			return nil
-		})
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // nothing there (any more): the event brings no files
+			l.log.Warn("listing a directory failed; retrying", "dir", dir, "event_id", ev.EventID, "type", ev.EventType,
+				"attempt", attempt, "err", err, "retry_in", wait)
+			if !l.sleep(ctx, wait) {
+				return nil, nil, ctx.Err()
+			}
 		}
 		if err != nil {
-			return fmt.Errorf("list the files of %s (event %d %s): %w", dir, ev.EventID, ev.EventType, err)
+			l.log.Error("cannot list a directory: publishing the event with LISTING_FAILED; the applier halts its database on it",
+				"dir", dir, "event_id", ev.EventID, "type", ev.EventType, "databases", ev.Databases, "err", err)
+			errs = append(errs, schemas.EventError{Kind: schemas.ErrListingFailed, Path: dir, Message: err.Error()})
+			continue
 		}
+		files = append(files, found...)
 	}
-	return nil
+	return files, errs, nil
+}
+
+// errStrayed marks a listing that answered with a location outside the
+// directory asked for: a store fault no retry mends.
+var errStrayed = errors.New("the listing strayed outside the directory")
+
+// walk lists the data files under dir (d: its canonical form) once.
+func (l *lister) walk(ctx context.Context, dir string, d location.Location) ([]schemas.FileRef, error) {
+	var files []schemas.FileRef
+	err := l.l.Walk(ctx, dir, func(loc string, _ int64) error {
+		f, err := location.Parse(loc)
+		if err != nil {
+			return fmt.Errorf("%w: listed file: %w", errStrayed, err)
+		}
+		rel, ok := f.Rel(d)
+		if !ok || rel == "" {
+			return fmt.Errorf("%w: listed file %s is not under %s", errStrayed, loc, dir)
+		}
+		for _, part := range strings.Split(rel, "/") {
+			if strings.HasPrefix(part, ".") || strings.HasPrefix(part, "_") {
+				return nil
+			}
+		}
+		files = append(files, schemas.FileRef{URI: loc})
+		return nil
+	})
+	return files, err
 }

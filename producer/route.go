@@ -73,24 +73,42 @@ func Route(ev schemas.Event, pol *config.Replication) Routed {
 	sort.Strings(dbs)
 	ev.Databases = dbs
 
+	// Files and errors are added to below: copies, so the caller's event
+	// is never changed through them.
 	r := Routed{Event: ev}
-	if len(ev.Files) > 0 {
-		r.Event.Files = make([]schemas.FileRef, len(ev.Files))
-		copy(r.Event.Files, ev.Files)
-		r.Event.Errors = append([]schemas.EventError(nil), ev.Errors...)
+	r.Event.Files = append([]schemas.FileRef(nil), ev.Files...)
+	r.Event.Errors = append([]schemas.EventError(nil), ev.Errors...)
+	r.addTasks(0, pol)
+	return r
+}
+
+// AddFiles adds files found by listing (see listDirs) to a routed event,
+// with their copy tasks or, for a file outside the roots, an error: as
+// Route does for the files the message lists.
+func (r *Routed) AddFiles(files []schemas.FileRef, pol *config.Replication) {
+	if len(files) == 0 {
+		return
 	}
-	taskDB, taskTable := fileOwner(ev)
-	for i := range r.Event.Files {
-		f := &r.Event.Files[i]
+	from := len(r.Event.Files)
+	r.Event.Files = append(r.Event.Files, files...)
+	r.addTasks(from, pol)
+}
+
+// addTasks makes the copy tasks of the event's files from index from on.
+func (r *Routed) addTasks(from int, pol *config.Replication) {
+	ev := &r.Event
+	taskDB, taskTable := fileOwner(*ev)
+	for i := from; i < len(ev.Files); i++ {
+		f := &ev.Files[i]
 		if _, err := pol.CheckSourceRoot(f.URI); err != nil {
-			r.Event.Errors = append(r.Event.Errors, schemas.EventError{
+			ev.Errors = append(ev.Errors, schemas.EventError{
 				Kind: schemas.ErrPathOutsideRoots, Message: err.Error(), Path: f.URI,
 			})
 			continue
 		}
 		target, err := pol.MapPath(f.URI)
 		if err != nil {
-			r.Event.Errors = append(r.Event.Errors, schemas.EventError{
+			ev.Errors = append(ev.Errors, schemas.EventError{
 				Kind: schemas.ErrPathOutsideRoots, Message: err.Error(), Path: f.URI,
 			})
 			continue
@@ -103,7 +121,6 @@ func Route(ev schemas.Event, pol *config.Replication) Routed {
 			Checksum: f.Checksum, CMRoot: f.CMRoot, Subdir: f.Subdir,
 		})
 	}
-	return r
 }
 
 // namedTables returns, per database, the table names an event touches: both

@@ -18,6 +18,7 @@ import (
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -58,8 +59,9 @@ type Tailer struct {
 	log    *slog.Logger
 	m      *Metrics
 
-	prod *kgo.Client // transactional
-	adm  *kadm.Client
+	prod   *kgo.Client // transactional
+	adm    *kadm.Client
+	lister *lister // nil: no Lister
 
 	checkpoint     int64 // last event ID published or filtered, committed
 	checkpointTime time.Time
@@ -96,11 +98,16 @@ func New(cfg Config) (*Tailer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka producer: %w", err)
 	}
-	return &Tailer{
+	t := &Tailer{
 		cfg: cfg, conf: c, topics: kafka.Topics{Prefix: c.Kafka.TopicPrefix},
 		log: cfg.Logger.With("role", "tailer", "source", c.Source.Name), m: cfg.Metrics,
 		prod: prod, adm: kadm.NewClient(prod), created: map[string]bool{},
-	}, nil
+	}
+	if cfg.Lister != nil {
+		t.lister = &lister{l: cfg.Lister, pol: &c.Replication, retryFor: c.Tailer.ListRetryFor.Duration,
+			now: time.Now, sleep: sleep, log: t.log}
+	}
+	return t, nil
 }
 
 // Run tails until ctx ends (returning nil) or a fatal error: a broken chain
@@ -155,7 +162,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 // transactional ID and reads the checkpoint.
 func (t *Tailer) start(ctx context.Context) error {
 	k := t.conf.Kafka
-	if err := kafka.Ensure(ctx, t.adm,
+	if _, err := kafka.Ensure(ctx, t.adm,
 		kafka.Spec{Name: t.topics.Manifests(), Partitions: k.ManifestPartitions, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration},
 		kafka.Spec{Name: t.topics.Completions(), Partitions: k.ManifestPartitions, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration},
 		kafka.Spec{Name: t.topics.Checkpoints(), Partitions: 1, ReplicationFactor: k.ReplicationFactor, Compact: true},
@@ -276,7 +283,20 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 	)
 	cp, cpTime := t.checkpoint, t.checkpointTime
 	next := t.chain.clone()
-	for i, p := range t.prepare(ctx, evs) {
+	ps := t.prepare(ctx, evs)
+	var dbs []string // the database topics this transaction writes
+	for _, p := range ps {
+		if p.err == nil && p.routed.Filtered == "" {
+			dbs = append(dbs, p.routed.Event.Databases...)
+		}
+	}
+	if heartbeat {
+		dbs = append(dbs, t.inScope...)
+	}
+	if err := t.prepareTopics(ctx, next, dbs); err != nil {
+		return err
+	}
+	for i, p := range ps {
 		ev := &p.routed.Event
 		if p.err != nil {
 			return p.err
@@ -294,17 +314,10 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 		id := strconv.FormatInt(ev.EventID, 10)
 		for _, db := range ev.Databases {
 			topic := t.topics.Events(db)
-			if err := t.ensureEventsTopic(ctx, topic); err != nil {
-				return err
-			}
-			prev, err := t.link(ctx, next, db)
-			if err != nil {
-				return err
-			}
 			// Each topic's record carries that topic's previous event, so
 			// an event published to two databases is encoded twice.
 			r := record(topic, id, nil, schemas.NameMetastoreEvent, id)
-			jobs = append(jobs, encodeJob{rec: r, ev: ev, prev: prev})
+			jobs = append(jobs, encodeJob{rec: r, ev: ev, prev: next[db]})
 			recs = append(recs, r)
 			next[db] = ev.EventID
 			t.m.eventsPublished.WithLabelValues(ev.EventType, db).Inc()
@@ -314,7 +327,11 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 			// OVERWRITE reusing a name) share a partition, in event order,
 			// so one copy daemon sees them in order and runs them one
 			// after the other.
-			r := record(t.topics.Manifests(), task.TargetURI, p.taskValues[j], schemas.NameCopyTask, id)
+			key := task.TargetURI
+			if c, err := location.Canonical(key); err == nil {
+				key = c // two spellings of one file share a partition too
+			}
+			r := record(t.topics.Manifests(), key, p.taskValues[j], schemas.NameCopyTask, id)
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: kafka.HeaderTaskID, Value: []byte(task.TaskID)})
 			recs = append(recs, r)
 		}
@@ -327,13 +344,7 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 		now := time.Now()
 		for _, db := range t.inScope {
 			topic := t.topics.Events(db)
-			if err := t.ensureEventsTopic(ctx, topic); err != nil {
-				return err
-			}
-			prev, err := t.link(ctx, next, db)
-			if err != nil {
-				return err
-			}
+			prev := next[db]
 			hv, err := t.cfg.Codec.Encode(&schemas.Heartbeat{
 				Database: db, ScannedEventID: cp, ScannedEventTime: cpTime,
 				SourceHeadEventID: t.head, Sent: now, Source: t.conf.Source.Name, PreviousEventID: &prev,
@@ -435,17 +446,22 @@ func parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
+// prepareOne decodes, routes, lists and encodes one event. Scope comes
+// first: an event of a database or table out of scope is never listed.
 func (t *Tailer) prepareOne(ctx context.Context, raw hmslog.RawEvent) prepared {
 	ev := Decode(raw)
 	ev.Source = t.conf.Source.Name
-	if t.cfg.Lister != nil {
-		if err := addListedFiles(ctx, t.cfg.Lister, &ev); err != nil {
-			return prepared{err: err}
-		}
-	}
 	p := prepared{routed: Route(ev, &t.conf.Replication)}
 	if p.routed.Filtered != "" {
 		return p
+	}
+	if t.lister != nil {
+		files, errs, err := t.lister.list(ctx, &p.routed.Event)
+		if err != nil {
+			return prepared{err: err}
+		}
+		p.routed.AddFiles(files, &t.conf.Replication)
+		p.routed.Event.Errors = append(p.routed.Event.Errors, errs...)
 	}
 	for i := range p.routed.Tasks {
 		v, err := t.cfg.Codec.Encode(&p.routed.Tasks[i])
@@ -520,20 +536,6 @@ func record(topic, key string, value []byte, typ, eventID string) *kgo.Record {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: kafka.HeaderEventID, Value: []byte(eventID)})
 	}
 	return r
-}
-
-// ensureEventsTopic creates a database's topic the first time it is needed:
-// one partition, for total order.
-func (t *Tailer) ensureEventsTopic(ctx context.Context, topic string) error {
-	if t.created[topic] {
-		return nil
-	}
-	k := t.conf.Kafka
-	if err := kafka.Ensure(ctx, t.adm, kafka.Spec{Name: topic, Partitions: 1, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration}); err != nil {
-		return err
-	}
-	t.created[topic] = true
-	return nil
 }
 
 // refreshDatabases re-reads which source databases are in scope, for

@@ -448,7 +448,7 @@ func checkpointToNative(c *TailerCheckpoint) map[string]any {
 // The symbols of the schemas' enums, in schema order. A symbol added to an
 // .avsc must be added here too (TestEnumSymbolsMatchSchemas checks).
 var (
-	eventErrorKinds = []string{string(ErrUnknown), string(ErrDecode), string(ErrUnknownEventType), string(ErrPathOutsideRoots)}
+	eventErrorKinds = []string{string(ErrUnknown), string(ErrDecode), string(ErrUnknownEventType), string(ErrPathOutsideRoots), string(ErrListingFailed)}
 	copyStatuses    = []string{string(StatusUnknown), string(StatusCopied), string(StatusSkippedIdentical), string(StatusFailed), string(StatusSourceGone)}
 )
 

@@ -167,6 +167,7 @@ const (
 	ErrDecode           EventErrorKind = "DECODE"
 	ErrUnknownEventType EventErrorKind = "UNKNOWN_EVENT_TYPE"
 	ErrPathOutsideRoots EventErrorKind = "PATH_OUTSIDE_ROOTS"
+	ErrListingFailed    EventErrorKind = "LISTING_FAILED"
 )
 
 // EventError is a reason the applier must halt at an event.

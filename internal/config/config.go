@@ -197,11 +197,19 @@ type Tailer struct {
 	// TransactionalID fences zombie tailers; it must be stable across
 	// restarts. Default hivedr-tailer-<source.name>.
 	TransactionalID string `yaml:"transactional_id"`
+	// ListRetryFor bounds how long the tailer retries listing an external
+	// table's directory whose store fails (every database waits
+	// meanwhile); then the event carries LISTING_FAILED and the applier
+	// halts that database alone. Default 30s.
+	ListRetryFor Duration `yaml:"list_retry_for"`
 }
+
+// DefaultListRetryFor is Tailer.ListRetryFor's default.
+const DefaultListRetryFor = 30 * time.Second
 
 func defaultTailer() Tailer {
 	return Tailer{BatchSize: 1000, PollInterval: Duration{time.Second}, HeartbeatInterval: Duration{5 * time.Second},
-		StartEventID: "latest", MetricsAddr: "127.0.0.1:9464"}
+		StartEventID: "latest", MetricsAddr: "127.0.0.1:9464", ListRetryFor: Duration{DefaultListRetryFor}}
 }
 
 // EnsureDefaults fills TransactionalID from the source's name.
@@ -221,6 +229,9 @@ func (t Tailer) Validate() error {
 	}
 	if t.HeartbeatInterval.Duration <= 0 {
 		return fmt.Errorf("tailer.heartbeat_interval: %s must be positive", t.HeartbeatInterval)
+	}
+	if t.ListRetryFor.Duration < 0 {
+		return fmt.Errorf("tailer.list_retry_for: %s must not be negative", t.ListRetryFor)
 	}
 	if t.TransactionalID == "" {
 		return errors.New("tailer.transactional_id: must not be empty")

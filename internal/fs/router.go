@@ -78,22 +78,28 @@ func (r *Router) Split(loc string) (FS, string, error) {
 	return f, l.String(), nil
 }
 
+// ErrNoStore is returned (wrapped) for a location no configured store
+// holds: an HDFS cluster or S3 bucket the configuration does not list,
+// the local filesystem when it is not enabled, an unknown scheme. Trying
+// again does not help; the configuration must change.
+var ErrNoStore = errors.New("no configured filesystem holds it")
+
 // route returns the FS holding the canonical location l.
 func (r *Router) route(l location.Location) (FS, error) {
 	switch l.Scheme {
 	case location.SchemeLocal:
 		if r.local == nil {
-			return nil, errors.New("the local filesystem is not enabled")
+			return nil, fmt.Errorf("%w: the local filesystem is not enabled (filesystems.local)", ErrNoStore)
 		}
 		return r.local, nil
 	case location.SchemeHDFS:
 		if h := r.hdfs[l.Authority]; h != nil {
 			return h, nil
 		}
-		return nil, fmt.Errorf("no HDFS cluster is configured for hdfs://%s", l.Authority)
+		return nil, fmt.Errorf("%w: no HDFS cluster is configured for hdfs://%s", ErrNoStore, l.Authority)
 	case location.SchemeS3:
 		if l.Path == "/" {
-			return nil, errors.New("want s3://bucket/key")
+			return nil, fmt.Errorf("%w: want s3://bucket/key", ErrNoStore)
 		}
 		if s := r.s3[l.Authority]; s != nil {
 			return s, nil
@@ -101,9 +107,9 @@ func (r *Router) route(l location.Location) (FS, error) {
 		if r.s3Default != nil {
 			return r.s3Default, nil
 		}
-		return nil, fmt.Errorf("no S3 endpoint is configured for bucket %s", l.Authority)
+		return nil, fmt.Errorf("%w: no S3 endpoint is configured for bucket %s", ErrNoStore, l.Authority)
 	}
-	return nil, fmt.Errorf("unknown scheme %q", l.Scheme)
+	return nil, fmt.Errorf("%w: unknown scheme %q", ErrNoStore, l.Scheme)
 }
 
 // Close closes the connections of the router's filesystems.

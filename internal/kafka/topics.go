@@ -64,26 +64,51 @@ type Spec struct {
 	Compact bool
 }
 
-// Ensure creates the topics that do not exist yet. Existing topics are left
-// as they are (their partition count is not changed).
-func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) error {
+// Ensure creates the topics that do not exist yet, in one request per
+// distinct layout, and returns the names it created. Existing topics are
+// left as they are (their partition count is not changed).
+func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[string]bool, err error) {
+	type layout struct {
+		partitions int32
+		rf         int16
+		compact    bool
+		retention  time.Duration
+	}
+	groups := map[layout][]string{}
+	var order []layout
 	for _, s := range specs {
 		if err := CheckName(s.Name); err != nil {
-			return err
+			return nil, err
 		}
+		l := layout{s.Partitions, s.ReplicationFactor, s.Compact, s.Retention}
+		if _, ok := groups[l]; !ok {
+			order = append(order, l)
+		}
+		groups[l] = append(groups[l], s.Name)
+	}
+	created = map[string]bool{}
+	for _, l := range order {
 		cfg := map[string]*string{}
-		if s.Compact {
+		if l.compact {
 			cfg["cleanup.policy"] = kadm.StringPtr("compact")
-		} else if s.Retention > 0 {
-			cfg["retention.ms"] = kadm.StringPtr(strconv.FormatInt(s.Retention.Milliseconds(), 10))
+		} else if l.retention > 0 {
+			cfg["retention.ms"] = kadm.StringPtr(strconv.FormatInt(l.retention.Milliseconds(), 10))
 		}
-		res, err := adm.CreateTopic(ctx, s.Partitions, s.ReplicationFactor, cfg, s.Name)
-		if err == nil {
-			err = res.Err
+		res, err := adm.CreateTopics(ctx, l.partitions, l.rf, cfg, groups[l]...)
+		if err != nil {
+			return created, fmt.Errorf("create topics %v (%d partitions, replication %d): %w", groups[l], l.partitions, l.rf, err)
 		}
-		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("create topic %s (%d partitions, replication %d): %w", s.Name, s.Partitions, s.ReplicationFactor, err)
+		for _, name := range groups[l] {
+			r, ok := res[name]
+			switch {
+			case !ok:
+				return created, fmt.Errorf("create topic %s: no answer from the cluster", name)
+			case r.Err == nil:
+				created[name] = true
+			case !errors.Is(r.Err, kerr.TopicAlreadyExists):
+				return created, fmt.Errorf("create topic %s (%d partitions, replication %d): %w", name, l.partitions, l.rf, r.Err)
+			}
 		}
 	}
-	return nil
+	return created, nil
 }
