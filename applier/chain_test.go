@@ -41,7 +41,7 @@ func TestPlanChain(t *testing.T) {
 		skip      bool
 		acceptGap bool
 		outcome   Outcome
-		reason    string
+		reason    Reason
 		detail    []string // substrings of Detail
 		note      string   // wanted in the watermark's drparam.SkipKey(prev) parameter
 	}{
@@ -52,13 +52,13 @@ func TestPlanChain(t *testing.T) {
 		{name: "records lost before the event", ev: addP1(50, 45), state: withOrders(40), outcome: Halt, reason: ReasonChainBroken,
 			detail: []string{"CHAIN_BROKEN", "event 50 (ADD_PARTITION)", "before it is 45", "at event 40", "events 41..45", "--skip-event sales:45"}},
 		{name: "a lost-records event already applied is a no-op on re-drive", ev: addP1(50, 45), state: withOrders(60),
-			outcome: NoOp, reason: "already_applied"},
+			outcome: NoOp, reason: ReasonAlreadyApplied},
 		{name: "the operator accepted the loss", ev: addP1(50, 45), state: accepted(40, drparam.SkipKey(45)), acceptGap: true, outcome: Apply,
 			note: "accepted the loss of events 41..45 (CHAIN_BROKEN at event 50)"},
 		{name: "the operator skipped the event itself", ev: addP1(50, 45), state: withOrders(40), skip: true,
-			outcome: NoOp, reason: "skipped_by_operator"},
+			outcome: NoOp, reason: ReasonSkippedByOperator},
 		{name: "no DR database: a create starts afresh", ev: prevID(createDB(60, "sales"), 55), state: drState(), outcome: Apply},
-		{name: "no DR database: anything else halts as before", ev: addP1(60, 55), state: drState(), outcome: Halt, reason: "database_missing"},
+		{name: "no DR database: anything else halts as before", ev: addP1(60, 55), state: drState(), outcome: Halt, reason: ReasonDatabaseMissing},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := planChecked(t, Input{DB: "sales", Source: "src", Event: c.ev, Replica: c.state, Copies: copied(c.ev),
@@ -99,7 +99,7 @@ func TestPlanHeartbeat(t *testing.T) {
 		db      *hms.Database
 		accept  bool
 		outcome Outcome
-		reason  string
+		reason  Reason
 	}{
 		{name: "chain holds", hb: hb(40), db: drDB("sales", 40), outcome: NoOp},
 		{name: "position past the previous event", hb: hb(30), db: drDB("sales", 40), outcome: NoOp},
@@ -107,7 +107,7 @@ func TestPlanHeartbeat(t *testing.T) {
 		{name: "no DR database", hb: hb(45), db: nil, outcome: NoOp},
 		{name: "not a replica: events decide", hb: hb(45), db: userDB, outcome: NoOp},
 		{name: "records lost on a quiet topic", hb: hb(45), db: drDB("sales", 40), outcome: Halt, reason: ReasonChainBroken},
-		{name: "the operator accepted the loss", hb: hb(45), db: accepted, accept: true, outcome: Apply, reason: "gap_accepted"},
+		{name: "the operator accepted the loss", hb: hb(45), db: accepted, accept: true, outcome: Apply, reason: ReasonGapAccepted},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var before string
@@ -142,7 +142,7 @@ func TestPlanHeartbeat(t *testing.T) {
 			}
 		})
 	}
-	if !slices.Contains([]string{"heartbeat"}, PlanHeartbeat(HeartbeatInput{DB: "sales", Source: "src", Heartbeat: hb(1)}).Reason) {
+	if !slices.Contains([]Reason{ReasonHeartbeat}, PlanHeartbeat(HeartbeatInput{DB: "sales", Source: "src", Heartbeat: hb(1)}).Reason) {
 		t.Error("a no-op heartbeat has no reason")
 	}
 }
@@ -230,7 +230,7 @@ func TestApplierChainBroken(t *testing.T) {
 			t.Errorf("%s: %s=%q, want the request and %q", db, key, note, want)
 		}
 	}
-	if _, ok := r3.metric(t, "hivedr_applier_halted", map[string]string{"db": "a", "reason": ReasonChainBroken}); ok {
+	if _, ok := r3.metric(t, "hivedr_applier_halted", map[string]string{"db": "a", "reason": string(ReasonChainBroken)}); ok {
 		t.Error("a still reported halted")
 	}
 }
@@ -288,7 +288,7 @@ func TestPlanFilesUnderAnySpelling(t *testing.T) {
 	d := planChecked(t, Input{DB: "sales", Source: "src", Event: ev, Copies: gone,
 		Replica: drState(drDB("sales", 40), drTable(srcOrders, 10)), Policy: testPolicy{},
 		Later: []*schemas.Event{dropParts(51, srcOrders, srcP1)}})
-	if d.Outcome != NoOp || d.Reason != "superseded" {
+	if d.Outcome != NoOp || d.Reason != ReasonSuperseded {
 		t.Fatalf("decision %s %s (%s), want the partition left out (superseded)", d.Outcome, d.Reason, d.Detail)
 	}
 }

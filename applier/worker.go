@@ -123,7 +123,7 @@ func (w *worker) run() {
 			w.pop(it)
 			continue
 		case it.err != nil:
-			w.halt(ctx, nil, Decision{Outcome: Halt, Reason: "undecodable_record", Detail: it.err.Error()})
+			w.halt(ctx, nil, Decision{Outcome: Halt, Reason: ReasonUndecodableRecord, Detail: it.err.Error()})
 			return
 		case it.hb != nil:
 			if !w.heartbeat(ctx, it) {
@@ -195,14 +195,14 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 	ev := it.ev
 	var (
 		waitingSince time.Time // first wait on a copy that cannot succeed
-		waitReason   string
+		waitReason   Reason
 		waitStart    time.Time
 		backoff      = 500 * time.Millisecond
 	)
 	endWait := func() {
 		if waitReason != "" {
-			w.a.m.waiting.DeleteLabelValues(w.db, waitReason)
-			w.a.m.waitSeconds.WithLabelValues(w.db, waitReason).Add(time.Since(waitStart).Seconds())
+			w.a.m.waiting.DeleteLabelValues(w.db, string(waitReason))
+			w.a.m.waitSeconds.WithLabelValues(w.db, string(waitReason)).Add(time.Since(waitStart).Seconds())
 			waitReason = ""
 		}
 	}
@@ -216,7 +216,7 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 		if err != nil {
 			var refused *RefusedError
 			if errors.As(err, &refused) {
-				w.halt(ctx, ev, Decision{Outcome: Halt, Reason: "metastore_refused", Detail: err.Error()})
+				w.halt(ctx, ev, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused, Detail: err.Error()})
 				return false
 			}
 			w.log.Warn("apply failed; retrying", "event_id", ev.EventID, "type", ev.EventType, "err", err, "retry_in", backoff)
@@ -230,19 +230,19 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 		switch d.Outcome {
 		case Apply, NoOp:
 			endWait()
-			result := "applied"
+			result := ReasonApplied
 			if d.Outcome == NoOp {
 				result = d.Reason
 			} else {
-				w.a.m.applySeconds.WithLabelValues(ev.EventType).Observe(time.Since(start).Seconds())
+				w.a.m.applySeconds.WithLabelValues(string(ev.EventType)).Observe(time.Since(start).Seconds())
 				w.a.m.eventLag.WithLabelValues(w.db).Observe(time.Since(ev.EventTime).Seconds())
 			}
-			w.a.m.events.WithLabelValues(w.db, ev.EventType, result).Inc()
+			w.a.m.events.WithLabelValues(w.db, string(ev.EventType), string(result)).Inc()
 			w.a.m.lastID.WithLabelValues(w.db).Set(float64(ev.EventID))
 			w.a.m.lastTime.WithLabelValues(w.db).Set(float64(ev.EventTime.Unix()))
 			w.a.m.halted.DeletePartialMatch(map[string]string{"db": w.db})
 			lvl := slog.LevelDebug
-			if d.Detail != "" && d.Reason == "superseded" {
+			if d.Detail != "" && d.Reason == ReasonSuperseded {
 				lvl = slog.LevelInfo
 			}
 			w.log.Log(ctx, lvl, "event done", "event_id", ev.EventID, "type", ev.EventType, "result", result, "actions", len(d.Actions), "detail", d.Detail)
@@ -258,10 +258,10 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 				w.log.Info("event waits", "event_id", ev.EventID, "type", ev.EventType, "reason", d.Reason, "detail", d.Detail)
 			}
 			v := 1.0
-			if d.Reason == "waiting_for_files" {
+			if d.Reason == ReasonWaitingForFiles {
 				v = float64(len(d.WaitTasks))
 			}
-			w.a.m.waiting.WithLabelValues(w.db, d.Reason).Set(v)
+			w.a.m.waiting.WithLabelValues(w.db, string(d.Reason)).Set(v)
 			if d.Reason == ReasonSourceGone || d.Reason == ReasonCopyFailed {
 				if waitingSince.IsZero() {
 					waitingSince = time.Now()
@@ -304,7 +304,7 @@ func (w *worker) heartbeat(ctx context.Context, it *item) bool {
 		if err != nil {
 			var refused *RefusedError
 			if errors.As(err, &refused) {
-				w.halt(ctx, nil, Decision{Outcome: Halt, Reason: "metastore_refused", Detail: err.Error()})
+				w.halt(ctx, nil, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused, Detail: err.Error()})
 				return false
 			}
 			w.log.Warn("heartbeat check failed; retrying", "err", err, "retry_in", backoff)
@@ -450,9 +450,9 @@ func (w *worker) reconnect() {
 func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) {
 	id, typ := int64(0), "-"
 	if ev != nil {
-		id, typ = ev.EventID, ev.EventType
+		id, typ = ev.EventID, string(ev.EventType)
 	}
-	w.a.m.halted.WithLabelValues(w.db, d.Reason).Set(1)
+	w.a.m.halted.WithLabelValues(w.db, string(d.Reason)).Set(1)
 	attrs := []any{"event_id", id, "type", typ, "reason", d.Reason, "detail", d.Detail}
 	if ev != nil && d.Reason != ReasonChainBroken { // a broken chain's detail names the event to skip
 		attrs = append(attrs, "skip", fmt.Sprintf("--skip-event %s:%d", w.db, id))

@@ -301,7 +301,7 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 		if p.err != nil {
 			return p.err
 		}
-		t.m.eventsRead.WithLabelValues(ev.EventType).Inc()
+		t.m.eventsRead.WithLabelValues(string(ev.EventType)).Inc()
 		cp, cpTime = evs[i].EventID, ev.EventTime
 		if p.routed.Filtered != "" {
 			t.m.eventsFiltered.WithLabelValues(p.routed.Filtered, ev.Database).Inc()
@@ -320,7 +320,7 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 			jobs = append(jobs, encodeJob{rec: r, ev: ev, prev: next[db]})
 			recs = append(recs, r)
 			next[db] = ev.EventID
-			t.m.eventsPublished.WithLabelValues(ev.EventType, db).Inc()
+			t.m.eventsPublished.WithLabelValues(string(ev.EventType), db).Inc()
 		}
 		for j, task := range p.routed.Tasks {
 			// Keyed by target: tasks that write the same file (an INSERT

@@ -57,7 +57,7 @@ type memSource struct {
 	evs []hmslog.RawEvent
 }
 
-func (s *memSource) add(db, typ string) {
+func (s *memSource) add(db string, typ schemas.EventType) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := int64(len(s.evs) + 1)
@@ -202,13 +202,13 @@ func TestTailerResumesFromCheckpointWithoutDuplicates(t *testing.T) {
 		if i%3 == 0 {
 			db = "hr" // out of scope: filtered, but still moves the checkpoint
 		}
-		f.src.add(db, "CREATE_DATABASE")
+		f.src.add(db, schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 30); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 12; i++ {
-		f.src.add("sales", "CREATE_DATABASE")
+		f.src.add("sales", schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 42); err != nil {
 		t.Fatal(err)
@@ -228,13 +228,13 @@ func TestTailerResumesFromCheckpointWithoutDuplicates(t *testing.T) {
 func TestTailerStopsOnPurgedLog(t *testing.T) {
 	f := newFixture(t)
 	for i := 0; i < 10; i++ {
-		f.src.add("sales", "CREATE_DATABASE")
+		f.src.add("sales", schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 10); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 10; i++ {
-		f.src.add("sales", "CREATE_DATABASE")
+		f.src.add("sales", schemas.EventCreateDatabase)
 	}
 	f.src.purge(14) // events 11..14 are gone while the tailer is stopped
 	err := f.run(t, 20)
@@ -323,14 +323,14 @@ func TestTailerChainsEachTopic(t *testing.T) {
 		if i%3 == 0 {
 			db = "hr"
 		}
-		f.src.add(db, "CREATE_DATABASE")
+		f.src.add(db, schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 20); err != nil {
 		t.Fatal(err)
 	}
 	// A restart resumes each chain from the checkpoint.
 	for i := 0; i < 9; i++ {
-		f.src.add([]string{"sales", "hr", "sales"}[i%3], "CREATE_DATABASE")
+		f.src.add([]string{"sales", "hr", "sales"}[i%3], schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 29); err != nil {
 		t.Fatal(err)
@@ -345,7 +345,7 @@ func TestTailerChainsEachTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 6; i++ {
-		f.src.add([]string{"hr", "sales"}[i%2], "CREATE_DATABASE")
+		f.src.add([]string{"hr", "sales"}[i%2], schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 35); err != nil {
 		t.Fatal(err)
@@ -362,13 +362,13 @@ func TestTailerChainsEachTopic(t *testing.T) {
 func TestTailerRecordsChainBrokenInCheckpoint(t *testing.T) {
 	f := newFixture(t)
 	for i := 0; i < 5; i++ {
-		f.src.add("sales", "CREATE_DATABASE")
+		f.src.add("sales", schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 5); err != nil {
 		t.Fatal(err)
 	}
-	f.src.add("sales", "CREATE_DATABASE")
-	f.src.add("sales", "CREATE_DATABASE")
+	f.src.add("sales", schemas.EventCreateDatabase)
+	f.src.add("sales", schemas.EventCreateDatabase)
 	f.src.purge(6)
 	if err := f.run(t, 7); !errors.Is(err, ErrChainBroken) {
 		t.Fatalf("err = %v, want CHAIN_BROKEN", err)

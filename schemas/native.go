@@ -197,7 +197,7 @@ func eventToNative(e *Event) (map[string]any, error) {
 	return map[string]any{
 		"event_id":          e.EventID,
 		"event_time":        millis(e.EventTime),
-		"event_type":        e.EventType,
+		"event_type":        string(e.EventType),
 		"catalog":           e.Catalog,
 		"database":          nullableString(e.Database),
 		"table":             nullableString(e.Table),
@@ -756,7 +756,7 @@ func (d *decoder) event(m map[string]any) *Event {
 	e := &Event{
 		EventID:         d.long(m, "event_id", 0),
 		EventTime:       d.time(m, "event_time"),
-		EventType:       d.str(m, "event_type", ""),
+		EventType:       EventType(d.str(m, "event_type", "")),
 		Catalog:         d.str(m, "catalog", "hive"),
 		Database:        d.nullableStr(m, "database"),
 		Table:           d.nullableStr(m, "table"),

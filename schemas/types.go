@@ -11,7 +11,7 @@ import "time"
 type Event struct {
 	EventID       int64
 	EventTime     time.Time
-	EventType     string
+	EventType     EventType
 	Catalog       string
 	Database      string // "" encodes as null
 	Table         string // "" encodes as null

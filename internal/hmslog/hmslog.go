@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // RawEvent is one row of the source notification log, as a source (the
@@ -24,7 +25,7 @@ type RawEvent struct {
 	EventTime int64
 	// EventType is EVENT_TYPE as the metastore wrote it, e.g. CREATE_TABLE,
 	// ALLOC_WRITE_ID_EVENT.
-	EventType string
+	EventType schemas.EventType
 	// Catalog is CAT_NAME; empty when the row has none (transaction events).
 	Catalog string
 	// Database is DB_NAME; empty for events tied to no database (OPEN_TXN).

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // PostgresSource reads NOTIFICATION_LOG directly from the metastore's
@@ -52,10 +54,11 @@ func (s *PostgresSource) Next(ctx context.Context, after int64, max int) ([]RawE
 	for rows.Next() {
 		var e RawEvent
 		var t int32
-		if err := rows.Scan(&e.EventID, &t, &e.EventType, &e.Catalog, &e.Database, &e.Table, &e.MessageFormat, &e.Message); err != nil {
+		var typ string
+		if err := rows.Scan(&e.EventID, &t, &typ, &e.Catalog, &e.Database, &e.Table, &e.MessageFormat, &e.Message); err != nil {
 			return nil, fmt.Errorf("read NOTIFICATION_LOG row after %d: %w", after, err)
 		}
-		e.EventTime = int64(t)
+		e.EventTime, e.EventType = int64(t), schemas.EventType(typ)
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // ThriftSource reads the log with get_next_notification. It reconnects on
@@ -72,7 +73,7 @@ func (s *ThriftSource) Next(ctx context.Context, after int64, max int) ([]RawEve
 		out = append(out, RawEvent{
 			EventID:       e.EventId,
 			EventTime:     int64(e.EventTime),
-			EventType:     e.EventType,
+			EventType:     schemas.EventType(e.EventType),
 			Catalog:       deref(e.CatName),
 			Database:      deref(e.DbName),
 			Table:         deref(e.TableName),
