@@ -7,30 +7,6 @@ import (
 	"github.com/beltran/gohive/hive_metastore"
 )
 
-// Parameters the applier keeps on DR objects.
-const (
-	// ParamLastID, on a DR database, table or partition, is the source
-	// event ID that last changed it (Hive's own REPL key, so `REPL STATUS`
-	// reads a DR database's position). An event at or below the stamp of
-	// what it touches is a no-op: that is what makes re-drive idempotent.
-	ParamLastID = "repl.last.id"
-	// ParamTarget marks a DR database as a replication target (Hive's
-	// key), with the value TargetMark(source). The applier refuses to
-	// write into a database without that value, so neither a user's
-	// database of the same name on the DR site nor another pipeline's
-	// replica is ever overwritten.
-	ParamTarget = "repl.target.for"
-	// ParamHalted, on a DR database, says why its worker halted: event ID,
-	// type and reason. `hivedr status` shows it; a successful apply clears it.
-	ParamHalted = "hivedr.halted"
-	// ParamSkippedPrefix + event ID records an operator's --skip-event:
-	// who skipped the event, when, and what it was.
-	ParamSkippedPrefix = "hivedr.skipped."
-)
-
-// TargetMark is the value of ParamTarget on the replicas of source.
-func TargetMark(source string) string { return "hivedr:" + source }
-
 // Action is one change to the DR metastore or DR files. Executors run a
 // Decision's actions in order; each is idempotent on its own.
 type Action interface {

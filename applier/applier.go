@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/state"
 	"github.com/hivedr/hivedr/schemas"
@@ -158,13 +159,13 @@ func (a *Applier) recordSkips(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("--skip-event %s:%d: DR database %s: %w", s.DB, s.EventID, s.DB, err)
 		}
-		if db.Parameters[ParamTarget] != TargetMark(a.cfg.Source) {
-			return fmt.Errorf("--skip-event %s:%d: DR database %s is not a replication target of this pipeline (%s=%q)", s.DB, s.EventID, s.DB, ParamTarget, db.Parameters[ParamTarget])
+		if db.Parameters[drparam.Target] != drparam.TargetMark(a.cfg.Source) {
+			return fmt.Errorf("--skip-event %s:%d: DR database %s is not a replication target of this pipeline (%s=%q)", s.DB, s.EventID, s.DB, drparam.Target, db.Parameters[drparam.Target])
 		}
 		if stamp(db.Parameters) >= s.EventID {
 			return fmt.Errorf("--skip-event %s:%d: DR database %s is already at event %d", s.DB, s.EventID, s.DB, stamp(db.Parameters))
 		}
-		db.Parameters[SkipKey(s.EventID)] = fmt.Sprintf("requested by %s at %s", a.cfg.Operator, time.Now().UTC().Format(time.RFC3339))
+		db.Parameters[drparam.SkipKey(s.EventID)] = fmt.Sprintf("requested by %s at %s", a.cfg.Operator, time.Now().UTC().Format(time.RFC3339))
 		if err := ms.AlterDatabase(ctx, s.DB, db); err != nil {
 			return fmt.Errorf("--skip-event %s:%d: record it on the DR database: %w", s.DB, s.EventID, err)
 		}

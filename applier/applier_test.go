@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/state"
 	"github.com/hivedr/hivedr/schemas"
@@ -786,16 +787,16 @@ func (f *kfix) waitMark(db string, id int64) {
 
 // waitHalted waits until db's worker has halted for reason: the metric
 // says so and the DR database carries the note.
-func (f *kfix) waitHalted(r *running, db, reason string) {
+func (f *kfix) waitHalted(r *running, db string, reason Reason) {
 	f.t.Helper()
-	waitFor(f.t, db+" halted ("+reason+")", func() (bool, string) {
-		v, _ := r.metric(f.t, "hivedr_applier_halted", map[string]string{"db": db, "reason": reason})
+	waitFor(f.t, db+" halted ("+string(reason)+")", func() (bool, string) {
+		v, _ := r.metric(f.t, "hivedr_applier_halted", map[string]string{"db": db, "reason": string(reason)})
 		d := f.ms.db(db)
 		note := ""
 		if d != nil {
-			note = d.Parameters[ParamHalted]
+			note = d.Parameters[drparam.Halted]
 		}
-		return v == 1 && strings.Contains(note, reason), fmt.Sprintf("metric %v, %s=%q", v, ParamHalted, note)
+		return v == 1 && strings.Contains(note, string(reason)), fmt.Sprintf("metric %v, %s=%q", v, drparam.Halted, note)
 	})
 }
 
@@ -806,7 +807,7 @@ func (f *kfix) waitHalted(r *running, db, reason string) {
 func (f *kfix) waitWaiting(r *running, db string, mark int64) {
 	f.t.Helper()
 	waitFor(f.t, fmt.Sprintf("%s waiting for files after event %d", db, mark), func() (bool, string) {
-		_, ok := r.metric(f.t, "hivedr_applier_waiting", map[string]string{"db": db, "reason": "waiting_for_files"})
+		_, ok := r.metric(f.t, "hivedr_applier_waiting", map[string]string{"db": db, "reason": string(ReasonWaitingForFiles)})
 		m := f.ms.mark(db)
 		return ok && m == mark, fmt.Sprintf("waiting %v, DR database at %d", ok, m)
 	})
@@ -910,8 +911,8 @@ func TestApplierOrderAndCheckpoint(t *testing.T) {
 			t.Errorf("partition %s.%s [%s]: %s, want it at event %d", p.db, p.table, p.values, js(got), p.stamp)
 		}
 	}
-	if got := f.ms.db("a").Parameters[ParamTarget]; got != TargetMark("src") {
-		t.Errorf("DR database a: %s=%q", ParamTarget, got)
+	if got := f.ms.db("a").Parameters[drparam.Target]; got != drparam.TargetMark("src") {
+		t.Errorf("DR database a: %s=%q", drparam.Target, got)
 	}
 }
 
@@ -946,7 +947,7 @@ func TestApplierWaitsForData(t *testing.T) {
 	// Event 4 has one file of three: it waits (for 2 files: event 3
 	// waited for 1), and so does event 5.
 	waitFor(t, "event 4 waiting for two files", func() (bool, string) {
-		v, _ := r.metric(t, "hivedr_applier_waiting", map[string]string{"db": "a", "reason": "waiting_for_files"})
+		v, _ := r.metric(t, "hivedr_applier_waiting", map[string]string{"db": "a", "reason": string(ReasonWaitingForFiles)})
 		return v == 2, fmt.Sprintf("waiting for %v files, DR database at %d", v, f.ms.mark("a"))
 	})
 	if m, p := f.ms.mark("a"), f.ms.part("a", "t", "1"); m != 3 || stamp(p.Parameters) != 3 {
@@ -958,7 +959,7 @@ func TestApplierWaitsForData(t *testing.T) {
 	if p := f.ms.part("a", "t", "1"); stamp(p.Parameters) != 4 {
 		t.Errorf("partition after event 4's files were copied: %s", js(p))
 	}
-	if _, ok := r.metric(t, "hivedr_applier_waiting", map[string]string{"db": "a", "reason": "waiting_for_files"}); ok {
+	if _, ok := r.metric(t, "hivedr_applier_waiting", map[string]string{"db": "a", "reason": string(ReasonWaitingForFiles)}); ok {
 		t.Error("hivedr_applier_waiting still set once nothing waits")
 	}
 }
@@ -989,8 +990,8 @@ func TestApplierHaltIsPerDatabase(t *testing.T) {
 	if m := f.ms.mark("a"); m != 3 {
 		t.Errorf("DR database a at event %d; it halted at event 5", m)
 	}
-	if note := f.ms.db("a").Parameters[ParamHalted]; !strings.Contains(note, "event 5") || !strings.Contains(note, "bad JSON") {
-		t.Errorf("%s=%q does not name event 5 and its error", ParamHalted, note)
+	if note := f.ms.db("a").Parameters[drparam.Halted]; !strings.Contains(note, "event 5") || !strings.Contains(note, "bad JSON") {
+		t.Errorf("%s=%q does not name event 5 and its error", drparam.Halted, note)
 	}
 	if _, ok := r.metric(t, "hivedr_applier_halted", map[string]string{"db": "b", "reason": "decode"}); ok {
 		t.Error("database b is reported halted")
@@ -1017,7 +1018,7 @@ func TestApplierHaltsOnUndecodableRecord(t *testing.T) {
 	r := f.start("g", t.TempDir(), nil)
 
 	f.waitMark("b", 4)
-	f.waitHalted(r, "a", "undecodable_record")
+	f.waitHalted(r, "a", ReasonUndecodableRecord)
 	if m := f.ms.mark("a"); m != 1 {
 		t.Errorf("DR database a at event %d, past the undecodable record", m)
 	}
@@ -1077,7 +1078,7 @@ func TestApplierResumes(t *testing.T) {
 	if n := r2.sum(t, "hivedr_applier_events_total", nil); n != 7 {
 		t.Errorf("the second applier handled %v events, want 7 (a's 11, 13, 15 and b's 10, 12, 14, 16)", n)
 	}
-	if n := r2.sum(t, "hivedr_applier_events_total", map[string]string{"result": "already_applied"}); n != 0 {
+	if n := r2.sum(t, "hivedr_applier_events_total", map[string]string{"result": string(ReasonAlreadyApplied)}); n != 0 {
 		t.Errorf("the second applier found %v events already applied: it did not resume from the committed offsets", n)
 	}
 	// It read back the completion published before the stop.
@@ -1110,7 +1111,7 @@ func TestApplierSkipsEvent(t *testing.T) {
 	)
 	f.publishAll(4, evs)
 	r1 := f.start("g", t.TempDir(), nil)
-	f.waitHalted(r1, "a", "unknown_event_type")
+	f.waitHalted(r1, "a", ReasonUnknownEventType)
 	r1.stop(t)
 
 	r2 := f.start("g", t.TempDir(), func(c *Config) {
@@ -1119,14 +1120,14 @@ func TestApplierSkipsEvent(t *testing.T) {
 	})
 	f.waitMark("a", 4)
 	params := f.ms.db("a").Parameters
-	note := params[ParamSkippedPrefix+"3"]
+	note := params[drparam.SkippedPrefix+"3"]
 	if !strings.Contains(note, "requested by op@host") || !strings.Contains(note, "skipped ALTER_TABLE event 3") {
-		t.Errorf("%s3=%q does not say who skipped what", ParamSkippedPrefix, note)
+		t.Errorf("%s3=%q does not say who skipped what", drparam.SkippedPrefix, note)
 	}
-	if h, ok := params[ParamHalted]; ok {
-		t.Errorf("%s=%q still set after the database went on", ParamHalted, h)
+	if h, ok := params[drparam.Halted]; ok {
+		t.Errorf("%s=%q still set after the database went on", drparam.Halted, h)
 	}
-	if got := r2.sum(t, "hivedr_applier_events_total", map[string]string{"db": "a", "result": "skipped_by_operator"}); got != 1 {
+	if got := r2.sum(t, "hivedr_applier_events_total", map[string]string{"db": "a", "result": string(ReasonSkippedByOperator)}); got != 1 {
 		t.Errorf("%v events counted skipped_by_operator, want 1", got)
 	}
 	// Event 3 changed nothing but the watermark; event 4 was applied.
@@ -1142,7 +1143,7 @@ func TestApplierSkipsEvent(t *testing.T) {
 	if got, want := f.ms.marksOf("a"), []int64{1, 2, 3, 4}; !slices.Equal(got, want) {
 		t.Errorf("DR repl.last.id moved through %v, want %v", got, want)
 	}
-	if _, ok := r2.metric(t, "hivedr_applier_halted", map[string]string{"db": "a", "reason": "unknown_event_type"}); ok {
+	if _, ok := r2.metric(t, "hivedr_applier_halted", map[string]string{"db": "a", "reason": string(ReasonUnknownEventType)}); ok {
 		t.Error("the second applier reports a halted")
 	}
 }

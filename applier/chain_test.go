@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -40,9 +41,9 @@ func TestPlanChain(t *testing.T) {
 		skip      bool
 		acceptGap bool
 		outcome   Outcome
-		reason    string
+		reason    Reason
 		detail    []string // substrings of Detail
-		note      string   // wanted in the watermark's SkipKey(prev) parameter
+		note      string   // wanted in the watermark's drparam.SkipKey(prev) parameter
 	}{
 		{name: "previous event applied", ev: addP1(50, 40), state: withOrders(40), outcome: Apply},
 		{name: "position moved past the previous event (cross-database handshake)", ev: addP1(50, 30), state: withOrders(49), outcome: Apply},
@@ -51,13 +52,13 @@ func TestPlanChain(t *testing.T) {
 		{name: "records lost before the event", ev: addP1(50, 45), state: withOrders(40), outcome: Halt, reason: ReasonChainBroken,
 			detail: []string{"CHAIN_BROKEN", "event 50 (ADD_PARTITION)", "before it is 45", "at event 40", "events 41..45", "--skip-event sales:45"}},
 		{name: "a lost-records event already applied is a no-op on re-drive", ev: addP1(50, 45), state: withOrders(60),
-			outcome: NoOp, reason: "already_applied"},
-		{name: "the operator accepted the loss", ev: addP1(50, 45), state: accepted(40, SkipKey(45)), acceptGap: true, outcome: Apply,
+			outcome: NoOp, reason: ReasonAlreadyApplied},
+		{name: "the operator accepted the loss", ev: addP1(50, 45), state: accepted(40, drparam.SkipKey(45)), acceptGap: true, outcome: Apply,
 			note: "accepted the loss of events 41..45 (CHAIN_BROKEN at event 50)"},
 		{name: "the operator skipped the event itself", ev: addP1(50, 45), state: withOrders(40), skip: true,
-			outcome: NoOp, reason: "skipped_by_operator"},
+			outcome: NoOp, reason: ReasonSkippedByOperator},
 		{name: "no DR database: a create starts afresh", ev: prevID(createDB(60, "sales"), 55), state: drState(), outcome: Apply},
-		{name: "no DR database: anything else halts as before", ev: addP1(60, 55), state: drState(), outcome: Halt, reason: "database_missing"},
+		{name: "no DR database: anything else halts as before", ev: addP1(60, 55), state: drState(), outcome: Halt, reason: ReasonDatabaseMissing},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := planChecked(t, Input{DB: "sales", Source: "src", Event: c.ev, Replica: c.state, Copies: copied(c.ev),
@@ -77,7 +78,7 @@ func TestPlanChain(t *testing.T) {
 			if !ok {
 				t.Fatalf("last action %s, want the watermark", d.Actions[len(d.Actions)-1])
 			}
-			if got := w.DB.Parameters[SkipKey(*c.ev.PreviousEventID)]; !strings.Contains(got, c.note) || !strings.HasPrefix(got, "requested by") {
+			if got := w.DB.Parameters[drparam.SkipKey(*c.ev.PreviousEventID)]; !strings.Contains(got, c.note) || !strings.HasPrefix(got, "requested by") {
 				t.Errorf("skip record %q, want the request followed by %q", got, c.note)
 			}
 		})
@@ -88,17 +89,17 @@ func TestPlanHeartbeat(t *testing.T) {
 	hb := func(prev int64) *schemas.Heartbeat {
 		return &schemas.Heartbeat{Database: "sales", ScannedEventID: 90, PreviousEventID: &prev}
 	}
-	userDB := &hms.Database{Name: "sales", Parameters: map[string]string{ParamLastID: "1"}}
+	userDB := &hms.Database{Name: "sales", Parameters: map[string]string{drparam.LastID: "1"}}
 	accepted := drDB("sales", 40)
-	accepted.Parameters[SkipKey(45)] = "requested by ops@host"
-	accepted.Parameters[ParamHalted] = "event 0 -: chain_broken: ..."
+	accepted.Parameters[drparam.SkipKey(45)] = "requested by ops@host"
+	accepted.Parameters[drparam.Halted] = "event 0 -: chain_broken: ..."
 	for _, c := range []struct {
 		name    string
 		hb      *schemas.Heartbeat
 		db      *hms.Database
 		accept  bool
 		outcome Outcome
-		reason  string
+		reason  Reason
 	}{
 		{name: "chain holds", hb: hb(40), db: drDB("sales", 40), outcome: NoOp},
 		{name: "position past the previous event", hb: hb(30), db: drDB("sales", 40), outcome: NoOp},
@@ -106,7 +107,7 @@ func TestPlanHeartbeat(t *testing.T) {
 		{name: "no DR database", hb: hb(45), db: nil, outcome: NoOp},
 		{name: "not a replica: events decide", hb: hb(45), db: userDB, outcome: NoOp},
 		{name: "records lost on a quiet topic", hb: hb(45), db: drDB("sales", 40), outcome: Halt, reason: ReasonChainBroken},
-		{name: "the operator accepted the loss", hb: hb(45), db: accepted, accept: true, outcome: Apply, reason: "gap_accepted"},
+		{name: "the operator accepted the loss", hb: hb(45), db: accepted, accept: true, outcome: Apply, reason: ReasonGapAccepted},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var before string
@@ -131,7 +132,7 @@ func TestPlanHeartbeat(t *testing.T) {
 					t.Fatalf("actions %v, want only the watermark", actionNames(d.Actions))
 				}
 				p := w.DB.Parameters
-				if p[ParamLastID] != "45" || p[ParamHalted] != "" || !strings.Contains(p[SkipKey(45)], "accepted the loss of events 41..45") {
+				if p[drparam.LastID] != "45" || p[drparam.Halted] != "" || !strings.Contains(p[drparam.SkipKey(45)], "accepted the loss of events 41..45") {
 					t.Errorf("watermark parameters %v", p)
 				}
 			default:
@@ -141,7 +142,7 @@ func TestPlanHeartbeat(t *testing.T) {
 			}
 		})
 	}
-	if !slices.Contains([]string{"heartbeat"}, PlanHeartbeat(HeartbeatInput{DB: "sales", Source: "src", Heartbeat: hb(1)}).Reason) {
+	if !slices.Contains([]Reason{ReasonHeartbeat}, PlanHeartbeat(HeartbeatInput{DB: "sales", Source: "src", Heartbeat: hb(1)}).Reason) {
 		t.Error("a no-op heartbeat has no reason")
 	}
 }
@@ -207,9 +208,9 @@ func TestApplierChainBroken(t *testing.T) {
 	f.waitHalted(r2, "b", ReasonChainBroken)
 	for db, want := range map[string]string{"a": "event 7 (ALTER_TABLE) says the event published to the topic before it is 5",
 		"b": "a heartbeat says the event published to the topic before it is 6"} {
-		note := f.ms.db(db).Parameters[ParamHalted]
+		note := f.ms.db(db).Parameters[drparam.Halted]
 		if !strings.Contains(note, want) || !strings.Contains(note, "CHAIN_BROKEN") {
-			t.Errorf("%s: %s=%q, want it to say %q", db, ParamHalted, note, want)
+			t.Errorf("%s: %s=%q, want it to say %q", db, drparam.Halted, note, want)
 		}
 	}
 	if f.ms.mark("a") != 3 || f.ms.mark("b") != 4 {
@@ -224,12 +225,12 @@ func TestApplierChainBroken(t *testing.T) {
 	f.waitMark("a", 7) // event 7 applied over the accepted gap
 	f.waitMark("b", 6) // the heartbeat moved b past its accepted gap
 	for db, want := range map[string]string{"a": "accepted the loss of events 4..5", "b": "accepted the loss of events 5..6"} {
-		key := SkipKey(map[string]int64{"a": 5, "b": 6}[db])
+		key := drparam.SkipKey(map[string]int64{"a": 5, "b": 6}[db])
 		if note := f.ms.db(db).Parameters[key]; !strings.Contains(note, "requested by op@host") || !strings.Contains(note, want) {
 			t.Errorf("%s: %s=%q, want the request and %q", db, key, note, want)
 		}
 	}
-	if _, ok := r3.metric(t, "hivedr_applier_halted", map[string]string{"db": "a", "reason": ReasonChainBroken}); ok {
+	if _, ok := r3.metric(t, "hivedr_applier_halted", map[string]string{"db": "a", "reason": string(ReasonChainBroken)}); ok {
 		t.Error("a still reported halted")
 	}
 }
@@ -287,7 +288,7 @@ func TestPlanFilesUnderAnySpelling(t *testing.T) {
 	d := planChecked(t, Input{DB: "sales", Source: "src", Event: ev, Copies: gone,
 		Replica: drState(drDB("sales", 40), drTable(srcOrders, 10)), Policy: testPolicy{},
 		Later: []*schemas.Event{dropParts(51, srcOrders, srcP1)}})
-	if d.Outcome != NoOp || d.Reason != "superseded" {
+	if d.Outcome != NoOp || d.Reason != ReasonSuperseded {
 		t.Fatalf("decision %s %s (%s), want the partition left out (superseded)", d.Outcome, d.Reason, d.Detail)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/beltran/gohive/hive_metastore"
 
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -116,17 +117,6 @@ func (o Outcome) String() string {
 	return "outcome(" + strconv.Itoa(int(o)) + ")"
 }
 
-// Wait reasons that turn into a halt when they last (see Config.HaltAfter):
-// nothing but an operator will change them.
-const (
-	ReasonSourceGone = "source_gone"
-	ReasonCopyFailed = "copy_failed"
-)
-
-// ReasonChainBroken halts a database whose topic lost records: see
-// CheckChain.
-const ReasonChainBroken = "chain_broken"
-
 // CheckChain is the applier's half of the per-topic chain (guarantee 2 as
 // a consumer sees it). A record of db's topic that names prev as the
 // event published to the topic before it, read while the DR database is
@@ -161,9 +151,8 @@ func CheckChain(db, record string, prev *int64, cur *hive_metastore.Database) (D
 // Decision is Plan's answer.
 type Decision struct {
 	Outcome Outcome
-	// Reason is a short label (metrics, status): already_applied,
-	// waiting_for_files, decode, missing_object, ...
-	Reason string
+	// Reason is a short label (metrics, hivedr.halted): see Reason.
+	Reason Reason
 	// Detail says it for a human, naming the objects and values.
 	Detail  string
 	Actions []Action
@@ -249,20 +238,20 @@ func Plan(in Input) Decision {
 	p := planner{in: in, ev: ev, db: strings.ToLower(in.DB)}
 	cur := in.Replica.Databases[p.db]
 	if cur != nil && stamp(cur.Parameters) >= ev.EventID {
-		return Decision{Outcome: NoOp, Reason: "already_applied",
+		return Decision{Outcome: NoOp, Reason: ReasonAlreadyApplied,
 			Detail: fmt.Sprintf("DR database %s is at event %d", p.db, stamp(cur.Parameters))}
 	}
-	if cur != nil && cur.Parameters[ParamTarget] != TargetMark(in.Source) {
-		if got := cur.Parameters[ParamTarget]; got != "" {
-			return halt("not_a_replica", "DR database %s is the replication target of %s=%s, not of this pipeline (%s): refusing to write into it",
-				p.db, ParamTarget, got, TargetMark(in.Source))
+	if cur != nil && cur.Parameters[drparam.Target] != drparam.TargetMark(in.Source) {
+		if got := cur.Parameters[drparam.Target]; got != "" {
+			return halt(ReasonNotAReplica, "DR database %s is the replication target of %s=%s, not of this pipeline (%s): refusing to write into it",
+				p.db, drparam.Target, got, drparam.TargetMark(in.Source))
 		}
-		return halt("not_a_replica", "DR database %s exists but is not a replication target (no %s parameter): refusing to write into it", p.db, ParamTarget)
+		return halt(ReasonNotAReplica, "DR database %s exists but is not a replication target (no %s parameter): refusing to write into it", p.db, drparam.Target)
 	}
 	if in.Skip {
 		// Skipping still moves the watermark (and carries the skip note
 		// the worker adds), like any other no-op.
-		d := p.noop("skipped_by_operator", "event skipped by an operator (see %s%d on the DR database)", ParamSkippedPrefix, ev.EventID)
+		d := p.noop(ReasonSkippedByOperator, "event skipped by an operator (see %s%d on the DR database)", drparam.SkippedPrefix, ev.EventID)
 		if w := p.watermark(nil); w != nil {
 			d.Actions = append(d.Actions, w)
 		}
@@ -284,19 +273,19 @@ func Plan(in Input) Decision {
 		if e.Path != "" && !strings.Contains(d, e.Path) {
 			d += " (path " + e.Path + ")"
 		}
-		return halt(strings.ToLower(string(e.Kind)), "the tailer could not decode or route this event: %s", d)
+		return halt(errorReason(e.Kind), "the tailer could not decode or route this event: %s", d)
 	}
-	if cur == nil && ev.EventType == "DROP_DATABASE" {
+	if cur == nil && ev.EventType == schemas.EventDropDatabase {
 		// Dropped already (a crash after the drop, before the offset
 		// commit): the drop leaves no watermark to say so.
-		return p.noop("already_applied", "DR database %s does not exist", p.db)
+		return p.noop(ReasonAlreadyApplied, "DR database %s does not exist", p.db)
 	}
-	if cur == nil && ev.EventType != "CREATE_DATABASE" {
+	if cur == nil && ev.EventType != schemas.EventCreateDatabase {
 		if s := p.supersededBy(objKey{db: p.db}); s != nil {
-			return Decision{Outcome: NoOp, Reason: "superseded",
+			return Decision{Outcome: NoOp, Reason: ReasonSuperseded,
 				Detail: fmt.Sprintf("DR database %s does not exist and event %d (%s) drops it", p.db, s.EventID, s.EventType)}
 		}
-		return halt("database_missing", "DR database %s does not exist: replicate it from its CREATE_DATABASE event or bootstrap it", p.db)
+		return halt(ReasonDatabaseMissing, "DR database %s does not exist: replicate it from its CREATE_DATABASE event or bootstrap it", p.db)
 	}
 	d := p.plan()
 	if d.Outcome == Apply || d.Outcome == NoOp {
@@ -304,15 +293,11 @@ func Plan(in Input) Decision {
 			d.Actions = append(d.Actions, w)
 		}
 		if gap != "" {
-			AppendNote(d.Actions, p.db, SkipKey(*ev.PreviousEventID), gap)
+			AppendNote(d.Actions, p.db, drparam.SkipKey(*ev.PreviousEventID), gap)
 		}
 	}
 	return d
 }
-
-// SkipKey is the DR database parameter that records an operator's
-// --skip-event of event id.
-func SkipKey(id int64) string { return ParamSkippedPrefix + strconv.FormatInt(id, 10) }
 
 // AppendNote adds text to parameter key of db in the actions that write
 // db's definition (its watermark among them), so the note lands with
@@ -363,25 +348,25 @@ type HeartbeatInput struct {
 // heartbeats, so its replica age cannot look fresh over lost events.
 func PlanHeartbeat(in HeartbeatInput) Decision {
 	db, cur := strings.ToLower(in.DB), in.Replica
-	if cur == nil || cur.Parameters[ParamTarget] != TargetMark(in.Source) {
-		return Decision{Outcome: NoOp, Reason: "heartbeat"} // events decide what to do with such a database
+	if cur == nil || cur.Parameters[drparam.Target] != drparam.TargetMark(in.Source) {
+		return Decision{Outcome: NoOp, Reason: ReasonHeartbeat} // events decide what to do with such a database
 	}
 	d, broken := CheckChain(db, "a heartbeat", in.Heartbeat.PreviousEventID, cur)
 	switch {
 	case !broken:
-		return Decision{Outcome: NoOp, Reason: "heartbeat"}
+		return Decision{Outcome: NoOp, Reason: ReasonHeartbeat}
 	case !in.AcceptGap:
 		return d
 	}
 	prev := *in.Heartbeat.PreviousEventID
 	next := *cur
 	next.Parameters = copyParams(cur.Parameters)
-	next.Parameters[ParamLastID] = strconv.FormatInt(prev, 10)
-	delete(next.Parameters, ParamHalted)
+	next.Parameters[drparam.LastID] = strconv.FormatInt(prev, 10)
+	delete(next.Parameters, drparam.Halted)
 	note := fmt.Sprintf("accepted the loss of events %d..%d (CHAIN_BROKEN at a heartbeat)", stamp(cur.Parameters)+1, prev)
 	actions := []Action{AlterDatabase{Name: db, DB: &next}}
-	AppendNote(actions, db, SkipKey(prev), note)
-	return Decision{Outcome: Apply, Reason: "gap_accepted", Actions: actions, Detail: note}
+	AppendNote(actions, db, drparam.SkipKey(prev), note)
+	return Decision{Outcome: Apply, Reason: ReasonGapAccepted, Actions: actions, Detail: note}
 }
 
 type planner struct {
@@ -390,87 +375,94 @@ type planner struct {
 	db string
 }
 
-func halt(reason, format string, args ...any) Decision {
+func halt(reason Reason, format string, args ...any) Decision {
 	return Decision{Outcome: Halt, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
 
-func (p *planner) noop(reason, format string, args ...any) Decision {
+func (p *planner) noop(reason Reason, format string, args ...any) Decision {
 	return Decision{Outcome: NoOp, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
 
 func apply(actions ...Action) Decision {
-	return Decision{Outcome: Apply, Reason: "applied", Actions: actions}
+	return Decision{Outcome: Apply, Reason: ReasonApplied, Actions: actions}
 }
 
 // Event types the replica has nothing to do for, by reason. They still
 // advance the database's repl.last.id and are counted by type.
-var notReplicated = map[string]string{
-	"UPDATE_TBL_COL_STAT_EVENT": "column_stats", "UPDATE_TABLE_COLUMN_STAT": "column_stats",
-	"DELETE_TBL_COL_STAT_EVENT": "column_stats", "DELETE_TABLE_COLUMN_STAT": "column_stats",
-	"UPDATE_PART_COL_STAT_EVENT": "column_stats", "UPDATE_PARTITION_COLUMN_STAT": "column_stats",
-	"DELETE_PART_COL_STAT_EVENT": "column_stats", "DELETE_PARTITION_COLUMN_STAT": "column_stats",
-	"UPDATE_PART_COL_STAT_EVENT_BATCH": "column_stats", "UPDATE_PARTITION_COLUMN_STAT_BATCH": "column_stats",
-	"CREATE_FUNCTION": "functions", "DROP_FUNCTION": "functions",
-	"ADD_PRIMARYKEY": "constraints", "ADD_FOREIGNKEY": "constraints", "ADD_UNIQUECONSTRAINT": "constraints",
-	"ADD_NOTNULLCONSTRAINT": "constraints", "ADD_DEFAULTCONSTRAINT": "constraints",
-	"ADD_CHECKCONSTRAINT": "constraints", "DROP_CONSTRAINT": "constraints",
-	"RELOAD": "reload", "COMMIT_COMPACTION_EVENT": "compaction", "COMMIT_COMPACTION": "compaction",
+var notReplicated = map[schemas.EventType]Reason{
+	schemas.EventUpdateTableColStat:          ReasonNotReplicatedColumnStats,
+	schemas.EventDeleteTableColStat:          ReasonNotReplicatedColumnStats,
+	schemas.EventUpdatePartitionColStat:      ReasonNotReplicatedColumnStats,
+	schemas.EventDeletePartitionColStat:      ReasonNotReplicatedColumnStats,
+	schemas.EventUpdatePartitionColStatBatch: ReasonNotReplicatedColumnStats,
+	schemas.EventCreateFunction:              ReasonNotReplicatedFunctions,
+	schemas.EventDropFunction:                ReasonNotReplicatedFunctions,
+	schemas.EventAddPrimaryKey:               ReasonNotReplicatedConstraints,
+	schemas.EventAddForeignKey:               ReasonNotReplicatedConstraints,
+	schemas.EventAddUniqueConstraint:         ReasonNotReplicatedConstraints,
+	schemas.EventAddNotNullConstraint:        ReasonNotReplicatedConstraints,
+	schemas.EventAddDefaultConstraint:        ReasonNotReplicatedConstraints,
+	schemas.EventAddCheckConstraint:          ReasonNotReplicatedConstraints,
+	schemas.EventDropConstraint:              ReasonNotReplicatedConstraints,
+	schemas.EventReload:                      ReasonNotReplicatedReload,
+	schemas.EventCommitCompaction:            ReasonNotReplicatedCompaction,
 }
 
 func (p *planner) plan() Decision {
 	ev := p.ev
-	switch ev.EventType {
-	case "CREATE_DATABASE", "ALTER_DATABASE":
+	typ := ev.EventType.Canonical()
+	switch typ {
+	case schemas.EventCreateDatabase, schemas.EventAlterDatabase:
 		c, ok := ev.Payload.(*schemas.DatabaseChange)
 		if !ok || c.After == nil {
 			return p.noPayload()
 		}
 		return p.putDatabase(c.After)
-	case "DROP_DATABASE":
+	case schemas.EventDropDatabase:
 		return apply(DropDatabase{Name: p.db})
-	case "CREATE_TABLE", "ALTER_TABLE", "DROP_TABLE":
+	case schemas.EventCreateTable, schemas.EventAlterTable, schemas.EventDropTable:
 		c, ok := ev.Payload.(*schemas.TableChange)
 		if !ok {
 			return p.noPayload()
 		}
 		switch {
-		case ev.EventType == "CREATE_TABLE" && c.After != nil:
+		case ev.EventType == schemas.EventCreateTable && c.After != nil:
 			return p.createTable(c.After)
-		case ev.EventType == "DROP_TABLE" && c.Before != nil:
+		case ev.EventType == schemas.EventDropTable && c.Before != nil:
 			return p.dropTable(c.Before)
-		case ev.EventType == "ALTER_TABLE" && c.Before != nil && c.After != nil:
+		case ev.EventType == schemas.EventAlterTable && c.Before != nil && c.After != nil:
 			return p.alterTable(c)
 		}
 		return p.noPayload()
-	case "ADD_PARTITION", "ALTER_PARTITION", "ALTER_PARTITIONS", "DROP_PARTITION":
+	case schemas.EventAddPartition, schemas.EventAlterPartition, schemas.EventAlterPartitions, schemas.EventDropPartition:
 		c, ok := ev.Payload.(*schemas.PartitionChange)
 		if !ok {
 			return p.noPayload()
 		}
 		return p.partitions(c)
-	case "INSERT":
+	case schemas.EventInsert:
 		c, ok := ev.Payload.(*schemas.InsertData)
 		if !ok {
 			return p.noPayload()
 		}
 		return p.insert(c)
-	case "OPEN_TXN", "COMMIT_TXN", "ABORT_TXN", "ALLOC_WRITE_ID_EVENT", "ALLOC_WRITE_ID":
+	case schemas.EventOpenTxn, schemas.EventCommitTxn, schemas.EventAbortTxn, schemas.EventAllocWriteID:
 		if t, ok := ev.Payload.(*schemas.Transaction); ok && len(t.WriteIDs) > 0 {
-			return halt("acid_unsupported", "%s %d wrote to transactional tables (%s.%s, ...): hivedr does not replicate ACID tables yet",
+			return halt(ReasonAcidUnsupported, "%s %d wrote to transactional tables (%s.%s, ...): hivedr does not replicate ACID tables yet",
 				ev.EventType, ev.EventID, t.WriteIDs[0].Database, t.WriteIDs[0].Table)
 		}
-		return p.noop("transaction", "%s touches no non-transactional table", ev.EventType)
-	case "ACID_WRITE_EVENT", "ACID_WRITE", "BATCH_ACID_WRITE_EVENT", "BATCH_ACID_WRITE":
-		return halt("acid_unsupported", "%s on %s.%s: hivedr does not replicate ACID tables yet", ev.EventType, ev.Database, ev.Table)
+		return p.noop(ReasonTransaction, "%s touches no non-transactional table", ev.EventType)
+	case schemas.EventAcidWrite, schemas.EventBatchAcidWrite:
+		return halt(ReasonAcidUnsupported, "%s on %s.%s: hivedr does not replicate ACID tables yet", ev.EventType, ev.Database, ev.Table)
 	}
-	if r, ok := notReplicated[ev.EventType]; ok {
-		return p.noop("not_replicated_"+r, "%s events are not replicated", ev.EventType)
+	if r, ok := notReplicated[typ]; ok {
+		return p.noop(r, "%s events are not replicated", ev.EventType)
 	}
-	return halt("unknown_event_type", "event type %s is not known to the applier", ev.EventType)
+	return halt(ReasonUnknownEventType, "event type %s is not known to the applier", ev.EventType)
 }
 
 func (p *planner) noPayload() Decision {
-	return halt("decode", "%s event %d has no decoded payload of the expected kind (got %T)", p.ev.EventType, p.ev.EventID, p.ev.Payload)
+	return halt(ReasonDecode, "%s event %d has no decoded payload of the expected kind (got %T)", p.ev.EventType, p.ev.EventID, p.ev.Payload)
 }
 
 // watermark is the action that moves the worker's DR database to this
@@ -498,15 +490,15 @@ func (p *planner) watermark(actions []Action) Action {
 	}
 	next := *db
 	next.Parameters = copyParams(db.Parameters)
-	next.Parameters[ParamLastID] = strconv.FormatInt(p.ev.EventID, 10)
-	delete(next.Parameters, ParamHalted)
+	next.Parameters[drparam.LastID] = strconv.FormatInt(p.ev.EventID, 10)
+	delete(next.Parameters, drparam.Halted)
 	return AlterDatabase{Name: p.db, DB: &next}
 }
 
 // stamp is the source event ID recorded in a DR object's parameters; 0
 // when there is none.
 func stamp(params map[string]string) int64 {
-	n, _ := strconv.ParseInt(params[ParamLastID], 10, 64)
+	n, _ := strconv.ParseInt(params[drparam.LastID], 10, 64)
 	return n
 }
 
@@ -522,7 +514,7 @@ func copyParams(m map[string]string) map[string]string {
 
 func (p *planner) putDatabase(src *schemas.Database) Decision {
 	if !strings.EqualFold(src.Name, p.db) {
-		return halt("decode", "%s event %d names database %s on the topic of %s", p.ev.EventType, p.ev.EventID, src.Name, p.db)
+		return halt(ReasonDecode, "%s event %d names database %s on the topic of %s", p.ev.EventType, p.ev.EventID, src.Name, p.db)
 	}
 	db := &hive_metastore.Database{
 		Name: p.db, Description: src.Description, Parameters: copyParams(src.Parameters),
@@ -547,13 +539,13 @@ func (p *planner) putDatabase(src *schemas.Database) Decision {
 	cur := p.in.Replica.Databases[p.db]
 	if cur != nil {
 		for k, v := range cur.Parameters { // our own bookkeeping survives the source's alters
-			if strings.HasPrefix(k, "hivedr.") && k != ParamHalted {
+			if strings.HasPrefix(k, drparam.OwnPrefix) && k != drparam.Halted {
 				db.Parameters[k] = v
 			}
 		}
 	}
-	db.Parameters[ParamTarget] = TargetMark(p.in.Source)
-	db.Parameters[ParamLastID] = strconv.FormatInt(p.ev.EventID, 10)
+	db.Parameters[drparam.Target] = drparam.TargetMark(p.in.Source)
+	db.Parameters[drparam.LastID] = strconv.FormatInt(p.ev.EventID, 10)
 	if cur == nil {
 		return apply(CreateDatabase{DB: db})
 	}
@@ -567,7 +559,7 @@ type pathError struct{ err error }
 func (e pathError) Error() string { return e.err.Error() }
 
 func pathHalt(err error) Decision {
-	return halt("path_outside_roots", "%v", err)
+	return halt(ReasonPathOutsideRoots, "%v", err)
 }
 
 func (p *planner) mapLocation(loc string) (string, error) {
@@ -587,7 +579,7 @@ func (p *planner) createTable(src *schemas.Table) Decision {
 	k := tableKey(src.Database, src.Name)
 	cur := p.in.Replica.Tables[k]
 	if cur != nil && stamp(cur.Parameters) >= p.ev.EventID {
-		return p.noop("already_applied", "%s is at event %d", k, stamp(cur.Parameters))
+		return p.noop(ReasonAlreadyApplied, "%s is at event %d", k, stamp(cur.Parameters))
 	}
 	if d, ok := p.filesReady(objKey{db: k.DB, table: k.Name}, p.ev.Files); !ok {
 		return d
@@ -606,10 +598,10 @@ func (p *planner) dropTable(src *schemas.Table) Decision {
 	k := tableKey(src.Database, src.Name)
 	cur := p.in.Replica.Tables[k]
 	if cur == nil {
-		return p.noop("already_applied", "%s does not exist on DR", k)
+		return p.noop(ReasonAlreadyApplied, "%s does not exist on DR", k)
 	}
 	if stamp(cur.Parameters) >= p.ev.EventID {
-		return p.noop("already_applied", "%s on DR is a newer incarnation (event %d)", k, stamp(cur.Parameters))
+		return p.noop(ReasonAlreadyApplied, "%s on DR is a newer incarnation (event %d)", k, stamp(cur.Parameters))
 	}
 	return apply(DropTable{DB: k.DB, Name: k.Name})
 }
@@ -627,7 +619,7 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 			return p.missing(objKey{db: bk.DB, table: bk.Name}, "%s does not exist on DR", bk)
 		}
 		if cur != nil && stamp(cur.Parameters) >= e {
-			return p.noop("already_applied", "%s is at event %d", bk, stamp(cur.Parameters))
+			return p.noop(ReasonAlreadyApplied, "%s is at event %d", bk, stamp(cur.Parameters))
 		}
 		t, err := p.table(c.After)
 		if err != nil {
@@ -647,7 +639,7 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 
 	// A rename.
 	if dst != nil && stamp(dst.Parameters) >= e {
-		return p.noop("already_applied", "%s is at event %d", ak, stamp(dst.Parameters))
+		return p.noop(ReasonAlreadyApplied, "%s is at event %d", ak, stamp(dst.Parameters))
 	}
 	fromInScope := p.in.Policy.Replicated(bk.DB, bk.Name)
 	cross := ak.DB != bk.DB
@@ -660,27 +652,27 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 		if own := p.in.Replica.Databases[p.db]; own != nil && stamp(own.Parameters) < e-1 {
 			next := *own
 			next.Parameters = copyParams(own.Parameters)
-			next.Parameters[ParamLastID] = strconv.FormatInt(e-1, 10)
-			delete(next.Parameters, ParamHalted) // as any watermark: the worker runs again
-			return Decision{Outcome: Wait, Reason: "cross_database", WaitDB: bk.DB, Actions: []Action{AlterDatabase{Name: p.db, DB: &next}},
+			next.Parameters[drparam.LastID] = strconv.FormatInt(e-1, 10)
+			delete(next.Parameters, drparam.Halted) // as any watermark: the worker runs again
+			return Decision{Outcome: Wait, Reason: ReasonCrossDatabase, WaitDB: bk.DB, Actions: []Action{AlterDatabase{Name: p.db, DB: &next}},
 				Detail: fmt.Sprintf("rename of %s to %s: database %s is applied up to it; database %s's worker renames", bk, ak, ak.DB, bk.DB)}
 		}
 		if src := p.in.Replica.Databases[bk.DB]; src == nil || stamp(src.Parameters) < e {
-			return Decision{Outcome: Wait, Reason: "cross_database", WaitDB: bk.DB,
+			return Decision{Outcome: Wait, Reason: ReasonCrossDatabase, WaitDB: bk.DB,
 				Detail: fmt.Sprintf("rename of %s to %s is applied by database %s's worker", bk, ak, bk.DB)}
 		}
-		return p.noop("applied_by_other_database", "rename of %s to %s was handled by database %s's worker", bk, ak, bk.DB)
+		return p.noop(ReasonAppliedByOtherDatabase, "rename of %s to %s was handled by database %s's worker", bk, ak, bk.DB)
 	}
 	if !fromInScope {
 		// Guarantee 4: the table's data was never copied (its database or
 		// name was out of scope), so creating it would show a table
 		// without its files.
-		return halt("enters_scope", "%s is renamed into the replication scope from %s, which is not replicated: its files were never copied; "+
+		return halt(ReasonEntersScope, "%s is renamed into the replication scope from %s, which is not replicated: its files were never copied; "+
 			"copy them (hivedr copy) and skip this event, or bootstrap the table", ak, bk)
 	}
 	if !p.in.Policy.Replicated(ak.DB, ak.Name) { // leaving the scope
 		if cur == nil || stamp(cur.Parameters) >= e {
-			return p.noop("already_applied", "%s no longer on DR", bk)
+			return p.noop(ReasonAlreadyApplied, "%s no longer on DR", bk)
 		}
 		return apply(DropTable{DB: bk.DB, Name: bk.Name})
 	}
@@ -688,7 +680,7 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 		return p.missing(objKey{db: bk.DB, table: bk.Name}, "%s (renamed to %s) does not exist on DR", bk, ak)
 	}
 	if stamp(cur.Parameters) >= e {
-		return p.noop("already_applied", "%s is at event %d", bk, stamp(cur.Parameters))
+		return p.noop(ReasonAlreadyApplied, "%s is at event %d", bk, stamp(cur.Parameters))
 	}
 	if dstDB := p.in.Replica.Databases[ak.DB]; cross && (dstDB == nil || stamp(dstDB.Parameters) < e-1) {
 		// Wait until the destination database's worker has applied
@@ -696,7 +688,7 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 		// here): a table it still has to rename away or drop may hold the
 		// name. If the database never comes, that worker halts on
 		// database_missing.
-		return Decision{Outcome: Wait, Reason: "cross_database", WaitDB: ak.DB,
+		return Decision{Outcome: Wait, Reason: ReasonCrossDatabase, WaitDB: ak.DB,
 			Detail: fmt.Sprintf("rename of %s to %s waits until database %s is applied up to event %d", bk, ak, ak.DB, e-1)}
 	}
 	t, err := p.table(c.After)
@@ -717,15 +709,15 @@ func (p *planner) partitions(c *schemas.PartitionChange) Decision {
 	tbl := p.in.Replica.Tables[tk]
 	e := p.ev.EventID
 	if tbl == nil {
-		if p.ev.EventType == "DROP_PARTITION" {
-			return p.noop("already_applied", "%s does not exist on DR", tk)
+		if p.ev.EventType == schemas.EventDropPartition {
+			return p.noop(ReasonAlreadyApplied, "%s does not exist on DR", tk)
 		}
 		return p.missing(objKey{db: tk.DB, table: tk.Name}, "%s does not exist on DR", tk)
 	}
 	if s := stamp(tbl.Parameters); s > e {
 		return p.laterIncarnation(tk, s)
 	}
-	if p.ev.EventType == "DROP_PARTITION" {
+	if p.ev.EventType == schemas.EventDropPartition {
 		var vals [][]string
 		for _, part := range c.Before {
 			cur := p.in.Replica.Partitions[partKey(tk, part.Values)]
@@ -734,7 +726,7 @@ func (p *planner) partitions(c *schemas.PartitionChange) Decision {
 			}
 		}
 		if len(vals) == 0 {
-			return p.noop("already_applied", "the dropped partitions of %s are not on DR", tk)
+			return p.noop(ReasonAlreadyApplied, "the dropped partitions of %s are not on DR", tk)
 		}
 		return apply(DropPartitions{DB: tk.DB, Table: tk.Name, Values: vals})
 	}
@@ -751,13 +743,13 @@ func (p *planner) partitions(c *schemas.PartitionChange) Decision {
 		pk := partKey(tk, part.Values)
 		cur := p.in.Replica.Partitions[pk]
 		var files []schemas.FileRef
-		if p.ev.EventType == "ADD_PARTITION" {
+		if p.ev.EventType == schemas.EventAddPartition {
 			// Claimed before any skip below: files of a partition already
 			// added are not the table's.
 			files = filesUnder(p.ev.Files, part.Location, claimed)
 		}
 		var before []string
-		if p.ev.EventType != "ADD_PARTITION" && i < len(c.Before) {
+		if p.ev.EventType != schemas.EventAddPartition && i < len(c.Before) {
 			before = c.Before[i].Values
 		}
 		renamed := before != nil && strings.Join(before, "/") != pk.Values
@@ -773,7 +765,7 @@ func (p *planner) partitions(c *schemas.PartitionChange) Decision {
 			continue
 		}
 		obj := objKey{db: tk.DB, table: tk.Name, values: pk.Values}
-		if p.ev.EventType == "ADD_PARTITION" {
+		if p.ev.EventType == schemas.EventAddPartition {
 			d, ok := p.filesReady(obj, files)
 			if !ok {
 				switch d.Outcome {
@@ -781,7 +773,7 @@ func (p *planner) partitions(c *schemas.PartitionChange) Decision {
 					skipped = append(skipped, pk.Values)
 					continue
 				case Wait:
-					if d.Reason != "waiting_for_files" {
+					if d.Reason != ReasonWaitingForFiles {
 						return d
 					}
 					waits = append(waits, d.WaitTasks...)
@@ -798,7 +790,7 @@ func (p *planner) partitions(c *schemas.PartitionChange) Decision {
 				skipped = append(skipped, pk.Values)
 				continue
 			}
-			return halt("missing_object", "%s does not exist on DR (event %d %s)", pk, e, p.ev.EventType)
+			return halt(ReasonMissingObject, "%s does not exist on DR (event %d %s)", pk, e, p.ev.EventType)
 		}
 		np, err := p.partition(tbl, &c.After[i])
 		if err != nil {
@@ -826,7 +818,7 @@ func (p *planner) partitions(c *schemas.PartitionChange) Decision {
 	}
 	if len(rest) > 0 {
 		if d, ok := p.filesReady(objKey{db: tk.DB, table: tk.Name}, rest); !ok && d.Outcome != NoOp {
-			if d.Outcome != Wait || d.Reason != "waiting_for_files" {
+			if d.Outcome != Wait || d.Reason != ReasonWaitingForFiles {
 				return d
 			}
 			waits = append(waits, d.WaitTasks...)
@@ -847,9 +839,9 @@ func (p *planner) partitions(c *schemas.PartitionChange) Decision {
 	acts = append(acts, renames...)
 	if len(acts) == 0 {
 		if len(skipped) > 0 {
-			return p.noop("superseded", "partitions %v of %s are removed by a later event", skipped, tk)
+			return p.noop(ReasonSuperseded, "partitions %v of %s are removed by a later event", skipped, tk)
 		}
-		return p.noop("already_applied", "the partitions of %s are at or past event %d", tk, e)
+		return p.noop(ReasonAlreadyApplied, "the partitions of %s are at or past event %d", tk, e)
 	}
 	d := apply(acts...)
 	if len(skipped) > 0 {
@@ -915,10 +907,10 @@ func (p *planner) insert(c *schemas.InsertData) Decision {
 			return p.missing(obj, "%s does not exist on DR", pk)
 		}
 		if cur != nil && stamp(cur.Parameters) >= e {
-			return p.noop("already_applied", "%s is at event %d", pk, stamp(cur.Parameters))
+			return p.noop(ReasonAlreadyApplied, "%s is at event %d", pk, stamp(cur.Parameters))
 		}
 	case stamp(tbl.Parameters) >= e:
-		return p.noop("already_applied", "%s is at event %d", tk, stamp(tbl.Parameters))
+		return p.noop(ReasonAlreadyApplied, "%s is at event %d", tk, stamp(tbl.Parameters))
 	}
 	if d, ok := p.filesReady(obj, p.ev.Files); !ok {
 		return d
@@ -993,7 +985,7 @@ func (p *planner) insert(c *schemas.InsertData) Decision {
 // event concerns an earlier table of that name, dropped before the
 // rename, and must not touch the new one's partitions or files.
 func (p *planner) laterIncarnation(tk TableKey, s int64) Decision {
-	return p.noop("already_applied", "%s on DR is a later incarnation (event %d)", tk, s)
+	return p.noop(ReasonAlreadyApplied, "%s on DR is a later incarnation (event %d)", tk, s)
 }
 
 // mergeParams is the DR object's parameters updated with the source's (when
@@ -1003,7 +995,7 @@ func mergeParams(cur, src map[string]string, e int64) map[string]string {
 	for k, v := range src {
 		out[k] = v
 	}
-	out[ParamLastID] = strconv.FormatInt(e, 10)
+	out[drparam.LastID] = strconv.FormatInt(e, 10)
 	return out
 }
 
@@ -1021,7 +1013,7 @@ func (p *planner) filesReady(obj objKey, files []schemas.FileRef) (Decision, boo
 	var pending []string
 	for _, f := range files {
 		if f.TaskID == "" {
-			return halt("path_outside_roots", "file %s of event %d has no copy task", f.URI, p.ev.EventID), false
+			return halt(ReasonPathOutsideRoots, "file %s of event %d has no copy task", f.URI, p.ev.EventID), false
 		}
 		c, ok := p.in.Copies[f.TaskID]
 		if !ok {
@@ -1032,7 +1024,7 @@ func (p *planner) filesReady(obj objKey, files []schemas.FileRef) (Decision, boo
 			continue
 		}
 		if s := p.supersededBy(obj); s != nil {
-			return p.noop("superseded", "file %s could not be copied (%s) but event %d (%s) removes or replaces it",
+			return p.noop(ReasonSuperseded, "file %s could not be copied (%s) but event %d (%s) removes or replaces it",
 				f.URI, c.Status, s.EventID, s.EventType), false
 		}
 		reason := ReasonCopyFailed
@@ -1050,7 +1042,7 @@ func (p *planner) filesReady(obj objKey, files []schemas.FileRef) (Decision, boo
 }
 
 func waitFiles(tasks []string) Decision {
-	return Decision{Outcome: Wait, Reason: "waiting_for_files", WaitTasks: tasks,
+	return Decision{Outcome: Wait, Reason: ReasonWaitingForFiles, WaitTasks: tasks,
 		Detail: fmt.Sprintf("waiting for %d file copies (first: task %s)", len(tasks), tasks[0])}
 }
 
@@ -1058,9 +1050,9 @@ func waitFiles(tasks []string) Decision {
 // later event removes it (it was left out earlier), a halt otherwise.
 func (p *planner) missing(obj objKey, format string, args ...any) Decision {
 	if s := p.supersededBy(obj); s != nil {
-		return p.noop("superseded", format+"; event %d (%s) removes it", append(args, s.EventID, s.EventType)...)
+		return p.noop(ReasonSuperseded, format+"; event %d (%s) removes it", append(args, s.EventID, s.EventType)...)
 	}
-	return halt("missing_object", format, args...)
+	return halt(ReasonMissingObject, format, args...)
 }
 
 // supersededBy returns the first later event of the topic that removes or
@@ -1079,7 +1071,7 @@ func (p *planner) supersededBy(obj objKey) *schemas.Event {
 }
 
 func removes(ev *schemas.Event, obj objKey) bool {
-	if ev.EventType == "DROP_DATABASE" {
+	if ev.EventType == schemas.EventDropDatabase {
 		return strings.EqualFold(ev.Database, obj.db)
 	}
 	if obj.table == "" {
@@ -1091,7 +1083,7 @@ func removes(ev *schemas.Event, obj objKey) bool {
 		if c.Before == nil || tableKey(c.Before.Database, c.Before.Name) != tk {
 			return false
 		}
-		if ev.EventType == "DROP_TABLE" {
+		if ev.EventType == schemas.EventDropTable {
 			return true
 		}
 		return c.IsTruncate && obj.values == ""
@@ -1100,7 +1092,7 @@ func removes(ev *schemas.Event, obj objKey) bool {
 			return false
 		}
 		switch {
-		case ev.EventType == "DROP_PARTITION":
+		case ev.EventType == schemas.EventDropPartition:
 			for _, part := range c.Before {
 				if strings.Join(part.Values, "/") == obj.values {
 					return true

@@ -14,6 +14,8 @@ import (
 
 	hms "github.com/beltran/gohive/hive_metastore"
 
+	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -115,7 +117,7 @@ func partWithParam(p schemas.Partition, k, v string) schemas.Partition {
 	return p
 }
 
-func srcEvent(id int64, typ, db, table string, payload schemas.Payload, files ...string) *schemas.Event {
+func srcEvent(id int64, typ schemas.EventType, db, table string, payload schemas.Payload, files ...string) *schemas.Event {
 	ev := &schemas.Event{EventID: id, EventType: typ, Database: db, Table: table,
 		Databases: []string{db}, Payload: payload}
 	for i, f := range files {
@@ -125,7 +127,7 @@ func srcEvent(id int64, typ, db, table string, payload schemas.Payload, files ..
 }
 
 func createDB(id int64, db string) *schemas.Event {
-	return srcEvent(id, "CREATE_DATABASE", db, "", &schemas.DatabaseChange{After: &schemas.Database{
+	return srcEvent(id, schemas.EventCreateDatabase, db, "", &schemas.DatabaseChange{After: &schemas.Database{
 		Name: db, Description: "the " + db + " database", Owner: "etl",
 		Location: srcRoot + db + ".db", ManagedLocation: srcRoot + "managed/" + db + ".db",
 		Parameters: map[string]string{"owner.team": db},
@@ -134,7 +136,7 @@ func createDB(id int64, db string) *schemas.Event {
 
 func alterDB(id int64, db string, params map[string]string) *schemas.Event {
 	ev := createDB(id, db)
-	ev.EventType = "ALTER_DATABASE"
+	ev.EventType = schemas.EventAlterDatabase
 	c := ev.Payload.(*schemas.DatabaseChange)
 	before := *c.After
 	c.Before = &before
@@ -144,18 +146,18 @@ func alterDB(id int64, db string, params map[string]string) *schemas.Event {
 
 func dropDB(id int64, db string) *schemas.Event {
 	ev := createDB(id, db)
-	ev.EventType = "DROP_DATABASE"
+	ev.EventType = schemas.EventDropDatabase
 	c := ev.Payload.(*schemas.DatabaseChange)
 	c.Before, c.After = c.After, nil
 	return ev
 }
 
 func createTable(id int64, t *schemas.Table, files ...string) *schemas.Event {
-	return srcEvent(id, "CREATE_TABLE", t.Database, t.Name, &schemas.TableChange{After: t}, files...)
+	return srcEvent(id, schemas.EventCreateTable, t.Database, t.Name, &schemas.TableChange{After: t}, files...)
 }
 
 func alterTable(id int64, before, after *schemas.Table) *schemas.Event {
-	ev := srcEvent(id, "ALTER_TABLE", after.Database, after.Name, &schemas.TableChange{Before: before, After: after})
+	ev := srcEvent(id, schemas.EventAlterTable, after.Database, after.Name, &schemas.TableChange{Before: before, After: after})
 	if before.Database != after.Database {
 		ev.Databases = []string{before.Database, after.Database}
 		sort.Strings(ev.Databases)
@@ -164,19 +166,19 @@ func alterTable(id int64, before, after *schemas.Table) *schemas.Event {
 }
 
 func truncateTable(id int64, t *schemas.Table) *schemas.Event {
-	return srcEvent(id, "ALTER_TABLE", t.Database, t.Name, &schemas.TableChange{Before: t, After: t, IsTruncate: true})
+	return srcEvent(id, schemas.EventAlterTable, t.Database, t.Name, &schemas.TableChange{Before: t, After: t, IsTruncate: true})
 }
 
 func dropTable(id int64, t *schemas.Table) *schemas.Event {
-	return srcEvent(id, "DROP_TABLE", t.Database, t.Name, &schemas.TableChange{Before: t})
+	return srcEvent(id, schemas.EventDropTable, t.Database, t.Name, &schemas.TableChange{Before: t})
 }
 
 func addParts(id int64, t *schemas.Table, parts []schemas.Partition, files ...string) *schemas.Event {
-	return srcEvent(id, "ADD_PARTITION", t.Database, t.Name, &schemas.PartitionChange{Table: t, After: parts}, files...)
+	return srcEvent(id, schemas.EventAddPartition, t.Database, t.Name, &schemas.PartitionChange{Table: t, After: parts}, files...)
 }
 
 func alterPart(id int64, t *schemas.Table, before, after schemas.Partition) *schemas.Event {
-	return srcEvent(id, "ALTER_PARTITION", t.Database, t.Name, &schemas.PartitionChange{Table: t,
+	return srcEvent(id, schemas.EventAlterPartition, t.Database, t.Name, &schemas.PartitionChange{Table: t,
 		Before: []schemas.Partition{before}, After: []schemas.Partition{after}})
 }
 
@@ -187,11 +189,11 @@ func truncatePart(id int64, t *schemas.Table, p schemas.Partition) *schemas.Even
 }
 
 func dropParts(id int64, t *schemas.Table, parts ...schemas.Partition) *schemas.Event {
-	return srcEvent(id, "DROP_PARTITION", t.Database, t.Name, &schemas.PartitionChange{Table: t, Before: parts})
+	return srcEvent(id, schemas.EventDropPartition, t.Database, t.Name, &schemas.PartitionChange{Table: t, Before: parts})
 }
 
 func insertInto(id int64, t *schemas.Table, p *schemas.Partition, files ...string) *schemas.Event {
-	return srcEvent(id, "INSERT", t.Database, t.Name, &schemas.InsertData{Table: t, Partition: p}, files...)
+	return srcEvent(id, schemas.EventInsert, t.Database, t.Name, &schemas.InsertData{Table: t, Partition: p}, files...)
 }
 
 func insertOverwrite(id int64, t *schemas.Table, p *schemas.Partition, files ...string) *schemas.Event {
@@ -211,20 +213,20 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func drDB(name string, last int64) *hms.Database {
 	return &hms.Database{Name: name, LocationUri: drRoot + name + ".db", Parameters: map[string]string{
-		ParamTarget: "hivedr:src", ParamLastID: itoa(last), "owner.team": name}}
+		drparam.Target: "hivedr:src", drparam.LastID: itoa(last), "owner.team": name}}
 }
 
 func drTable(t *schemas.Table, last int64) *hms.Table {
 	return &hms.Table{DbName: t.Database, TableName: t.Name, Owner: t.Owner, TableType: t.TableType,
 		PartitionKeys: fieldSchemas(t.PartitionKeys),
 		Sd:            &hms.StorageDescriptor{Cols: fieldSchemas(t.Columns), Location: drPath(t.Location)},
-		Parameters:    map[string]string{"EXTERNAL": "TRUE", ParamLastID: itoa(last)}}
+		Parameters:    map[string]string{"EXTERNAL": "TRUE", drparam.LastID: itoa(last)}}
 }
 
 func drPart(t *schemas.Table, p schemas.Partition, last int64) *hms.Partition {
 	return &hms.Partition{Values: p.Values, DbName: t.Database, TableName: t.Name,
 		Sd:         &hms.StorageDescriptor{Cols: fieldSchemas(t.Columns), Location: drPath(p.Location)},
-		Parameters: map[string]string{ParamLastID: itoa(last)}}
+		Parameters: map[string]string{drparam.LastID: itoa(last)}}
 }
 
 // replica builds a Replica of DR objects.
@@ -311,7 +313,7 @@ func planChecked(t *testing.T, in Input) Decision {
 	}
 	switch d.Outcome {
 	case Wait, Halt:
-		if d.Outcome == Wait && d.Reason == "cross_database" && len(d.Actions) > 0 {
+		if d.Outcome == Wait && d.Reason == ReasonCrossDatabase && len(d.Actions) > 0 {
 			checkHandshake(t, ctx, in, d)
 		} else if len(d.Actions) > 0 {
 			t.Errorf("%s: actions %v", ctx, actionNames(d.Actions))
@@ -325,8 +327,8 @@ func planChecked(t *testing.T, in Input) Decision {
 		return d
 	}
 	stamped := func(what string, params map[string]string) {
-		if params[ParamLastID] != itoa(e) {
-			t.Errorf("%s: %s has %s=%q, want %d", ctx, what, ParamLastID, params[ParamLastID], e)
+		if params[drparam.LastID] != itoa(e) {
+			t.Errorf("%s: %s has %s=%q, want %d", ctx, what, drparam.LastID, params[drparam.LastID], e)
 		}
 	}
 	onDR := func(what, loc string) {
@@ -339,16 +341,16 @@ func planChecked(t *testing.T, in Input) Decision {
 		case CreateDatabase:
 			stamped(a.String(), a.DB.Parameters)
 			onDR(a.String(), a.DB.LocationUri)
-			if a.DB.Parameters[ParamTarget] == "" {
+			if a.DB.Parameters[drparam.Target] == "" {
 				t.Errorf("%s: %s not marked as a replication target", ctx, a)
 			}
 		case AlterDatabase:
 			stamped(a.String(), a.DB.Parameters)
-			if a.DB.Parameters[ParamTarget] == "" {
+			if a.DB.Parameters[drparam.Target] == "" {
 				t.Errorf("%s: %s not marked as a replication target", ctx, a)
 			}
-			if _, ok := a.DB.Parameters[ParamHalted]; ok {
-				t.Errorf("%s: %s keeps %s", ctx, a, ParamHalted)
+			if _, ok := a.DB.Parameters[drparam.Halted]; ok {
+				t.Errorf("%s: %s keeps %s", ctx, a, drparam.Halted)
 			}
 		case CreateTable:
 			stamped(a.String(), a.Table.Parameters)
@@ -387,7 +389,7 @@ func planChecked(t *testing.T, in Input) Decision {
 			}
 		}
 	}
-	if strings.HasSuffix(in.Event.EventType, "_DATABASE") || in.Replica.Databases[db] == nil || len(d.Actions) == 0 {
+	if strings.HasSuffix(string(in.Event.EventType), "_DATABASE") || in.Replica.Databases[db] == nil || len(d.Actions) == 0 {
 		return d
 	}
 	last, ok := d.Actions[len(d.Actions)-1].(AlterDatabase)
@@ -405,7 +407,7 @@ func checkHandshake(t *testing.T, ctx string, in Input, d Decision) {
 	t.Helper()
 	db, e := strings.ToLower(in.DB), in.Event.EventID
 	c, ok := in.Event.Payload.(*schemas.TableChange)
-	if in.Event.EventType != "ALTER_TABLE" || !ok || c.Before == nil || c.After == nil ||
+	if in.Event.EventType != schemas.EventAlterTable || !ok || c.Before == nil || c.After == nil ||
 		strings.ToLower(c.After.Database) != db || strings.ToLower(c.Before.Database) == db {
 		t.Errorf("%s: actions %v on an event that is no rename into %s from another database", ctx, actionNames(d.Actions), db)
 		return
@@ -424,8 +426,8 @@ func checkHandshake(t *testing.T, ctx string, in Input, d Decision) {
 		return
 	}
 	want := copyParams(cur.Parameters)
-	want[ParamLastID] = itoa(e - 1)
-	delete(want, ParamHalted)
+	want[drparam.LastID] = itoa(e - 1)
+	delete(want, drparam.Halted)
 	if got := ad.DB.Parameters; js(got) != js(want) {
 		t.Errorf("%s: watermark parameters\n  %v\nwant\n  %v", ctx, got, want)
 	}
@@ -447,7 +449,7 @@ type planCase struct {
 	policy Policy // nil: testPolicy{}
 
 	outcome   Outcome
-	reason    string
+	reason    Reason
 	actions   []string // String() of each action, in order
 	waitTasks []string
 	waitDB    string
@@ -481,84 +483,92 @@ func TestPlan(t *testing.T) {
 
 	cases := []planCase{
 		// Events the tailer could not decode or route halt, naming why.
-		{name: "decode error halts", ev: withErrors(srcEvent(50, "ADD_PARTITION", "sales", "orders", nil),
+		{name: "decode error halts", ev: withErrors(srcEvent(50, schemas.EventAddPartition, "sales", "orders", nil),
 			schemas.EventError{Kind: schemas.ErrDecode, Message: "bad gzip"}),
 			state: ordersState, outcome: Halt, reason: "decode"},
 		{name: "unknown event type error halts", ev: withErrors(srcEvent(50, "FROB_TABLE", "sales", "orders", nil),
 			schemas.EventError{Kind: schemas.ErrUnknownEventType, Message: `unknown event type "FROB_TABLE"`}),
-			state: ordersState, outcome: Halt, reason: "unknown_event_type"},
+			state: ordersState, outcome: Halt, reason: ReasonUnknownEventType},
 		{name: "path outside roots halts naming the path",
-			ev: withErrors(srcEvent(50, "INSERT", "sales", "customers", &schemas.InsertData{Table: srcCustomers}),
+			ev: withErrors(srcEvent(50, schemas.EventInsert, "sales", "customers", &schemas.InsertData{Table: srcCustomers}),
 				schemas.EventError{Kind: schemas.ErrPathOutsideRoots, Message: "outside the source roots", Path: "hdfs://other:8020/x/f"}),
-			state: ordersState, outcome: Halt, reason: "path_outside_roots",
+			state: ordersState, outcome: Halt, reason: ReasonPathOutsideRoots,
 			check: func(t *testing.T, d Decision) {
 				if !strings.Contains(d.Detail, "hdfs://other:8020/x/f") {
 					t.Errorf("detail %q does not name the path", d.Detail)
 				}
 			}},
 		{name: "errored event skipped by an operator moves on",
-			ev: withErrors(srcEvent(50, "ADD_PARTITION", "sales", "orders", nil),
+			ev: withErrors(srcEvent(50, schemas.EventAddPartition, "sales", "orders", nil),
 				schemas.EventError{Kind: schemas.ErrDecode, Message: "bad gzip"}),
 			state: ordersState, skip: true,
-			outcome: NoOp, reason: "skipped_by_operator", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonSkippedByOperator, actions: []string{"alter database sales"}},
 		{name: "errored event already applied (re-drive past a skip)",
-			ev: withErrors(srcEvent(30, "ADD_PARTITION", "sales", "orders", nil),
+			ev: withErrors(srcEvent(30, schemas.EventAddPartition, "sales", "orders", nil),
 				schemas.EventError{Kind: schemas.ErrDecode, Message: "bad gzip"}),
-			state: ordersState, outcome: NoOp, reason: "already_applied"},
+			state: ordersState, outcome: NoOp, reason: ReasonAlreadyApplied},
 		{name: "unknown type without error halts", ev: srcEvent(50, "FROB_TABLE", "sales", "orders", nil),
-			state: ordersState, outcome: Halt, reason: "unknown_event_type"},
-		{name: "missing payload halts decode", ev: srcEvent(50, "CREATE_TABLE", "sales", "orders", nil),
+			state: ordersState, outcome: Halt, reason: ReasonUnknownEventType},
+		{name: "missing payload halts decode", ev: srcEvent(50, schemas.EventCreateTable, "sales", "orders", nil),
 			state: ordersState, outcome: Halt, reason: "decode"},
 
 		// Event types the replica does nothing for still advance the watermark.
-		{name: "column stats not replicated", ev: srcEvent(50, "UPDATE_TBL_COL_STAT_EVENT", "sales", "orders",
+		{name: "column stats not replicated", ev: srcEvent(50, schemas.EventUpdateTableColStat, "sales", "orders",
 			&schemas.ColumnStats{Database: "sales", Table: "orders"}),
-			state: ordersState, outcome: NoOp, reason: "not_replicated_column_stats", actions: []string{"alter database sales"}},
-		{name: "partition column stats not replicated", ev: srcEvent(50, "DELETE_PART_COL_STAT_EVENT", "sales", "orders",
+			state: ordersState, outcome: NoOp, reason: ReasonNotReplicatedColumnStats, actions: []string{"alter database sales"}},
+		{name: "partition column stats not replicated", ev: srcEvent(50, schemas.EventDeletePartitionColStat, "sales", "orders",
 			&schemas.ColumnStats{Database: "sales", Table: "orders", PartitionValues: []string{"2024-01-01"}}),
-			state: ordersState, outcome: NoOp, reason: "not_replicated_column_stats", actions: []string{"alter database sales"}},
-		{name: "functions not replicated", ev: srcEvent(50, "CREATE_FUNCTION", "sales", "", nil),
-			state: ordersState, outcome: NoOp, reason: "not_replicated_functions", actions: []string{"alter database sales"}},
-		{name: "constraints not replicated", ev: srcEvent(50, "ADD_PRIMARYKEY", "sales", "orders", nil),
-			state: ordersState, outcome: NoOp, reason: "not_replicated_constraints", actions: []string{"alter database sales"}},
-		{name: "dropped constraints not replicated", ev: srcEvent(50, "DROP_CONSTRAINT", "sales", "orders", nil),
-			state: ordersState, outcome: NoOp, reason: "not_replicated_constraints", actions: []string{"alter database sales"}},
+			state: ordersState, outcome: NoOp, reason: ReasonNotReplicatedColumnStats, actions: []string{"alter database sales"}},
+		{name: "functions not replicated", ev: srcEvent(50, schemas.EventCreateFunction, "sales", "", nil),
+			state: ordersState, outcome: NoOp, reason: ReasonNotReplicatedFunctions, actions: []string{"alter database sales"}},
+		{name: "constraints not replicated", ev: srcEvent(50, schemas.EventAddPrimaryKey, "sales", "orders", nil),
+			state: ordersState, outcome: NoOp, reason: ReasonNotReplicatedConstraints, actions: []string{"alter database sales"}},
+		{name: "dropped constraints not replicated", ev: srcEvent(50, schemas.EventDropConstraint, "sales", "orders", nil),
+			state: ordersState, outcome: NoOp, reason: ReasonNotReplicatedConstraints, actions: []string{"alter database sales"}},
 
 		// Transactions.
-		{name: "commit with write IDs halts", ev: srcEvent(50, "COMMIT_TXN", "sales", "", &schemas.Transaction{
+		{name: "commit with write IDs halts", ev: srcEvent(50, schemas.EventCommitTxn, "sales", "", &schemas.Transaction{
 			TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{{Database: "sales", Table: "events_acid", WriteID: 1}}}),
-			state: ordersState, outcome: Halt, reason: "acid_unsupported",
+			state: ordersState, outcome: Halt, reason: ReasonAcidUnsupported,
 			check: func(t *testing.T, d Decision) {
 				if !strings.Contains(d.Detail, "sales.events_acid") {
 					t.Errorf("detail %q does not name the table", d.Detail)
 				}
 			}},
-		{name: "acid write halts", ev: srcEvent(50, "ACID_WRITE_EVENT", "sales", "events_acid", &schemas.Transaction{
+		{name: "acid write halts", ev: srcEvent(50, schemas.EventAcidWrite, "sales", "events_acid", &schemas.Transaction{
 			TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{{Database: "sales", Table: "events_acid", WriteID: 1}}}),
-			state: ordersState, outcome: Halt, reason: "acid_unsupported"},
-		{name: "abort without write IDs is a no-op", ev: srcEvent(50, "ABORT_TXN", "sales", "", &schemas.Transaction{TxnIDs: []int64{7}}),
+			state: ordersState, outcome: Halt, reason: ReasonAcidUnsupported},
+		{name: "acid write under its enum name halts alike", ev: srcEvent(50, "BATCH_ACID_WRITE", "sales", "events_acid", &schemas.Transaction{
+			TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{{Database: "sales", Table: "events_acid", WriteID: 1}}}),
+			state: ordersState, outcome: Halt, reason: ReasonAcidUnsupported},
+		{name: "column stats under its enum name not replicated", ev: srcEvent(50, "UPDATE_TABLE_COLUMN_STAT", "sales", "orders",
+			&schemas.ColumnStats{Database: "sales", Table: "orders"}),
+			state: ordersState, outcome: NoOp, reason: ReasonNotReplicatedColumnStats, actions: []string{"alter database sales"}},
+		{name: "compaction under its enum name not replicated", ev: srcEvent(50, "COMMIT_COMPACTION", "sales", "orders", nil),
+			state: ordersState, outcome: NoOp, reason: ReasonNotReplicatedCompaction, actions: []string{"alter database sales"}},
+		{name: "abort without write IDs is a no-op", ev: srcEvent(50, schemas.EventAbortTxn, "sales", "", &schemas.Transaction{TxnIDs: []int64{7}}),
 			state: ordersState, outcome: NoOp, reason: "transaction", actions: []string{"alter database sales"}},
-		{name: "commit without write IDs is a no-op", ev: srcEvent(50, "COMMIT_TXN", "sales", "", &schemas.Transaction{TxnIDs: []int64{7}}),
+		{name: "commit without write IDs is a no-op", ev: srcEvent(50, schemas.EventCommitTxn, "sales", "", &schemas.Transaction{TxnIDs: []int64{7}}),
 			state: ordersState, outcome: NoOp, reason: "transaction", actions: []string{"alter database sales"}},
 
 		// The DR database.
 		{name: "DR database missing halts", ev: createTable(50, srcOrders),
-			state: drState(), outcome: Halt, reason: "database_missing"},
+			state: drState(), outcome: Halt, reason: ReasonDatabaseMissing},
 		{name: "DR database missing but dropped later", ev: createTable(50, srcOrders),
 			state: drState(), later: []*schemas.Event{createTable(51, srcCustomers), dropDB(52, "sales")},
-			outcome: NoOp, reason: "superseded"},
+			outcome: NoOp, reason: ReasonSuperseded},
 		{name: "DR database not a replica", ev: createTable(50, srcOrders),
 			state:   drState(&hms.Database{Name: "sales", Parameters: map[string]string{"owner.team": "users"}}),
-			outcome: Halt, reason: "not_a_replica"},
+			outcome: Halt, reason: ReasonNotAReplica},
 		{name: "DR database replicates another source", ev: createTable(50, srcOrders),
-			state:   drState(&hms.Database{Name: "sales", Parameters: map[string]string{ParamTarget: "hivedr:other", ParamLastID: "10"}}),
-			outcome: Halt, reason: "not_a_replica"},
+			state:   drState(&hms.Database{Name: "sales", Parameters: map[string]string{drparam.Target: "hivedr:other", drparam.LastID: "10"}}),
+			outcome: Halt, reason: ReasonNotAReplica},
 		{name: "operator skip", ev: createTable(50, srcOrders), state: drState(drDB("sales", 40)), skip: true,
-			outcome: NoOp, reason: "skipped_by_operator", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonSkippedByOperator, actions: []string{"alter database sales"}},
 		{name: "at the DR database's watermark", ev: createTable(40, srcOrders), state: drState(drDB("sales", 40)),
-			outcome: NoOp, reason: "already_applied"},
+			outcome: NoOp, reason: ReasonAlreadyApplied},
 		{name: "below the DR database's watermark", ev: dropTable(12, srcOrders),
-			state: drState(drDB("sales", 40), drTable(srcOrders, 5)), outcome: NoOp, reason: "already_applied"},
+			state: drState(drDB("sales", 40), drTable(srcOrders, 5)), outcome: NoOp, reason: ReasonAlreadyApplied},
 		{name: "create database", db: "sales", ev: createDB(10, "sales"), state: drState(),
 			outcome: Apply, actions: []string{"create database sales"},
 			check: func(t *testing.T, d Decision) {
@@ -566,7 +576,7 @@ func TestPlan(t *testing.T) {
 				if db.LocationUri != drRoot+"sales.db" || db.ManagedLocationUri == nil || *db.ManagedLocationUri != drRoot+"managed/sales.db" {
 					t.Errorf("locations %s %v", db.LocationUri, db.ManagedLocationUri)
 				}
-				if db.Parameters["owner.team"] != "sales" || db.Parameters[ParamTarget] != "hivedr:src" || db.Description != "the sales database" {
+				if db.Parameters["owner.team"] != "sales" || db.Parameters[drparam.Target] != "hivedr:src" || db.Description != "the sales database" {
 					t.Errorf("database %+v", db)
 				}
 				if db.OwnerName == nil || *db.OwnerName != "etl" {
@@ -577,27 +587,27 @@ func TestPlan(t *testing.T) {
 			ev := createDB(10, "sales")
 			ev.Payload.(*schemas.DatabaseChange).After.Location = "s3a://elsewhere/sales.db"
 			return ev
-		}(), state: drState(), outcome: Halt, reason: "path_outside_roots"},
+		}(), state: drState(), outcome: Halt, reason: ReasonPathOutsideRoots},
 		{name: "create database naming another database", db: "archive", ev: createDB(10, "sales"),
 			state: drState(), outcome: Halt, reason: "decode"},
 		{name: "alter database keeps hivedr bookkeeping", ev: alterDB(50, "sales", map[string]string{"retention.days": "30"}),
 			state: func() Replica {
 				db := drDB("sales", 40)
-				db.Parameters[ParamSkippedPrefix+"33"] = "requested by ops"
-				db.Parameters[ParamHalted] = "event 49: ..."
+				db.Parameters[drparam.SkippedPrefix+"33"] = "requested by ops"
+				db.Parameters[drparam.Halted] = "event 49: ..."
 				return drState(db)
 			}(),
 			outcome: Apply, actions: []string{"alter database sales"},
 			check: func(t *testing.T, d Decision) {
 				p := d.Actions[0].(AlterDatabase).DB.Parameters
-				if p["retention.days"] != "30" || p[ParamSkippedPrefix+"33"] == "" || p["owner.team"] != "" {
+				if p["retention.days"] != "30" || p[drparam.SkippedPrefix+"33"] == "" || p["owner.team"] != "" {
 					t.Errorf("parameters %v", p)
 				}
 			}},
 		{name: "drop database", ev: dropDB(60, "sales"), state: drState(drDB("sales", 40)),
 			outcome: Apply, actions: []string{"drop database sales"}},
 		{name: "drop database already dropped", ev: dropDB(60, "sales"), state: drState(),
-			outcome: NoOp, reason: "already_applied"},
+			outcome: NoOp, reason: ReasonAlreadyApplied},
 
 		// Tables.
 		{name: "create table", ev: createTable(50, srcOrders), state: drState(drDB("sales", 40)),
@@ -613,7 +623,7 @@ func TestPlan(t *testing.T) {
 			tb := *srcOrders
 			tb.Location = "hdfs://other:8020/orders"
 			return createTable(50, &tb)
-		}(), state: drState(drDB("sales", 40)), outcome: Halt, reason: "path_outside_roots"},
+		}(), state: drState(drDB("sales", 40)), outcome: Halt, reason: ReasonPathOutsideRoots},
 		{name: "drop then recreate with a new schema", ev: createTable(50, ordersV2),
 			state:   drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 30)),
 			outcome: Apply, actions: []string{"drop table sales.orders", "create table sales.orders", "alter database sales"},
@@ -625,11 +635,11 @@ func TestPlan(t *testing.T) {
 			}},
 		{name: "create table older than the table (re-drive)", ev: createTable(30, srcOrders),
 			state:   drState(drDB("sales", 20), drTable(ordersV2, 35)),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 		{name: "create table as select waits for its files", ev: createTable(50, srcCustomers,
 			srcCustomers.Location+"/000000_0", srcCustomers.Location+"/000001_0"),
 			state: drState(drDB("sales", 40)), copies: map[string]Copy{"50-1": {Status: schemas.StatusCopied}},
-			outcome: Wait, reason: "waiting_for_files", waitTasks: []string{"50-0"}},
+			outcome: Wait, reason: ReasonWaitingForFiles, waitTasks: []string{"50-0"}},
 		{name: "alter table", ev: alterTable(50, srcOrders, ordersV2), state: ordersP1,
 			outcome: Apply, actions: []string{"alter table sales.orders", "alter database sales"},
 			check: func(t *testing.T, d Decision) {
@@ -639,12 +649,12 @@ func TestPlan(t *testing.T) {
 			}},
 		{name: "alter table older than the table (re-drive)", ev: alterTable(18, srcOrders, ordersV2),
 			state:   drState(drDB("sales", 10), drTable(srcOrders, 20)),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 		{name: "alter missing table halts", ev: alterTable(50, srcOrders, ordersV2), state: drState(drDB("sales", 40)),
-			outcome: Halt, reason: "missing_object"},
+			outcome: Halt, reason: ReasonMissingObject},
 		{name: "alter missing table dropped later", ev: alterTable(50, srcOrders, ordersV2), state: drState(drDB("sales", 40)),
 			later:   []*schemas.Event{dropTable(55, ordersV2)},
-			outcome: NoOp, reason: "superseded", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonSuperseded, actions: []string{"alter database sales"}},
 		{name: "truncate table", ev: truncateTable(50, srcCustomers),
 			state:   drState(drDB("sales", 40), drTable(srcCustomers, 20)),
 			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/customers keeping 0",
@@ -653,7 +663,7 @@ func TestPlan(t *testing.T) {
 			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/customers keeping 0",
 				"create table sales.customers", "alter database sales"}},
 		{name: "truncate a missing partitioned table halts", ev: truncateTable(50, srcOrders), state: drState(drDB("sales", 40)),
-			outcome: Halt, reason: "missing_object"},
+			outcome: Halt, reason: ReasonMissingObject},
 		{name: "truncate partitioned table prunes nothing at table level", ev: truncateTable(50, srcOrders),
 			state: ordersP1, outcome: Apply, actions: []string{"alter table sales.orders", "alter database sales"}},
 		{name: "rename within a database", ev: alterTable(50, srcCustomers, clients),
@@ -670,9 +680,9 @@ func TestPlan(t *testing.T) {
 			outcome: Apply, actions: []string{"drop table sales.clients", "rename table sales.customers to sales.clients", "alter database sales"}},
 		{name: "rename already applied", ev: alterTable(50, srcCustomers, clients),
 			state:   drState(drDB("sales", 40), func() *hms.Table { return drTable(clients, 50) }()),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 		{name: "rename of a missing table halts", ev: alterTable(50, srcCustomers, clients),
-			state: drState(drDB("sales", 40)), outcome: Halt, reason: "missing_object"},
+			state: drState(drDB("sales", 40)), outcome: Halt, reason: ReasonMissingObject},
 		{name: "rename to an excluded name drops", ev: alterTable(50, srcCustomers, renamedTo(srcCustomers, "sales", "tmp_customers")),
 			policy:  testPolicy{excluded: []string{"sales.tmp_customers"}},
 			state:   drState(drDB("sales", 40), drTable(srcCustomers, 20)),
@@ -683,7 +693,7 @@ func TestPlan(t *testing.T) {
 		{name: "rename from an excluded name halts", ev: alterTable(50, renamedTo(srcCustomers, "sales", "tmp_customers"), srcCustomers),
 			policy:  testPolicy{excluded: []string{"sales.tmp_customers"}},
 			state:   drState(drDB("sales", 40)),
-			outcome: Halt, reason: "enters_scope",
+			outcome: Halt, reason: ReasonEntersScope,
 			check: func(t *testing.T, d Decision) {
 				if !strings.Contains(d.Detail, "sales.customers") || !strings.Contains(d.Detail, "sales.tmp_customers") {
 					t.Errorf("detail %q does not name both tables", d.Detail)
@@ -692,7 +702,7 @@ func TestPlan(t *testing.T) {
 		{name: "rename from an excluded name halts even with a stale holder of the name", ev: alterTable(50, renamedTo(srcCustomers, "sales", "tmp_customers"), srcCustomers),
 			policy:  testPolicy{excluded: []string{"sales.tmp_customers"}},
 			state:   drState(drDB("sales", 40), drTable(srcCustomers, 20)),
-			outcome: Halt, reason: "enters_scope"},
+			outcome: Halt, reason: ReasonEntersScope},
 
 		// A rename across databases changes both: the destination worker
 		// records that its database is applied up to the event before it
@@ -700,7 +710,7 @@ func TestPlan(t *testing.T) {
 		// mark, then renames.
 		{name: "rename across databases: source worker waits while the destination is below E-1", ev: alterTable(50, srcCustomers, archived),
 			state:   drState(drDB("sales", 40), drDB("archive", 48), drTable(srcCustomers, 20)),
-			outcome: Wait, reason: "cross_database", waitDB: "archive",
+			outcome: Wait, reason: ReasonCrossDatabase, waitDB: "archive",
 			check: func(t *testing.T, d Decision) {
 				if !strings.Contains(d.Detail, "49") {
 					t.Errorf("detail %q does not name the event the destination must reach", d.Detail)
@@ -719,49 +729,49 @@ func TestPlan(t *testing.T) {
 			state:   drState(drDB("sales", 40), drDB("archive", 49), drTable(srcCustomers, 20), drTable(archived, 30)),
 			outcome: Apply, actions: []string{"drop table archive.customers", "rename table sales.customers to archive.customers", "alter database sales"}},
 		{name: "rename across databases: destination database not created yet", ev: alterTable(50, srcCustomers, archived),
-			state: drState(drDB("sales", 40), drTable(srcCustomers, 20)), outcome: Wait, reason: "cross_database", waitDB: "archive"},
+			state: drState(drDB("sales", 40), drTable(srcCustomers, 20)), outcome: Wait, reason: ReasonCrossDatabase, waitDB: "archive"},
 		{name: "rename across databases: destination worker marks E-1 and waits", db: "archive", ev: alterTable(50, srcCustomers, archived),
 			state:   drState(drDB("sales", 49), drDB("archive", 45), drTable(srcCustomers, 20)),
-			outcome: Wait, reason: "cross_database", waitDB: "sales", actions: []string{"alter database archive"},
+			outcome: Wait, reason: ReasonCrossDatabase, waitDB: "sales", actions: []string{"alter database archive"},
 			check: func(t *testing.T, d Decision) {
 				db := d.Actions[0].(AlterDatabase).DB
-				if db.Name != "archive" || db.Parameters[ParamLastID] != "49" || db.Parameters["owner.team"] != "archive" {
+				if db.Name != "archive" || db.Parameters[drparam.LastID] != "49" || db.Parameters["owner.team"] != "archive" {
 					t.Errorf("watermark %s", js(db))
 				}
 			}},
 		{name: "rename across databases: destination mark clears an earlier halt note", db: "archive", ev: alterTable(50, srcCustomers, archived),
 			state: func() Replica {
 				db := drDB("archive", 45)
-				db.Parameters[ParamHalted] = "event 50 ALTER_TABLE: metastore_refused: ..."
+				db.Parameters[drparam.Halted] = "event 50 ALTER_TABLE: metastore_refused: ..."
 				return drState(drDB("sales", 49), db, drTable(srcCustomers, 20))
 			}(),
-			outcome: Wait, reason: "cross_database", waitDB: "sales", actions: []string{"alter database archive"}},
+			outcome: Wait, reason: ReasonCrossDatabase, waitDB: "sales", actions: []string{"alter database archive"}},
 		{name: "rename across databases: destination worker at E-1 waits without actions", db: "archive", ev: alterTable(50, srcCustomers, archived),
 			state:   drState(drDB("sales", 49), drDB("archive", 49), drTable(srcCustomers, 20)),
-			outcome: Wait, reason: "cross_database", waitDB: "sales"},
+			outcome: Wait, reason: ReasonCrossDatabase, waitDB: "sales"},
 		{name: "rename across databases: destination worker at E-1, source database missing", db: "archive", ev: alterTable(50, srcCustomers, archived),
 			state:   drState(drDB("archive", 49)),
-			outcome: Wait, reason: "cross_database", waitDB: "sales"},
+			outcome: Wait, reason: ReasonCrossDatabase, waitDB: "sales"},
 		{name: "rename across databases: destination worker moves on", db: "archive", ev: alterTable(50, srcCustomers, archived),
 			state:   drState(drDB("sales", 50), drDB("archive", 49), drTable(archived, 50)),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database archive"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database archive"}},
 		{name: "rename across databases: source database applied it", db: "archive", ev: alterTable(50, srcCustomers, archived),
 			state:   drState(drDB("sales", 50), drDB("archive", 49)),
-			outcome: NoOp, reason: "applied_by_other_database", actions: []string{"alter database archive"}},
+			outcome: NoOp, reason: ReasonAppliedByOtherDatabase, actions: []string{"alter database archive"}},
 		{name: "rename across databases: source database moved past it", db: "archive", ev: alterTable(50, srcCustomers, archived),
 			state:   drState(drDB("sales", 60), drDB("archive", 49)),
-			outcome: NoOp, reason: "applied_by_other_database", actions: []string{"alter database archive"}},
+			outcome: NoOp, reason: ReasonAppliedByOtherDatabase, actions: []string{"alter database archive"}},
 		{name: "rename across databases: the destination marks E-1 before anything else", db: "archive", ev: alterTable(50, srcCustomers, archived),
 			state:   drState(drDB("sales", 60), drDB("archive", 45)),
-			outcome: Wait, reason: "cross_database", waitDB: "sales", actions: []string{"alter database archive"}},
+			outcome: Wait, reason: ReasonCrossDatabase, waitDB: "sales", actions: []string{"alter database archive"}},
 		{name: "rename across databases from an excluded table halts", db: "archive", ev: alterTable(50, srcCustomers, archived),
 			policy:  testPolicy{excluded: []string{"sales.customers"}},
 			state:   drState(drDB("archive", 45)),
-			outcome: Halt, reason: "enters_scope"},
+			outcome: Halt, reason: ReasonEntersScope},
 		{name: "rename from an out-of-scope database halts", db: "archive", ev: alterTable(50, renamedTo(srcCustomers, "staging", "customers"), archived),
 			policy:  testPolicy{excludedDBs: []string{"staging"}},
 			state:   drState(drDB("archive", 45), drDB("staging", 60)),
-			outcome: Halt, reason: "enters_scope",
+			outcome: Halt, reason: ReasonEntersScope,
 			check: func(t *testing.T, d Decision) {
 				if !strings.Contains(d.Detail, "staging.customers") {
 					t.Errorf("detail %q does not name the source table", d.Detail)
@@ -771,9 +781,9 @@ func TestPlan(t *testing.T) {
 			outcome: Apply, actions: []string{"drop table sales.orders", "alter database sales"}},
 		{name: "drop table: DR holds a newer incarnation", ev: dropTable(50, srcOrders),
 			state:   drState(drDB("sales", 40), drTable(ordersV2, 55)),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 		{name: "drop table already dropped", ev: dropTable(50, srcOrders), state: drState(drDB("sales", 40)),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 
 		// Partitions.
 		{name: "add partitions", ev: addP1P2, state: ordersState,
@@ -786,7 +796,7 @@ func TestPlan(t *testing.T) {
 			}},
 		{name: "add partitions waits for pending files", ev: addP1P2, state: ordersState,
 			copies:  map[string]Copy{"50-0": {Status: schemas.StatusCopied}},
-			outcome: Wait, reason: "waiting_for_files", waitTasks: []string{"50-1"}},
+			outcome: Wait, reason: ReasonWaitingForFiles, waitTasks: []string{"50-1"}},
 		{name: "add partitions: source gone, nothing removes it", ev: addP1P2, state: ordersState, copies: ok0gone1,
 			outcome: Wait, reason: ReasonSourceGone, waitTasks: []string{"50-1"}},
 		{name: "add partitions: copy failed, nothing removes it", ev: addP1P2, state: ordersState,
@@ -808,30 +818,30 @@ func TestPlan(t *testing.T) {
 			later:   []*schemas.Event{dropParts(52, srcOrders, srcP1)},
 			outcome: Wait, reason: ReasonSourceGone, waitTasks: []string{"50-1"}},
 		{name: "add partitions: a later event that halts hides what follows", ev: addP1P2, state: ordersState, copies: ok0gone1,
-			later: []*schemas.Event{withErrors(srcEvent(51, "ALTER_TABLE", "sales", "orders", nil),
+			later: []*schemas.Event{withErrors(srcEvent(51, schemas.EventAlterTable, "sales", "orders", nil),
 				schemas.EventError{Kind: schemas.ErrDecode, Message: "bad"}), dropParts(52, srcOrders, srcP2)},
 			outcome: Wait, reason: ReasonSourceGone},
 		{name: "add partitions: all left out", ev: addParts(50, srcOrders, []schemas.Partition{srcP2}, partFile(srcP2, "b")),
 			state: ordersState, copies: gone("50-0"), later: []*schemas.Event{dropParts(52, srcOrders, srcP2)},
-			outcome: NoOp, reason: "superseded", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonSuperseded, actions: []string{"alter database sales"}},
 		{name: "add partitions: a table file pending", ev: addParts(50, srcOrders, []schemas.Partition{srcP1}, partFile(srcP1, "a"), srcOrders.Location+"/_metadata"),
 			state: ordersState, copies: map[string]Copy{"50-0": {Status: schemas.StatusCopied}},
-			outcome: Wait, reason: "waiting_for_files", waitTasks: []string{"50-1"}},
+			outcome: Wait, reason: ReasonWaitingForFiles, waitTasks: []string{"50-1"}},
 		{name: "add partitions resumed after a crash that added some",
 			ev:      addP1P2,
 			state:   drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 50)),
 			copies:  map[string]Copy{"50-1": {Status: schemas.StatusCopied}}, // 50-0's completion no longer known
 			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-02]", "alter database sales"}},
 		{name: "add partitions to a missing table halts", ev: addP1P2, state: drState(drDB("sales", 40)),
-			outcome: Halt, reason: "missing_object"},
+			outcome: Halt, reason: ReasonMissingObject},
 		{name: "add partitions already applied", ev: addP1P2,
 			state:   drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 50), drPart(srcOrders, srcP2, 50)),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 		{name: "add partition outside the roots", ev: func() *schemas.Event {
 			p := srcP1
 			p.Location = "hdfs://other:8020/x"
 			return addParts(50, srcOrders, []schemas.Partition{p})
-		}(), state: ordersState, outcome: Halt, reason: "path_outside_roots"},
+		}(), state: ordersState, outcome: Halt, reason: ReasonPathOutsideRoots},
 		{name: "alter partition", ev: alterPart(50, srcOrders, srcP1, partWithParam(srcP1, "k", "v")), state: ordersP1,
 			outcome: Apply, actions: []string{"alter partitions sales.orders [2024-01-01]", "alter database sales"},
 			check: func(t *testing.T, d Decision) {
@@ -841,14 +851,14 @@ func TestPlan(t *testing.T) {
 			}},
 		{name: "alter partition older than it", ev: alterPart(25, srcOrders, srcP1, partWithParam(srcP1, "k", "v")),
 			state:   drState(drDB("sales", 20), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 30)),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 		{name: "rename partition", ev: alterPart(50, srcOrders, srcP1, srcPart(srcOrders, "2024-02-01")), state: ordersP1,
 			outcome: Apply, actions: []string{"rename partition sales.orders [2024-01-01] to [2024-02-01]", "alter database sales"}},
 		{name: "alter missing partition halts", ev: alterPart(50, srcOrders, srcP2, partWithParam(srcP2, "k", "v")), state: ordersP1,
-			outcome: Halt, reason: "missing_object"},
+			outcome: Halt, reason: ReasonMissingObject},
 		{name: "alter missing partition dropped later", ev: alterPart(50, srcOrders, srcP2, partWithParam(srcP2, "k", "v")), state: ordersP1,
 			later:   []*schemas.Event{dropParts(55, srcOrders, srcP2)},
-			outcome: NoOp, reason: "superseded", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonSuperseded, actions: []string{"alter database sales"}},
 		{name: "truncate partition", ev: truncatePart(50, srcOrders, srcP1), state: ordersP1,
 			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 0",
 				"alter partitions sales.orders [2024-01-01]", "alter database sales"}},
@@ -858,9 +868,9 @@ func TestPlan(t *testing.T) {
 		{name: "drop partitions", ev: dropParts(50, srcOrders, srcP1, srcP2), state: ordersP1,
 			outcome: Apply, actions: []string{"drop partitions sales.orders [[2024-01-01]]", "alter database sales"}},
 		{name: "drop partitions already dropped", ev: dropParts(50, srcOrders, srcP2), state: ordersP1,
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 		{name: "drop partitions of a dropped table", ev: dropParts(50, srcOrders, srcP1), state: drState(drDB("sales", 40)),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 
 		// Inserts.
 		{name: "insert into a table", ev: insertInto(50, srcCustomers, nil, srcCustomers.Location+"/000000_0"),
@@ -875,7 +885,7 @@ func TestPlan(t *testing.T) {
 			outcome: Apply, actions: []string{"alter partitions sales.orders [2024-01-01]", "alter database sales"}},
 		{name: "insert waits for its files", ev: insertInto(50, srcOrders, &srcP1, partFile(srcP1, "c"), partFile(srcP1, "d")), state: ordersP1,
 			copies:  map[string]Copy{},
-			outcome: Wait, reason: "waiting_for_files", waitTasks: []string{"50-0", "50-1"}},
+			outcome: Wait, reason: ReasonWaitingForFiles, waitTasks: []string{"50-0", "50-1"}},
 		{name: "insert overwrite a partition", ev: insertOverwrite(50, srcOrders, &srcP1, partFile(srcP1, "c")), state: ordersP1,
 			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 1",
 				"alter partitions sales.orders [2024-01-01]", "alter database sales"},
@@ -890,14 +900,14 @@ func TestPlan(t *testing.T) {
 				"alter table sales.customers", "alter database sales"}},
 		{name: "insert older than the partition", ev: insertInto(25, srcOrders, &srcP1, partFile(srcP1, "c")),
 			state:   drState(drDB("sales", 20), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 30)),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 		{name: "insert: source gone, overwritten later", ev: insertInto(50, srcOrders, &srcP1, partFile(srcP1, "c")), state: ordersP1,
 			copies: gone("50-0"), later: []*schemas.Event{insertOverwrite(53, srcOrders, &srcP1, partFile(srcP1, "d"))},
-			outcome: NoOp, reason: "superseded", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonSuperseded, actions: []string{"alter database sales"}},
 		{name: "insert: source gone, nothing removes it", ev: insertInto(50, srcOrders, &srcP1, partFile(srcP1, "c")), state: ordersP1,
 			copies: gone("50-0"), outcome: Wait, reason: ReasonSourceGone, waitTasks: []string{"50-0"}},
 		{name: "insert into a missing partition halts", ev: insertInto(50, srcOrders, &srcP2, partFile(srcP2, "c")), state: ordersP1,
-			outcome: Halt, reason: "missing_object"},
+			outcome: Halt, reason: ReasonMissingObject},
 		{name: "insert overwrite a partition left out earlier", ev: insertOverwrite(50, srcOrders, &srcP2, partFile(srcP2, "c")), state: ordersP1,
 			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-02 keeping 1",
 				"add partitions sales.orders [2024-01-02]", "alter database sales"}},
@@ -911,13 +921,13 @@ func TestPlan(t *testing.T) {
 		// partitions and inserts belong to the earlier one.
 		{name: "add partitions to a later incarnation", ev: addP1P2,
 			state:   drState(drDB("sales", 40), drTable(ordersV2, 60)),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 		{name: "drop partitions of a later incarnation", ev: dropParts(50, srcOrders, srcP1),
 			state:   drState(drDB("sales", 40), drTable(ordersV2, 60), drPart(ordersV2, srcPart(ordersV2, "2024-01-01"), 20)),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 		{name: "insert overwrite into a later incarnation", ev: insertOverwrite(50, srcOrders, &srcP1, partFile(srcP1, "c")),
 			state:   drState(drDB("sales", 40), drTable(ordersV2, 60), drPart(ordersV2, srcPart(ordersV2, "2024-01-01"), 20)),
-			outcome: NoOp, reason: "already_applied", actions: []string{"alter database sales"}},
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -957,21 +967,21 @@ func TestPlan(t *testing.T) {
 // parameters survive, the halt note goes.
 func TestPlanStampsTheWatermark(t *testing.T) {
 	db := drDB("sales", 40)
-	db.Parameters[ParamHalted] = "event 49 ...: copy_failed"
-	db.Parameters[ParamSkippedPrefix+"12"] = "requested by ops"
-	for _, ev := range []*schemas.Event{createTable(50, srcOrders), srcEvent(50, "CREATE_FUNCTION", "sales", "", nil)} {
+	db.Parameters[drparam.Halted] = "event 49 ...: copy_failed"
+	db.Parameters[drparam.SkippedPrefix+"12"] = "requested by ops"
+	for _, ev := range []*schemas.Event{createTable(50, srcOrders), srcEvent(50, schemas.EventCreateFunction, "sales", "", nil)} {
 		d := planChecked(t, Input{DB: "sales", Source: "src", Event: ev, Replica: drState(db), Policy: testPolicy{}})
 		w, ok := d.Actions[len(d.Actions)-1].(AlterDatabase)
 		if !ok {
 			t.Fatalf("%s: last action %v", ev.EventType, actionNames(d.Actions))
 		}
 		p := w.DB.Parameters
-		if p[ParamLastID] != "50" || p[ParamTarget] != "hivedr:src" || p["owner.team"] != "sales" ||
-			p[ParamSkippedPrefix+"12"] == "" || p[ParamHalted] != "" || w.DB.LocationUri != db.LocationUri {
+		if p[drparam.LastID] != "50" || p[drparam.Target] != "hivedr:src" || p["owner.team"] != "sales" ||
+			p[drparam.SkippedPrefix+"12"] == "" || p[drparam.Halted] != "" || w.DB.LocationUri != db.LocationUri {
 			t.Errorf("%s: watermark %s", ev.EventType, js(w.DB))
 		}
 	}
-	if db.Parameters[ParamLastID] != "40" {
+	if db.Parameters[drparam.LastID] != "40" {
 		t.Error("the watermark changed the input database")
 	}
 }
@@ -1255,7 +1265,7 @@ func runAll(t *testing.T, ms *memMS, ws []*seqWorker, c copyOutcomes, pol Policy
 			for w.pos < len(w.events) {
 				s := stepOnce(t, ms, w, c, pol)
 				if s.d.Outcome == Wait {
-					if s.d.Reason != "cross_database" {
+					if s.d.Reason != ReasonCrossDatabase {
 						t.Fatalf("%s event %d waits: %s %s", w.db, w.events[w.pos].EventID, s.d.Reason, s.d.Detail)
 					}
 					if len(s.d.Actions) > 0 && ms.dump() != s.pre.dump() {
@@ -1370,7 +1380,7 @@ func TestPlanConverges(t *testing.T) {
 		insertInto(17, srcCustomers, nil, srcCustomers.Location+"/x"),
 		alterTable(18, srcCustomers, clients),
 		alterPart(19, srcOrders, srcP1, partWithParam(srcP1, "k", "v")),
-		srcEvent(20, "UPDATE_TBL_COL_STAT_EVENT", "sales", "orders", &schemas.ColumnStats{Database: "sales", Table: "orders"}),
+		srcEvent(20, schemas.EventUpdateTableColStat, "sales", "orders", &schemas.ColumnStats{Database: "sales", Table: "orders"}),
 		truncateTable(21, clients),
 		insertInto(22, clients, nil, srcCustomers.Location+"/y"),
 		dropParts(23, srcOrders, srcP2),
@@ -1382,13 +1392,13 @@ func TestPlanConverges(t *testing.T) {
 		dropTable(29, old),
 		alterTable(30, clients, archiveT),
 		alterDB(31, "sales", map[string]string{"owner.team": "sales", "retention.days": "30"}),
-		srcEvent(32, "ABORT_TXN", "sales", "", &schemas.Transaction{TxnIDs: []int64{4}}),
+		srcEvent(32, schemas.EventAbortTxn, "sales", "", &schemas.Transaction{TxnIDs: []int64{4}}),
 	}
 	ms := checkConverges(t, "sales", evs, nil)
 
 	// What the source ended with.
 	db := ms.dbs["sales"]
-	if db == nil || db.Parameters[ParamLastID] != "32" || db.Parameters["retention.days"] != "30" || db.Parameters[ParamTarget] == "" {
+	if db == nil || db.Parameters[drparam.LastID] != "32" || db.Parameters["retention.days"] != "30" || db.Parameters[drparam.Target] == "" {
 		t.Fatalf("database %s", js(db))
 	}
 	var tables []string
@@ -1468,7 +1478,7 @@ func TestPlanConvergesWithLostFiles(t *testing.T) {
 	runAll(t, pre, []*seqWorker{{db: "sales", events: evs[:11]}}, c, testPolicy{})
 	var parts []string
 	for k, p := range pre.parts {
-		parts = append(parts, k.Values+"@"+p.Parameters[ParamLastID]+":"+p.Parameters["k"])
+		parts = append(parts, k.Values+"@"+p.Parameters[drparam.LastID]+":"+p.Parameters["k"])
 	}
 	sort.Strings(parts)
 	if want := []string{"2024-01-01@12:", "2024-01-03@16:v", "2024-01-04@18:"}; !slices.Equal(parts, want) {
@@ -1513,8 +1523,8 @@ func TestPlanCrossDatabaseRename(t *testing.T) {
 		if len(ms.parts) != 2 || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}] == nil {
 			t.Errorf("%s: partitions did not move:\n%s", what, ms.dump())
 		}
-		if ms.dbs["sales"].Parameters[ParamLastID] != "14" || ms.dbs["archive"].Parameters[ParamLastID] != "16" {
-			t.Errorf("%s: watermarks %s %s", what, ms.dbs["sales"].Parameters[ParamLastID], ms.dbs["archive"].Parameters[ParamLastID])
+		if ms.dbs["sales"].Parameters[drparam.LastID] != "14" || ms.dbs["archive"].Parameters[drparam.LastID] != "16" {
+			t.Errorf("%s: watermarks %s %s", what, ms.dbs["sales"].Parameters[drparam.LastID], ms.dbs["archive"].Parameters[drparam.LastID])
 		}
 	}
 	var want string
@@ -1549,11 +1559,11 @@ func TestPlanCrossDatabaseRename(t *testing.T) {
 	stepOnce(t, ms, ws, nil, testPolicy{})
 	stepOnce(t, ms, ws, nil, testPolicy{})
 	s := stepOnce(t, ms, wa, nil, testPolicy{})
-	if s.d.Outcome != Wait || s.d.Reason != "cross_database" || s.d.WaitDB != "sales" ||
+	if s.d.Outcome != Wait || s.d.Reason != ReasonCrossDatabase || s.d.WaitDB != "sales" ||
 		!slices.Equal(actionNames(s.d.Actions), []string{"alter database archive"}) || wa.pos != 1 {
 		t.Fatalf("destination worker: %s %s (%s) %v", s.d.Outcome, s.d.Reason, s.d.WaitDB, actionNames(s.d.Actions))
 	}
-	if got := ms.dbs["archive"].Parameters[ParamLastID]; got != "13" {
+	if got := ms.dbs["archive"].Parameters[drparam.LastID]; got != "13" {
 		t.Fatalf("archive marked at %s, want 13", got)
 	}
 	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != Wait || s.d.WaitDB != "sales" || len(s.d.Actions) != 0 {
@@ -1563,7 +1573,7 @@ func TestPlanCrossDatabaseRename(t *testing.T) {
 	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Apply || ms.tables[TableKey{"archive", "orders"}] == nil {
 		t.Fatalf("source worker: %s %s %s", s.d.Outcome, s.d.Reason, s.d.Detail)
 	}
-	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != NoOp || wa.pos != 2 || ms.dbs["archive"].Parameters[ParamLastID] != "14" {
+	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != NoOp || wa.pos != 2 || ms.dbs["archive"].Parameters[drparam.LastID] != "14" {
 		t.Fatalf("destination worker after the rename: %s %s", s.d.Outcome, s.d.Reason)
 	}
 
@@ -1617,7 +1627,7 @@ func everyInterleaving(t *testing.T, ms *memMS, ws []*seqWorker, c copyOutcomes,
 			next := ms.clone()
 			nw := &seqWorker{db: w.db, events: w.events, pos: pos[i]}
 			s := stepOnce(t, next, nw, c, pol)
-			if s.d.Outcome == Wait && s.d.Reason != "cross_database" {
+			if s.d.Outcome == Wait && s.d.Reason != ReasonCrossDatabase {
 				t.Fatalf("after %v: %s event %d waits: %s %s", trace, w.db, ev.EventID, s.d.Reason, s.d.Detail)
 			}
 			step := fmt.Sprintf("%s@%d:%s", w.db, ev.EventID, s.d.Outcome)
@@ -1688,10 +1698,10 @@ func TestPlanCrossDatabaseRenameOntoADroppedName(t *testing.T) {
 		for k := range ms.parts {
 			parts = append(parts, k.String())
 		}
-		if !slices.Equal(parts, []string{"archive.orders partition [2024-01-01]"}) || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}].Parameters[ParamLastID] != "14" {
+		if !slices.Equal(parts, []string{"archive.orders partition [2024-01-01]"}) || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}].Parameters[drparam.LastID] != "14" {
 			t.Errorf("%s: the renamed table got the old table's partitions: %v\n%s", what, parts, ms.dump())
 		}
-		if tb := ms.tables[TableKey{"archive", "orders"}]; tb == nil || len(ms.tables) != 1 || tb.Parameters[ParamLastID] != "21" || tb.Sd.Cols[0].Name != "id" {
+		if tb := ms.tables[TableKey{"archive", "orders"}]; tb == nil || len(ms.tables) != 1 || tb.Parameters[drparam.LastID] != "21" || tb.Sd.Cols[0].Name != "id" {
 			t.Errorf("%s: archive.orders is not the renamed sales.orders:\n%s", what, ms.dump())
 		}
 		if _, ok := ms.files[drRoot+"sales.db/orders/dt=2024-01-01/a"]; !ok {
@@ -1737,19 +1747,19 @@ func fixtureEvents(t *testing.T) []*schemas.Event {
 			t.Fatal(err)
 		}
 		var f struct {
-			EventID       int64  `json:"eventId"`
-			EventTime     int64  `json:"eventTime"`
-			EventType     string `json:"eventType"`
-			CatName       string `json:"catName"`
-			DBName        string `json:"dbName"`
-			TableName     string `json:"tableName"`
-			MessageFormat string `json:"messageFormat"`
-			Message       string `json:"message"`
+			EventID       int64             `json:"eventId"`
+			EventTime     int64             `json:"eventTime"`
+			EventType     schemas.EventType `json:"eventType"`
+			CatName       string            `json:"catName"`
+			DBName        string            `json:"dbName"`
+			TableName     string            `json:"tableName"`
+			MessageFormat string            `json:"messageFormat"`
+			Message       string            `json:"message"`
 		}
 		if err := json.Unmarshal(b, &f); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		ev := producer.Decode(producer.RawEvent{EventID: f.EventID, EventTime: f.EventTime, EventType: f.EventType,
+		ev := producer.Decode(hmslog.RawEvent{EventID: f.EventID, EventTime: f.EventTime, EventType: f.EventType,
 			Catalog: f.CatName, Database: f.DBName, Table: f.TableName, MessageFormat: f.MessageFormat, Message: f.Message})
 		if len(ev.Errors) > 0 {
 			t.Fatalf("%s: %v", p, ev.Errors)
@@ -1823,10 +1833,10 @@ func TestPlanFixtures(t *testing.T) {
 		t.Fatalf("databases:\n%s", ms.dump())
 	}
 	if sales.LocationUri != "hdfs://dr:9000/external/cap_sales.db" || *sales.ManagedLocationUri != "hdfs://dr:9000/warehouse/cap_sales.db" ||
-		sales.Parameters["retention.days"] != "30" || sales.Parameters[ParamLastID] != "204" || sales.Parameters[ParamTarget] != "hivedr:src" {
+		sales.Parameters["retention.days"] != "30" || sales.Parameters[drparam.LastID] != "204" || sales.Parameters[drparam.Target] != "hivedr:src" {
 		t.Errorf("cap_sales: %s", js(sales))
 	}
-	if archive.Parameters[ParamLastID] != "197" {
+	if archive.Parameters[drparam.LastID] != "197" {
 		t.Errorf("cap_archive: %s", js(archive))
 	}
 	var tables []string
@@ -1841,12 +1851,12 @@ func TestPlanFixtures(t *testing.T) {
 	if o.Sd.Location != "hdfs://dr:9000/external/cap_sales.db/orders" || len(o.Sd.Cols) != 4 || o.Sd.Cols[3].Name != "channel" ||
 		len(o.PartitionKeys) != 2 || o.TableType != "EXTERNAL_TABLE" || o.Sd.SerdeInfo == nil ||
 		o.Sd.SerdeInfo.SerializationLib != "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe" ||
-		o.ID != nil || o.WriteId != -1 || o.CatName == nil || *o.CatName != "hive" || o.Parameters[ParamLastID] != "183" {
+		o.ID != nil || o.WriteId != -1 || o.CatName == nil || *o.CatName != "hive" || o.Parameters[drparam.LastID] != "183" {
 		t.Errorf("cap_sales.orders: %s", js(o))
 	}
 	c := ms.tables[TableKey{"cap_archive", "clients"}]
 	if c.DbName != "cap_archive" || c.TableName != "clients" || c.Sd.Location != "hdfs://dr:9000/external/cap_sales.db/customers" ||
-		c.Parameters[ParamLastID] != "194" {
+		c.Parameters[drparam.LastID] != "194" {
 		t.Errorf("cap_archive.clients: %s", js(c))
 	}
 	eu := ms.parts[PartKey{TableKey{"cap_sales", "orders"}, "2024-01-01/eu"}]
@@ -1854,11 +1864,11 @@ func TestPlanFixtures(t *testing.T) {
 	if len(ms.parts) != 2 || eu == nil || us == nil {
 		t.Fatalf("partitions:\n%s", ms.dump())
 	}
-	if eu.Parameters["hivedr.note"] != "altered" || eu.Parameters[ParamLastID] != "184" ||
+	if eu.Parameters["hivedr.note"] != "altered" || eu.Parameters[drparam.LastID] != "184" ||
 		eu.Sd.Location != "hdfs://dr:9000/external/cap_sales.db/orders/dt=2024-01-01/region=eu" {
 		t.Errorf("partition eu: %s", js(eu))
 	}
-	if us.Parameters[ParamLastID] != "192" {
+	if us.Parameters[drparam.LastID] != "192" {
 		t.Errorf("partition us: %s", js(us))
 	}
 	var files []string
@@ -1903,12 +1913,12 @@ func TestPlanCrossDatabaseRenameOntoARenamedName(t *testing.T) {
 		if kept == nil || renamed == nil || len(ms.tables) != 2 {
 			t.Fatalf("%s: the destination's renamed table is lost:\n%s", what, ms.dump())
 		}
-		if kept.Sd.Cols[0].Name != "legacy" || kept.Parameters[ParamLastID] != "15" ||
-			renamed.Sd.Cols[0].Name != "id" || renamed.Parameters[ParamLastID] != "20" || renamed.Sd.Location != drRoot+"sales.db/orders" {
+		if kept.Sd.Cols[0].Name != "legacy" || kept.Parameters[drparam.LastID] != "15" ||
+			renamed.Sd.Cols[0].Name != "id" || renamed.Parameters[drparam.LastID] != "20" || renamed.Sd.Location != drRoot+"sales.db/orders" {
 			t.Errorf("%s: the tables are mixed up:\n%s", what, ms.dump())
 		}
-		if ms.dbs["sales"].Parameters[ParamLastID] != "20" || ms.dbs["archive"].Parameters[ParamLastID] != "20" {
-			t.Errorf("%s: watermarks %s %s", what, ms.dbs["sales"].Parameters[ParamLastID], ms.dbs["archive"].Parameters[ParamLastID])
+		if ms.dbs["sales"].Parameters[drparam.LastID] != "20" || ms.dbs["archive"].Parameters[drparam.LastID] != "20" {
+			t.Errorf("%s: watermarks %s %s", what, ms.dbs["sales"].Parameters[drparam.LastID], ms.dbs["archive"].Parameters[drparam.LastID])
 		}
 	}
 	for _, first := range []string{"sales", "archive"} {
@@ -1941,8 +1951,8 @@ func TestPlanCrossDatabaseRenameOntoARenamedName(t *testing.T) {
 	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Wait || s.d.WaitDB != "archive" {
 		t.Fatalf("source worker with archive at 15: %s %s (%s)", s.d.Outcome, s.d.Reason, s.d.WaitDB)
 	}
-	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != Wait || ms.dbs["archive"].Parameters[ParamLastID] != "19" {
-		t.Fatalf("destination worker at the rename: %s %s, archive at %s", s.d.Outcome, s.d.Reason, ms.dbs["archive"].Parameters[ParamLastID])
+	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != Wait || ms.dbs["archive"].Parameters[drparam.LastID] != "19" {
+		t.Fatalf("destination worker at the rename: %s %s, archive at %s", s.d.Outcome, s.d.Reason, ms.dbs["archive"].Parameters[drparam.LastID])
 	}
 	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Apply {
 		t.Fatalf("source worker with archive at 19: %s %s %s", s.d.Outcome, s.d.Reason, s.d.Detail)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/state"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -122,7 +123,7 @@ func (w *worker) run() {
 			w.pop(it)
 			continue
 		case it.err != nil:
-			w.halt(ctx, nil, Decision{Outcome: Halt, Reason: "undecodable_record", Detail: it.err.Error()})
+			w.halt(ctx, nil, Decision{Outcome: Halt, Reason: ReasonUndecodableRecord, Detail: it.err.Error()})
 			return
 		case it.hb != nil:
 			if !w.heartbeat(ctx, it) {
@@ -194,14 +195,14 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 	ev := it.ev
 	var (
 		waitingSince time.Time // first wait on a copy that cannot succeed
-		waitReason   string
+		waitReason   Reason
 		waitStart    time.Time
 		backoff      = 500 * time.Millisecond
 	)
 	endWait := func() {
 		if waitReason != "" {
-			w.a.m.waiting.DeleteLabelValues(w.db, waitReason)
-			w.a.m.waitSeconds.WithLabelValues(w.db, waitReason).Add(time.Since(waitStart).Seconds())
+			w.a.m.waiting.DeleteLabelValues(w.db, string(waitReason))
+			w.a.m.waitSeconds.WithLabelValues(w.db, string(waitReason)).Add(time.Since(waitStart).Seconds())
 			waitReason = ""
 		}
 	}
@@ -215,7 +216,7 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 		if err != nil {
 			var refused *RefusedError
 			if errors.As(err, &refused) {
-				w.halt(ctx, ev, Decision{Outcome: Halt, Reason: "metastore_refused", Detail: err.Error()})
+				w.halt(ctx, ev, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused, Detail: err.Error()})
 				return false
 			}
 			w.log.Warn("apply failed; retrying", "event_id", ev.EventID, "type", ev.EventType, "err", err, "retry_in", backoff)
@@ -229,19 +230,19 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 		switch d.Outcome {
 		case Apply, NoOp:
 			endWait()
-			result := "applied"
+			result := ReasonApplied
 			if d.Outcome == NoOp {
 				result = d.Reason
 			} else {
-				w.a.m.applySeconds.WithLabelValues(ev.EventType).Observe(time.Since(start).Seconds())
+				w.a.m.applySeconds.WithLabelValues(string(ev.EventType)).Observe(time.Since(start).Seconds())
 				w.a.m.eventLag.WithLabelValues(w.db).Observe(time.Since(ev.EventTime).Seconds())
 			}
-			w.a.m.events.WithLabelValues(w.db, ev.EventType, result).Inc()
+			w.a.m.events.WithLabelValues(w.db, string(ev.EventType), string(result)).Inc()
 			w.a.m.lastID.WithLabelValues(w.db).Set(float64(ev.EventID))
 			w.a.m.lastTime.WithLabelValues(w.db).Set(float64(ev.EventTime.Unix()))
 			w.a.m.halted.DeletePartialMatch(map[string]string{"db": w.db})
 			lvl := slog.LevelDebug
-			if d.Detail != "" && d.Reason == "superseded" {
+			if d.Detail != "" && d.Reason == ReasonSuperseded {
 				lvl = slog.LevelInfo
 			}
 			w.log.Log(ctx, lvl, "event done", "event_id", ev.EventID, "type", ev.EventType, "result", result, "actions", len(d.Actions), "detail", d.Detail)
@@ -257,10 +258,10 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 				w.log.Info("event waits", "event_id", ev.EventID, "type", ev.EventType, "reason", d.Reason, "detail", d.Detail)
 			}
 			v := 1.0
-			if d.Reason == "waiting_for_files" {
+			if d.Reason == ReasonWaitingForFiles {
 				v = float64(len(d.WaitTasks))
 			}
-			w.a.m.waiting.WithLabelValues(w.db, d.Reason).Set(v)
+			w.a.m.waiting.WithLabelValues(w.db, string(d.Reason)).Set(v)
 			if d.Reason == ReasonSourceGone || d.Reason == ReasonCopyFailed {
 				if waitingSince.IsZero() {
 					waitingSince = time.Now()
@@ -303,7 +304,7 @@ func (w *worker) heartbeat(ctx context.Context, it *item) bool {
 		if err != nil {
 			var refused *RefusedError
 			if errors.As(err, &refused) {
-				w.halt(ctx, nil, Decision{Outcome: Halt, Reason: "metastore_refused", Detail: err.Error()})
+				w.halt(ctx, nil, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused, Detail: err.Error()})
 				return false
 			}
 			w.log.Warn("heartbeat check failed; retrying", "err", err, "retry_in", backoff)
@@ -345,7 +346,7 @@ func (w *worker) stepHeartbeat(ctx context.Context, hb *schemas.Heartbeat) (Deci
 	cur := rep.Databases[strings.ToLower(w.db)]
 	var accept bool
 	if cur != nil && hb.PreviousEventID != nil {
-		_, accept = cur.Parameters[SkipKey(*hb.PreviousEventID)]
+		_, accept = cur.Parameters[drparam.SkipKey(*hb.PreviousEventID)]
 	}
 	d := PlanHeartbeat(HeartbeatInput{DB: w.db, Source: w.a.cfg.Source, Heartbeat: hb, Replica: cur, AcceptGap: accept})
 	for _, act := range d.Actions {
@@ -404,9 +405,9 @@ func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) 
 	}
 	var skip, acceptGap bool
 	if db := rep.Databases[strings.ToLower(w.db)]; db != nil {
-		_, skip = db.Parameters[SkipKey(ev.EventID)]
+		_, skip = db.Parameters[drparam.SkipKey(ev.EventID)]
 		if ev.PreviousEventID != nil {
-			_, acceptGap = db.Parameters[SkipKey(*ev.PreviousEventID)]
+			_, acceptGap = db.Parameters[drparam.SkipKey(*ev.PreviousEventID)]
 		}
 	}
 	d := Plan(Input{DB: w.db, Source: w.a.cfg.Source, Event: ev, Replica: rep, Copies: copies,
@@ -429,7 +430,7 @@ func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) 
 
 // noteSkip completes the operator's skip record with what was skipped.
 func noteSkip(actions []Action, db string, ev *schemas.Event) {
-	AppendNote(actions, db, SkipKey(ev.EventID), fmt.Sprintf("skipped %s event %d at %s",
+	AppendNote(actions, db, drparam.SkipKey(ev.EventID), fmt.Sprintf("skipped %s event %d at %s",
 		ev.EventType, ev.EventID, time.Now().UTC().Format(time.RFC3339)))
 }
 
@@ -449,9 +450,9 @@ func (w *worker) reconnect() {
 func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) {
 	id, typ := int64(0), "-"
 	if ev != nil {
-		id, typ = ev.EventID, ev.EventType
+		id, typ = ev.EventID, string(ev.EventType)
 	}
-	w.a.m.halted.WithLabelValues(w.db, d.Reason).Set(1)
+	w.a.m.halted.WithLabelValues(w.db, string(d.Reason)).Set(1)
 	attrs := []any{"event_id", id, "type", typ, "reason", d.Reason, "detail", d.Detail}
 	if ev != nil && d.Reason != ReasonChainBroken { // a broken chain's detail names the event to skip
 		attrs = append(attrs, "skip", fmt.Sprintf("--skip-event %s:%d", w.db, id))
@@ -476,13 +477,13 @@ func (w *worker) recordHalt(ctx context.Context, msg string) error {
 		}
 		return err
 	}
-	if db.Parameters[ParamTarget] != TargetMark(w.a.cfg.Source) {
+	if db.Parameters[drparam.Target] != drparam.TargetMark(w.a.cfg.Source) {
 		return nil // not ours to write
 	}
 	if len(msg) > 3000 {
 		msg = msg[:3000] + "..."
 	}
-	db.Parameters[ParamHalted] = msg
+	db.Parameters[drparam.Halted] = msg
 	w.cache.reset()
 	return w.ms.AlterDatabase(ctx, w.db, db)
 }

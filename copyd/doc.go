@@ -1,13 +1,32 @@
-// Package copyd is the copy daemon: a consumer group over file manifests
-// that copies and verifies data files from the source to the DR storage and
-// publishes one completion record per file.
+// Package copyd is the copy daemon: a consumer group over the manifests
+// topic that copies and verifies data files from the source to the DR
+// storage and publishes exactly one completion record per copy task.
 //
-// The Engine does one copy task at a time per call, in three steps:
+// Three parts, from the bottom up:
 //
-//   - Confinement. The source must lie under the source roots and the
-//     target under the target roots, as normalised locations (no ".." and no
-//     relative paths; scheme and host must match). Anything else completes
-//     FAILED naming the path, before any store is asked anything.
+//   - The Engine carries out one copy task per call (Copy), safe for
+//     concurrent calls that share one bandwidth limit; below.
+//   - The Daemon (daemon.go) feeds it: tasks run Workers at a time in a
+//     sliding window per partition (window.go, whose invariants are
+//     written there), and every CommitInterval one Kafka transaction
+//     publishes the completions of each partition's finished prefix with
+//     the group's offsets just past it, so the committed offset never
+//     passes an unfinished task and a crash publishes nothing twice. At
+//     start, before the Daemon runs, Engine.DiscardInterrupted discards
+//     the writes a killed run left, as the StagingLog (internal/state)
+//     recorded them.
+//   - CopyTree runs the Engine over a directory tree without Kafka, for
+//     `hivedr copy` (bootstraps, benchmarks).
+//
+// The Engine does one copy task in three steps:
+//
+//   - Confinement. The source must lie under the source roots (or the
+//     change-management roots, for a change-management copy) and the
+//     target under the target roots, compared as canonical locations
+//     (package location: no ".." and no relative paths, scheme and
+//     authority in one spelling, whole path segments). Anything else
+//     completes FAILED naming the path, before any store is asked
+//     anything; from then on the engine uses only the canonical form.
 //   - Decision (decide.go, pure). What was observed of the source, the
 //     target, and how both relate to the checksum the metastore logged for
 //     the file decides between skipping an identical target, copying,
@@ -33,6 +52,11 @@
 //     naming both values. Transient errors are retried with exponential
 //     backoff and jitter; permanent ones fail at once.
 //
-// Not implemented yet: splitting large files into ranges copied in
-// parallel (each file is one stream).
+// A file larger than EngineConfig.SplitSize, to a target store that takes
+// ranges (fs.Splitter: S3 multipart uploads; HDFS part files joined with
+// CONCAT where the cluster allows it), is copied as ranges in parallel,
+// each with its own ranged read and CRC32C; the file's CRC32C is combined
+// from theirs (hdfscrc.Combine) and verified as a stream's is. A file
+// adds range workers beyond its first only while the Engine runs fewer
+// than SplitWorkers streams in all, so a busy daemon gains no streams.
 package copyd

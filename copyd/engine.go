@@ -48,15 +48,6 @@ type SnapshotFinder interface {
 	SnapshotCandidates(ctx context.Context, path string) ([]string, error)
 }
 
-// StagingLog records writes in progress, so that a daemon restarted after a
-// crash can Discard what they left behind. Begin is called after a target's
-// staging file (or multipart upload) is created and before a byte is
-// written; End once it was committed or aborted.
-type StagingLog interface {
-	Begin(ctx context.Context, taskID, location, staging string) error
-	End(ctx context.Context, taskID, location, staging string) error
-}
-
 // EngineConfig configures an Engine.
 type EngineConfig struct {
 	// SourceRoots are the only locations the engine reads (required).
@@ -207,21 +198,6 @@ func confine(what, loc string, roots []location.Location) (string, error) {
 		}
 	}
 	return "", permanent(fmt.Errorf("%s %s refused: outside the configured roots", what, loc))
-}
-
-// Discard removes what an interrupted write to location left behind, given
-// the staging value a StagingLog was told. The location must lie under the
-// target roots.
-func (e *Engine) Discard(ctx context.Context, location, staging string) error {
-	loc, err := confine("target", location, e.tgt)
-	if err != nil {
-		return err
-	}
-	f, p, err := e.r.Split(loc)
-	if err != nil {
-		return fmt.Errorf("discard staging %s of %s: %w", staging, loc, err)
-	}
-	return f.Discard(ctx, p, staging)
 }
 
 // Copy carries out one copy task and says how it went. It never panics and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/testenv"
 	"github.com/hivedr/hivedr/producer"
 )
@@ -41,7 +42,7 @@ func BenchmarkTailerPostgres(b *testing.B) {
 		if err := conf.Validate(); err != nil {
 			b.Fatal(err)
 		}
-		source, err := producer.NewPostgresSource(context.Background(), log.dsn)
+		source, err := hmslog.NewPostgresSource(context.Background(), log.dsn)
 		if err != nil {
 			b.Fatal(err)
 		}

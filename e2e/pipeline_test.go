@@ -15,9 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hivedr/hivedr/applier"
 	wl "github.com/hivedr/hivedr/e2e/workload"
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
@@ -652,10 +652,10 @@ func TestPipelineKill9(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: DR database %s after the kill: %v", r, db1, err)
 		}
-		pos, _ := strconv.ParseInt(d.Parameters[applier.ParamLastID], 10, 64)
+		pos, _ := strconv.ParseInt(d.Parameters[drparam.LastID], 10, 64)
 		if pos < ids[0] || pos >= ids[len(ids)-1] {
 			t.Fatalf("round %d: the applier was killed once it reported event %d applied, and DR %s is at event %d (%s): want it in [%d, %d), the round applied in part",
-				r, at, db1, pos, applier.ParamLastID, ids[0], ids[len(ids)-1])
+				r, at, db1, pos, drparam.LastID, ids[0], ids[len(ids)-1])
 		}
 		t.Logf("round %d (applier): %d events of %s (%d-%d); killed past event %d, DR at event %d", r, len(ids), db1, ids[0], ids[len(ids)-1], at, pos)
 		if lostState {

@@ -78,26 +78,26 @@ func TestSchemasRegistry(t *testing.T) {
 		table := &schemas.Table{Database: "sales", Name: "orders", Columns: []schemas.Column{{Name: "id", Type: "bigint"}},
 			Parameters: map[string]string{"k": "v"}, Storage: schemas.Storage{SerdeLib: "serde", NumBuckets: -1}}
 		part := schemas.Partition{Values: []string{"2025-03-01"}, Location: "hdfs://src/orders/ds=2025-03-01"}
-		event := func(typ string, p schemas.Payload) *schemas.Event {
+		event := func(typ schemas.EventType, p schemas.Payload) *schemas.Event {
 			return &schemas.Event{EventID: 7, EventTime: at, EventType: typ, Catalog: "hive", Database: "sales", Table: "orders",
 				Databases: []string{"sales"}, Source: "e2e", MessageFormat: "json-0.2", Message: "{}", Payload: p,
 				Files:  []schemas.FileRef{{URI: "hdfs://src/orders/0", TaskID: "7-0"}},
 				Errors: []schemas.EventError{{Kind: schemas.ErrPathOutsideRoots, Message: "outside", Path: "/x"}}}
 		}
 		recs := []any{
-			event("OPEN_TXN", nil),
-			event("CREATE_DATABASE", &schemas.DatabaseChange{After: &schemas.Database{Name: "sales", Parameters: map[string]string{"a": "b"}}}),
-			event("CREATE_TABLE", &schemas.TableChange{After: table}),
-			event("ADD_PARTITION", &schemas.PartitionChange{Table: table, After: []schemas.Partition{part}}),
-			event("INSERT", &schemas.InsertData{Table: table, Partition: &part, Replace: true}),
-			event("COMMIT_TXN", &schemas.Transaction{TxnIDs: []int64{3}, WriteIDs: []schemas.TableWriteID{{Database: "sales", Table: "orders", WriteID: 2}}}),
+			event(schemas.EventOpenTxn, nil),
+			event(schemas.EventCreateDatabase, &schemas.DatabaseChange{After: &schemas.Database{Name: "sales", Parameters: map[string]string{"a": "b"}}}),
+			event(schemas.EventCreateTable, &schemas.TableChange{After: table}),
+			event(schemas.EventAddPartition, &schemas.PartitionChange{Table: table, After: []schemas.Partition{part}}),
+			event(schemas.EventInsert, &schemas.InsertData{Table: table, Partition: &part, Replace: true}),
+			event(schemas.EventCommitTxn, &schemas.Transaction{TxnIDs: []int64{3}, WriteIDs: []schemas.TableWriteID{{Database: "sales", Table: "orders", WriteID: 2}}}),
 			event("ALLOC_WRITE_ID", &schemas.WriteIDAllocation{Database: "sales", Table: "orders", Allocations: []schemas.TxnWriteID{{TxnID: 3, WriteID: 2}}}),
 			event("UPDATE_TABLE_COLUMN_STAT", &schemas.ColumnStats{Database: "sales", Table: "orders", Columns: []string{"id"}, StatsJSON: "{}"}),
 			&schemas.CopyTask{TaskID: "7-0", EventID: 7, EventTime: at, Database: "sales", Table: "orders", SourceURI: "hdfs://src/a", TargetURI: "hdfs://dr/a"},
 			&schemas.CopyCompletion{TaskID: "7-0", EventID: 7, Database: "sales", SourceURI: "hdfs://src/a", TargetURI: "hdfs://dr/a",
 				Status: schemas.StatusCopied, Length: 10, CRC32C: &crc, Verification: "crc32c:source+target", Attempts: 1, Started: at, Finished: at.Add(time.Second)},
 			&schemas.Heartbeat{Database: "sales", ScannedEventID: 7, ScannedEventTime: at, SourceHeadEventID: 9, Sent: at, Source: "e2e"},
-			&schemas.TailerCheckpoint{Source: "e2e", LastEventID: 7, LastEventTime: at, Written: at, State: "RUNNING"},
+			&schemas.TailerCheckpoint{Source: "e2e", LastEventID: 7, LastEventTime: at, Written: at, State: schemas.StateRunning},
 		}
 		// A second Serde decodes, as a consumer in another process would.
 		s2, err := schemas.NewSerde(ctx, reg)
@@ -193,7 +193,7 @@ func TestSchemasRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := &schemas.Event{
-			EventID: 77, EventTime: at, EventType: "CREATE_TABLE", Catalog: "hive", Database: "sales", Table: "orders",
+			EventID: 77, EventTime: at, EventType: schemas.EventCreateTable, Catalog: "hive", Database: "sales", Table: "orders",
 			MessageFormat: "json-0.2", Message: "{}",
 			Payload: &schemas.TableChange{After: &schemas.Table{Database: "sales", Name: "orders",
 				Storage: schemas.Storage{SerdeLib: "serde", NumBuckets: -1}, CreateTime: 1741964966}},

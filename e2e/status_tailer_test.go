@@ -265,11 +265,11 @@ func TestStatusTailerDownChainBroken(t *testing.T) {
 			last = cp
 		}
 	}
-	if last == nil || last.State != "RUNNING" {
+	if last == nil || last.State != schemas.StateRunning {
 		t.Fatalf("the tailer's last checkpoint: %+v", last)
 	}
 	broken := *last
-	broken.State, broken.Written = "CHAIN_BROKEN", time.Now()
+	broken.State, broken.Written = schemas.StateChainBroken, time.Now()
 	v, err := s.Encode(&broken)
 	if err != nil {
 		t.Fatal(err)

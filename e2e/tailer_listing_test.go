@@ -109,7 +109,7 @@ filesystems:
 // published waits until the tailer published an event of db of type typ
 // naming table (its table or its after-image's), and returns it with the
 // copy tasks published for it.
-func (lt *listingTailer) published(db, typ, table string) (*schemas.Event, []schemas.CopyTask) {
+func (lt *listingTailer) published(db string, typ schemas.EventType, table string) (*schemas.Event, []schemas.CopyTask) {
 	lt.t.Helper()
 	topic := kafka.Topics{Prefix: lt.prefix}.Events(db)
 	var ev *schemas.Event
@@ -195,12 +195,12 @@ func TestTailerListingOutsideRoots(t *testing.T) {
 	if err := w.CreateTable(ctx, other, "t", wl.TableSpec{Columns: []string{"id bigint"}}); err != nil {
 		t.Fatal(err)
 	}
-	ev, tasks := lt.published(db, "CREATE_TABLE", "t_out")
+	ev, tasks := lt.published(db, schemas.EventCreateTable, "t_out")
 	oneError(t, ev, schemas.ErrPathOutsideRoots, outside, "directory not listed")
 	if len(ev.Files) != 0 || len(tasks) != 0 {
 		t.Errorf("the directory outside the roots was listed: files %v, tasks %v", ev.Files, tasks)
 	}
-	lt.published(other, "CREATE_TABLE", "t") // the next database's event is not held up
+	lt.published(other, schemas.EventCreateTable, "t") // the next database's event is not held up
 }
 
 // TestTailerListingOutOfScope: a database out of scope is never listed,
@@ -235,7 +235,7 @@ func TestTailerListingOutOfScope(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ev, _ := lt.published(in, "CREATE_TABLE", "t")
+	ev, _ := lt.published(in, schemas.EventCreateTable, "t")
 	if len(ev.Errors) != 0 {
 		t.Errorf("in-scope event carries errors: %+v", ev.Errors)
 	}
@@ -274,9 +274,9 @@ func TestTailerListingNoStore(t *testing.T) {
 	if err := w.CreateTable(ctx, db, "t_next", wl.TableSpec{Columns: []string{"id bigint"}}); err != nil {
 		t.Fatal(err)
 	}
-	ev, _ := lt.published(db, "CREATE_TABLE", "t_local")
+	ev, _ := lt.published(db, schemas.EventCreateTable, "t_local")
 	oneError(t, ev, schemas.ErrListingFailed, "file:"+local, "the local filesystem is not enabled")
-	lt.published(db, "CREATE_TABLE", "t_next")
+	lt.published(db, schemas.EventCreateTable, "t_next")
 	if log := lt.proc.out.String(); strings.Contains(log, "listing a directory failed; retrying") {
 		t.Errorf("the tailer retried a listing no retry can mend:\n%s", tail(log, 20))
 	}
@@ -309,7 +309,7 @@ func TestTailerListingFileScheme(t *testing.T) {
 	if err := w.CreateTable(ctx, db, "t", wl.TableSpec{Columns: []string{"id bigint"}, Location: "file:" + local}); err != nil {
 		t.Fatal(err)
 	}
-	ev, tasks := lt.published(db, "CREATE_TABLE", "t")
+	ev, tasks := lt.published(db, schemas.EventCreateTable, "t")
 	if len(ev.Errors) != 0 {
 		t.Fatalf("errors %+v", ev.Errors)
 	}
@@ -350,12 +350,12 @@ func TestTailerListingTransient(t *testing.T) {
 	if err := w.CreateDatabase(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	lt.published(db, "CREATE_DATABASE", "") // the tailer is past its start
+	lt.published(db, schemas.EventCreateDatabase, "") // the tailer is past its start
 	fwd.close()
 	if err := w.CreateTable(ctx, db, "t_down", wl.TableSpec{Columns: []string{"id bigint"}}); err != nil {
 		t.Fatal(err)
 	}
-	ev, tasks := lt.published(db, "CREATE_TABLE", "t_down")
+	ev, tasks := lt.published(db, schemas.EventCreateTable, "t_down")
 	oneError(t, ev, schemas.ErrListingFailed, ext+"/t_down", "attempts")
 	if len(tasks) != 0 {
 		t.Errorf("tasks %v for a directory that could not be listed", tasks)
@@ -367,7 +367,7 @@ func TestTailerListingTransient(t *testing.T) {
 	if err := w.CreateTable(ctx, db, "t_up", wl.TableSpec{Columns: []string{"id bigint"}}); err != nil {
 		t.Fatal(err)
 	}
-	ev, tasks = lt.published(db, "CREATE_TABLE", "t_up")
+	ev, tasks = lt.published(db, schemas.EventCreateTable, "t_up")
 	if len(ev.Errors) != 0 || len(tasks) != 1 || !strings.HasSuffix(tasks[0].SourceURI, "/t_up/000000_0") {
 		t.Errorf("after the NameNode came back: errors %+v, tasks %v; want the one file's task", ev.Errors, tasks)
 	}

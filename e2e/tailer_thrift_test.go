@@ -166,7 +166,7 @@ func TestTailerThriftWorkload(t *testing.T) {
 
 	salesRecs := readTopic(t, env, s, topics.Events(sales))
 	salesEvs := events(salesRecs)
-	var types []string
+	var types []schemas.EventType
 	for i, e := range salesEvs {
 		if i > 0 && e.EventID <= salesEvs[i-1].EventID {
 			t.Fatalf("%s: event %d after %d", sales, e.EventID, salesEvs[i-1].EventID)
@@ -179,8 +179,8 @@ func TestTailerThriftWorkload(t *testing.T) {
 			t.Errorf("excluded table event %d %s published", e.EventID, e.EventType)
 		}
 	}
-	wantTypes := []string{"CREATE_DATABASE", "CREATE_TABLE", "ADD_PARTITION", "INSERT", "INSERT", "CREATE_TABLE", "INSERT",
-		"ALTER_TABLE", "ALTER_TABLE", "ALTER_TABLE", "DROP_TABLE", "CREATE_TABLE"}
+	wantTypes := []schemas.EventType{schemas.EventCreateDatabase, schemas.EventCreateTable, schemas.EventAddPartition, schemas.EventInsert, schemas.EventInsert, schemas.EventCreateTable, schemas.EventInsert,
+		schemas.EventAlterTable, schemas.EventAlterTable, schemas.EventAlterTable, schemas.EventDropTable, schemas.EventCreateTable}
 	if !slices.Equal(types, wantTypes) {
 		t.Fatalf("%s event types = %v\nwant %v", sales, types, wantTypes)
 	}
@@ -206,11 +206,11 @@ func TestTailerThriftWorkload(t *testing.T) {
 	}
 	// The move reaches the archive topic too, in order with its own events.
 	archEvs := events(readTopic(t, env, s, topics.Events(archive)))
-	var archTypes []string
+	var archTypes []schemas.EventType
 	for _, e := range archEvs {
 		archTypes = append(archTypes, e.EventType)
 	}
-	if !slices.Equal(archTypes, []string{"CREATE_DATABASE", "ALTER_TABLE"}) || archEvs[1].EventID != salesEvs[9].EventID {
+	if !slices.Equal(archTypes, []schemas.EventType{schemas.EventCreateDatabase, schemas.EventAlterTable}) || archEvs[1].EventID != salesEvs[9].EventID {
 		t.Errorf("%s events = %v", archive, archTypes)
 	}
 	// Copy tasks: one per inserted file, mapped to the DR cluster.

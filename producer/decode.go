@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -50,73 +51,64 @@ const txnFileListSeparator = "]"
 // decodeFunc decodes the message JSON of one event type into ev.
 type decodeFunc func(d *decoder, msg []byte) error
 
-// decodeKnownEventTypes lists every EVENT_TYPE the metastore writes (the
-// string values of EventMessage.EventType, and its enum names where they
-// differ, which some writers use). A nil decodeFunc marks a type hivedr
+// decodeKnownEventTypes lists every EVENT_TYPE the metastore writes, in
+// canonical form (schemas.EventType.Canonical: an enum name some writers
+// use instead decodes as its value). A nil decodeFunc marks a type hivedr
 // knows but does not model: it gets a nil Payload and no error.
-var decodeKnownEventTypes = map[string]decodeFunc{
-	"CREATE_DATABASE": decodeCreateDatabase,
-	"ALTER_DATABASE":  decodeAlterDatabase,
-	"DROP_DATABASE":   decodeDropDatabase,
+var decodeKnownEventTypes = map[schemas.EventType]decodeFunc{
+	schemas.EventCreateDatabase: decodeCreateDatabase,
+	schemas.EventAlterDatabase:  decodeAlterDatabase,
+	schemas.EventDropDatabase:   decodeDropDatabase,
 
-	"CREATE_TABLE": decodeCreateTable,
-	"ALTER_TABLE":  decodeAlterTable,
-	"DROP_TABLE":   decodeDropTable,
+	schemas.EventCreateTable: decodeCreateTable,
+	schemas.EventAlterTable:  decodeAlterTable,
+	schemas.EventDropTable:   decodeDropTable,
 
-	"ADD_PARTITION":    decodeAddPartition,
-	"ALTER_PARTITION":  decodeAlterPartition,
-	"ALTER_PARTITIONS": decodeAlterPartitions,
-	"DROP_PARTITION":   decodeDropPartition,
+	schemas.EventAddPartition:    decodeAddPartition,
+	schemas.EventAlterPartition:  decodeAlterPartition,
+	schemas.EventAlterPartitions: decodeAlterPartitions,
+	schemas.EventDropPartition:   decodeDropPartition,
 
-	"INSERT": decodeInsert,
+	schemas.EventInsert: decodeInsert,
 
-	"OPEN_TXN":               decodeOpenTxn,
-	"COMMIT_TXN":             decodeCommitTxn,
-	"ABORT_TXN":              decodeAbortTxn,
-	"ALLOC_WRITE_ID_EVENT":   decodeAllocWriteID,
-	"ALLOC_WRITE_ID":         decodeAllocWriteID,
-	"ACID_WRITE_EVENT":       decodeAcidWrite,
-	"ACID_WRITE":             decodeAcidWrite,
-	"BATCH_ACID_WRITE_EVENT": decodeAcidWrite,
-	"BATCH_ACID_WRITE":       decodeAcidWrite,
+	schemas.EventOpenTxn:        decodeOpenTxn,
+	schemas.EventCommitTxn:      decodeCommitTxn,
+	schemas.EventAbortTxn:       decodeAbortTxn,
+	schemas.EventAllocWriteID:   decodeAllocWriteID,
+	schemas.EventAcidWrite:      decodeAcidWrite,
+	schemas.EventBatchAcidWrite: decodeAcidWrite,
 
-	"UPDATE_TBL_COL_STAT_EVENT":    decodeUpdateTableColStat,
-	"UPDATE_TABLE_COLUMN_STAT":     decodeUpdateTableColStat,
-	"DELETE_TBL_COL_STAT_EVENT":    decodeDeleteTableColStat,
-	"DELETE_TABLE_COLUMN_STAT":     decodeDeleteTableColStat,
-	"UPDATE_PART_COL_STAT_EVENT":   decodeUpdatePartitionColStat,
-	"UPDATE_PARTITION_COLUMN_STAT": decodeUpdatePartitionColStat,
-	"DELETE_PART_COL_STAT_EVENT":   decodeDeletePartitionColStat,
-	"DELETE_PARTITION_COLUMN_STAT": decodeDeletePartitionColStat,
+	schemas.EventUpdateTableColStat:     decodeUpdateTableColStat,
+	schemas.EventDeleteTableColStat:     decodeDeleteTableColStat,
+	schemas.EventUpdatePartitionColStat: decodeUpdatePartitionColStat,
+	schemas.EventDeletePartitionColStat: decodeDeletePartitionColStat,
 
 	// Known, not modelled: they change nothing hivedr replicates (or
 	// nothing it replicates yet), so they carry only the raw message.
-	"UPDATE_PART_COL_STAT_EVENT_BATCH":   nil,
-	"UPDATE_PARTITION_COLUMN_STAT_BATCH": nil,
-	"COMMIT_COMPACTION_EVENT":            nil,
-	"COMMIT_COMPACTION":                  nil,
-	"RELOAD":                             nil,
-	"CREATE_FUNCTION":                    nil,
-	"DROP_FUNCTION":                      nil,
-	"ADD_PRIMARYKEY":                     nil,
-	"ADD_FOREIGNKEY":                     nil,
-	"ADD_UNIQUECONSTRAINT":               nil,
-	"ADD_NOTNULLCONSTRAINT":              nil,
-	"ADD_DEFAULTCONSTRAINT":              nil,
-	"ADD_CHECKCONSTRAINT":                nil,
-	"DROP_CONSTRAINT":                    nil,
-	"CREATE_ISCHEMA":                     nil,
-	"ALTER_ISCHEMA":                      nil,
-	"DROP_ISCHEMA":                       nil,
-	"ADD_SCHEMA_VERSION":                 nil,
-	"ALTER_SCHEMA_VERSION":               nil,
-	"DROP_SCHEMA_VERSION":                nil,
-	"CREATE_CATALOG":                     nil,
-	"ALTER_CATALOG":                      nil,
-	"DROP_CATALOG":                       nil,
-	"CREATE_DATACONNECTOR":               nil,
-	"ALTER_DATACONNECTOR":                nil,
-	"DROP_DATACONNECTOR":                 nil,
+	schemas.EventUpdatePartitionColStatBatch: nil,
+	schemas.EventCommitCompaction:            nil,
+	schemas.EventReload:                      nil,
+	schemas.EventCreateFunction:              nil,
+	schemas.EventDropFunction:                nil,
+	schemas.EventAddPrimaryKey:               nil,
+	schemas.EventAddForeignKey:               nil,
+	schemas.EventAddUniqueConstraint:         nil,
+	schemas.EventAddNotNullConstraint:        nil,
+	schemas.EventAddDefaultConstraint:        nil,
+	schemas.EventAddCheckConstraint:          nil,
+	schemas.EventDropConstraint:              nil,
+	schemas.EventCreateISchema:               nil,
+	schemas.EventAlterISchema:                nil,
+	schemas.EventDropISchema:                 nil,
+	schemas.EventAddSchemaVersion:            nil,
+	schemas.EventAlterSchemaVersion:          nil,
+	schemas.EventDropSchemaVersion:           nil,
+	schemas.EventCreateCatalog:               nil,
+	schemas.EventAlterCatalog:                nil,
+	schemas.EventDropCatalog:                 nil,
+	schemas.EventCreateDataConnector:         nil,
+	schemas.EventAlterDataConnector:          nil,
+	schemas.EventDropDataConnector:           nil,
 }
 
 // Decode turns one notification-log row into an Event: the envelope fields
@@ -133,7 +125,7 @@ var decodeKnownEventTypes = map[string]decodeFunc{
 // Databases is the sorted set of databases the event concerns: the row's
 // DB_NAME, plus both sides of a table moved across databases and every
 // database a transaction wrote to.
-func Decode(raw RawEvent) schemas.Event {
+func Decode(raw hmslog.RawEvent) schemas.Event {
 	ev := schemas.Event{
 		EventID:       raw.EventID,
 		EventTime:     time.Unix(raw.EventTime, 0).UTC(),
@@ -164,7 +156,7 @@ func Decode(raw RawEvent) schemas.Event {
 }
 
 // decodeUnknownTypeError reports an EVENT_TYPE the metastore does not write.
-type decodeUnknownTypeError struct{ eventType string }
+type decodeUnknownTypeError struct{ eventType schemas.EventType }
 
 func (e decodeUnknownTypeError) Error() string {
 	return fmt.Sprintf("unknown event type %q: not one the Hive metastore writes", e.eventType)
@@ -172,13 +164,13 @@ func (e decodeUnknownTypeError) Error() string {
 
 // decoder holds the state of one Decode call.
 type decoder struct {
-	raw *RawEvent
+	raw *hmslog.RawEvent
 	ev  *schemas.Event
 	dbs []string
 }
 
 func (d *decoder) decode() (err error) {
-	fn, known := decodeKnownEventTypes[d.raw.EventType]
+	fn, known := decodeKnownEventTypes[d.raw.EventType.Canonical()]
 	if !known {
 		return decodeUnknownTypeError{eventType: d.raw.EventType}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -22,7 +23,7 @@ import (
 // testdata/capture.
 type decodeFixture struct {
 	name string
-	raw  RawEvent
+	raw  hmslog.RawEvent
 }
 
 func loadDecodeFixtures(tb testing.TB) []decodeFixture {
@@ -42,19 +43,19 @@ func loadDecodeFixtures(tb testing.TB) []decodeFixture {
 			tb.Fatal(err)
 		}
 		var f struct {
-			EventID       int64  `json:"eventId"`
-			EventTime     int64  `json:"eventTime"`
-			EventType     string `json:"eventType"`
-			CatName       string `json:"catName"`
-			DBName        string `json:"dbName"`
-			TableName     string `json:"tableName"`
-			MessageFormat string `json:"messageFormat"`
-			Message       string `json:"message"`
+			EventID       int64             `json:"eventId"`
+			EventTime     int64             `json:"eventTime"`
+			EventType     schemas.EventType `json:"eventType"`
+			CatName       string            `json:"catName"`
+			DBName        string            `json:"dbName"`
+			TableName     string            `json:"tableName"`
+			MessageFormat string            `json:"messageFormat"`
+			Message       string            `json:"message"`
 		}
 		if err := json.Unmarshal(b, &f); err != nil {
 			tb.Fatalf("%s: %v", p, err)
 		}
-		out = append(out, decodeFixture{name: filepath.Base(p), raw: RawEvent{
+		out = append(out, decodeFixture{name: filepath.Base(p), raw: hmslog.RawEvent{
 			EventID: f.EventID, EventTime: f.EventTime, EventType: f.EventType,
 			Catalog: f.CatName, Database: f.DBName, Table: f.TableName,
 			MessageFormat: f.MessageFormat, Message: f.Message,
@@ -65,27 +66,27 @@ func loadDecodeFixtures(tb testing.TB) []decodeFixture {
 
 // decodeWantPayload is the payload type each event type decodes to; ""
 // means a nil payload.
-var decodeWantPayload = map[string]string{
-	"CREATE_DATABASE":            "*schemas.DatabaseChange",
-	"ALTER_DATABASE":             "*schemas.DatabaseChange",
-	"DROP_DATABASE":              "*schemas.DatabaseChange",
-	"CREATE_TABLE":               "*schemas.TableChange",
-	"ALTER_TABLE":                "*schemas.TableChange",
-	"DROP_TABLE":                 "*schemas.TableChange",
-	"ADD_PARTITION":              "*schemas.PartitionChange",
-	"ALTER_PARTITION":            "*schemas.PartitionChange",
-	"ALTER_PARTITIONS":           "*schemas.PartitionChange",
-	"DROP_PARTITION":             "*schemas.PartitionChange",
-	"INSERT":                     "*schemas.InsertData",
-	"OPEN_TXN":                   "*schemas.Transaction",
-	"COMMIT_TXN":                 "*schemas.Transaction",
-	"ABORT_TXN":                  "*schemas.Transaction",
-	"ACID_WRITE_EVENT":           "*schemas.Transaction",
-	"ALLOC_WRITE_ID_EVENT":       "*schemas.WriteIDAllocation",
-	"UPDATE_TBL_COL_STAT_EVENT":  "*schemas.ColumnStats",
-	"DELETE_TBL_COL_STAT_EVENT":  "*schemas.ColumnStats",
-	"UPDATE_PART_COL_STAT_EVENT": "*schemas.ColumnStats",
-	"DELETE_PART_COL_STAT_EVENT": "*schemas.ColumnStats",
+var decodeWantPayload = map[schemas.EventType]string{
+	schemas.EventCreateDatabase:         "*schemas.DatabaseChange",
+	schemas.EventAlterDatabase:          "*schemas.DatabaseChange",
+	schemas.EventDropDatabase:           "*schemas.DatabaseChange",
+	schemas.EventCreateTable:            "*schemas.TableChange",
+	schemas.EventAlterTable:             "*schemas.TableChange",
+	schemas.EventDropTable:              "*schemas.TableChange",
+	schemas.EventAddPartition:           "*schemas.PartitionChange",
+	schemas.EventAlterPartition:         "*schemas.PartitionChange",
+	schemas.EventAlterPartitions:        "*schemas.PartitionChange",
+	schemas.EventDropPartition:          "*schemas.PartitionChange",
+	schemas.EventInsert:                 "*schemas.InsertData",
+	schemas.EventOpenTxn:                "*schemas.Transaction",
+	schemas.EventCommitTxn:              "*schemas.Transaction",
+	schemas.EventAbortTxn:               "*schemas.Transaction",
+	schemas.EventAcidWrite:              "*schemas.Transaction",
+	schemas.EventAllocWriteID:           "*schemas.WriteIDAllocation",
+	schemas.EventUpdateTableColStat:     "*schemas.ColumnStats",
+	schemas.EventDeleteTableColStat:     "*schemas.ColumnStats",
+	schemas.EventUpdatePartitionColStat: "*schemas.ColumnStats",
+	schemas.EventDeletePartitionColStat: "*schemas.ColumnStats",
 }
 
 func payloadTypeName(p schemas.Payload) string {
@@ -137,8 +138,33 @@ func TestDecodeFixtures(t *testing.T) {
 	}
 }
 
+// TestDecodeEnumNames: an event type spelled with EventMessage.EventType's
+// enum name instead of its value (ALLOC_WRITE_ID for ALLOC_WRITE_ID_EVENT)
+// decodes as the value does, and keeps its spelling.
+func TestDecodeEnumNames(t *testing.T) {
+	fs := loadDecodeFixtures(t)
+	for alias, canonical := range map[schemas.EventType]schemas.EventType{
+		"ALLOC_WRITE_ID":           schemas.EventAllocWriteID,
+		"UPDATE_TABLE_COLUMN_STAT": schemas.EventUpdateTableColStat,
+	} {
+		i := slices.IndexFunc(fs, func(f decodeFixture) bool { return f.raw.EventType == canonical })
+		if i < 0 {
+			t.Fatalf("no %s fixture", canonical)
+		}
+		raw := fs[i].raw
+		want := Decode(raw)
+		raw.EventType = alias
+		got := Decode(raw)
+		if len(got.Errors) > 0 || got.EventType != alias || payloadTypeName(got.Payload) != payloadTypeName(want.Payload) ||
+			len(got.Files) != len(want.Files) {
+			t.Errorf("%s: %s event with %d files, errors %v; want it decoded as %s (%s, %d files)", alias, payloadTypeName(got.Payload),
+				len(got.Files), got.Errors, canonical, payloadTypeName(want.Payload), len(want.Files))
+		}
+	}
+}
+
 // decodeFind returns the decoded events of the fixtures that match.
-func decodeFind(t *testing.T, fs []decodeFixture, eventType string, match func(RawEvent, schemas.Event) bool) []schemas.Event {
+func decodeFind(t *testing.T, fs []decodeFixture, eventType schemas.EventType, match func(hmslog.RawEvent, schemas.Event) bool) []schemas.Event {
 	t.Helper()
 	var out []schemas.Event
 	for _, f := range fs {
@@ -156,8 +182,8 @@ func decodeFind(t *testing.T, fs []decodeFixture, eventType string, match func(R
 	return out
 }
 
-func onTable(db, table string) func(RawEvent, schemas.Event) bool {
-	return func(r RawEvent, _ schemas.Event) bool { return r.Database == db && r.Table == table }
+func onTable(db, table string) func(hmslog.RawEvent, schemas.Event) bool {
+	return func(r hmslog.RawEvent, _ schemas.Event) bool { return r.Database == db && r.Table == table }
 }
 
 func columnNames(cs []schemas.Column) []string {
@@ -170,7 +196,7 @@ func columnNames(cs []schemas.Column) []string {
 
 func TestDecodeDatabaseEvents(t *testing.T) {
 	fs := loadDecodeFixtures(t)
-	ev := decodeFind(t, fs, "CREATE_DATABASE", onTable("cap_sales", ""))[0]
+	ev := decodeFind(t, fs, schemas.EventCreateDatabase, onTable("cap_sales", ""))[0]
 	dc := ev.Payload.(*schemas.DatabaseChange)
 	if dc.Before != nil || dc.After == nil || dc.After.Name != "cap_sales" || dc.After.Parameters["owner.team"] != "sales" {
 		t.Errorf("CREATE_DATABASE payload = %+v", dc)
@@ -179,13 +205,13 @@ func TestDecodeDatabaseEvents(t *testing.T) {
 		t.Error("CREATE_DATABASE: no location")
 	}
 
-	ev = decodeFind(t, fs, "ALTER_DATABASE", onTable("cap_sales", ""))[0]
+	ev = decodeFind(t, fs, schemas.EventAlterDatabase, onTable("cap_sales", ""))[0]
 	dc = ev.Payload.(*schemas.DatabaseChange)
 	if dc.Before == nil || dc.After == nil || dc.Before.Parameters["retention.days"] != "" || dc.After.Parameters["retention.days"] != "30" {
 		t.Errorf("ALTER_DATABASE payload = %+v / %+v", dc.Before, dc.After)
 	}
 
-	ev = decodeFind(t, fs, "DROP_DATABASE", onTable("cap_sales", ""))[0]
+	ev = decodeFind(t, fs, schemas.EventDropDatabase, onTable("cap_sales", ""))[0]
 	dc = ev.Payload.(*schemas.DatabaseChange)
 	if dc.After != nil || dc.Before == nil || dc.Before.Name != "cap_sales" {
 		t.Errorf("DROP_DATABASE payload = %+v", dc)
@@ -198,7 +224,7 @@ func TestDecodeDatabaseEvents(t *testing.T) {
 func TestDecodeTableEvents(t *testing.T) {
 	fs := loadDecodeFixtures(t)
 
-	ev := decodeFind(t, fs, "CREATE_TABLE", onTable("cap_sales", "orders"))[0]
+	ev := decodeFind(t, fs, schemas.EventCreateTable, onTable("cap_sales", "orders"))[0]
 	tc := ev.Payload.(*schemas.TableChange)
 	if tc.Before != nil || tc.After == nil {
 		t.Fatalf("CREATE_TABLE payload = %+v", tc)
@@ -228,7 +254,7 @@ func TestDecodeTableEvents(t *testing.T) {
 	}
 
 	// ADD COLUMN: same name, one more column after.
-	ev = decodeFind(t, fs, "ALTER_TABLE", func(r RawEvent, e schemas.Event) bool {
+	ev = decodeFind(t, fs, schemas.EventAlterTable, func(r hmslog.RawEvent, e schemas.Event) bool {
 		tc := e.Payload.(*schemas.TableChange)
 		return r.Table == "orders" && len(tc.After.Columns) > len(tc.Before.Columns)
 	})[0]
@@ -241,14 +267,14 @@ func TestDecodeTableEvents(t *testing.T) {
 	// event for truncating an external table and cannot create managed
 	// ones yet, so this is the captured ADD COLUMN message with
 	// isTruncateOp set, as json-0.2.
-	add := decodeFind(t, fs, "ALTER_TABLE", onTable("cap_sales", "orders"))[0]
+	add := decodeFind(t, fs, schemas.EventAlterTable, onTable("cap_sales", "orders"))[0]
 	ev = Decode(decodeRewrite(t, add, func(m map[string]any) { m["isTruncateOp"] = "true" }))
 	if tc := ev.Payload.(*schemas.TableChange); len(ev.Errors) != 0 || !tc.IsTruncate || tc.After.Name != "orders" {
 		t.Errorf("truncate: %+v errors %v", tc, ev.Errors)
 	}
 
 	// Rename within a database.
-	ev = decodeFind(t, fs, "ALTER_TABLE", func(_ RawEvent, e schemas.Event) bool {
+	ev = decodeFind(t, fs, schemas.EventAlterTable, func(_ hmslog.RawEvent, e schemas.Event) bool {
 		tc := e.Payload.(*schemas.TableChange)
 		return tc.Before.Name == "customers" && tc.After.Name == "clients" && tc.Before.Database == tc.After.Database
 	})[0]
@@ -257,7 +283,7 @@ func TestDecodeTableEvents(t *testing.T) {
 	}
 
 	// Rename across databases concerns both.
-	ev = decodeFind(t, fs, "ALTER_TABLE", func(_ RawEvent, e schemas.Event) bool {
+	ev = decodeFind(t, fs, schemas.EventAlterTable, func(_ hmslog.RawEvent, e schemas.Event) bool {
 		tc := e.Payload.(*schemas.TableChange)
 		return tc.Before.Database != tc.After.Database
 	})[0]
@@ -269,7 +295,7 @@ func TestDecodeTableEvents(t *testing.T) {
 		t.Errorf("move databases = %v", ev.Databases)
 	}
 
-	ev = decodeFind(t, fs, "DROP_TABLE", onTable("cap_sales", "orders"))[0]
+	ev = decodeFind(t, fs, schemas.EventDropTable, onTable("cap_sales", "orders"))[0]
 	if tc := ev.Payload.(*schemas.TableChange); tc.After != nil || tc.Before == nil || tc.Before.Name != "orders" {
 		t.Errorf("DROP_TABLE payload = %+v", tc)
 	}
@@ -278,7 +304,7 @@ func TestDecodeTableEvents(t *testing.T) {
 func TestDecodePartitionEvents(t *testing.T) {
 	fs := loadDecodeFixtures(t)
 
-	ev := decodeFind(t, fs, "ADD_PARTITION", onTable("cap_sales", "orders"))[0]
+	ev := decodeFind(t, fs, schemas.EventAddPartition, onTable("cap_sales", "orders"))[0]
 	pc := ev.Payload.(*schemas.PartitionChange)
 	if pc.Table == nil || pc.Table.Name != "orders" || len(pc.Before) != 0 || len(pc.After) != 2 {
 		t.Fatalf("ADD_PARTITION payload = %+v", pc)
@@ -291,7 +317,7 @@ func TestDecodePartitionEvents(t *testing.T) {
 		t.Errorf("added partition = %+v", pc.After[0])
 	}
 
-	ev = decodeFind(t, fs, "ALTER_PARTITION", func(_ RawEvent, e schemas.Event) bool {
+	ev = decodeFind(t, fs, schemas.EventAlterPartition, func(_ hmslog.RawEvent, e schemas.Event) bool {
 		return !e.Payload.(*schemas.PartitionChange).IsTruncate
 	})[0]
 	pc = ev.Payload.(*schemas.PartitionChange)
@@ -300,14 +326,14 @@ func TestDecodePartitionEvents(t *testing.T) {
 		t.Errorf("ALTER_PARTITION payload = %+v", pc)
 	}
 
-	ev = decodeFind(t, fs, "ALTER_PARTITION", func(_ RawEvent, e schemas.Event) bool {
+	ev = decodeFind(t, fs, schemas.EventAlterPartition, func(_ hmslog.RawEvent, e schemas.Event) bool {
 		return e.Payload.(*schemas.PartitionChange).IsTruncate
 	})[0]
 	if pc := ev.Payload.(*schemas.PartitionChange); !slices.Equal(pc.After[0].Values, []string{"2024-01-02", "us"}) {
 		t.Errorf("truncated partition = %v", pc.After[0].Values)
 	}
 
-	ev = decodeFind(t, fs, "DROP_PARTITION", onTable("cap_sales", "orders"))[0]
+	ev = decodeFind(t, fs, schemas.EventDropPartition, onTable("cap_sales", "orders"))[0]
 	pc = ev.Payload.(*schemas.PartitionChange)
 	if len(pc.Before) != 1 || !slices.Equal(pc.Before[0].Values, []string{"2024-01-01", "eu"}) || len(pc.After) != 0 {
 		t.Errorf("DROP_PARTITION payload = %+v", pc)
@@ -318,12 +344,12 @@ func TestDecodePartitionEvents(t *testing.T) {
 // (Hive 4.1+, not written by the stack's 4.0 metastore): the captured
 // ADD_PARTITION message has its shape, plus isTruncateOp.
 func TestDecodeAlterPartitions(t *testing.T) {
-	add := decodeFind(t, loadDecodeFixtures(t), "ADD_PARTITION", onTable("cap_sales", "orders"))[0]
+	add := decodeFind(t, loadDecodeFixtures(t), schemas.EventAddPartition, onTable("cap_sales", "orders"))[0]
 	raw := decodeRewrite(t, add, func(m map[string]any) {
 		m["isTruncateOp"] = "true"
 		delete(m, "partitionFiles")
 	})
-	raw.EventType = "ALTER_PARTITIONS"
+	raw.EventType = schemas.EventAlterPartitions
 	ev := Decode(raw)
 	pc, ok := ev.Payload.(*schemas.PartitionChange)
 	if len(ev.Errors) != 0 || !ok || !pc.IsTruncate || len(pc.After) != 2 || !slices.Equal(pc.After[1].Values, []string{"2024-01-02", "us"}) {
@@ -334,7 +360,7 @@ func TestDecodeAlterPartitions(t *testing.T) {
 func TestDecodeInsertEvents(t *testing.T) {
 	fs := loadDecodeFixtures(t)
 
-	ev := decodeFind(t, fs, "INSERT", onTable("cap_sales", "customers"))[0]
+	ev := decodeFind(t, fs, schemas.EventInsert, onTable("cap_sales", "customers"))[0]
 	ins := ev.Payload.(*schemas.InsertData)
 	if ins.Replace || ins.Partition != nil || ins.Table == nil || ins.Table.Name != "customers" {
 		t.Errorf("INSERT payload = %+v", ins)
@@ -350,7 +376,7 @@ func TestDecodeInsertEvents(t *testing.T) {
 		t.Errorf("INSERT file 1 = %+v", ev.Files[1])
 	}
 
-	ev = decodeFind(t, fs, "INSERT", onTable("cap_sales", "orders"))[0]
+	ev = decodeFind(t, fs, schemas.EventInsert, onTable("cap_sales", "orders"))[0]
 	ins = ev.Payload.(*schemas.InsertData)
 	if !ins.Replace || ins.Partition == nil || !slices.Equal(ins.Partition.Values, []string{"2024-01-02", "us"}) {
 		t.Errorf("INSERT OVERWRITE payload = %+v", ins)
@@ -363,13 +389,13 @@ func TestDecodeInsertEvents(t *testing.T) {
 func TestDecodeTransactionEvents(t *testing.T) {
 	fs := loadDecodeFixtures(t)
 
-	open := decodeFind(t, fs, "OPEN_TXN", nil)[0]
+	open := decodeFind(t, fs, schemas.EventOpenTxn, nil)[0]
 	txns := open.Payload.(*schemas.Transaction).TxnIDs
 	if len(txns) != 2 || txns[1] != txns[0]+1 || len(open.Databases) != 0 {
 		t.Fatalf("OPEN_TXN = %v databases %v", txns, open.Databases)
 	}
 
-	allocs := decodeFind(t, fs, "ALLOC_WRITE_ID_EVENT", nil)
+	allocs := decodeFind(t, fs, schemas.EventAllocWriteID, nil)
 	a := allocs[0].Payload.(*schemas.WriteIDAllocation)
 	if a.Table != "events_acid" || len(a.Allocations) != 1 || a.Allocations[0].TxnID != txns[0] || a.Allocations[0].WriteID < 1 {
 		t.Errorf("ALLOC_WRITE_ID = %+v", a)
@@ -381,9 +407,9 @@ func TestDecodeTransactionEvents(t *testing.T) {
 	// captured either. These messages are built after Hive's
 	// JSONCommitTxnMessage, JSONAcidWriteMessage and JSONAbortTxnMessage,
 	// with a captured table object.
-	tableObj := decodeFieldOf(t, decodeFind(t, fs, "CREATE_TABLE", onTable("cap_sales", "orders"))[0], "tableObjJson")
+	tableObj := decodeFieldOf(t, decodeFind(t, fs, schemas.EventCreateTable, onTable("cap_sales", "orders"))[0], "tableObjJson")
 	txn := txns[0]
-	commit := Decode(RawEvent{EventID: 100, EventTime: 1700000000, EventType: "COMMIT_TXN", MessageFormat: hms.FormatJSON,
+	commit := Decode(hmslog.RawEvent{EventID: 100, EventTime: 1700000000, EventType: schemas.EventCommitTxn, MessageFormat: hms.FormatJSON,
 		Message: decodeMarshal(t, map[string]any{
 			"txnid": txn, "timestamp": 1700000000, "server": "", "servicePrincipal": "",
 			"writeIds":      []int64{3, 1},
@@ -411,7 +437,7 @@ func TestDecodeTransactionEvents(t *testing.T) {
 		t.Errorf("COMMIT_TXN files = %+v", commit.Files)
 	}
 
-	acid := Decode(RawEvent{EventType: "ACID_WRITE_EVENT", Database: "cap_sales", Table: "events_acid", MessageFormat: hms.FormatJSON,
+	acid := Decode(hmslog.RawEvent{EventType: schemas.EventAcidWrite, Database: "cap_sales", Table: "events_acid", MessageFormat: hms.FormatJSON,
 		Message: decodeMarshal(t, map[string]any{
 			"txnid": txn, "writeId": 3, "timestamp": 1700000000, "server": "", "servicePrincipal": "",
 			"database": "cap_sales", "table": "events_acid", "partition": nil, "tableObjJson": tableObj, "partitionObjJson": nil,
@@ -425,7 +451,7 @@ func TestDecodeTransactionEvents(t *testing.T) {
 		t.Errorf("ACID_WRITE files = %+v", acid.Files)
 	}
 
-	abort := Decode(RawEvent{EventType: "ABORT_TXN", MessageFormat: hms.FormatGzipJSON,
+	abort := Decode(hmslog.RawEvent{EventType: schemas.EventAbortTxn, MessageFormat: hms.FormatGzipJSON,
 		Message: gzipBase64(t, decodeMarshal(t, map[string]any{"txnid": txns[1], "timestamp": 1, "server": "", "servicePrincipal": "", "dbsUpdated": []string{"cap_sales"}}))})
 	if got := abort.Payload.(*schemas.Transaction).TxnIDs; !slices.Equal(got, txns[1:2]) || !slices.Equal(abort.Databases, []string{"cap_sales"}) {
 		t.Errorf("ABORT_TXN txns = %v databases %v", got, abort.Databases)
@@ -465,31 +491,31 @@ func decodeFieldOf(t testing.TB, ev schemas.Event, field string) string {
 }
 
 // decodeRewrite returns ev's raw row with its message edited, as json-0.2.
-func decodeRewrite(t testing.TB, ev schemas.Event, edit func(map[string]any)) RawEvent {
+func decodeRewrite(t testing.TB, ev schemas.Event, edit func(map[string]any)) hmslog.RawEvent {
 	t.Helper()
 	m := decodeMessageOf(t, ev)
 	edit(m)
-	return RawEvent{EventID: ev.EventID, EventTime: ev.EventTime.Unix(), EventType: ev.EventType, Catalog: ev.Catalog,
+	return hmslog.RawEvent{EventID: ev.EventID, EventTime: ev.EventTime.Unix(), EventType: ev.EventType, Catalog: ev.Catalog,
 		Database: ev.Database, Table: ev.Table, MessageFormat: hms.FormatJSON, Message: decodeMarshal(t, m)}
 }
 
 func TestDecodeColumnStatsEvents(t *testing.T) {
 	fs := loadDecodeFixtures(t)
 
-	cs := decodeFind(t, fs, "UPDATE_TBL_COL_STAT_EVENT", nil)[0].Payload.(*schemas.ColumnStats)
+	cs := decodeFind(t, fs, schemas.EventUpdateTableColStat, nil)[0].Payload.(*schemas.ColumnStats)
 	if cs.Database != "cap_sales" || cs.Table != "customers" || !slices.Equal(cs.Columns, []string{"id"}) ||
 		len(cs.PartitionValues) != 0 || cs.StatsJSON == "" {
 		t.Errorf("UPDATE_TBL_COL_STAT = %+v", cs)
 	}
-	cs = decodeFind(t, fs, "UPDATE_PART_COL_STAT_EVENT", nil)[0].Payload.(*schemas.ColumnStats)
+	cs = decodeFind(t, fs, schemas.EventUpdatePartitionColStat, nil)[0].Payload.(*schemas.ColumnStats)
 	if cs.Table != "orders" || !slices.Equal(cs.PartitionValues, []string{"2024-01-01", "eu"}) || !slices.Equal(cs.Columns, []string{"id"}) {
 		t.Errorf("UPDATE_PART_COL_STAT = %+v", cs)
 	}
-	cs = decodeFind(t, fs, "DELETE_TBL_COL_STAT_EVENT", nil)[0].Payload.(*schemas.ColumnStats)
+	cs = decodeFind(t, fs, schemas.EventDeleteTableColStat, nil)[0].Payload.(*schemas.ColumnStats)
 	if cs.Database != "cap_sales" || cs.Table != "customers" || !slices.Equal(cs.Columns, []string{"id"}) || cs.StatsJSON != "" {
 		t.Errorf("DELETE_TBL_COL_STAT = %+v", cs)
 	}
-	cs = decodeFind(t, fs, "DELETE_PART_COL_STAT_EVENT", nil)[0].Payload.(*schemas.ColumnStats)
+	cs = decodeFind(t, fs, schemas.EventDeletePartitionColStat, nil)[0].Payload.(*schemas.ColumnStats)
 	if cs.Table != "orders" || !slices.Equal(cs.PartitionValues, []string{"2024-01-01", "eu"}) || !slices.Equal(cs.Columns, []string{"id"}) {
 		t.Errorf("DELETE_PART_COL_STAT = %+v", cs)
 	}
@@ -538,35 +564,35 @@ func gzipBase64(t testing.TB, s string) string {
 }
 
 func TestDecodeBadInput(t *testing.T) {
-	base := RawEvent{EventID: 7, EventTime: 1700000000, EventType: "CREATE_TABLE", Catalog: "hive",
+	base := hmslog.RawEvent{EventID: 7, EventTime: 1700000000, EventType: schemas.EventCreateTable, Catalog: "hive",
 		Database: "sales", Table: "t", MessageFormat: hms.FormatGzipJSON}
 	tests := []struct {
 		name     string
-		edit     func(*RawEvent)
+		edit     func(*hmslog.RawEvent)
 		kind     schemas.EventErrorKind
 		contains string
 	}{
-		{"bad base64", func(r *RawEvent) { r.Message = "%%% not base64" }, schemas.ErrDecode, "base64"},
-		{"bad gzip", func(r *RawEvent) { r.Message = base64.StdEncoding.EncodeToString([]byte("plain text")) }, schemas.ErrDecode, "gzip"},
-		{"bad json", func(r *RawEvent) { r.Message = gzipBase64(t, `{"db":"sales",`) }, schemas.ErrDecode, "json"},
-		{"bad json, unmodelled type", func(r *RawEvent) {
-			r.EventType, r.Message = "CREATE_FUNCTION", gzipBase64(t, `{"db":`)
+		{"bad base64", func(r *hmslog.RawEvent) { r.Message = "%%% not base64" }, schemas.ErrDecode, "base64"},
+		{"bad gzip", func(r *hmslog.RawEvent) { r.Message = base64.StdEncoding.EncodeToString([]byte("plain text")) }, schemas.ErrDecode, "gzip"},
+		{"bad json", func(r *hmslog.RawEvent) { r.Message = gzipBase64(t, `{"db":"sales",`) }, schemas.ErrDecode, "json"},
+		{"bad json, unmodelled type", func(r *hmslog.RawEvent) {
+			r.EventType, r.Message = schemas.EventCreateFunction, gzipBase64(t, `{"db":`)
 		}, schemas.ErrDecode, "not valid JSON"},
-		{"malformed tableObjJson", func(r *RawEvent) {
+		{"malformed tableObjJson", func(r *hmslog.RawEvent) {
 			r.Message = gzipBase64(t, `{"db":"sales","table":"t","tableObjJson":"{\"1\":{\"str\":"}`)
 		}, schemas.ErrDecode, "tableObjJson"},
-		{"tableObjJson not thrift", func(r *RawEvent) {
+		{"tableObjJson not thrift", func(r *hmslog.RawEvent) {
 			r.Message = gzipBase64(t, `{"db":"sales","table":"t","tableObjJson":"[1,2,3]"}`)
 		}, schemas.ErrDecode, "tableObjJson"},
-		{"missing tableObjJson", func(r *RawEvent) { r.Message = gzipBase64(t, `{"db":"sales","table":"t"}`) }, schemas.ErrDecode, "tableObjJson: empty"},
-		{"unknown message format", func(r *RawEvent) { r.MessageFormat, r.Message = "avro-1", "{}" }, schemas.ErrDecode, `unknown message format "avro-1"`},
-		{"unknown event type", func(r *RawEvent) { r.EventType, r.Message = "TELEPORT_TABLE", gzipBase64(t, `{}`) }, schemas.ErrUnknownEventType, `"TELEPORT_TABLE"`},
-		{"commit with ragged write info", func(r *RawEvent) {
-			r.EventType, r.MessageFormat = "COMMIT_TXN", hms.FormatJSON
+		{"missing tableObjJson", func(r *hmslog.RawEvent) { r.Message = gzipBase64(t, `{"db":"sales","table":"t"}`) }, schemas.ErrDecode, "tableObjJson: empty"},
+		{"unknown message format", func(r *hmslog.RawEvent) { r.MessageFormat, r.Message = "avro-1", "{}" }, schemas.ErrDecode, `unknown message format "avro-1"`},
+		{"unknown event type", func(r *hmslog.RawEvent) { r.EventType, r.Message = "TELEPORT_TABLE", gzipBase64(t, `{}`) }, schemas.ErrUnknownEventType, `"TELEPORT_TABLE"`},
+		{"commit with ragged write info", func(r *hmslog.RawEvent) {
+			r.EventType, r.MessageFormat = schemas.EventCommitTxn, hms.FormatJSON
 			r.Message = `{"txnid":5,"databases":["a","b"],"tables":["t"],"writeIds":[1,2]}`
 		}, schemas.ErrDecode, "differ in length"},
-		{"open txn without ids", func(r *RawEvent) {
-			r.EventType, r.MessageFormat, r.Message = "OPEN_TXN", hms.FormatJSON, `{"server":""}`
+		{"open txn without ids", func(r *hmslog.RawEvent) {
+			r.EventType, r.MessageFormat, r.Message = schemas.EventOpenTxn, hms.FormatJSON, `{"server":""}`
 		}, schemas.ErrDecode, "txnIds"},
 	}
 	for _, tt := range tests {
@@ -594,7 +620,7 @@ func TestDecodeBadInput(t *testing.T) {
 }
 
 func TestDecodeUnmodelledEventType(t *testing.T) {
-	ev := Decode(RawEvent{EventID: 1, EventType: "CREATE_FUNCTION", Database: "sales", MessageFormat: hms.FormatJSON,
+	ev := Decode(hmslog.RawEvent{EventID: 1, EventType: schemas.EventCreateFunction, Database: "sales", MessageFormat: hms.FormatJSON,
 		Message: `{"server":"","servicePrincipal":"","db":"sales","functionObjJson":"{}","timestamp":1}`})
 	if len(ev.Errors) != 0 || ev.Payload != nil || ev.Catalog != "hive" || !slices.Equal(ev.Databases, []string{"sales"}) {
 		t.Errorf("CREATE_FUNCTION = %+v", ev)
@@ -602,11 +628,11 @@ func TestDecodeUnmodelledEventType(t *testing.T) {
 }
 
 func TestDecodeOpenTxnRange(t *testing.T) {
-	ev := Decode(RawEvent{EventType: "OPEN_TXN", MessageFormat: hms.FormatJSON, Message: `{"fromTxnId":10,"toTxnId":12}`})
+	ev := Decode(hmslog.RawEvent{EventType: schemas.EventOpenTxn, MessageFormat: hms.FormatJSON, Message: `{"fromTxnId":10,"toTxnId":12}`})
 	if got := ev.Payload.(*schemas.Transaction).TxnIDs; !slices.Equal(got, []int64{10, 11, 12}) || len(ev.Errors) != 0 {
 		t.Errorf("txns = %v errors %v", got, ev.Errors)
 	}
-	ev = Decode(RawEvent{EventType: "OPEN_TXN", MessageFormat: hms.FormatJSON, Message: `{"fromTxnId":1,"toTxnId":99999999999}`})
+	ev = Decode(hmslog.RawEvent{EventType: schemas.EventOpenTxn, MessageFormat: hms.FormatJSON, Message: `{"fromTxnId":1,"toTxnId":99999999999}`})
 	if len(ev.Errors) != 1 || ev.Errors[0].Kind != schemas.ErrDecode {
 		t.Errorf("huge range: errors %v", ev.Errors)
 	}

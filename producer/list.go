@@ -36,7 +36,7 @@ func listDirs(ev *schemas.Event) []string {
 		if !external(p.After) || len(p.After.PartitionKeys) > 0 || p.After.Location == "" || p.IsTruncate {
 			return nil
 		}
-		if ev.EventType == "CREATE_TABLE" || (ev.EventType == "ALTER_TABLE" && p.Before != nil && moved(p.Before.Location, p.After.Location)) {
+		if ev.EventType == schemas.EventCreateTable || (ev.EventType == schemas.EventAlterTable && p.Before != nil && moved(p.Before.Location, p.After.Location)) {
 			return []string{p.After.Location}
 		}
 	case *schemas.PartitionChange:
@@ -47,9 +47,9 @@ func listDirs(ev *schemas.Event) []string {
 		for i, part := range p.After {
 			switch {
 			case part.Location == "":
-			case ev.EventType == "ADD_PARTITION":
+			case ev.EventType == schemas.EventAddPartition:
 				dirs = append(dirs, part.Location)
-			case strings.HasPrefix(ev.EventType, "ALTER_PARTITION") && i < len(p.Before) && moved(p.Before[i].Location, part.Location):
+			case (ev.EventType == schemas.EventAlterPartition || ev.EventType == schemas.EventAlterPartitions) && i < len(p.Before) && moved(p.Before[i].Location, part.Location):
 				dirs = append(dirs, part.Location)
 			}
 		}

@@ -37,20 +37,20 @@ func TestListDirs(t *testing.T) {
 		ev   schemas.Event
 		want []string
 	}{
-		{"external create", schemas.Event{EventType: "CREATE_TABLE", Payload: &schemas.TableChange{After: ext("/e/t")}}, []string{"/e/t"}},
-		{"partitioned external create: partitions bring the files", schemas.Event{EventType: "CREATE_TABLE", Payload: &schemas.TableChange{After: ext("/e/t", "dt")}}, nil},
-		{"managed create: the metastore lists", schemas.Event{EventType: "CREATE_TABLE", Payload: &schemas.TableChange{After: managed}}, nil},
-		{"files already listed", schemas.Event{EventType: "CREATE_TABLE", Files: []schemas.FileRef{{URI: "/e/t/f"}}, Payload: &schemas.TableChange{After: ext("/e/t")}}, nil},
-		{"alter in place", schemas.Event{EventType: "ALTER_TABLE", Payload: &schemas.TableChange{Before: ext("/e/t"), After: ext("/e/t")}}, nil},
-		{"alter to another spelling of the same location", schemas.Event{EventType: "ALTER_TABLE", Payload: &schemas.TableChange{Before: ext("hdfs://nn/e/t"), After: ext("hdfs://NN:8020/e/t/")}}, nil},
-		{"alter partition to another spelling", schemas.Event{EventType: "ALTER_PARTITION", Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), Before: parts("/e/t/dt=0"), After: parts("file:/e/t/dt=0")}}, nil},
-		{"alter to a new location", schemas.Event{EventType: "ALTER_TABLE", Payload: &schemas.TableChange{Before: ext("/e/t"), After: ext("/e/t2")}}, []string{"/e/t2"}},
-		{"truncate", schemas.Event{EventType: "ALTER_TABLE", Payload: &schemas.TableChange{Before: ext("/e/t"), After: ext("/e/t2"), IsTruncate: true}}, nil},
-		{"add partitions", schemas.Event{EventType: "ADD_PARTITION", Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), After: parts("/e/t/dt=0", "/e/t/dt=1")}}, []string{"/e/t/dt=0", "/e/t/dt=1"}},
-		{"add partitions of a managed table", schemas.Event{EventType: "ADD_PARTITION", Payload: &schemas.PartitionChange{Table: managed, After: parts("/w/m/dt=0")}}, nil},
-		{"alter partition in place", schemas.Event{EventType: "ALTER_PARTITION", Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), Before: parts("/e/t/dt=0"), After: parts("/e/t/dt=0")}}, nil},
-		{"alter partition to a new location", schemas.Event{EventType: "ALTER_PARTITION", Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), Before: parts("/e/t/dt=0"), After: parts("/x/dt=0")}}, []string{"/x/dt=0"}},
-		{"drop partition", schemas.Event{EventType: "DROP_PARTITION", Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), Before: parts("/e/t/dt=0")}}, nil},
+		{"external create", schemas.Event{EventType: schemas.EventCreateTable, Payload: &schemas.TableChange{After: ext("/e/t")}}, []string{"/e/t"}},
+		{"partitioned external create: partitions bring the files", schemas.Event{EventType: schemas.EventCreateTable, Payload: &schemas.TableChange{After: ext("/e/t", "dt")}}, nil},
+		{"managed create: the metastore lists", schemas.Event{EventType: schemas.EventCreateTable, Payload: &schemas.TableChange{After: managed}}, nil},
+		{"files already listed", schemas.Event{EventType: schemas.EventCreateTable, Files: []schemas.FileRef{{URI: "/e/t/f"}}, Payload: &schemas.TableChange{After: ext("/e/t")}}, nil},
+		{"alter in place", schemas.Event{EventType: schemas.EventAlterTable, Payload: &schemas.TableChange{Before: ext("/e/t"), After: ext("/e/t")}}, nil},
+		{"alter to another spelling of the same location", schemas.Event{EventType: schemas.EventAlterTable, Payload: &schemas.TableChange{Before: ext("hdfs://nn/e/t"), After: ext("hdfs://NN:8020/e/t/")}}, nil},
+		{"alter partition to another spelling", schemas.Event{EventType: schemas.EventAlterPartition, Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), Before: parts("/e/t/dt=0"), After: parts("file:/e/t/dt=0")}}, nil},
+		{"alter to a new location", schemas.Event{EventType: schemas.EventAlterTable, Payload: &schemas.TableChange{Before: ext("/e/t"), After: ext("/e/t2")}}, []string{"/e/t2"}},
+		{"truncate", schemas.Event{EventType: schemas.EventAlterTable, Payload: &schemas.TableChange{Before: ext("/e/t"), After: ext("/e/t2"), IsTruncate: true}}, nil},
+		{"add partitions", schemas.Event{EventType: schemas.EventAddPartition, Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), After: parts("/e/t/dt=0", "/e/t/dt=1")}}, []string{"/e/t/dt=0", "/e/t/dt=1"}},
+		{"add partitions of a managed table", schemas.Event{EventType: schemas.EventAddPartition, Payload: &schemas.PartitionChange{Table: managed, After: parts("/w/m/dt=0")}}, nil},
+		{"alter partition in place", schemas.Event{EventType: schemas.EventAlterPartition, Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), Before: parts("/e/t/dt=0"), After: parts("/e/t/dt=0")}}, nil},
+		{"alter partition to a new location", schemas.Event{EventType: schemas.EventAlterPartition, Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), Before: parts("/e/t/dt=0"), After: parts("/x/dt=0")}}, []string{"/x/dt=0"}},
+		{"drop partition", schemas.Event{EventType: schemas.EventDropPartition, Payload: &schemas.PartitionChange{Table: ext("/e/t", "dt"), Before: parts("/e/t/dt=0")}}, nil},
 	}
 	for _, c := range cases {
 		if got := listDirs(&c.ev); !slices.Equal(got, c.want) {
@@ -118,7 +118,7 @@ func partsEvent(id int64, locs ...string) *schemas.Event {
 	for i, l := range locs {
 		ps = append(ps, schemas.Partition{Values: []string{fmt.Sprint(i)}, Location: l})
 	}
-	return &schemas.Event{EventID: id, EventType: "ADD_PARTITION", Databases: []string{"db"}, Payload: &schemas.PartitionChange{Table: tbl, After: ps}}
+	return &schemas.Event{EventID: id, EventType: schemas.EventAddPartition, Databases: []string{"db"}, Payload: &schemas.PartitionChange{Table: tbl, After: ps}}
 }
 
 func uris(files []schemas.FileRef) []string {

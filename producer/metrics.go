@@ -3,18 +3,13 @@ package producer
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/hivedr/hivedr/schemas"
 )
 
-// Tailer states, as the hivedr_tailer_state gauge and status report them.
-const (
-	StateStarting    = "STARTING"
-	StateRunning     = "RUNNING"
-	StateChainBroken = "CHAIN_BROKEN"
-	StateFailed      = "FAILED"
-	StateStopped     = "STOPPED"
-)
-
-var states = []string{StateStarting, StateRunning, StateChainBroken, StateFailed, StateStopped}
+// states are the values of the hivedr_tailer_state gauge's state label.
+var states = []schemas.TailerState{schemas.StateStarting, schemas.StateRunning, schemas.StateChainBroken,
+	schemas.StateFailed, schemas.StateStopped}
 
 // Metrics are the tailer's Prometheus metrics. Register them with
 // Register; they are not registered globally.
@@ -78,13 +73,13 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 	return nil
 }
 
-func (m *Metrics) setState(s string) {
+func (m *Metrics) setState(s schemas.TailerState) {
 	for _, st := range states {
 		v := 0.0
 		if st == s {
 			v = 1
 		}
-		m.state.WithLabelValues(st).Set(v)
+		m.state.WithLabelValues(string(st)).Set(v)
 	}
 }
 

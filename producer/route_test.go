@@ -41,51 +41,51 @@ func TestRoute(t *testing.T) {
 	}{
 		{
 			name: "database event in scope",
-			ev:   schemas.Event{EventType: "CREATE_DATABASE", Database: "finance", Databases: []string{"finance"}},
+			ev:   schemas.Event{EventType: schemas.EventCreateDatabase, Database: "finance", Databases: []string{"finance"}},
 			dbs:  []string{"finance"},
 		},
 		{
 			name:     "database out of scope",
-			ev:       schemas.Event{EventType: "CREATE_DATABASE", Database: "hr", Databases: []string{"hr"}},
+			ev:       schemas.Event{EventType: schemas.EventCreateDatabase, Database: "hr", Databases: []string{"hr"}},
 			filtered: FilterOutOfScope,
 		},
 		{
 			name:     "open txn concerns no database",
-			ev:       schemas.Event{EventType: "OPEN_TXN"},
+			ev:       schemas.Event{EventType: schemas.EventOpenTxn},
 			filtered: FilterNoDatabase,
 		},
 		{
 			name:     "excluded table",
-			ev:       schemas.Event{EventType: "CREATE_TABLE", Database: "finance", Table: "tmp_x", Databases: []string{"finance"}, Payload: &schemas.TableChange{After: tbl("finance", "tmp_x")}},
+			ev:       schemas.Event{EventType: schemas.EventCreateTable, Database: "finance", Table: "tmp_x", Databases: []string{"finance"}, Payload: &schemas.TableChange{After: tbl("finance", "tmp_x")}},
 			filtered: FilterTableExcluded,
 		},
 		{
 			name: "rename from excluded to included name still reaches the database",
-			ev: schemas.Event{EventType: "ALTER_TABLE", Database: "finance", Table: "tmp_x", Databases: []string{"finance"},
+			ev: schemas.Event{EventType: schemas.EventAlterTable, Database: "finance", Table: "tmp_x", Databases: []string{"finance"},
 				Payload: &schemas.TableChange{Before: tbl("finance", "tmp_x"), After: tbl("finance", "ledger")}},
 			dbs: []string{"finance"},
 		},
 		{
 			name: "rename across databases reaches both",
-			ev: schemas.Event{EventType: "ALTER_TABLE", Database: "sales", Table: "orders", Databases: []string{"finance", "sales"},
+			ev: schemas.Event{EventType: schemas.EventAlterTable, Database: "sales", Table: "orders", Databases: []string{"finance", "sales"},
 				Payload: &schemas.TableChange{Before: tbl("sales", "orders"), After: tbl("finance", "orders")}},
 			dbs: []string{"finance", "sales"},
 		},
 		{
 			name: "rename into an out-of-scope database reaches the in-scope one only",
-			ev: schemas.Event{EventType: "ALTER_TABLE", Database: "sales", Table: "orders", Databases: []string{"hr", "sales"},
+			ev: schemas.Event{EventType: schemas.EventAlterTable, Database: "sales", Table: "orders", Databases: []string{"hr", "sales"},
 				Payload: &schemas.TableChange{Before: tbl("sales", "orders"), After: tbl("hr", "orders")}},
 			dbs: []string{"sales"},
 		},
 		{
 			name: "commit touching two databases",
-			ev: schemas.Event{EventType: "COMMIT_TXN", Databases: []string{"finance", "sales"},
+			ev: schemas.Event{EventType: schemas.EventCommitTxn, Databases: []string{"finance", "sales"},
 				Payload: &schemas.Transaction{TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{{Database: "finance", Table: "ledger", WriteID: 1}, {Database: "sales", Table: "orders", WriteID: 3}}}},
 			dbs: []string{"finance", "sales"},
 		},
 		{
 			name: "insert files become tasks with mapped targets",
-			ev: schemas.Event{EventID: 42, EventType: "INSERT", Database: "sales", Table: "orders", Databases: []string{"sales"},
+			ev: schemas.Event{EventID: 42, EventType: schemas.EventInsert, Database: "sales", Table: "orders", Databases: []string{"sales"},
 				Payload: &schemas.InsertData{Table: tbl("sales", "orders")},
 				Files: []schemas.FileRef{
 					{URI: "hdfs://src:8020/warehouse/sales.db/orders/f0"},
@@ -97,7 +97,7 @@ func TestRoute(t *testing.T) {
 		},
 		{
 			name: "files outside the roots are errors, not tasks",
-			ev: schemas.Event{EventID: 43, EventType: "INSERT", Database: "sales", Table: "orders", Databases: []string{"sales"},
+			ev: schemas.Event{EventID: 43, EventType: schemas.EventInsert, Database: "sales", Table: "orders", Databases: []string{"sales"},
 				Files: []schemas.FileRef{
 					{URI: "hdfs://src:8020/etc/passwd"},
 					{URI: "hdfs://src:8020/warehouse/../etc/shadow"},

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
@@ -34,7 +35,7 @@ type Config struct {
 	// replication policy).
 	Conf *config.Config
 	// Source is the notification log to read.
-	Source Source
+	Source hmslog.Source
 	// Codec encodes records (and decodes the checkpoint).
 	Codec Codec
 	// Lister lists source directories whose files an event does not list
@@ -115,26 +116,26 @@ func New(cfg Config) (*Tailer, error) {
 func (t *Tailer) Run(ctx context.Context) error {
 	defer t.prod.Close()
 	if err := t.start(ctx); err != nil {
-		t.m.setState(StateFailed)
+		t.m.setState(schemas.StateFailed)
 		return err
 	}
-	t.m.setState(StateRunning)
+	t.m.setState(schemas.StateRunning)
 	backoff := time.Second
 	for {
 		progressed, err := t.step(ctx)
 		switch {
 		case ctx.Err() != nil:
-			t.m.setState(StateStopped)
+			t.m.setState(schemas.StateStopped)
 			return nil
 		case errors.Is(err, ErrChainBroken):
-			t.m.setState(StateChainBroken)
+			t.m.setState(schemas.StateChainBroken)
 			t.log.Error("chain broken: stopping", "err", err)
 			if merr := t.markChainBroken(ctx); merr != nil {
 				t.log.Error("could not record CHAIN_BROKEN in the checkpoints topic", "err", merr)
 			}
 			return err
 		case isFatalKafka(err):
-			t.m.setState(StateFailed)
+			t.m.setState(schemas.StateFailed)
 			return err
 		case err != nil:
 			t.m.errors.Inc()
@@ -143,7 +144,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 			// by the retry instead of failing every produce to it.
 			clear(t.created)
 			if !sleep(ctx, backoff) {
-				t.m.setState(StateStopped)
+				t.m.setState(schemas.StateStopped)
 				return nil
 			}
 			backoff = min(backoff*2, 30*time.Second)
@@ -151,7 +152,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 		}
 		backoff = time.Second
 		if !progressed && !sleep(ctx, t.conf.Tailer.PollInterval.Duration) {
-			t.m.setState(StateStopped)
+			t.m.setState(schemas.StateStopped)
 			return nil
 		}
 	}
@@ -275,7 +276,7 @@ func (t *Tailer) step(ctx context.Context) (bool, error) {
 // checkpoint carries each topic's chain (see chain.go) in the same
 // transaction, so the chain a consumer checks never skips a committed
 // record nor names an aborted one.
-func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) error {
+func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat bool) error {
 	var (
 		recs []*kgo.Record
 		jobs []encodeJob
@@ -300,7 +301,7 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 		if p.err != nil {
 			return p.err
 		}
-		t.m.eventsRead.WithLabelValues(ev.EventType).Inc()
+		t.m.eventsRead.WithLabelValues(string(ev.EventType)).Inc()
 		cp, cpTime = evs[i].EventID, ev.EventTime
 		if p.routed.Filtered != "" {
 			t.m.eventsFiltered.WithLabelValues(p.routed.Filtered, ev.Database).Inc()
@@ -319,7 +320,7 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 			jobs = append(jobs, encodeJob{rec: r, ev: ev, prev: next[db]})
 			recs = append(recs, r)
 			next[db] = ev.EventID
-			t.m.eventsPublished.WithLabelValues(ev.EventType, db).Inc()
+			t.m.eventsPublished.WithLabelValues(string(ev.EventType), db).Inc()
 		}
 		for j, task := range p.routed.Tasks {
 			// Keyed by target: tasks that write the same file (an INSERT
@@ -355,7 +356,7 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 		}
 	}
 	cv, err := t.cfg.Codec.Encode(&schemas.TailerCheckpoint{
-		Source: t.conf.Source.Name, LastEventID: cp, LastEventTime: cpTime, Written: time.Now(), State: StateRunning,
+		Source: t.conf.Source.Name, LastEventID: cp, LastEventTime: cpTime, Written: time.Now(), State: schemas.StateRunning,
 		TopicLastEventIDs: next,
 	})
 	if err != nil {
@@ -383,7 +384,7 @@ func (t *Tailer) publish(ctx context.Context, evs []RawEvent, heartbeat bool) er
 func (t *Tailer) markChainBroken(ctx context.Context) error {
 	cv, err := t.cfg.Codec.Encode(&schemas.TailerCheckpoint{
 		Source: t.conf.Source.Name, LastEventID: t.checkpoint, LastEventTime: t.checkpointTime, Written: time.Now(),
-		State: StateChainBroken, TopicLastEventIDs: t.chain,
+		State: schemas.StateChainBroken, TopicLastEventIDs: t.chain,
 	})
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
@@ -422,7 +423,7 @@ type prepared struct {
 
 // prepare decodes, routes and encodes the copy tasks of evs on all cores:
 // each step is pure, and results keep the order of evs.
-func (t *Tailer) prepare(ctx context.Context, evs []RawEvent) []prepared {
+func (t *Tailer) prepare(ctx context.Context, evs []hmslog.RawEvent) []prepared {
 	out := make([]prepared, len(evs))
 	parallel(len(evs), func(i int) { out[i] = t.prepareOne(ctx, evs[i]) })
 	return out
@@ -447,7 +448,7 @@ func parallel(n int, fn func(i int)) {
 
 // prepareOne decodes, routes, lists and encodes one event. Scope comes
 // first: an event of a database or table out of scope is never listed.
-func (t *Tailer) prepareOne(ctx context.Context, raw RawEvent) prepared {
+func (t *Tailer) prepareOne(ctx context.Context, raw hmslog.RawEvent) prepared {
 	ev := Decode(raw)
 	ev.Source = t.conf.Source.Name
 	p := prepared{routed: Route(ev, &t.conf.Replication)}

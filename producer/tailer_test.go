@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -53,17 +54,17 @@ func (r *memRegistry) SchemaByID(_ context.Context, id int) (string, error) {
 // memSource is a notification log in memory.
 type memSource struct {
 	mu  sync.Mutex
-	evs []RawEvent
+	evs []hmslog.RawEvent
 }
 
-func (s *memSource) add(db, typ string) {
+func (s *memSource) add(db string, typ schemas.EventType) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := int64(len(s.evs) + 1)
 	if len(s.evs) > 0 {
 		id = s.evs[len(s.evs)-1].EventID + 1
 	}
-	s.evs = append(s.evs, RawEvent{EventID: id, EventTime: 1_700_000_000 + id, EventType: typ, Catalog: "hive",
+	s.evs = append(s.evs, hmslog.RawEvent{EventID: id, EventTime: 1_700_000_000 + id, EventType: typ, Catalog: "hive",
 		Database: db, MessageFormat: "json-0.2", Message: `{"db":"` + db + `"}`})
 }
 
@@ -84,10 +85,10 @@ func (s *memSource) Head(context.Context) (int64, error) {
 	return s.evs[len(s.evs)-1].EventID, nil
 }
 
-func (s *memSource) Next(_ context.Context, after int64, max int) ([]RawEvent, error) {
+func (s *memSource) Next(_ context.Context, after int64, max int) ([]hmslog.RawEvent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []RawEvent
+	var out []hmslog.RawEvent
 	for _, e := range s.evs {
 		if e.EventID > after && len(out) < max {
 			out = append(out, e)
@@ -201,13 +202,13 @@ func TestTailerResumesFromCheckpointWithoutDuplicates(t *testing.T) {
 		if i%3 == 0 {
 			db = "hr" // out of scope: filtered, but still moves the checkpoint
 		}
-		f.src.add(db, "CREATE_DATABASE")
+		f.src.add(db, schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 30); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 12; i++ {
-		f.src.add("sales", "CREATE_DATABASE")
+		f.src.add("sales", schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 42); err != nil {
 		t.Fatal(err)
@@ -227,13 +228,13 @@ func TestTailerResumesFromCheckpointWithoutDuplicates(t *testing.T) {
 func TestTailerStopsOnPurgedLog(t *testing.T) {
 	f := newFixture(t)
 	for i := 0; i < 10; i++ {
-		f.src.add("sales", "CREATE_DATABASE")
+		f.src.add("sales", schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 10); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 10; i++ {
-		f.src.add("sales", "CREATE_DATABASE")
+		f.src.add("sales", schemas.EventCreateDatabase)
 	}
 	f.src.purge(14) // events 11..14 are gone while the tailer is stopped
 	err := f.run(t, 20)
@@ -322,14 +323,14 @@ func TestTailerChainsEachTopic(t *testing.T) {
 		if i%3 == 0 {
 			db = "hr"
 		}
-		f.src.add(db, "CREATE_DATABASE")
+		f.src.add(db, schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 20); err != nil {
 		t.Fatal(err)
 	}
 	// A restart resumes each chain from the checkpoint.
 	for i := 0; i < 9; i++ {
-		f.src.add([]string{"sales", "hr", "sales"}[i%3], "CREATE_DATABASE")
+		f.src.add([]string{"sales", "hr", "sales"}[i%3], schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 29); err != nil {
 		t.Fatal(err)
@@ -344,7 +345,7 @@ func TestTailerChainsEachTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 6; i++ {
-		f.src.add([]string{"hr", "sales"}[i%2], "CREATE_DATABASE")
+		f.src.add([]string{"hr", "sales"}[i%2], schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 35); err != nil {
 		t.Fatal(err)
@@ -361,13 +362,13 @@ func TestTailerChainsEachTopic(t *testing.T) {
 func TestTailerRecordsChainBrokenInCheckpoint(t *testing.T) {
 	f := newFixture(t)
 	for i := 0; i < 5; i++ {
-		f.src.add("sales", "CREATE_DATABASE")
+		f.src.add("sales", schemas.EventCreateDatabase)
 	}
 	if err := f.run(t, 5); err != nil {
 		t.Fatal(err)
 	}
-	f.src.add("sales", "CREATE_DATABASE")
-	f.src.add("sales", "CREATE_DATABASE")
+	f.src.add("sales", schemas.EventCreateDatabase)
+	f.src.add("sales", schemas.EventCreateDatabase)
 	f.src.purge(6)
 	if err := f.run(t, 7); !errors.Is(err, ErrChainBroken) {
 		t.Fatalf("err = %v, want CHAIN_BROKEN", err)
@@ -382,7 +383,7 @@ func TestTailerRecordsChainBrokenInCheckpoint(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("read checkpoint: %v, found %v", err, ok)
 	}
-	if cp.State != StateChainBroken || cp.LastEventID != 5 || cp.TopicLastEventIDs["sales"] != 5 {
-		t.Fatalf("last checkpoint %+v, want state %s at event 5 with the sales chain at 5", cp, StateChainBroken)
+	if cp.State != schemas.StateChainBroken || cp.LastEventID != 5 || cp.TopicLastEventIDs["sales"] != 5 {
+		t.Fatalf("last checkpoint %+v, want state %s at event 5 with the sales chain at 5", cp, schemas.StateChainBroken)
 	}
 }

@@ -177,7 +177,7 @@ func appendBinary(b []byte, v any) ([]byte, string, error) {
 func (w *avroWriter) event(e *Event) error {
 	w.long(e.EventID)
 	w.long(millis(e.EventTime))
-	w.str(e.EventType)
+	w.str(string(e.EventType))
 	w.str(e.Catalog)
 	w.nullableStr(e.Database)
 	w.nullableStr(e.Table)
@@ -453,6 +453,6 @@ func (w *avroWriter) checkpoint(c *TailerCheckpoint) {
 	w.long(c.LastEventID)
 	w.long(millis(c.LastEventTime))
 	w.long(millis(c.Written))
-	w.str(c.State)
+	w.str(string(c.State))
 	w.longMap(c.TopicLastEventIDs)
 }

@@ -18,6 +18,16 @@
 // ignored, and a payload branch or enum symbol it does not know is an error
 // that names it.
 //
+// Encoding writes the Avro body straight from the Go types (binary.go, the
+// tailer's hot path), checked byte for byte against goavro; decoding reads
+// goavro's native form into them (native.go).
+//
+// Values from a fixed set are typed strings, declared here once and used
+// by every role: EventType (a notification-log EVENT_TYPE, kept on the
+// wire as the metastore wrote it; Canonical folds the enum names some
+// writers use), CopyStatus and EventErrorKind (Avro enums), and
+// TailerState (the tailer's checkpoint state and metric label).
+//
 // Evolution rules for the .avsc files:
 //   - only add fields, each with a default;
 //   - never remove or rename a field, a record or an enum symbol, and never

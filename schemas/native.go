@@ -197,7 +197,7 @@ func eventToNative(e *Event) (map[string]any, error) {
 	return map[string]any{
 		"event_id":          e.EventID,
 		"event_time":        millis(e.EventTime),
-		"event_type":        e.EventType,
+		"event_type":        string(e.EventType),
 		"catalog":           e.Catalog,
 		"database":          nullableString(e.Database),
 		"table":             nullableString(e.Table),
@@ -440,7 +440,7 @@ func checkpointToNative(c *TailerCheckpoint) map[string]any {
 		"last_event_id":        c.LastEventID,
 		"last_event_time":      millis(c.LastEventTime),
 		"written":              millis(c.Written),
-		"state":                c.State,
+		"state":                string(c.State),
 		"topic_last_event_ids": longMapToNative(c.TopicLastEventIDs),
 	}
 }
@@ -756,7 +756,7 @@ func (d *decoder) event(m map[string]any) *Event {
 	e := &Event{
 		EventID:         d.long(m, "event_id", 0),
 		EventTime:       d.time(m, "event_time"),
-		EventType:       d.str(m, "event_type", ""),
+		EventType:       EventType(d.str(m, "event_type", "")),
 		Catalog:         d.str(m, "catalog", "hive"),
 		Database:        d.nullableStr(m, "database"),
 		Table:           d.nullableStr(m, "table"),
@@ -1051,7 +1051,7 @@ func (d *decoder) checkpoint(m map[string]any) *TailerCheckpoint {
 		LastEventID:       d.long(m, "last_event_id", 0),
 		LastEventTime:     d.time(m, "last_event_time"),
 		Written:           d.time(m, "written"),
-		State:             d.str(m, "state", "RUNNING"),
+		State:             TailerState(d.str(m, "state", string(StateRunning))),
 		TopicLastEventIDs: d.longMap(m, "topic_last_event_ids"),
 	}
 }

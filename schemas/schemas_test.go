@@ -179,7 +179,7 @@ func testRecords() map[string]any {
 			Error: "e", Evidence: "looked everywhere", Attempts: 3, Started: t0, Finished: t1},
 		"Heartbeat":      &Heartbeat{Database: "sales", ScannedEventID: 1001, ScannedEventTime: t0, SourceHeadEventID: 1002, Sent: t1, Source: "prod-hms", PreviousEventID: id(990)},
 		"HeartbeatFirst": &Heartbeat{Database: "sales", ScannedEventID: 1001, ScannedEventTime: t0, SourceHeadEventID: 1002, Sent: t1, PreviousEventID: id(0)},
-		"TailerCheckpoint": &TailerCheckpoint{Source: "prod-hms", LastEventID: 1001, LastEventTime: t0, Written: t1, State: "CHAIN_BROKEN",
+		"TailerCheckpoint": &TailerCheckpoint{Source: "prod-hms", LastEventID: 1001, LastEventTime: t0, Written: t1, State: StateChainBroken,
 			TopicLastEventIDs: map[string]int64{"sales": 1001, "archive": 990, "hr": 0}},
 		"EventNilPayload":   testEvent(nil),
 		"EventMinimal":      &Event{EventID: 1, EventType: "OPEN_TXN", MessageFormat: "json-0.2", Message: "{}"},
@@ -434,7 +434,7 @@ func TestDefaults(t *testing.T) {
 		NameCopyTask:         &CopyTask{},
 		NameCopyCompletion:   &CopyCompletion{Status: StatusUnknown, Length: -1, Attempts: 1},
 		NameHeartbeat:        &Heartbeat{SourceHeadEventID: -1},
-		NameTailerCheckpoint: &TailerCheckpoint{State: "RUNNING"},
+		NameTailerCheckpoint: &TailerCheckpoint{State: StateRunning},
 	} {
 		got, err := FromNative(name, empty)
 		if err != nil {
@@ -611,7 +611,7 @@ func TestPreviousSchemaVersion(t *testing.T) {
 			wire(v2Checkpoint, v2CheckpointID, map[string]any{
 				"source": "prod-hms", "last_event_id": int64(80), "last_event_time": t0, "written": t1, "state": "RUNNING",
 			}),
-			&TailerCheckpoint{Source: "prod-hms", LastEventID: 80, LastEventTime: t0, Written: t1, State: "RUNNING"},
+			&TailerCheckpoint{Source: "prod-hms", LastEventID: 80, LastEventTime: t0, Written: t1, State: StateRunning},
 		},
 		"completion": {
 			wire(oldCompletion, oldCompletionID, map[string]any{

@@ -11,7 +11,7 @@ import "time"
 type Event struct {
 	EventID       int64
 	EventTime     time.Time
-	EventType     string
+	EventType     EventType
 	Catalog       string
 	Database      string // "" encodes as null
 	Table         string // "" encodes as null
@@ -255,8 +255,23 @@ type TailerCheckpoint struct {
 	LastEventID   int64
 	LastEventTime time.Time
 	Written       time.Time
-	State         string
+	State         TailerState
 	// TopicLastEventIDs holds, by database, the last event published to
 	// that database's topic.
 	TopicLastEventIDs map[string]int64
 }
+
+// TailerState is a tailer's state: the state label of its
+// hivedr_tailer_state gauge, and the state of its checkpoints, which is
+// StateRunning or, in the last checkpoint of a tailer that stopped on a
+// gap in the source log, StateChainBroken. On the wire it is a string.
+type TailerState string
+
+// The states of a tailer.
+const (
+	StateStarting    TailerState = "STARTING" // gauge only
+	StateRunning     TailerState = "RUNNING"  // the schema's default
+	StateChainBroken TailerState = "CHAIN_BROKEN"
+	StateFailed      TailerState = "FAILED"  // gauge only
+	StateStopped     TailerState = "STOPPED" // gauge only
+)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hivedr/hivedr/copyd"
 	"github.com/hivedr/hivedr/internal/config"
-	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/state"
 	"github.com/hivedr/hivedr/schemas"
@@ -76,9 +75,6 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		return err
 	}
 	defer st.Close()
-	if err := cleanStaging(ctx, st, router, log); err != nil {
-		return err
-	}
 	serde, err := schemas.DialSerde(ctx, conf.SchemaRegistry)
 	if err != nil {
 		return err
@@ -101,6 +97,9 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 	if err != nil {
 		return err
 	}
+	if _, err := eng.DiscardInterrupted(ctx); err != nil {
+		return err
+	}
 	d, err := copyd.NewDaemon(copyd.DaemonConfig{
 		Brokers:              conf.Kafka.Brokers,
 		Topics:               kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
@@ -120,27 +119,4 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		return err
 	}
 	return d.Run(ctx)
-}
-
-// cleanStaging discards the writes a crashed run left in progress (staging
-// files, multipart uploads), as recorded in the state store.
-func cleanStaging(ctx context.Context, st *state.Store, router *fs.Router, log *slog.Logger) error {
-	pending, err := st.Pending()
-	if err != nil {
-		return err
-	}
-	for _, p := range pending {
-		f, loc, err := router.Split(p.Location)
-		if err != nil {
-			return fmt.Errorf("clean up %s of task %s: %w", p.Staging, p.TaskID, err)
-		}
-		if err := f.Discard(ctx, loc, p.Staging); err != nil {
-			return fmt.Errorf("clean up %s of task %s: %w", p.Staging, p.TaskID, err)
-		}
-		if err := st.End(ctx, p.TaskID, p.Location, p.Staging); err != nil {
-			return err
-		}
-		log.Info("cleaned up an interrupted write", "task", p.TaskID, "target", p.Location, "staging", p.Staging)
-	}
-	return nil
 }

@@ -7,6 +7,11 @@
 //	hivedr <command> [flags]
 //
 // Each command is one process role or operator tool; see `hivedr help`.
+// This package only parses flags, loads the configuration, wires the roles
+// (producer, copyd, applier) and tools (internal/status, internal/cat,
+// copyd.CopyTree) to their adapters, and turns the outcome into an exit
+// code: 0 done (or stopped by SIGINT/SIGTERM), 1 failed, 2 bad flags or
+// configuration, 3 the tailer found the source log's chain broken.
 //
 // Every command takes -config FILE ($HIVEDR_CONFIG). With no file at all,
 // it runs on the local stack's defaults and says so once at start. With a

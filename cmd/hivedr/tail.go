@@ -18,6 +18,7 @@ import (
 
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -96,16 +97,9 @@ func runTail(args []string, _, stderr io.Writer) int {
 }
 
 func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
-	var src producer.Source
-	switch conf.Source.Kind {
-	case "postgres":
-		s, err := producer.NewPostgresSource(ctx, conf.Source.PostgresDSN)
-		if err != nil {
-			return err
-		}
-		src = s
-	default:
-		src = producer.NewThriftSource(conf.Source.Metastore)
+	src, err := hmslog.Open(ctx, conf.Source)
+	if err != nil {
+		return err
 	}
 	defer src.Close()
 	serde, err := schemas.DialSerde(ctx, conf.SchemaRegistry)

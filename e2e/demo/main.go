@@ -4,8 +4,8 @@
 //
 // Usage:
 //
-//	go run ./e2e/demo workload [-db finance] [-reset] [-rows 5]
-//	go run ./e2e/demo compare [-db finance[,other...]] [-wait 2m] [-config hivedr.yaml]
+//	go run ./e2e/demo workload [-db finance] [-reset] [-rows 5] [-config hivedr.yaml]
+//	go run ./e2e/demo compare [-db finance[,other...]] [-wait 2m] [-interval 2s] [-config hivedr.yaml]
 //	go run ./e2e/demo drop [-db finance]
 //	go run ./e2e/demo reset [-config hivedr.yaml]
 //
@@ -21,8 +21,9 @@
 //
 // Addresses come from the stack's env file, found as internal/testenv
 // finds it ($HIVEDR_STACK_ENV, $HIVEDR_STACK_DIR/env, or .stack/env above
-// the working directory); the source-to-DR path mapping from the hivedr
-// configuration (-config, default: the built-in local-stack defaults).
+// the working directory); the source-to-DR path mapping, and for reset the
+// Kafka brokers, topic prefix and groups, from the hivedr configuration
+// (-config, default: the built-in local-stack defaults).
 package main
 
 import (

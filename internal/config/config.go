@@ -19,6 +19,13 @@
 // (EnsureDefaults) and its checks (Validate). Errors name the offending key
 // path, e.g. `replication.databases[1].include_tables[0]`, and YAML errors
 // the line too.
+//
+// Replication also answers the policy questions the roles ask: which
+// database and table are in scope (Scope, TableIncluded, Replicated),
+// whether a source file lies under the source roots (CheckSourceRoot),
+// where it goes on the DR (MapPath, MapLocation), and a database's RPO.
+// MaskedYAML prints the configuration in effect with its secrets masked
+// (`hivedr config check`).
 package config
 
 import (

@@ -1,10 +1,17 @@
-// Package fs is the one filesystem interface of hivedr's copy path, with
-// implementations for HDFS, S3 and the local filesystem. copyd moves bytes
-// through it; nothing else in hivedr reads or writes data files.
+// Package fs is hivedr's one interface to the stores that hold data files,
+// with implementations for HDFS, S3 and the local filesystem (the last
+// only where filesystems.local allows it). copyd moves and verifies bytes
+// through it (FS, and Splitter for large files written as ranges); the
+// tailer lists the directories of external tables with it (Router.List),
+// the applier lists and removes DR files when it prunes (Router.List,
+// Router.Remove), and `hivedr copy` walks a source tree (Router.Walk).
+// Nothing else in hivedr reads or writes data files.
 //
 // Paths are full locations: hdfs://host:port/p, s3://bucket/key, or an
-// absolute local path (file:///p is accepted too). A Router picks the FS
-// for a location by scheme and authority.
+// absolute local path (file:///p is accepted too). A Router, built from
+// the filesystems section of the configuration (Config), picks the FS for
+// a location by scheme and authority, in canonical form (package
+// location).
 package fs
 
 import (

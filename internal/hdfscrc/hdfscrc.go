@@ -17,6 +17,10 @@
 // The client speaks the protocol of clusters without Kerberos, block access
 // tokens, SASL data transfer protection or wire encryption, and handles
 // replicated (not erasure-coded) files whose chunk checksums are CRC32C.
+//
+// Combine, the same arithmetic the block CRCs are joined with, gives the
+// CRC-32C of a concatenation from its parts' CRC-32Cs; copyd uses it for
+// files copied as ranges in parallel.
 package hdfscrc
 
 import (

@@ -1,5 +1,9 @@
-// Package hms connects to Hive Metastores over Thrift and decodes the
-// envelope of their notification-log messages.
+// Package hms connects to Hive Metastores over Thrift (Dial: the source
+// for the tailer's Thrift reader, the DR metastore for the applier and
+// status) and decodes the encodings of notification-log messages
+// (MESSAGE_FORMAT json-0.2 and gzip(json-2.0)) into their JSON text.
+// Reading the log itself is internal/hmslog's; decoding the JSON into
+// records is the tailer's.
 //
 // The Thrift types and the generated client come from gohive's
 // hive_metastore package; this package adds only the transport (plain

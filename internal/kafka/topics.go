@@ -1,5 +1,9 @@
-// Package kafka holds hivedr's topic names and the helpers every role uses
-// to create them.
+// Package kafka holds what every role and tool shares about hivedr's
+// topics: their names under a prefix (Topics), the headers every record
+// carries, creating them with their settings (Ensure), and reading a
+// partition's committed records in an offset range (CommittedEnd,
+// ReadCommitted: the tailer's checkpoint and chain on start, and `hivedr
+// status`, read from the end backwards).
 package kafka
 
 import (
@@ -34,7 +38,8 @@ func (t Topics) EventsPattern() *regexp.Regexp {
 	return regexp.MustCompile("^" + regexp.QuoteMeta(t.Prefix+".events.") + "(.+)$")
 }
 
-// Manifests carries copy tasks, keyed by task ID.
+// Manifests carries copy tasks, keyed by target location in canonical
+// form, so the tasks writing one file share a partition, in event order.
 func (t Topics) Manifests() string { return t.Prefix + ".manifests" }
 
 // Completions carries copy completions, keyed by task ID.

@@ -1,7 +1,7 @@
 // Package location is hivedr's one notion of a storage location:
 // hdfs://namenode:8020/p, s3://bucket/key, or an absolute local path. Every
-// package (config, fs, copyd, the producer, the applier) parses with Parse
-// and compares Locations, never raw strings, so a location spelled two
+// package (config, fs, state, copyd, the producer, the applier) parses with
+// Parse and compares Locations, never raw strings, so a location spelled two
 // ways (hdfs://DR-NN/w and hdfs://dr-nn:8020/w/, s3a://b/k and s3://b/k,
 // file:/p and /p) is one location everywhere: in root checks, as a map
 // key, in the copy daemon's same-target serialisation, and in the

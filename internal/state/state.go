@@ -1,8 +1,16 @@
-// Package state is the local Pebble store of a daemon: what must survive
-// a crash between Kafka commits so a restart can resume or clean up (copyd's
-// in-progress writes). It is a cache of work in flight, never the progress
-// itself: Kafka offsets are the checkpoints, and losing this directory
-// costs only time and, at worst, staging leftovers for a later cleanup.
+// Package state holds the daemons' local Pebble stores, each in a directory
+// of its own:
+//
+//   - Store, copyd's record of its writes in progress (staging files,
+//     multipart uploads), synced before a byte is written, so a restarted
+//     daemon can discard what a crash left (copyd's DiscardInterrupted);
+//   - Completions, the applier's cache of the completions topic: the
+//     latest completion of every copy task, its targets indexed in
+//     canonical form, and how far the topic was read.
+//
+// Both are caches, never the progress itself: Kafka offsets are the
+// checkpoints. Losing copyd's directory leaves at worst staging files for
+// a later cleanup; losing the applier's costs a re-read of the topic.
 package state
 
 import (

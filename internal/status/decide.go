@@ -31,7 +31,7 @@ func tailerState(t Tailer) string {
 	switch {
 	case t.Unknown:
 		return TailerUnknown
-	case t.CheckpointState == CheckpointChainBroken:
+	case t.CheckpointState == schemas.StateChainBroken:
 		// Whatever its age: a stopped tailer's last word stays true.
 		return TailerChainBroken
 	case t.CheckpointEventID == 0 && t.CheckpointWritten.IsZero():

@@ -46,7 +46,7 @@ type facts struct {
 // its head 2 s ago), all committed.
 func healthy() facts {
 	return facts{
-		cp:   &schemas.TailerCheckpoint{Source: "primary", LastEventID: 120, Written: before(2), State: "RUNNING"},
+		cp:   &schemas.TailerCheckpoint{Source: "primary", LastEventID: 120, Written: before(2), State: schemas.StateRunning},
 		head: 120, committed: 14, end: 14,
 		recs:   []topicRecord{event(10, 119, before(40)), heartbeat(12, before(2))},
 		params: map[string]string{"repl.target.for": "hivedr:primary", "repl.last.id": "119"},
@@ -178,7 +178,7 @@ func TestDecide(t *testing.T) {
 		{
 			name: "chain broken",
 			f: func(f *facts) {
-				f.head, f.cp.State, f.cp.Written = 140, "CHAIN_BROKEN", before(3600)
+				f.head, f.cp.State, f.cp.Written = 140, schemas.StateChainBroken, before(3600)
 				f.recs = []topicRecord{event(10, 119, before(3700)), heartbeat(12, before(3600))}
 			},
 			tailer: TailerChainBroken, state: StateChainBroken, age: 3600,
@@ -186,7 +186,7 @@ func TestDecide(t *testing.T) {
 		{
 			name: "chain broken wins over the applier's halt",
 			f: func(f *facts) {
-				f.cp.State = "CHAIN_BROKEN"
+				f.cp.State = schemas.StateChainBroken
 				f.params["hivedr.halted"] = "event 121: chain_broken"
 			},
 			tailer: TailerChainBroken, state: StateChainBroken, age: 2,

@@ -15,11 +15,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hivedr/hivedr/applier"
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
-	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -163,22 +163,14 @@ const defaultRPO = 5 * time.Minute
 func sourceHead(ctx context.Context, conf *config.Config) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var src producer.Source
-	what := "source metastore " + conf.Source.Metastore
-	if conf.Source.Kind == "postgres" {
-		what = "source database (source.postgres_dsn)"
-		s, err := producer.NewPostgresSource(ctx, conf.Source.PostgresDSN)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", what, err)
-		}
-		src = s
-	} else {
-		src = producer.NewThriftSource(conf.Source.Metastore)
+	src, err := hmslog.Open(ctx, conf.Source)
+	if err != nil {
+		return 0, fmt.Errorf("source %s: %w", conf.Source.Name, err)
 	}
 	defer src.Close()
 	head, err := src.Head(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", what, err)
+		return 0, fmt.Errorf("source %s: head of the notification log: %w", conf.Source.Name, err)
 	}
 	return head, nil
 }
@@ -198,7 +190,7 @@ func tailerPosition(ctx context.Context, conf *config.Config, cl *kgo.Client, de
 		stuck := false
 		if cp != nil {
 			ts.fromCheckpoint(cp)
-			stuck = cp.State == CheckpointChainBroken || time.Since(cp.Written) > downAfter
+			stuck = cp.State == schemas.StateChainBroken || time.Since(cp.Written) > downAfter
 		}
 		caughtUp := head > 0 && ts.CheckpointEventID >= head
 		if caughtUp || stuck || head == 0 || !time.Now().Before(deadline) {
@@ -587,13 +579,12 @@ func drParameters(ctx context.Context, addr string, dbs []Database) error {
 // DR, its repl.target.for, repl.last.id, hivedr.halted and skipped events.
 func (d *Database) fromParameters(p map[string]string) {
 	d.OnDR = true
-	d.ReplTarget, d.Halted = p[applier.ParamTarget], p[applier.ParamHalted]
-	d.LastEventID, _ = strconv.ParseInt(p[applier.ParamLastID], 10, 64)
+	d.ReplTarget, d.Halted = p[drparam.Target], p[drparam.Halted]
+	d.LastEventID, _ = strconv.ParseInt(p[drparam.LastID], 10, 64)
 	d.Skipped = nil
 	for k, v := range p {
-		if id, ok := strings.CutPrefix(k, applier.ParamSkippedPrefix); ok {
-			n, _ := strconv.ParseInt(id, 10, 64)
-			d.Skipped = append(d.Skipped, SkippedEvent{EventID: n, Note: v})
+		if id, ok := drparam.SkippedEvent(k); ok {
+			d.Skipped = append(d.Skipped, SkippedEvent{EventID: id, Note: v})
 		}
 	}
 	sort.Slice(d.Skipped, func(a, b int) bool { return d.Skipped[a].EventID < d.Skipped[b].EventID })

@@ -68,7 +68,7 @@ func TestScanTopics(t *testing.T) {
 	defer prod.Close()
 	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 	ev := func(id int64, at time.Time) *kgo.Record {
-		v, err := serde.Encode(&schemas.Event{EventID: id, EventTime: at, EventType: "CREATE_TABLE", Database: "finance"})
+		v, err := serde.Encode(&schemas.Event{EventID: id, EventTime: at, EventType: schemas.EventCreateTable, Database: "finance"})
 		if err != nil {
 			t.Fatal(err)
 		}

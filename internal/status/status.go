@@ -13,7 +13,11 @@
 // WriteJSON).
 package status
 
-import "time"
+import (
+	"time"
+
+	"github.com/hivedr/hivedr/schemas"
+)
 
 // Database states, the values of Database.State, in the order they are
 // decided (the first that applies wins; see databaseState).
@@ -65,12 +69,6 @@ const (
 	TailerUnknown = "unknown"
 )
 
-// CheckpointChainBroken is the TailerCheckpoint state a tailer writes,
-// at its last position, when it stops on a gap in the source log. It is
-// the value of producer.StateChainBroken, spelled here because the wire
-// value is what status reads (and status is to stop importing the roles).
-const CheckpointChainBroken = "CHAIN_BROKEN"
-
 // Report is what `hivedr status` prints: the tailer's position, one row
 // per replicated database, totals, and what could not be reached. Its JSON
 // form is the output of `hivedr status -json`.
@@ -106,7 +104,7 @@ type Tailer struct {
 	CheckpointWritten time.Time `json:"checkpoint_written,omitzero"`
 	// CheckpointState is the checkpoint's state as the tailer wrote it:
 	// RUNNING, or CHAIN_BROKEN when it stopped on a gap; empty with none.
-	CheckpointState string `json:"checkpoint_state,omitempty"`
+	CheckpointState schemas.TailerState `json:"checkpoint_state,omitempty"`
 	// CheckpointAge is how many seconds before the report's time the
 	// checkpoint was written; nil with none.
 	CheckpointAge *float64 `json:"checkpoint_age_seconds,omitempty"`

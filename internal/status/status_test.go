@@ -8,11 +8,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hivedr/hivedr/schemas"
 )
 
 func TestWriteText(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	tailerOK := Tailer{Source: "primary", CheckpointEventID: 120, CheckpointWritten: now.Add(-2 * time.Second), CheckpointState: "RUNNING",
+	tailerOK := Tailer{Source: "primary", CheckpointEventID: 120, CheckpointWritten: now.Add(-2 * time.Second), CheckpointState: schemas.StateRunning,
 		SourceHeadEventID: 120, DownAfter: 15}
 	applier := Applier{Group: "hivedr-applier", Members: 1, Metastore: "127.0.0.1:29083"}
 	// db is a database both systems answered for.
@@ -120,7 +122,7 @@ func TestWriteText(t *testing.T) {
 		},
 		{
 			name: "tailer behind",
-			tailer: Tailer{Source: "primary", CheckpointEventID: 117, CheckpointWritten: now.Add(-time.Second), CheckpointState: "RUNNING",
+			tailer: Tailer{Source: "primary", CheckpointEventID: 117, CheckpointWritten: now.Add(-time.Second), CheckpointState: schemas.StateRunning,
 				SourceHeadEventID: 120, DownAfter: 15},
 			dbs: []Database{db("finance", 117, 0, nil)},
 			want: []string{
@@ -130,7 +132,7 @@ func TestWriteText(t *testing.T) {
 		},
 		{
 			name: "tailer down, group lag 0",
-			tailer: Tailer{Source: "primary", CheckpointEventID: 117, CheckpointWritten: now.Add(-75 * time.Second), CheckpointState: "RUNNING",
+			tailer: Tailer{Source: "primary", CheckpointEventID: 117, CheckpointWritten: now.Add(-75 * time.Second), CheckpointState: schemas.StateRunning,
 				SourceHeadEventID: 120, DownAfter: 15},
 			dbs: []Database{db("finance", 117, 0, func(d *Database) { d.Complete = now.Add(-76 * time.Second) }),
 				db("other", 5, 0, func(d *Database) { d.InScope, d.RPO = false, 0 })},
@@ -143,7 +145,7 @@ func TestWriteText(t *testing.T) {
 		},
 		{
 			name: "tailer down with nothing new at the source",
-			tailer: Tailer{Source: "primary", CheckpointEventID: 120, CheckpointWritten: now.Add(-20 * time.Second), CheckpointState: "RUNNING",
+			tailer: Tailer{Source: "primary", CheckpointEventID: 120, CheckpointWritten: now.Add(-20 * time.Second), CheckpointState: schemas.StateRunning,
 				SourceHeadEventID: 120, DownAfter: 15},
 			dbs: []Database{db("finance", 117, 0, nil)},
 			want: []string{
@@ -153,7 +155,7 @@ func TestWriteText(t *testing.T) {
 		},
 		{
 			name: "chain broken",
-			tailer: Tailer{Source: "primary", CheckpointEventID: 117, CheckpointWritten: now.Add(-time.Hour), CheckpointState: "CHAIN_BROKEN",
+			tailer: Tailer{Source: "primary", CheckpointEventID: 117, CheckpointWritten: now.Add(-time.Hour), CheckpointState: schemas.StateChainBroken,
 				SourceHeadEventID: 130, DownAfter: 15},
 			dbs: []Database{db("finance", 117, 0, func(d *Database) { d.Halted = "event 118: chain_broken: the tailer stopped" })},
 			want: []string{
@@ -242,7 +244,7 @@ func TestWriteJSONKeys(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	rep := &Report{
 		Time: now,
-		Tailer: Tailer{Source: "primary", CheckpointEventID: 1, CheckpointWritten: now, CheckpointState: "RUNNING",
+		Tailer: Tailer{Source: "primary", CheckpointEventID: 1, CheckpointWritten: now, CheckpointState: schemas.StateRunning,
 			SourceHeadEventID: 2, DownAfter: 15, Unknown: true},
 		Applier: Applier{Group: "g", Members: 1, Metastore: "m"},
 		Databases: []Database{{Database: "d", Topic: "t", ReplTarget: "x", Halted: "h", InScope: true, RPO: 300, LagEventsPartial: true,

@@ -1,6 +1,7 @@
 // Package testenv gives tests the local real stack that `make stack-up`
 // starts (e2e/stack/stack.sh): its addresses, read from the generated env
-// file, and ready clients for each service.
+// file ($HIVEDR_STACK_ENV, else $HIVEDR_STACK_DIR/env, else .stack/env in
+// the module's root), and ready clients for each service.
 //
 // A test that needs the stack calls Require. When the stack is not up the
 // test fails (it never skips) with a message that says how to start it.

@@ -1,7 +1,10 @@
 // Package webhdfs is a small client for the WebHDFS REST API, for the
-// operations the native HDFS client (colinmarc/hdfs) lacks: block-size
-// independent COMPOSITE_CRC file checksums, snapshots and snapshot diffs,
-// block locations, and CONCAT.
+// operations the native HDFS client (colinmarc/hdfs) lacks: file checksums
+// (GETFILECHECKSUM: the MD5-of-MD5-of-CRC32C form the metastore logs when
+// change management is on; the DataNode handler answers that form whatever
+// dfs.checksum.combine.mode says, so COMPOSITE-CRC32Cs come from
+// internal/hdfscrc), snapshots and snapshot lists and diffs, block
+// locations (which internal/hdfscrc asks the DataNodes about), and CONCAT.
 package webhdfs
 
 import (

@@ -1,0 +1,117 @@
+package applier
+
+import "github.com/hivedr/hivedr/schemas"
+
+// Reason is the short label of a Decision: why an event is applied, is a
+// no-op, waits or halts. It is also the label of the applier's metrics
+// (the result of hivedr_applier_events_total, the reason of
+// hivedr_applier_waiting, _wait_seconds_total and _halted) and the reason
+// written into hivedr.halted, so every kind is declared here, once.
+type Reason string
+
+// Reasons of Apply.
+const (
+	ReasonApplied Reason = "applied"
+	// ReasonGapAccepted: a heartbeat past a broken chain that an operator
+	// accepted with --skip-event (see CheckChain).
+	ReasonGapAccepted Reason = "gap_accepted"
+)
+
+// Reasons of NoOp: the event changes nothing on the replica, and still
+// moves the database's repl.last.id.
+const (
+	// ReasonAlreadyApplied: the objects it touches are at or past it.
+	ReasonAlreadyApplied Reason = "already_applied"
+	// ReasonSuperseded: a later event of the topic removes or replaces
+	// what it would write.
+	ReasonSuperseded Reason = "superseded"
+	// ReasonSkippedByOperator: --skip-event named it.
+	ReasonSkippedByOperator Reason = "skipped_by_operator"
+	// ReasonHeartbeat: a heartbeat with nothing to do.
+	ReasonHeartbeat Reason = "heartbeat"
+	// ReasonTransaction: a transaction event that touched no
+	// non-transactional table.
+	ReasonTransaction Reason = "transaction"
+	// ReasonAppliedByOtherDatabase: a rename across databases, which the
+	// source database's worker carries out.
+	ReasonAppliedByOtherDatabase Reason = "applied_by_other_database"
+
+	// Event types the replica has nothing to do for (notReplicated).
+	ReasonNotReplicatedColumnStats Reason = "not_replicated_column_stats"
+	ReasonNotReplicatedFunctions   Reason = "not_replicated_functions"
+	ReasonNotReplicatedConstraints Reason = "not_replicated_constraints"
+	ReasonNotReplicatedReload      Reason = "not_replicated_reload"
+	ReasonNotReplicatedCompaction  Reason = "not_replicated_compaction"
+)
+
+// Reasons of Wait.
+const (
+	// ReasonWaitingForFiles: copy tasks of the event have no completion
+	// yet.
+	ReasonWaitingForFiles Reason = "waiting_for_files"
+	// ReasonCrossDatabase: a rename across databases waits for the other
+	// database's worker to reach the event.
+	ReasonCrossDatabase Reason = "cross_database"
+	// ReasonSourceGone and ReasonCopyFailed: a file of the event could not
+	// be copied and no later event removes it. These waits turn into a
+	// halt when they last (Config.HaltAfter): nothing but an operator
+	// will change them.
+	ReasonSourceGone Reason = "source_gone"
+	ReasonCopyFailed Reason = "copy_failed"
+)
+
+// Reasons of Halt.
+const (
+	// ReasonNotAReplica: the DR database is not a replication target of
+	// this pipeline (drparam.Target).
+	ReasonNotAReplica Reason = "not_a_replica"
+	// ReasonDatabaseMissing: the DR database does not exist and the event
+	// does not create it.
+	ReasonDatabaseMissing Reason = "database_missing"
+	// ReasonMissingObject: a table or partition the event changes is not
+	// on the DR, and no later event removes it.
+	ReasonMissingObject Reason = "missing_object"
+	// ReasonEntersScope: a table renamed into the scope from a database
+	// that is not replicated (its files were never copied).
+	ReasonEntersScope Reason = "enters_scope"
+	// ReasonAcidUnsupported: the event wrote transactional tables.
+	ReasonAcidUnsupported Reason = "acid_unsupported"
+	// ReasonUnknownEventType: an event type the applier does not know.
+	ReasonUnknownEventType Reason = "unknown_event_type"
+	// ReasonDecode: the event has no payload of the kind its type needs,
+	// or the tailer could not decode it (schemas.ErrDecode).
+	ReasonDecode Reason = "decode"
+	// ReasonPathOutsideRoots: a location that no path mapping or root
+	// covers, from the tailer (schemas.ErrPathOutsideRoots) or the
+	// applier's own mapping.
+	ReasonPathOutsideRoots Reason = "path_outside_roots"
+	// ReasonListingFailed: the tailer could not list an external table's
+	// directory (schemas.ErrListingFailed).
+	ReasonListingFailed Reason = "listing_failed"
+	// ReasonUnknownError: the tailer recorded an error of a kind this
+	// applier does not know (schemas.ErrUnknown).
+	ReasonUnknownError Reason = "unknown"
+	// ReasonChainBroken: the topic lost records (see CheckChain).
+	ReasonChainBroken Reason = "chain_broken"
+	// ReasonUndecodableRecord: a record of the topic does not decode.
+	ReasonUndecodableRecord Reason = "undecodable_record"
+	// ReasonMetastoreRefused: the DR metastore refused an action for a
+	// reason retrying will not change.
+	ReasonMetastoreRefused Reason = "metastore_refused"
+)
+
+// errorReason is the halt reason of an event carrying an error of kind k
+// from the tailer.
+func errorReason(k schemas.EventErrorKind) Reason {
+	switch k {
+	case schemas.ErrDecode:
+		return ReasonDecode
+	case schemas.ErrUnknownEventType:
+		return ReasonUnknownEventType
+	case schemas.ErrPathOutsideRoots:
+		return ReasonPathOutsideRoots
+	case schemas.ErrListingFailed:
+		return ReasonListingFailed
+	}
+	return ReasonUnknownError
+}

@@ -1,0 +1,53 @@
+package hmslog
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hivedr/hivedr/internal/config"
+)
+
+// TestOpen: each source.kind gets its reader, without connecting; a
+// DSN that does not parse is an error naming its key.
+func TestOpen(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{config.SourceThrift, ""} {
+		s, err := Open(ctx, config.Source{Kind: kind, Metastore: "127.0.0.1:1"})
+		if err != nil {
+			t.Fatalf("kind %q: %v", kind, err)
+		}
+		if ts, ok := s.(*ThriftSource); !ok || ts.addr != "127.0.0.1:1" {
+			t.Errorf("kind %q: %T %+v, want a ThriftSource for 127.0.0.1:1", kind, s, s)
+		}
+		s.Close()
+	}
+	s, err := Open(ctx, config.Source{Kind: config.SourcePostgres, PostgresDSN: "postgres://hive:s3cret@127.0.0.1:1/metastore"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps, ok := s.(*PostgresSource); !ok || ps.dsn != "postgres://hive:***@127.0.0.1:1/metastore" {
+		t.Errorf("postgres: %T %+v, want a PostgresSource with the DSN's password hidden", s, s)
+	}
+	s.Close()
+	if _, err := Open(ctx, config.Source{Kind: config.SourcePostgres, PostgresDSN: "postgres://h:x@[::1"}); err == nil ||
+		!strings.HasPrefix(err.Error(), "source.postgres_dsn: ") {
+		t.Errorf("bad DSN: %v; want an error naming source.postgres_dsn", err)
+	}
+	if _, err := Open(ctx, config.Source{Kind: "mysql"}); err == nil || !strings.Contains(err.Error(), `source.kind: "mysql"`) {
+		t.Errorf("kind mysql: %v", err)
+	}
+}
+
+func TestRedactDSN(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://hive:pw@db:5432/metastore": "postgres://hive:***@db:5432/metastore",
+		"postgres://hive@db/metastore":         "postgres://hive@db/metastore",
+		"postgres://db/metastore":              "postgres://db/metastore",
+		"postgres://hive:p@ss:w@rd@db/m":       "postgres://hive:***@db/m",
+	} {
+		if got := redactDSN(in); got != want {
+			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
