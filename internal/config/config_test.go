@@ -425,6 +425,7 @@ func TestMaskedYAML(t *testing.T) {
 		"host=db user=hive password=hunter2 dbname=m": "host=db user=hive password=*** dbname=m",
 		"host=db password='two words' dbname=m":       "host=db password=*** dbname=m",
 		"mysql://root:x@tcp(h)/db":                    "mysql://root:***@tcp(h)/db",
+		"postgres://hive:p@ss:w@rd@db/m":              "postgres://hive:***@db/m",
 		"hdfs://nn:8020/warehouse":                    "hdfs://nn:8020/warehouse",
 		"https://sr.prod:8081":                        "https://sr.prod:8081",
 	} {

@@ -66,8 +66,9 @@ func secretKey(k string) bool {
 }
 
 var (
-	// scheme://user:PASSWORD@
-	urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)[^/@\s]*@`)
+	// scheme://user:PASSWORD@, up to the last @ before the path (a
+	// password written with an unescaped @ is still all masked).
+	urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)[^/\s]*@`)
 	// password=PASSWORD in key=value DSNs and URL queries.
 	kvPassword = regexp.MustCompile(`(?i)\b(password|passwd|pwd|secret|token)=('[^']*'|[^\s&]*)`)
 )

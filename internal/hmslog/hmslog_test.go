@@ -41,10 +41,11 @@ func TestOpen(t *testing.T) {
 
 func TestRedactDSN(t *testing.T) {
 	for in, want := range map[string]string{
-		"postgres://hive:pw@db:5432/metastore": "postgres://hive:***@db:5432/metastore",
-		"postgres://hive@db/metastore":         "postgres://hive@db/metastore",
-		"postgres://db/metastore":              "postgres://db/metastore",
-		"postgres://hive:p@ss:w@rd@db/m":       "postgres://hive:***@db/m",
+		"postgres://hive:pw@db:5432/metastore":   "postgres://hive:***@db:5432/metastore",
+		"postgres://hive@db/metastore":           "postgres://hive@db/metastore",
+		"postgres://db/metastore":                "postgres://db/metastore",
+		"postgres://hive:p@ss:w@rd@db/m":         "postgres://hive:***@db/m",
+		"host=db user=hive password=pw dbname=m": "host=db user=hive password=*** dbname=m",
 	} {
 		if got := redactDSN(in); got != want {
 			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)

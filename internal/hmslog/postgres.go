@@ -3,10 +3,10 @@ package hmslog
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -88,16 +88,6 @@ func (s *PostgresSource) Databases(ctx context.Context) ([]string, error) {
 // Close implements Source.
 func (s *PostgresSource) Close() error { s.pool.Close(); return nil }
 
-// redactDSN hides the password of a postgres:// URL for error messages.
-func redactDSN(dsn string) string {
-	at := strings.LastIndexByte(dsn, '@')
-	scheme := strings.Index(dsn, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return dsn
-	}
-	userinfo := dsn[scheme+3 : at]
-	if i := strings.IndexByte(userinfo, ':'); i >= 0 {
-		return dsn[:scheme+3] + userinfo[:i] + ":***" + dsn[at:]
-	}
-	return dsn
-}
+// redactDSN hides the password of a DSN for error messages, in both
+// forms pgx takes: a postgres:// URL and key=value pairs.
+func redactDSN(dsn string) string { return config.MaskSecrets(dsn) }
