@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/config"
@@ -88,6 +90,8 @@ type Applier struct {
 	mu      sync.Mutex
 	workers map[string]*worker // by topic
 	cl      *kgo.Client
+
+	fetchErrLogged map[string]time.Time // by topic and error; the poll loop's own
 }
 
 // New checks cfg.
@@ -113,7 +117,8 @@ func New(cfg Config) (*Applier, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
-	return &Applier{cfg: cfg, m: cfg.Metrics, log: cfg.Logger.With("role", "applier"), workers: map[string]*worker{}}, nil
+	return &Applier{cfg: cfg, m: cfg.Metrics, log: cfg.Logger.With("role", "applier"), workers: map[string]*worker{},
+		fetchErrLogged: map[string]time.Time{}}, nil
 }
 
 // Run applies events until ctx ends (returning nil) or a fatal error.
@@ -364,6 +369,7 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 			cl.AllowRebalance()
 			return err
 		}
+		recreated := a.fetchErrors(fs)
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			if len(p.Records) == 0 {
 				return
@@ -371,7 +377,39 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 			a.dispatch(ctx, p.Topic, p.Partition, p.Records)
 		})
 		cl.AllowRebalance()
+		if len(recreated) > 0 {
+			// The client keeps the ID a topic had when it first saw it; a
+			// topic deleted and created again fails with UNKNOWN_TOPIC_ID
+			// until the client forgets it. Forgotten, it is found again by
+			// the pattern and consumed from the group's offset (or its
+			// start); its records' chain says what was lost.
+			a.log.Warn("topics were deleted and created again; consuming the new ones", "topics", recreated)
+			cl.PurgeTopicsFromConsuming(recreated...)
+		}
 	}
+}
+
+// fetchErrors logs the partition errors of a fetch, each topic and error
+// at most once a minute, and returns the topics that were deleted and
+// created again (UNKNOWN_TOPIC_ID).
+func (a *Applier) fetchErrors(fs kgo.Fetches) []string {
+	var recreated []string
+	now := time.Now()
+	for _, fe := range fs.Errors() {
+		if fe.Topic == "" || errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, kgo.ErrClientClosed) {
+			continue
+		}
+		if errors.Is(fe.Err, kerr.UnknownTopicID) && !slices.Contains(recreated, fe.Topic) {
+			recreated = append(recreated, fe.Topic)
+		}
+		key := fe.Topic + "\x00" + fe.Err.Error()
+		if last, ok := a.fetchErrLogged[key]; ok && now.Sub(last) < time.Minute {
+			continue
+		}
+		a.fetchErrLogged[key] = now
+		a.log.Warn("fetching events failed; retrying", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
+	}
+	return recreated
 }
 
 // leaveStatic removes the applier's static member from the group on a
