@@ -165,6 +165,15 @@ func appendBinary(b []byte, v any) ([]byte, string, error) {
 	case TailerCheckpoint:
 		name = NameTailerCheckpoint
 		w.checkpoint(&r)
+	case *BootstrapRequest:
+		if r == nil {
+			return b, "", fmt.Errorf("nil *BootstrapRequest")
+		}
+		name = NameBootstrapRequest
+		w.bootstrapRequest(r)
+	case BootstrapRequest:
+		name = NameBootstrapRequest
+		w.bootstrapRequest(&r)
 	default:
 		return b, "", fmt.Errorf("no schema for Go type %T", v)
 	}
@@ -208,8 +217,29 @@ func (w *avroWriter) event(e *Event) error {
 		w.str(x.Path)
 	}
 	w.end()
+	w.snapshotInfo(e.Snapshot)
 	w.nullableLong(e.PreviousEventID)
 	return nil
+}
+
+// snapshotInfo writes the ["null", SnapshotInfo] union.
+func (w *avroWriter) snapshotInfo(s *SnapshotInfo) {
+	if s == nil {
+		w.long(0)
+		return
+	}
+	w.long(1)
+	w.str(s.BootstrapID)
+	w.long(s.CutEventID)
+	w.long(s.StampEventID)
+	w.long(s.Seq)
+	w.strs(s.Tables)
+	w.bool(s.WithData)
+	w.str(s.Reason)
+	w.long(s.TableCount)
+	w.long(s.PartitionCount)
+	w.long(s.FileCount)
+	w.long(s.ByteCount)
 }
 
 // The payload union's branch indexes, in .avsc order.
@@ -455,4 +485,40 @@ func (w *avroWriter) checkpoint(c *TailerCheckpoint) {
 	w.long(millis(c.Written))
 	w.str(string(c.State))
 	w.longMap(c.TopicLastEventIDs)
+	w.long(c.RequestsOffset)
+	w.count(len(c.Bootstraps))
+	for i := range c.Bootstraps {
+		b := &c.Bootstraps[i]
+		w.str(b.Database)
+		w.str(b.BootstrapID)
+		w.str(b.RequestID)
+		w.str(b.Reason)
+		w.long(b.CutEventID)
+		w.long(millis(b.CutEventTime))
+		w.str(b.Phase)
+		w.strs(b.Tables)
+		w.bool(b.WithData)
+		w.str(b.DoneTable)
+		w.str(b.DonePartition)
+		w.long(b.CatchupEventID)
+		w.long(b.Seq)
+		w.long(b.TablesTotal)
+		w.long(b.TablesDone)
+		w.long(b.PartitionsDone)
+		w.long(b.Files)
+		w.long(b.Bytes)
+		w.long(millis(b.Started))
+		w.strs(b.HDFSSnapshots)
+	}
+	w.end()
+}
+
+func (w *avroWriter) bootstrapRequest(r *BootstrapRequest) {
+	w.str(r.RequestID)
+	w.str(r.Source)
+	w.strs(r.Databases)
+	w.strs(r.Tables)
+	w.str(r.Reason)
+	w.str(r.RequestedBy)
+	w.long(millis(r.RequestedAt))
 }

@@ -1,5 +1,7 @@
 package schemas
 
+import "strings"
+
 // EventType is a notification-log EVENT_TYPE as the metastore writes it:
 // the string values of Hive's EventMessage.EventType. A few writers use
 // the enum's names instead where they differ (ALLOC_WRITE_ID for
@@ -64,6 +66,22 @@ const (
 	EventAlterDataConnector  EventType = "ALTER_DATACONNECTOR"
 	EventDropDataConnector   EventType = "DROP_DATACONNECTOR"
 )
+
+// hivedr's own record kinds on an events topic, beside the metastore's
+// (HIVEDR_ is a prefix no metastore event type has). A bootstrap is
+// SNAPSHOT_BEGIN (carrying the database), a SNAPSHOT_TABLE per table and a
+// SNAPSHOT_PARTITION per partition (files with both), then SNAPSHOT_END;
+// a DISCONTINUITY marks a tailer that started without a checkpoint.
+const (
+	EventSnapshotBegin     EventType = "HIVEDR_SNAPSHOT_BEGIN"
+	EventSnapshotTable     EventType = "HIVEDR_SNAPSHOT_TABLE"
+	EventSnapshotPartition EventType = "HIVEDR_SNAPSHOT_PARTITION"
+	EventSnapshotEnd       EventType = "HIVEDR_SNAPSHOT_END"
+	EventDiscontinuity     EventType = "HIVEDR_DISCONTINUITY"
+)
+
+// IsHivedr reports whether t is one of hivedr's own record kinds.
+func (t EventType) IsHivedr() bool { return strings.HasPrefix(string(t), "HIVEDR_") }
 
 // Canonical returns the value Hive writes for t: t itself, or, for one of
 // EventMessage.EventType's enum names that differ from their values, the

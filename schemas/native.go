@@ -88,6 +88,13 @@ func ToNative(v any) (name string, native map[string]any, err error) {
 		return NameTailerCheckpoint, checkpointToNative(r), nil
 	case TailerCheckpoint:
 		return NameTailerCheckpoint, checkpointToNative(&r), nil
+	case *BootstrapRequest:
+		if r == nil {
+			return "", nil, fmt.Errorf("nil *BootstrapRequest")
+		}
+		return NameBootstrapRequest, bootstrapRequestToNative(r), nil
+	case BootstrapRequest:
+		return NameBootstrapRequest, bootstrapRequestToNative(&r), nil
 	}
 	return "", nil, fmt.Errorf("no schema for Go type %T", v)
 }
@@ -113,6 +120,8 @@ func FromNative(name string, native any) (any, error) {
 		v = d.heartbeat(m)
 	case NameTailerCheckpoint:
 		v = d.checkpoint(m)
+	case NameBootstrapRequest:
+		v = d.bootstrapRequest(m)
 	default:
 		return nil, fmt.Errorf("unknown record type %q", name)
 	}
@@ -208,8 +217,28 @@ func eventToNative(e *Event) (map[string]any, error) {
 		"payload":           payload,
 		"files":             files,
 		"errors":            errs,
+		"snapshot":          snapshotInfoToNative(e.Snapshot),
 		"previous_event_id": nullableLong(e.PreviousEventID),
 	}, nil
+}
+
+func snapshotInfoToNative(s *SnapshotInfo) any {
+	if s == nil {
+		return nil
+	}
+	return map[string]any{"io.hivedr.SnapshotInfo": map[string]any{
+		"bootstrap_id":    s.BootstrapID,
+		"cut_event_id":    s.CutEventID,
+		"stamp_event_id":  s.StampEventID,
+		"seq":             s.Seq,
+		"tables":          stringsToNative(s.Tables),
+		"with_data":       s.WithData,
+		"reason":          s.Reason,
+		"table_count":     s.TableCount,
+		"partition_count": s.PartitionCount,
+		"file_count":      s.FileCount,
+		"byte_count":      s.ByteCount,
+	}}
 }
 
 func payloadToNative(p Payload) (any, error) {
@@ -442,6 +471,50 @@ func checkpointToNative(c *TailerCheckpoint) map[string]any {
 		"written":              millis(c.Written),
 		"state":                string(c.State),
 		"topic_last_event_ids": longMapToNative(c.TopicLastEventIDs),
+		"requests_offset":      c.RequestsOffset,
+		"bootstraps":           bootstrapsToNative(c.Bootstraps),
+	}
+}
+
+func bootstrapsToNative(bs []BootstrapState) []any {
+	out := make([]any, len(bs))
+	for i := range bs {
+		b := &bs[i]
+		out[i] = map[string]any{
+			"database":         b.Database,
+			"bootstrap_id":     b.BootstrapID,
+			"request_id":       b.RequestID,
+			"reason":           b.Reason,
+			"cut_event_id":     b.CutEventID,
+			"cut_event_time":   millis(b.CutEventTime),
+			"phase":            b.Phase,
+			"tables":           stringsToNative(b.Tables),
+			"with_data":        b.WithData,
+			"done_table":       b.DoneTable,
+			"done_partition":   b.DonePartition,
+			"catchup_event_id": b.CatchupEventID,
+			"seq":              b.Seq,
+			"tables_total":     b.TablesTotal,
+			"tables_done":      b.TablesDone,
+			"partitions_done":  b.PartitionsDone,
+			"files":            b.Files,
+			"bytes":            b.Bytes,
+			"started":          millis(b.Started),
+			"hdfs_snapshots":   stringsToNative(b.HDFSSnapshots),
+		}
+	}
+	return out
+}
+
+func bootstrapRequestToNative(r *BootstrapRequest) map[string]any {
+	return map[string]any{
+		"request_id":   r.RequestID,
+		"source":       r.Source,
+		"databases":    stringsToNative(r.Databases),
+		"tables":       stringsToNative(r.Tables),
+		"reason":       r.Reason,
+		"requested_by": r.RequestedBy,
+		"requested_at": millis(r.RequestedAt),
 	}
 }
 
@@ -765,6 +838,7 @@ func (d *decoder) event(m map[string]any) *Event {
 		MessageFormat:   d.str(m, "message_format", ""),
 		Message:         d.str(m, "message", ""),
 		Payload:         d.payload(m),
+		Snapshot:        d.snapshotInfo(m),
 		PreviousEventID: d.nullableLong(m, "previous_event_id"),
 	}
 	if files := d.array(m, "files"); len(files) > 0 {
@@ -1053,5 +1127,73 @@ func (d *decoder) checkpoint(m map[string]any) *TailerCheckpoint {
 		Written:           d.time(m, "written"),
 		State:             TailerState(d.str(m, "state", string(StateRunning))),
 		TopicLastEventIDs: d.longMap(m, "topic_last_event_ids"),
+		RequestsOffset:    d.long(m, "requests_offset", 0),
+		Bootstraps:        d.bootstraps(m),
+	}
+}
+
+func (d *decoder) bootstraps(m map[string]any) []BootstrapState {
+	items := d.array(m, "bootstraps")
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]BootstrapState, len(items))
+	for i, v := range items {
+		b := d.element("bootstraps", i, v)
+		out[i] = BootstrapState{
+			Database:       d.str(b, "database", ""),
+			BootstrapID:    d.str(b, "bootstrap_id", ""),
+			RequestID:      d.str(b, "request_id", ""),
+			Reason:         d.str(b, "reason", ""),
+			CutEventID:     d.long(b, "cut_event_id", 0),
+			CutEventTime:   d.time(b, "cut_event_time"),
+			Phase:          d.str(b, "phase", ""),
+			Tables:         d.strings(b, "tables"),
+			WithData:       d.bool(b, "with_data"),
+			DoneTable:      d.str(b, "done_table", ""),
+			DonePartition:  d.str(b, "done_partition", ""),
+			CatchupEventID: d.long(b, "catchup_event_id", 0),
+			Seq:            d.long(b, "seq", 0),
+			TablesTotal:    d.long(b, "tables_total", 0),
+			TablesDone:     d.long(b, "tables_done", 0),
+			PartitionsDone: d.long(b, "partitions_done", 0),
+			Files:          d.long(b, "files", 0),
+			Bytes:          d.long(b, "bytes", 0),
+			Started:        d.time(b, "started"),
+			HDFSSnapshots:  d.strings(b, "hdfs_snapshots"),
+		}
+	}
+	return out
+}
+
+func (d *decoder) snapshotInfo(m map[string]any) *SnapshotInfo {
+	s := d.nullable(m, "snapshot", "io.hivedr.SnapshotInfo")
+	if s == nil {
+		return nil
+	}
+	return &SnapshotInfo{
+		BootstrapID:    d.str(s, "bootstrap_id", ""),
+		CutEventID:     d.long(s, "cut_event_id", 0),
+		StampEventID:   d.long(s, "stamp_event_id", 0),
+		Seq:            d.long(s, "seq", 0),
+		Tables:         d.strings(s, "tables"),
+		WithData:       d.bool(s, "with_data"),
+		Reason:         d.str(s, "reason", ""),
+		TableCount:     d.long(s, "table_count", 0),
+		PartitionCount: d.long(s, "partition_count", 0),
+		FileCount:      d.long(s, "file_count", 0),
+		ByteCount:      d.long(s, "byte_count", 0),
+	}
+}
+
+func (d *decoder) bootstrapRequest(m map[string]any) *BootstrapRequest {
+	return &BootstrapRequest{
+		RequestID:   d.str(m, "request_id", ""),
+		Source:      d.str(m, "source", ""),
+		Databases:   d.strings(m, "databases"),
+		Tables:      d.strings(m, "tables"),
+		Reason:      d.str(m, "reason", "requested"),
+		RequestedBy: d.str(m, "requested_by", ""),
+		RequestedAt: d.time(m, "requested_at"),
 	}
 }

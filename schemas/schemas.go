@@ -22,6 +22,7 @@ const (
 	NameCopyCompletion   = "io.hivedr.CopyCompletion"
 	NameHeartbeat        = "io.hivedr.Heartbeat"
 	NameTailerCheckpoint = "io.hivedr.TailerCheckpoint"
+	NameBootstrapRequest = "io.hivedr.BootstrapRequest"
 )
 
 //go:embed *.avsc

@@ -181,6 +181,22 @@ func testRecords() map[string]any {
 		"HeartbeatFirst": &Heartbeat{Database: "sales", ScannedEventID: 1001, ScannedEventTime: t0, SourceHeadEventID: 1002, Sent: t1, PreviousEventID: id(0)},
 		"TailerCheckpoint": &TailerCheckpoint{Source: "prod-hms", LastEventID: 1001, LastEventTime: t0, Written: t1, State: StateChainBroken,
 			TopicLastEventIDs: map[string]int64{"sales": 1001, "archive": 990, "hr": 0}},
+		"TailerCheckpointBootstrapping": &TailerCheckpoint{Source: "prod-hms", LastEventID: 1001, LastEventTime: t0, Written: t1, State: StateRunning,
+			RequestsOffset: 7, Bootstraps: []BootstrapState{
+				{Database: "sales", BootstrapID: "b-1", RequestID: "r-1", Reason: "requested", CutEventID: 990, CutEventTime: t0,
+					Phase: PhaseSnapshot, WithData: true, DoneTable: "orders", DonePartition: "dt=2025-03-01", Seq: 12,
+					TablesTotal: 40, TablesDone: 3, PartitionsDone: 9, Files: 20, Bytes: 1 << 33, Started: t1,
+					HDFSSnapshots: []string{"hdfs://src-nn:8020/warehouse/.snapshot/hivedr-b-1"}},
+				{Database: "hr", BootstrapID: "b-2", CutEventID: 1000, Phase: PhaseCatchup, Tables: []string{"people"}, CatchupEventID: 1000},
+			}},
+		"BootstrapRequest": &BootstrapRequest{RequestID: "r-1", Source: "prod-hms", Databases: []string{"sales", "fin_*"},
+			Tables: []string{"orders"}, Reason: "requested", RequestedBy: "ops@host", RequestedAt: t0},
+		"EventSnapshotBegin": &Event{EventID: 990, EventType: EventSnapshotBegin, Database: "sales", Databases: []string{"sales"},
+			MessageFormat: "hivedr", Payload: &DatabaseChange{After: &Database{Name: "sales", Owner: "etl"}},
+			Snapshot:        &SnapshotInfo{BootstrapID: "b-1", CutEventID: 990, Seq: 1, WithData: true, Reason: "requested", Tables: []string{"orders"}},
+			PreviousEventID: id(980)},
+		"EventSnapshotEnd": &Event{EventID: 990, EventType: EventSnapshotEnd, Database: "sales", MessageFormat: "hivedr",
+			Snapshot: &SnapshotInfo{BootstrapID: "b-1", CutEventID: 990, Seq: 44, TableCount: 2, PartitionCount: 40, FileCount: 80, ByteCount: 1 << 40}},
 		"EventNilPayload":   testEvent(nil),
 		"EventMinimal":      &Event{EventID: 1, EventType: "OPEN_TXN", MessageFormat: "json-0.2", Message: "{}"},
 		"EventFirstOnTopic": &Event{EventID: 2, EventType: "CREATE_DATABASE", MessageFormat: "json-0.2", Message: "{}", PreviousEventID: id(0)},
@@ -275,7 +291,7 @@ func TestNewSerdeRegisters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 5 {
+	if len(all) != 6 {
 		t.Fatalf("%d schemas", len(all))
 	}
 	for _, sc := range all {

@@ -207,6 +207,8 @@ func RecordName(v any) string {
 		return NameHeartbeat
 	case *TailerCheckpoint, TailerCheckpoint:
 		return NameTailerCheckpoint
+	case *BootstrapRequest, BootstrapRequest:
+		return NameBootstrapRequest
 	}
 	return ""
 }

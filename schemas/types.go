@@ -22,10 +22,28 @@ type Event struct {
 	Payload       Payload // nil encodes as null
 	Files         []FileRef
 	Errors        []EventError
+	// Snapshot is set on a bootstrap's records and on a discontinuity
+	// marker (event types HIVEDR_*); nil on the metastore's own events.
+	Snapshot *SnapshotInfo
 	// PreviousEventID is the event published to the same topic just
 	// before this one (0: none), or nil in records older than the field.
 	// The tailer sets it per topic; see Chain.
 	PreviousEventID *int64
+}
+
+// SnapshotInfo places a record within a bootstrap (see the schema's docs).
+type SnapshotInfo struct {
+	BootstrapID    string
+	CutEventID     int64
+	StampEventID   int64
+	Seq            int64
+	Tables         []string
+	WithData       bool
+	Reason         string
+	TableCount     int64
+	PartitionCount int64
+	FileCount      int64
+	ByteCount      int64
 }
 
 // Payload is one of *DatabaseChange, *TableChange, *PartitionChange,
@@ -259,6 +277,52 @@ type TailerCheckpoint struct {
 	// TopicLastEventIDs holds, by database, the last event published to
 	// that database's topic.
 	TopicLastEventIDs map[string]int64
+	// RequestsOffset is the next offset of the control topic to read.
+	RequestsOffset int64
+	// Bootstraps are the bootstraps in progress.
+	Bootstraps []BootstrapState
+}
+
+// BootstrapState is one bootstrap in progress, as the tailer's checkpoint
+// keeps it (see the schema's docs).
+type BootstrapState struct {
+	Database       string
+	BootstrapID    string
+	RequestID      string
+	Reason         string
+	CutEventID     int64
+	CutEventTime   time.Time
+	Phase          string
+	Tables         []string
+	WithData       bool
+	DoneTable      string
+	DonePartition  string
+	CatchupEventID int64
+	Seq            int64
+	TablesTotal    int64
+	TablesDone     int64
+	PartitionsDone int64
+	Files          int64
+	Bytes          int64
+	Started        time.Time
+	HDFSSnapshots  []string
+}
+
+// The phases of a BootstrapState.
+const (
+	PhaseSnapshot = "SNAPSHOT"
+	PhaseCatchup  = "CATCHUP"
+)
+
+// BootstrapRequest asks the tailer to bootstrap databases.
+type BootstrapRequest struct {
+	RequestID   string
+	Source      string
+	Databases   []string
+	Tables      []string
+	Reason      string
+	RequestedBy string
+	RequestedAt time.Time
 }
 
 // TailerState is a tailer's state: the state label of its

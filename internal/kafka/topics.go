@@ -48,6 +48,10 @@ func (t Topics) Completions() string { return t.Prefix + ".completions" }
 // Checkpoints carries the tailer's checkpoints, keyed by source name.
 func (t Topics) Checkpoints() string { return t.Prefix + ".tailer.checkpoints" }
 
+// Control carries operators' requests to the tailer (BootstrapRequest),
+// keyed by request ID.
+func (t Topics) Control() string { return t.Prefix + ".control" }
+
 var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
 // CheckName returns an error naming topic when Kafka would refuse it.
