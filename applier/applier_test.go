@@ -48,6 +48,11 @@ type fakeHMS struct {
 	writes map[string][]msWrite
 	// marks logs each database's repl.last.id each time it moves.
 	marks map[string][]int64
+	// calls counts the calls by method; hook runs before each (setHook).
+	calls map[string]int
+	hook  func(ctx context.Context, op string) error
+	// addBatches logs the size of each successful AddPartitions call.
+	addBatches []int
 }
 
 // msWrite is one write call: what it did and the repl.last.id of the
@@ -59,7 +64,7 @@ type msWrite struct {
 
 func newFakeHMS() *fakeHMS {
 	return &fakeHMS{dbs: map[string]*hms.Database{}, tables: map[TableKey]*hms.Table{},
-		parts: map[PartKey]*hms.Partition{}, writes: map[string][]msWrite{}, marks: map[string][]int64{}}
+		parts: map[PartKey]*hms.Partition{}, writes: map[string][]msWrite{}, marks: map[string][]int64{}, calls: map[string]int{}}
 }
 
 func (f *fakeHMS) dial(context.Context) (Metastore, func() error, error) {
@@ -94,13 +99,39 @@ func invalidOp(format string, args ...any) error {
 	return &hms.InvalidOperationException{Message: fmt.Sprintf(format, args...)}
 }
 
-// enter locks the store for one call, or fails on a cancelled context.
-func (f *fakeHMS) enter(ctx context.Context) error {
+// enter locks the store for one call named op (the Metastore method), or
+// fails on a cancelled context or when the test's hook says so. Calls are
+// counted by op.
+func (f *fakeHMS) enter(ctx context.Context, op string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	f.mu.Lock()
+	f.calls[op]++
+	hook := f.hook
+	f.mu.Unlock()
+	if hook != nil {
+		if err := hook(ctx, op); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
 	return nil
+}
+
+// callsOf returns how many times op was called.
+func (f *fakeHMS) callsOf(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op]
+}
+
+// setHook makes every call run hook first (nil: none); an error from it
+// fails the call as a broken connection would.
+func (f *fakeHMS) setHook(hook func(ctx context.Context, op string) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hook = hook
 }
 
 // logWrite records a write (f.mu held).
@@ -120,7 +151,7 @@ func (f *fakeHMS) putDB(name string, db *hms.Database, op string) {
 }
 
 func (f *fakeHMS) GetDatabase(ctx context.Context, name string) (*hms.Database, error) {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "GetDatabase"); err != nil {
 		return nil, err
 	}
 	defer f.mu.Unlock()
@@ -132,7 +163,7 @@ func (f *fakeHMS) GetDatabase(ctx context.Context, name string) (*hms.Database, 
 }
 
 func (f *fakeHMS) CreateDatabase(ctx context.Context, db *hms.Database) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "CreateDatabase"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -144,7 +175,7 @@ func (f *fakeHMS) CreateDatabase(ctx context.Context, db *hms.Database) error {
 }
 
 func (f *fakeHMS) AlterDatabase(ctx context.Context, name string, db *hms.Database) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "AlterDatabase"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -156,7 +187,7 @@ func (f *fakeHMS) AlterDatabase(ctx context.Context, name string, db *hms.Databa
 }
 
 func (f *fakeHMS) DropDatabase(ctx context.Context, name string, _, cascade bool) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "DropDatabase"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -178,7 +209,7 @@ func (f *fakeHMS) DropDatabase(ctx context.Context, name string, _, cascade bool
 }
 
 func (f *fakeHMS) GetTableReq(ctx context.Context, req *hms.GetTableRequest) (*hms.GetTableResult_, error) {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "GetTableReq"); err != nil {
 		return nil, err
 	}
 	defer f.mu.Unlock()
@@ -190,7 +221,7 @@ func (f *fakeHMS) GetTableReq(ctx context.Context, req *hms.GetTableRequest) (*h
 }
 
 func (f *fakeHMS) CreateTable(ctx context.Context, t *hms.Table) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "CreateTable"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -207,7 +238,7 @@ func (f *fakeHMS) CreateTable(ctx context.Context, t *hms.Table) error {
 }
 
 func (f *fakeHMS) AlterTableWithEnvironmentContext(ctx context.Context, db, name string, t *hms.Table, _ *hms.EnvironmentContext) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "AlterTableWithEnvironmentContext"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -237,7 +268,7 @@ func (f *fakeHMS) AlterTableWithEnvironmentContext(ctx context.Context, db, name
 }
 
 func (f *fakeHMS) DropTable(ctx context.Context, db, name string, _ bool) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "DropTable"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -260,7 +291,7 @@ func (f *fakeHMS) dropTable(k TableKey) {
 }
 
 func (f *fakeHMS) GetPartitionsByNamesReq(ctx context.Context, req *hms.GetPartitionsByNamesRequest) (*hms.GetPartitionsByNamesResult_, error) {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "GetPartitionsByNamesReq"); err != nil {
 		return nil, err
 	}
 	defer f.mu.Unlock()
@@ -278,8 +309,49 @@ func (f *fakeHMS) GetPartitionsByNamesReq(ctx context.Context, req *hms.GetParti
 	return res, nil
 }
 
+func (f *fakeHMS) GetAllTables(ctx context.Context, db string) ([]string, error) {
+	if err := f.enter(ctx, "GetAllTables"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	if f.dbs[lower(db)] == nil {
+		return nil, noSuch("database %s", db)
+	}
+	var out []string
+	for k := range f.tables {
+		if k.DB == lower(db) {
+			out = append(out, k.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func (f *fakeHMS) GetPartitionNames(ctx context.Context, db, table string, max int16) ([]string, error) {
+	if err := f.enter(ctx, "GetPartitionNames"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	tk := tableKey(db, table)
+	t := f.tables[tk]
+	if t == nil {
+		return nil, noSuch("table %s", tk)
+	}
+	var out []string
+	for pk, p := range f.parts {
+		if pk.TableKey == tk {
+			out = append(out, PartitionName(t.PartitionKeys, p.Values))
+		}
+	}
+	sort.Strings(out)
+	if max >= 0 && len(out) > int(max) {
+		out = out[:max]
+	}
+	return out, nil
+}
+
 func (f *fakeHMS) AddPartitions(ctx context.Context, parts []*hms.Partition) (int32, error) {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "AddPartitions"); err != nil {
 		return 0, err
 	}
 	defer f.mu.Unlock()
@@ -302,11 +374,12 @@ func (f *fakeHMS) AddPartitions(ctx context.Context, parts []*hms.Partition) (in
 		f.parts[partKey(tk, p.Values)] = clone(p)
 		f.logWrite(tk.DB, "add partition "+partKey(tk, p.Values).String(), p.Parameters)
 	}
+	f.addBatches = append(f.addBatches, len(parts))
 	return int32(len(parts)), nil
 }
 
 func (f *fakeHMS) AlterPartitions(ctx context.Context, db, table string, parts []*hms.Partition) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "AlterPartitions"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -324,7 +397,7 @@ func (f *fakeHMS) AlterPartitions(ctx context.Context, db, table string, parts [
 }
 
 func (f *fakeHMS) RenamePartition(ctx context.Context, db, table string, vals []string, p *hms.Partition) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "RenamePartition"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -343,7 +416,7 @@ func (f *fakeHMS) RenamePartition(ctx context.Context, db, table string, vals []
 }
 
 func (f *fakeHMS) DropPartition(ctx context.Context, db, table string, vals []string, _ bool) (bool, error) {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "DropPartition"); err != nil {
 		return false, err
 	}
 	defer f.mu.Unlock()
