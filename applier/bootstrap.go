@@ -156,6 +156,12 @@ func (p *planner) snapshot(cur *hive_metastore.Database) Decision {
 		}
 		return halt(ReasonDatabaseMissing, "DR database %s does not exist: bootstrap %s's BEGIN made it, and it was dropped since; bootstrap it again", p.db, s.BootstrapID)
 	}
+	if got := cur.Parameters[drparam.BootstrapID]; got != s.BootstrapID && stamp(cur.Parameters) >= ev.EventID {
+		// Not in this bootstrap, but at its cut: consistent as of it
+		// already (a re-drive from the middle of a bootstrap over a later
+		// one at the same cut); applying part of it would change nothing.
+		return p.noop(ReasonAlreadyApplied, "DR database %s is at event %d, bootstrap %s's cut, and not in it", p.db, ev.EventID, s.BootstrapID)
+	}
 	if got := cur.Parameters[drparam.BootstrapID]; got != s.BootstrapID {
 		was := "no bootstrap"
 		if got != "" {
