@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"log/slog"
 	"slices"
 	"sort"
@@ -436,6 +437,13 @@ func (f *fakeHMS) db(name string) *hms.Database {
 	return clone(f.dbs[name])
 }
 
+// table returns a copy of a DR table, or nil.
+func (f *fakeHMS) table(db, name string) *hms.Table {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return clone(f.tables[tableKey(db, name)])
+}
+
 // part returns a copy of a DR partition, or nil.
 func (f *fakeHMS) part(db, table string, values ...string) *hms.Partition {
 	f.mu.Lock()
@@ -522,6 +530,7 @@ type kfix struct {
 	copyd  *kgo.Client // transactional
 	adm    *kadm.Client
 	ms     *fakeHMS
+	files  *memFiles // the DR data files: copyd's completions put them, prunes remove them
 }
 
 func newKFix(t *testing.T, dbs ...string) *kfix {
@@ -537,7 +546,7 @@ func newKFix(t *testing.T, dbs ...string) *kfix {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
-	f := &kfix{t: t, topics: topics, addrs: cluster.ListenAddrs(), ms: newFakeHMS()}
+	f := &kfix{t: t, topics: topics, addrs: cluster.ListenAddrs(), ms: newFakeHMS(), files: newMemFiles()}
 	if f.serde, err = schemas.NewSerde(context.Background(), &memRegistry{}); err != nil {
 		t.Fatal(err)
 	}
@@ -596,6 +605,9 @@ func (f *kfix) publish(items ...any) []*kgo.Record {
 		switch it := it.(type) {
 		case *schemas.Event:
 			db, key, eventID = it.Database, itoa(it.EventID), itoa(it.EventID)
+			if isSnapshot(it.EventType) {
+				key = fmt.Sprintf("snapshot/%s/%d", it.Snapshot.BootstrapID, it.Snapshot.Seq)
+			}
 			v, err = f.serde.Encode(it)
 		case *schemas.Heartbeat:
 			db, key = it.Database, "heartbeat"
@@ -647,6 +659,8 @@ func (f *kfix) complete(status schemas.CopyStatus, which func(taskID string) boo
 				SourceURI: file.URI, TargetURI: drPath(file.URI), Status: status, Attempts: 1}
 			if status != schemas.StatusCopied {
 				c.Error = "the test says so"
+			} else {
+				f.files.put(c.TargetURI)
 			}
 			v, err := f.serde.Encode(c)
 			if err != nil {
@@ -723,10 +737,11 @@ func (f *kfix) start(group, dir string, mod func(*Config)) *running {
 		Policy:      testPolicy{},
 		Completions: store,
 		Codec:       f.serde,
+		Files:       f.files,
 		HaltAfter:   time.Minute,
 		// Small, so topics are paused and resumed.
 		LookAhead: 3,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:    testLogger(),
 		Metrics:   NewMetrics(),
 		// Faster than production, so the tests are quick: a long-poll
 		// fetch returns soon after a transaction commits, and marked
@@ -1293,4 +1308,11 @@ func TestApplierLookAheadOne(t *testing.T) {
 	f.waitMark("a", 3)
 	f.publishAll(3, evs[3:])
 	f.waitMark("a", 6)
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("APPLIER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

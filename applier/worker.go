@@ -617,10 +617,12 @@ func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) bool {
 // table bring it. It returns true once released, false when cancelled.
 //
 // Memory stays bounded: when the queue passes LookAhead events with no
-// BEGIN in it, all but the head are dropped from memory (not marked: a
-// restart reads them again) and fetching goes on, each arriving record
-// looked at for a BEGIN only. A dropped record would be lost to a replan,
-// so from then on only a BEGIN releases.
+// BEGIN in it (and the head, planned again, still halts), all but the
+// head are dropped from memory (not marked: a restart reads them again)
+// and fetching goes on, each arriving record looked at for a
+// whole-database BEGIN only. A dropped record would be lost to a replan,
+// so from then on only such a BEGIN releases (a table's bootstrap further
+// than the look-ahead is seen after a restart, when it is within it).
 func (w *worker) awaitRelease(ctx context.Context, reason Reason) bool {
 	w.log.Info("the halted database keeps reading its topic: a bootstrap of it later on the topic releases the halt", "reason", reason)
 	var (
@@ -637,7 +639,20 @@ func (w *worker) awaitRelease(ctx context.Context, reason Reason) bool {
 				break
 			}
 		}
-		if begin < 0 && w.events > w.a.cfg.LookAhead {
+		full := begin < 0 && w.events > w.a.cfg.LookAhead
+		w.mu.Unlock()
+		if begin > 0 {
+			w.release(begin, dropped, last, reason)
+			return true
+		}
+		// Planned again before anything is dropped: with the whole
+		// look-ahead.
+		if !overflow && reason.replannable() && w.replanned(ctx) {
+			w.log.Info("the halted database goes on: more of its topic removes or brings the missing object", "reason", reason)
+			return true
+		}
+		w.mu.Lock()
+		if full {
 			for _, it := range w.queue[1:] {
 				if it.ev != nil {
 					dropped[it.ev.EventType]++
@@ -649,18 +664,14 @@ func (w *worker) awaitRelease(ctx context.Context, reason Reason) bool {
 			if w.queue[0].ev != nil {
 				w.events = 1
 			}
+			if !overflow {
+				w.log.Info("the halted database's look-ahead is full: its records are read on, looked at for a bootstrap's BEGIN only (a restart reads them again)",
+					"look_ahead", w.a.cfg.LookAhead)
+			}
 			overflow = true
 			w.a.cl.ResumeFetchTopics(w.topic)
 		}
 		w.mu.Unlock()
-		if begin > 0 {
-			w.release(begin, dropped, last, reason)
-			return true
-		}
-		if !overflow && reason.replannable() && w.replanned(ctx) {
-			w.log.Info("the halted database goes on: more of its topic removes or brings the missing object", "reason", reason)
-			return true
-		}
 		select {
 		case <-ctx.Done():
 			return false
