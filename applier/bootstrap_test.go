@@ -695,8 +695,8 @@ func TestPlanHeartbeatInBootstrap(t *testing.T) {
 	prev := int64(90)
 	d := PlanHeartbeat(HeartbeatInput{DB: "sales", Source: "src", Heartbeat: &schemas.Heartbeat{Database: "sales", PreviousEventID: &prev},
 		Replica: inBootstrap(drDB("sales", 40), "b1", 100, 3)})
-	if d.Outcome != NoOp {
-		t.Errorf("decision %s %s (%s), want a no-op", d.Outcome, d.Reason, d.Detail)
+	if d.Outcome != NoOp || d.Reason != ReasonInBootstrap {
+		t.Errorf("decision %s %s (%s), want a no-op in_bootstrap", d.Outcome, d.Reason, d.Detail)
 	}
 }
 

@@ -386,8 +386,8 @@ func PlanHeartbeat(in HeartbeatInput) Decision {
 		// While a bootstrap is applied, the DR database's repl.last.id
 		// stays where it was before it (its END moves it to the cut), and
 		// the records it skipped are not lost: the chain resumes after the
-		// END.
-		return Decision{Outcome: NoOp, Reason: ReasonHeartbeat}
+		// END. Nor is the replica complete up to the heartbeat before it.
+		return Decision{Outcome: NoOp, Reason: ReasonInBootstrap}
 	}
 	d, broken := CheckChain(db, "a heartbeat", in.Heartbeat.PreviousEventID, cur)
 	switch {

@@ -29,6 +29,10 @@ const (
 	ReasonSkippedByOperator Reason = "skipped_by_operator"
 	// ReasonHeartbeat: a heartbeat with nothing to do.
 	ReasonHeartbeat Reason = "heartbeat"
+	// ReasonInBootstrap: a heartbeat while a bootstrap is applied to the
+	// database: no chain to check, and the replica is not complete up to
+	// it (it is at the bootstrap's END).
+	ReasonInBootstrap Reason = "in_bootstrap"
 	// ReasonTransaction: a transaction event that touched no
 	// non-transactional table.
 	ReasonTransaction Reason = "transaction"

@@ -388,7 +388,7 @@ func (w *worker) heartbeat(ctx context.Context, it *item) bool {
 			w.log.Warn("heartbeat: "+d.Detail, "previous_event_id", *it.hb.PreviousEventID)
 		}
 		w.mu.Lock()
-		if t := it.hb.CompleteAt(); t.After(w.complete) {
+		if t := it.hb.CompleteAt(); t.After(w.complete) && d.Reason != ReasonInBootstrap {
 			w.complete = t
 		}
 		w.mu.Unlock()
