@@ -430,6 +430,35 @@ func (f *fakeHMS) DropPartition(ctx context.Context, db, table string, vals []st
 	return true, nil
 }
 
+func (f *fakeHMS) DropPartitionsReq(ctx context.Context, req *hms.DropPartitionsRequest) (*hms.DropPartitionsResult_, error) {
+	if err := f.enter(ctx, "DropPartitionsReq"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	tk := tableKey(req.DbName, req.TblName)
+	t := f.tables[tk]
+	if t == nil {
+		return nil, noSuch("table %s", tk)
+	}
+	if req.DeleteData == nil || *req.DeleteData {
+		return nil, &hms.MetaException{Message: "the applier must never delete DR data with a partition"}
+	}
+	var drop []PartKey
+	for pk, p := range f.parts {
+		if pk.TableKey == tk && slices.Contains(req.Parts.Names, PartitionName(t.PartitionKeys, p.Values)) {
+			drop = append(drop, pk)
+		}
+	}
+	if !req.IfExists && len(drop) != len(req.Parts.Names) {
+		return nil, noSuch("some partitions of %s", tk)
+	}
+	for _, pk := range drop {
+		delete(f.parts, pk)
+		f.logWrite(pk.DB, "drop partition "+pk.String(), nil)
+	}
+	return &hms.DropPartitionsResult_{}, nil
+}
+
 // db returns a copy of a DR database, or nil.
 func (f *fakeHMS) db(name string) *hms.Database {
 	f.mu.Lock()

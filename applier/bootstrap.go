@@ -93,11 +93,18 @@ type Inventory struct {
 	// name, each with the bootstrap that wrote it last
 	// (drparam.BootstrapID; "" for one an event wrote).
 	Tables map[string]string
-	// Stale holds, for each table the bootstrap wrote, the values of its
-	// partitions that it did not write (they carry another bootstrap's ID
-	// or none). Tables the bootstrap created (drparam.BootstrapNew) are
-	// not read: all their partitions are its own.
-	Stale map[string][][]string
+	// Stale holds, for each table the bootstrap wrote, its partitions
+	// that it did not write (they carry another bootstrap's ID or none).
+	// Tables the bootstrap created (drparam.BootstrapNew) are not read:
+	// all their partitions are its own.
+	Stale map[string][]StalePartition
+}
+
+// StalePartition is a DR partition an END drops: its values, and its name
+// as the metastore names it (what the drop asks by).
+type StalePartition struct {
+	Name   string
+	Values []string
 }
 
 // InventoryScope says what the convergence of an END record reads of the
@@ -540,9 +547,13 @@ func (p *planner) snapshotEnd(cur *hive_metastore.Database, prog drparam.Progres
 			}
 		}
 		for _, n := range names {
-			if vals := inv.Stale[n]; inv.Tables[n] == s.BootstrapID && len(vals) > 0 {
-				acts = append(acts, DropPartitions{DB: p.db, Table: n, Values: vals})
-				parts += len(vals)
+			if stale := inv.Stale[n]; inv.Tables[n] == s.BootstrapID && len(stale) > 0 {
+				d := DropPartitions{DB: p.db, Table: n}
+				for _, sp := range stale {
+					d.Values, d.Names = append(d.Values, sp.Values), append(d.Names, sp.Name)
+				}
+				acts = append(acts, d)
+				parts += len(stale)
 			}
 		}
 	}

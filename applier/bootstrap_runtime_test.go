@@ -179,6 +179,9 @@ func TestApplierBootstrapBatches(t *testing.T) {
 	if got := f.addBatches(); !slices.Equal(got, []int{10, 10, 5}) {
 		t.Errorf("add_partitions of %v partitions, want 10, 10, 5", got)
 	}
+	if n := f.ms.callsOf("GetAllTables") + f.ms.callsOf("GetPartitionNames"); n != 0 {
+		t.Errorf("the END of a bootstrap that created its database read %d listings; nothing on it predates the bootstrap", n)
+	}
 	p := f.ms.db("a").Parameters
 	if p[drparam.BootstrapDone] != "b1" || p[drparam.BootstrapID] != "" || p[drparam.BootstrapApplied] != "" {
 		t.Errorf("DR database after the END: %v", p)
@@ -296,7 +299,8 @@ func TestApplierBootstrapReleasesHalts(t *testing.T) {
 	})
 	p2 := srcPart(ta, "2")
 	ba := newBootstrap("ba", "a", 12)
-	aRecs := at(ba.begin(), ba.table(withParam(ta, "k", "v12"), 12), ba.part(ta, p1, 12), ba.part(ta, p2, 12, partFile(p2, "f")), ba.end())
+	// (Partition 1 was dropped at the source meanwhile: not in it.)
+	aRecs := at(ba.begin(), ba.table(withParam(ta, "k", "v12"), 12), ba.part(ta, p2, 12, partFile(p2, "f")), ba.end())
 	f.publishRecs(3, aRecs)
 	f.publish(at(prevID(alterTable(13, ta, withParam(ta, "k", "v13")), 12))[0])
 	bb := newBootstrap("bb", "b", 20)
@@ -326,6 +330,16 @@ func TestApplierBootstrapReleasesHalts(t *testing.T) {
 	}
 	if p := f.ms.part("a", "t", "2"); p == nil || p.Parameters[drparam.BootstrapID] != "ba" {
 		t.Errorf("a.t partition 2 from the bootstrap: %v", p)
+	}
+	if p := f.ms.part("a", "t", "1"); p != nil {
+		t.Errorf("a.t partition 1, which the bootstrap does not have, is still on DR: %v", p.Parameters)
+	}
+	// a's END read the tables of a and the partitions of t, and dropped in
+	// one call; b's read its one table.
+	for op, want := range map[string]int{"GetAllTables": 2, "GetPartitionNames": 1, "DropPartitionsReq": 1, "DropPartition": 0} {
+		if got := f.ms.callsOf(op); got != want {
+			t.Errorf("%d %s calls, want %d", got, op, want)
+		}
 	}
 	if tbl := f.ms.table("a", "t"); tbl.Parameters["k"] != "v13" {
 		t.Errorf("a.t after event 13: %v", tbl.Parameters)

@@ -235,7 +235,7 @@ func onDRCheck(t *testing.T, ctx, what, loc string) {
 // tables of the scope with their bootstrap, stale partitions of the
 // bootstrap's tables it did not create).
 func (m *memMS) inventory(db, id string, tables []string, all bool) *Inventory {
-	inv := &Inventory{Tables: map[string]string{}, Stale: map[string][][]string{}}
+	inv := &Inventory{Tables: map[string]string{}, Stale: map[string][]StalePartition{}}
 	if all {
 		for k := range m.tables {
 			if k.DB == db {
@@ -261,7 +261,7 @@ func (m *memMS) inventory(db, id string, tables []string, all bool) *Inventory {
 		}
 		sort.Slice(keys, func(i, j int) bool { return keys[i].Values < keys[j].Values })
 		for _, pk := range keys {
-			inv.Stale[n] = append(inv.Stale[n], m.parts[pk].Values)
+			inv.Stale[n] = append(inv.Stale[n], StalePartition{Name: PartitionName(tb.PartitionKeys, m.parts[pk].Values), Values: m.parts[pk].Values})
 		}
 	}
 	return inv
@@ -538,7 +538,7 @@ func TestPlanBootstrap(t *testing.T) {
 				}
 			}},
 			inv: &Inventory{Tables: map[string]string{"orders": "b1", "old": "", "customers": "b1"},
-				Stale: map[string][][]string{"orders": {{"2023-12-31"}}}}},
+				Stale: map[string][]StalePartition{"orders": {{Name: "dt=2023-12-31", Values: []string{"2023-12-31"}}}}}},
 		{planCase: planCase{name: "END of a database the bootstrap created reads nothing", ev: at(9).end(),
 			state: func() Replica {
 				db := applying(0, 9)

@@ -32,6 +32,7 @@ type Metastore interface {
 	AlterPartitions(ctx context.Context, db, table string, parts []*hive_metastore.Partition) error
 	RenamePartition(ctx context.Context, db, table string, vals []string, part *hive_metastore.Partition) error
 	DropPartition(ctx context.Context, db, table string, vals []string, deleteData bool) (bool, error)
+	DropPartitionsReq(ctx context.Context, req *hive_metastore.DropPartitionsRequest) (*hive_metastore.DropPartitionsResult_, error)
 }
 
 // Files lists and removes DR data files (PruneFiles).
@@ -213,7 +214,7 @@ const inventoryPage = 1000
 // (get_partitions_by_names), so memory holds one page of Thrift objects
 // and the names.
 func (x *executor) inventory(ctx context.Context, db, id string, tables []string, all bool) (*Inventory, error) {
-	inv := &Inventory{Tables: map[string]string{}, Stale: map[string][][]string{}}
+	inv := &Inventory{Tables: map[string]string{}, Stale: map[string][]StalePartition{}}
 	if all {
 		var err error
 		if tables, err = x.ms.GetAllTables(ctx, db); err != nil {
@@ -250,7 +251,7 @@ func (x *executor) inventory(ctx context.Context, db, id string, tables []string
 			}
 			for _, p := range res.Partitions {
 				if p.Parameters[drparam.BootstrapID] != id {
-					inv.Stale[k.Name] = append(inv.Stale[k.Name], p.Values)
+					inv.Stale[k.Name] = append(inv.Stale[k.Name], StalePartition{Name: PartitionName(t.PartitionKeys, p.Values), Values: p.Values})
 				}
 			}
 		}
@@ -293,6 +294,9 @@ func (x *executor) run(ctx context.Context, a Action) error {
 	case RenamePartition:
 		return classify(op, x.ms.RenamePartition(ctx, a.DB, a.Table, a.Values, a.Part))
 	case DropPartitions:
+		if len(a.Names) > 0 && len(a.Names) == len(a.Values) {
+			return x.dropPartitionsByName(ctx, a)
+		}
 		for _, v := range a.Values {
 			if _, err := x.ms.DropPartition(ctx, a.DB, a.Table, v, false); err != nil && !isNoSuchObject(err) {
 				return classify(op, err)
@@ -303,6 +307,26 @@ func (x *executor) run(ctx context.Context, a Action) error {
 		return x.prune(ctx, a)
 	}
 	return fmt.Errorf("unknown action %T", a)
+}
+
+// dropPartitionsByName drops a's partitions by name, inventoryPage per
+// drop_partitions_req; ones already gone are skipped (ifExists), data
+// stays.
+func (x *executor) dropPartitionsByName(ctx context.Context, a DropPartitions) error {
+	keep := false
+	for names := a.Names; len(names) > 0; {
+		page := names[:min(inventoryPage, len(names))]
+		names = names[len(page):]
+		_, err := x.ms.DropPartitionsReq(ctx, &hive_metastore.DropPartitionsRequest{DbName: a.DB, TblName: a.Table,
+			Parts: &hive_metastore.RequestPartsSpec{Names: page}, DeleteData: &keep, IfExists: true, CatName: strPtr("hive")})
+		if isNoSuchObject(err) {
+			continue
+		}
+		if err != nil {
+			return classify(a.String(), err)
+		}
+	}
+	return nil
 }
 
 // prune removes the files under a.Dir that the source removed, keeping
