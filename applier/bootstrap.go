@@ -77,9 +77,9 @@ func covers(ev *schemas.Event, db, table string) bool {
 	return table != "" && slices.ContainsFunc(ev.Snapshot.Tables, func(t string) bool { return strings.EqualFold(t, table) })
 }
 
-// WholeDatabaseBegin reports whether ev is the BEGIN of a bootstrap of
+// wholeDatabaseBegin reports whether ev is the BEGIN of a bootstrap of
 // all of db: what releases db's halts (Reason.ReleasedByBootstrap).
-func WholeDatabaseBegin(db string, ev *schemas.Event) bool {
+func wholeDatabaseBegin(db string, ev *schemas.Event) bool {
 	return ev != nil && ev.EventType == schemas.EventSnapshotBegin && ev.Snapshot != nil &&
 		len(ev.Snapshot.Tables) == 0 && strings.EqualFold(ev.Database, db)
 }

@@ -634,7 +634,7 @@ func (w *worker) awaitRelease(ctx context.Context, reason Reason) bool {
 		w.mu.Lock()
 		begin := -1
 		for i := 1; i < len(w.queue); i++ {
-			if WholeDatabaseBegin(w.db, w.queue[i].ev) {
+			if wholeDatabaseBegin(w.db, w.queue[i].ev) {
 				begin = i
 				break
 			}
