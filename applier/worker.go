@@ -232,9 +232,11 @@ func (w *worker) popN(items []*item) {
 
 // movesComplete reports whether applying ev makes the replica complete up
 // to its time: not a bootstrap's BEGIN, TABLE or PARTITION record (the
-// replica is consistent again only at its END).
+// replica is consistent again only at its END), nor a discontinuity
+// marker (its time is the tailer's start, not an event's; the next event
+// or heartbeat says).
 func movesComplete(ev *schemas.Event) bool {
-	return !isSnapshot(ev.EventType) || ev.EventType == schemas.EventSnapshotEnd
+	return (!isSnapshot(ev.EventType) || ev.EventType == schemas.EventSnapshotEnd) && ev.EventType != schemas.EventDiscontinuity
 }
 
 // later returns the events queued after the first n items.
