@@ -63,10 +63,13 @@ type RenamePartition struct {
 }
 
 // DropPartitions drops DR partitions' metadata (files stay, as for
-// DropTable).
+// DropTable). Names, when set, are the metastore's names of the same
+// partitions (Values[i] is named Names[i]): the executor then drops them
+// in pages, one call each, instead of one call per partition.
 type DropPartitions struct {
 	DB, Table string
 	Values    [][]string
+	Names     []string
 }
 
 // PruneFiles removes the data files directly under Dir that are not in

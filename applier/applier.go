@@ -66,6 +66,11 @@ type Config struct {
 	// applies (fetching of its topic pauses beyond it). Default 10000
 	// (config.DefaultLookAhead).
 	LookAhead int
+	// BatchPartitions is the most consecutive SNAPSHOT_PARTITION records
+	// of one table a worker applies as one plan (one add_partitions /
+	// alter_partitions), marking their offsets together after it. Default
+	// 1000 (config.DefaultBatchPartitions); 1 applies them one by one.
+	BatchPartitions int
 	// CompletionPartitions and ReplicationFactor create the completions
 	// topic if it is missing.
 	CompletionPartitions int32
@@ -104,6 +109,9 @@ func New(cfg Config) (*Applier, error) {
 	}
 	if cfg.LookAhead <= 0 {
 		cfg.LookAhead = config.DefaultLookAhead
+	}
+	if cfg.BatchPartitions <= 0 {
+		cfg.BatchPartitions = config.DefaultBatchPartitions
 	}
 	if cfg.CompletionPartitions <= 0 {
 		cfg.CompletionPartitions = 12

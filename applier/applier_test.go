@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -48,6 +49,11 @@ type fakeHMS struct {
 	writes map[string][]msWrite
 	// marks logs each database's repl.last.id each time it moves.
 	marks map[string][]int64
+	// calls counts the calls by method; hook runs before each (setHook).
+	calls map[string]int
+	hook  func(ctx context.Context, op string) error
+	// addBatches logs the size of each successful AddPartitions call.
+	addBatches []int
 }
 
 // msWrite is one write call: what it did and the repl.last.id of the
@@ -59,7 +65,7 @@ type msWrite struct {
 
 func newFakeHMS() *fakeHMS {
 	return &fakeHMS{dbs: map[string]*hms.Database{}, tables: map[TableKey]*hms.Table{},
-		parts: map[PartKey]*hms.Partition{}, writes: map[string][]msWrite{}, marks: map[string][]int64{}}
+		parts: map[PartKey]*hms.Partition{}, writes: map[string][]msWrite{}, marks: map[string][]int64{}, calls: map[string]int{}}
 }
 
 func (f *fakeHMS) dial(context.Context) (Metastore, func() error, error) {
@@ -94,13 +100,39 @@ func invalidOp(format string, args ...any) error {
 	return &hms.InvalidOperationException{Message: fmt.Sprintf(format, args...)}
 }
 
-// enter locks the store for one call, or fails on a cancelled context.
-func (f *fakeHMS) enter(ctx context.Context) error {
+// enter locks the store for one call named op (the Metastore method), or
+// fails on a cancelled context or when the test's hook says so. Calls are
+// counted by op.
+func (f *fakeHMS) enter(ctx context.Context, op string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	f.mu.Lock()
+	f.calls[op]++
+	hook := f.hook
+	f.mu.Unlock()
+	if hook != nil {
+		if err := hook(ctx, op); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
 	return nil
+}
+
+// callsOf returns how many times op was called.
+func (f *fakeHMS) callsOf(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op]
+}
+
+// setHook makes every call run hook first (nil: none); an error from it
+// fails the call as a broken connection would.
+func (f *fakeHMS) setHook(hook func(ctx context.Context, op string) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hook = hook
 }
 
 // logWrite records a write (f.mu held).
@@ -120,7 +152,7 @@ func (f *fakeHMS) putDB(name string, db *hms.Database, op string) {
 }
 
 func (f *fakeHMS) GetDatabase(ctx context.Context, name string) (*hms.Database, error) {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "GetDatabase"); err != nil {
 		return nil, err
 	}
 	defer f.mu.Unlock()
@@ -132,7 +164,7 @@ func (f *fakeHMS) GetDatabase(ctx context.Context, name string) (*hms.Database, 
 }
 
 func (f *fakeHMS) CreateDatabase(ctx context.Context, db *hms.Database) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "CreateDatabase"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -144,7 +176,7 @@ func (f *fakeHMS) CreateDatabase(ctx context.Context, db *hms.Database) error {
 }
 
 func (f *fakeHMS) AlterDatabase(ctx context.Context, name string, db *hms.Database) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "AlterDatabase"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -156,7 +188,7 @@ func (f *fakeHMS) AlterDatabase(ctx context.Context, name string, db *hms.Databa
 }
 
 func (f *fakeHMS) DropDatabase(ctx context.Context, name string, _, cascade bool) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "DropDatabase"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -178,7 +210,7 @@ func (f *fakeHMS) DropDatabase(ctx context.Context, name string, _, cascade bool
 }
 
 func (f *fakeHMS) GetTableReq(ctx context.Context, req *hms.GetTableRequest) (*hms.GetTableResult_, error) {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "GetTableReq"); err != nil {
 		return nil, err
 	}
 	defer f.mu.Unlock()
@@ -190,7 +222,7 @@ func (f *fakeHMS) GetTableReq(ctx context.Context, req *hms.GetTableRequest) (*h
 }
 
 func (f *fakeHMS) CreateTable(ctx context.Context, t *hms.Table) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "CreateTable"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -207,7 +239,7 @@ func (f *fakeHMS) CreateTable(ctx context.Context, t *hms.Table) error {
 }
 
 func (f *fakeHMS) AlterTableWithEnvironmentContext(ctx context.Context, db, name string, t *hms.Table, _ *hms.EnvironmentContext) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "AlterTableWithEnvironmentContext"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -237,7 +269,7 @@ func (f *fakeHMS) AlterTableWithEnvironmentContext(ctx context.Context, db, name
 }
 
 func (f *fakeHMS) DropTable(ctx context.Context, db, name string, _ bool) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "DropTable"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -260,7 +292,7 @@ func (f *fakeHMS) dropTable(k TableKey) {
 }
 
 func (f *fakeHMS) GetPartitionsByNamesReq(ctx context.Context, req *hms.GetPartitionsByNamesRequest) (*hms.GetPartitionsByNamesResult_, error) {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "GetPartitionsByNamesReq"); err != nil {
 		return nil, err
 	}
 	defer f.mu.Unlock()
@@ -278,8 +310,49 @@ func (f *fakeHMS) GetPartitionsByNamesReq(ctx context.Context, req *hms.GetParti
 	return res, nil
 }
 
+func (f *fakeHMS) GetAllTables(ctx context.Context, db string) ([]string, error) {
+	if err := f.enter(ctx, "GetAllTables"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	if f.dbs[lower(db)] == nil {
+		return nil, noSuch("database %s", db)
+	}
+	var out []string
+	for k := range f.tables {
+		if k.DB == lower(db) {
+			out = append(out, k.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func (f *fakeHMS) GetPartitionNames(ctx context.Context, db, table string, max int16) ([]string, error) {
+	if err := f.enter(ctx, "GetPartitionNames"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	tk := tableKey(db, table)
+	t := f.tables[tk]
+	if t == nil {
+		return nil, noSuch("table %s", tk)
+	}
+	var out []string
+	for pk, p := range f.parts {
+		if pk.TableKey == tk {
+			out = append(out, PartitionName(t.PartitionKeys, p.Values))
+		}
+	}
+	sort.Strings(out)
+	if max >= 0 && len(out) > int(max) {
+		out = out[:max]
+	}
+	return out, nil
+}
+
 func (f *fakeHMS) AddPartitions(ctx context.Context, parts []*hms.Partition) (int32, error) {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "AddPartitions"); err != nil {
 		return 0, err
 	}
 	defer f.mu.Unlock()
@@ -302,11 +375,12 @@ func (f *fakeHMS) AddPartitions(ctx context.Context, parts []*hms.Partition) (in
 		f.parts[partKey(tk, p.Values)] = clone(p)
 		f.logWrite(tk.DB, "add partition "+partKey(tk, p.Values).String(), p.Parameters)
 	}
+	f.addBatches = append(f.addBatches, len(parts))
 	return int32(len(parts)), nil
 }
 
 func (f *fakeHMS) AlterPartitions(ctx context.Context, db, table string, parts []*hms.Partition) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "AlterPartitions"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -324,7 +398,7 @@ func (f *fakeHMS) AlterPartitions(ctx context.Context, db, table string, parts [
 }
 
 func (f *fakeHMS) RenamePartition(ctx context.Context, db, table string, vals []string, p *hms.Partition) error {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "RenamePartition"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
@@ -343,7 +417,7 @@ func (f *fakeHMS) RenamePartition(ctx context.Context, db, table string, vals []
 }
 
 func (f *fakeHMS) DropPartition(ctx context.Context, db, table string, vals []string, _ bool) (bool, error) {
-	if err := f.enter(ctx); err != nil {
+	if err := f.enter(ctx, "DropPartition"); err != nil {
 		return false, err
 	}
 	defer f.mu.Unlock()
@@ -356,11 +430,47 @@ func (f *fakeHMS) DropPartition(ctx context.Context, db, table string, vals []st
 	return true, nil
 }
 
+func (f *fakeHMS) DropPartitionsReq(ctx context.Context, req *hms.DropPartitionsRequest) (*hms.DropPartitionsResult_, error) {
+	if err := f.enter(ctx, "DropPartitionsReq"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	tk := tableKey(req.DbName, req.TblName)
+	t := f.tables[tk]
+	if t == nil {
+		return nil, noSuch("table %s", tk)
+	}
+	if req.DeleteData == nil || *req.DeleteData {
+		return nil, &hms.MetaException{Message: "the applier must never delete DR data with a partition"}
+	}
+	var drop []PartKey
+	for pk, p := range f.parts {
+		if pk.TableKey == tk && slices.Contains(req.Parts.Names, PartitionName(t.PartitionKeys, p.Values)) {
+			drop = append(drop, pk)
+		}
+	}
+	if !req.IfExists && len(drop) != len(req.Parts.Names) {
+		return nil, noSuch("some partitions of %s", tk)
+	}
+	for _, pk := range drop {
+		delete(f.parts, pk)
+		f.logWrite(pk.DB, "drop partition "+pk.String(), nil)
+	}
+	return &hms.DropPartitionsResult_{}, nil
+}
+
 // db returns a copy of a DR database, or nil.
 func (f *fakeHMS) db(name string) *hms.Database {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return clone(f.dbs[name])
+}
+
+// table returns a copy of a DR table, or nil.
+func (f *fakeHMS) table(db, name string) *hms.Table {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return clone(f.tables[tableKey(db, name)])
 }
 
 // part returns a copy of a DR partition, or nil.
@@ -449,6 +559,7 @@ type kfix struct {
 	copyd  *kgo.Client // transactional
 	adm    *kadm.Client
 	ms     *fakeHMS
+	files  *memFiles // the DR data files: copyd's completions put them, prunes remove them
 }
 
 func newKFix(t *testing.T, dbs ...string) *kfix {
@@ -464,7 +575,7 @@ func newKFix(t *testing.T, dbs ...string) *kfix {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
-	f := &kfix{t: t, topics: topics, addrs: cluster.ListenAddrs(), ms: newFakeHMS()}
+	f := &kfix{t: t, topics: topics, addrs: cluster.ListenAddrs(), ms: newFakeHMS(), files: newMemFiles()}
 	if f.serde, err = schemas.NewSerde(context.Background(), &memRegistry{}); err != nil {
 		t.Fatal(err)
 	}
@@ -523,6 +634,9 @@ func (f *kfix) publish(items ...any) []*kgo.Record {
 		switch it := it.(type) {
 		case *schemas.Event:
 			db, key, eventID = it.Database, itoa(it.EventID), itoa(it.EventID)
+			if isSnapshot(it.EventType) {
+				key = fmt.Sprintf("snapshot/%s/%d", it.Snapshot.BootstrapID, it.Snapshot.Seq)
+			}
 			v, err = f.serde.Encode(it)
 		case *schemas.Heartbeat:
 			db, key = it.Database, "heartbeat"
@@ -574,6 +688,8 @@ func (f *kfix) complete(status schemas.CopyStatus, which func(taskID string) boo
 				SourceURI: file.URI, TargetURI: drPath(file.URI), Status: status, Attempts: 1}
 			if status != schemas.StatusCopied {
 				c.Error = "the test says so"
+			} else {
+				f.files.put(c.TargetURI)
 			}
 			v, err := f.serde.Encode(c)
 			if err != nil {
@@ -650,10 +766,11 @@ func (f *kfix) start(group, dir string, mod func(*Config)) *running {
 		Policy:      testPolicy{},
 		Completions: store,
 		Codec:       f.serde,
+		Files:       f.files,
 		HaltAfter:   time.Minute,
 		// Small, so topics are paused and resumed.
 		LookAhead: 3,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:    testLogger(),
 		Metrics:   NewMetrics(),
 		// Faster than production, so the tests are quick: a long-poll
 		// fetch returns soon after a transaction commits, and marked
@@ -1220,4 +1337,11 @@ func TestApplierLookAheadOne(t *testing.T) {
 	f.waitMark("a", 3)
 	f.publishAll(3, evs[3:])
 	f.waitMark("a", 6)
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("APPLIER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

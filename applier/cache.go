@@ -93,10 +93,19 @@ func (c *cache) putTable(t *hive_metastore.Table) {
 	}
 }
 
+// maxCachedParts bounds the partitions a cache holds: a bootstrap writes
+// every partition of its database, and holding them all as Thrift
+// objects would hold the database. Past it the partitions are forgotten
+// (read again when an event needs one).
+const maxCachedParts = 20000
+
 func (c *cache) putParts(db, table string, parts []*hive_metastore.Partition) {
 	tk := tableKey(db, table)
 	if tk.DB != c.db {
 		return
+	}
+	if len(c.parts)+len(parts) > maxCachedParts {
+		c.parts = map[PartKey]*hive_metastore.Partition{}
 	}
 	for _, p := range parts {
 		c.parts[partKey(tk, p.Values)] = p

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/beltran/gohive/hive_metastore"
 
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/location"
 )
@@ -21,14 +22,17 @@ type Metastore interface {
 	AlterDatabase(ctx context.Context, name string, db *hive_metastore.Database) error
 	DropDatabase(ctx context.Context, name string, deleteData, cascade bool) error
 	GetTableReq(ctx context.Context, req *hive_metastore.GetTableRequest) (*hive_metastore.GetTableResult_, error)
+	GetAllTables(ctx context.Context, db string) ([]string, error)
 	CreateTable(ctx context.Context, t *hive_metastore.Table) error
 	AlterTableWithEnvironmentContext(ctx context.Context, db, name string, t *hive_metastore.Table, env *hive_metastore.EnvironmentContext) error
 	DropTable(ctx context.Context, db, name string, deleteData bool) error
 	GetPartitionsByNamesReq(ctx context.Context, req *hive_metastore.GetPartitionsByNamesRequest) (*hive_metastore.GetPartitionsByNamesResult_, error)
+	GetPartitionNames(ctx context.Context, db, table string, max int16) ([]string, error)
 	AddPartitions(ctx context.Context, parts []*hive_metastore.Partition) (int32, error)
 	AlterPartitions(ctx context.Context, db, table string, parts []*hive_metastore.Partition) error
 	RenamePartition(ctx context.Context, db, table string, vals []string, part *hive_metastore.Partition) error
 	DropPartition(ctx context.Context, db, table string, vals []string, deleteData bool) (bool, error)
+	DropPartitionsReq(ctx context.Context, req *hive_metastore.DropPartitionsRequest) (*hive_metastore.DropPartitionsResult_, error)
 }
 
 // Files lists and removes DR data files (PruneFiles).
@@ -180,6 +184,9 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 			return r, classify("get partitions of "+tk.String(), err)
 		}
 		if tk.DB == c.db {
+			if len(c.parts)+len(unknown) > maxCachedParts {
+				c.parts = map[PartKey]*hive_metastore.Partition{}
+			}
 			for _, k := range unknown {
 				c.parts[k] = nil
 			}
@@ -193,6 +200,63 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 		}
 	}
 	return r, nil
+}
+
+// inventoryPage is how many partitions the inventory of a bootstrap's END
+// holds as Thrift objects at once.
+const inventoryPage = 1000
+
+// inventory reads what the END of bootstrap id converges (InventoryScope):
+// the DR tables of db (all, or the named ones) with the bootstrap that
+// wrote each, and of the tables id wrote (but not created: all their
+// partitions are its own) the partitions it did not write. Partitions are
+// listed by name (get_partition_names) and read in pages of inventoryPage
+// (get_partitions_by_names), so memory holds one page of Thrift objects
+// and the names.
+func (x *executor) inventory(ctx context.Context, db, id string, tables []string, all bool) (*Inventory, error) {
+	inv := &Inventory{Tables: map[string]string{}, Stale: map[string][]StalePartition{}}
+	if all {
+		var err error
+		if tables, err = x.ms.GetAllTables(ctx, db); err != nil {
+			return nil, classify("list the tables of "+db, err)
+		}
+	}
+	for _, name := range tables {
+		k := tableKey(db, name)
+		res, err := x.ms.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: k.DB, TblName: k.Name})
+		if isNoSuchObject(err) {
+			continue
+		}
+		if err != nil {
+			return nil, classify("get table "+k.String(), err)
+		}
+		t := res.Table
+		inv.Tables[k.Name] = t.Parameters[drparam.BootstrapID]
+		if t.Parameters[drparam.BootstrapID] != id || t.Parameters[drparam.BootstrapNew] == id || len(t.PartitionKeys) == 0 {
+			continue
+		}
+		names, err := x.ms.GetPartitionNames(ctx, k.DB, k.Name, -1)
+		if err != nil {
+			return nil, classify("list the partitions of "+k.String(), err)
+		}
+		for len(names) > 0 {
+			page := names[:min(inventoryPage, len(names))]
+			names = names[len(page):]
+			res, err := x.ms.GetPartitionsByNamesReq(ctx, &hive_metastore.GetPartitionsByNamesRequest{DbName: k.DB, TblName: k.Name, Names: page})
+			if isNoSuchObject(err) {
+				break
+			}
+			if err != nil {
+				return nil, classify("get partitions of "+k.String(), err)
+			}
+			for _, p := range res.Partitions {
+				if p.Parameters[drparam.BootstrapID] != id {
+					inv.Stale[k.Name] = append(inv.Stale[k.Name], StalePartition{Name: PartitionName(t.PartitionKeys, p.Values), Values: p.Values})
+				}
+			}
+		}
+	}
+	return inv, nil
 }
 
 // run performs one action.
@@ -230,6 +294,9 @@ func (x *executor) run(ctx context.Context, a Action) error {
 	case RenamePartition:
 		return classify(op, x.ms.RenamePartition(ctx, a.DB, a.Table, a.Values, a.Part))
 	case DropPartitions:
+		if len(a.Names) > 0 && len(a.Names) == len(a.Values) {
+			return x.dropPartitionsByName(ctx, a)
+		}
 		for _, v := range a.Values {
 			if _, err := x.ms.DropPartition(ctx, a.DB, a.Table, v, false); err != nil && !isNoSuchObject(err) {
 				return classify(op, err)
@@ -240,6 +307,26 @@ func (x *executor) run(ctx context.Context, a Action) error {
 		return x.prune(ctx, a)
 	}
 	return fmt.Errorf("unknown action %T", a)
+}
+
+// dropPartitionsByName drops a's partitions by name, inventoryPage per
+// drop_partitions_req; ones already gone are skipped (ifExists), data
+// stays.
+func (x *executor) dropPartitionsByName(ctx context.Context, a DropPartitions) error {
+	keep := false
+	for names := a.Names; len(names) > 0; {
+		page := names[:min(inventoryPage, len(names))]
+		names = names[len(page):]
+		_, err := x.ms.DropPartitionsReq(ctx, &hive_metastore.DropPartitionsRequest{DbName: a.DB, TblName: a.Table,
+			Parts: &hive_metastore.RequestPartsSpec{Names: page}, DeleteData: &keep, IfExists: true, CatName: strPtr("hive")})
+		if isNoSuchObject(err) {
+			continue
+		}
+		if err != nil {
+			return classify(a.String(), err)
+		}
+	}
+	return nil
 }
 
 // prune removes the files under a.Dir that the source removed, keeping

@@ -22,6 +22,8 @@ type Metrics struct {
 	halted       *prometheus.GaugeVec
 	completions  *prometheus.CounterVec
 	undecodable  prometheus.Counter
+
+	bootstrapApplied *prometheus.CounterVec
 }
 
 // NewMetrics makes the applier's metrics.
@@ -70,6 +72,10 @@ func NewMetrics() *Metrics {
 		completions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hivedr_applier_completions_total", Help: "Copy completions read from the completions topic, by status.",
 		}, []string{"status"}),
+		bootstrapApplied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hivedr_applier_bootstrap_applied_total",
+			Help: "Bootstrap records done (applied, found applied, or left out because a later event removes the object), by database and kind: tables, partitions, and the files of those records. The DR database's hivedr.bootstrap.applied parameter holds the same figures for the bootstrap in progress.",
+		}, []string{"db", "kind"}),
 		undecodable: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hivedr_applier_undecodable_completions_total", Help: "Completion records that did not decode (logged with their offset); an event waiting for one waits until it is re-copied.",
 		}),
@@ -80,7 +86,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	var errs []error
 	for _, c := range []prometheus.Collector{m.events, m.applySeconds, m.eventLag, m.lastID, m.lastTime,
-		m.lagEvents, m.replicaAge, m.rpo, m.waiting, m.waitSeconds, m.halted, m.completions, m.undecodable} {
+		m.lagEvents, m.replicaAge, m.rpo, m.waiting, m.waitSeconds, m.halted, m.completions, m.undecodable, m.bootstrapApplied} {
 		errs = append(errs, reg.Register(c))
 	}
 	return errors.Join(errs...)

@@ -39,7 +39,7 @@ func (p *planner) table(src *schemas.Table) (*hive_metastore.Table, error) {
 	t.RequiredReadCapabilities, t.RequiredWriteCapabilities = nil, nil
 	t.CatName = strPtr("hive")
 	t.Parameters = copyParams(t.Parameters)
-	t.Parameters[drparam.LastID] = strconv.FormatInt(p.ev.EventID, 10)
+	t.Parameters[drparam.LastID] = strconv.FormatInt(p.stampID, 10)
 	if t.Sd != nil {
 		loc, err := p.mapLocation(t.Sd.Location)
 		if err != nil {
@@ -78,7 +78,7 @@ func (p *planner) partition(tbl *hive_metastore.Table, src *schemas.Partition) (
 	part.WriteId = -1
 	part.CatName = strPtr("hive")
 	part.Parameters = copyParams(part.Parameters)
-	part.Parameters[drparam.LastID] = strconv.FormatInt(p.ev.EventID, 10)
+	part.Parameters[drparam.LastID] = strconv.FormatInt(p.stampID, 10)
 	if part.Sd != nil {
 		loc, err := p.mapLocation(part.Sd.Location)
 		if err != nil {

@@ -2,6 +2,7 @@ package applier
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -77,6 +78,13 @@ type Input struct {
 	// topic, oldest first: a file that can no longer be copied is
 	// tolerated only if one of them removes or replaces its object.
 	Later []*schemas.Event
+	// Batch are more HIVEDR_SNAPSHOT_PARTITION records right after Event
+	// on the topic, of the same bootstrap and table as Event (itself one),
+	// planned with it as one batch; Later follows the last of them.
+	Batch []*schemas.Event
+	// Inventory is what the convergence of a bootstrap's END reads of the
+	// DR database (see InventoryScope); nil for every other record.
+	Inventory *Inventory
 	// Skip is set when an operator asked to skip this event.
 	Skip bool
 	// AcceptGap is set when an operator asked to skip the event the
@@ -170,6 +178,21 @@ type Touched struct {
 	Partitions []PartKey
 }
 
+// merge adds what o names and t does not.
+func (t *Touched) merge(o Touched) {
+	for _, d := range o.Databases {
+		if !slices.Contains(t.Databases, d) {
+			t.Databases = append(t.Databases, d)
+		}
+	}
+	for _, k := range o.Tables {
+		if !slices.Contains(t.Tables, k) {
+			t.Tables = append(t.Tables, k)
+		}
+	}
+	t.Partitions = append(t.Partitions, o.Partitions...)
+}
+
 // Touches says which DR objects Plan reads for ev arriving on db's topic.
 func Touches(db string, ev *schemas.Event) Touched {
 	var t Touched
@@ -235,18 +258,19 @@ func eventTable(ev *schemas.Event, t *schemas.Table) TableKey {
 //     types, unmappable locations and missing objects halt the database.
 func Plan(in Input) Decision {
 	ev := in.Event
-	p := planner{in: in, ev: ev, db: strings.ToLower(in.DB)}
+	p := planner{in: in, ev: ev, db: strings.ToLower(in.DB), stampID: ev.EventID}
 	cur := in.Replica.Databases[p.db]
+	if isSnapshot(ev.EventType) {
+		// A bootstrap's records have rules of their own (bootstrap.go):
+		// they share the cut's event ID, skip the chain and --skip-event.
+		return p.snapshot(cur)
+	}
 	if cur != nil && stamp(cur.Parameters) >= ev.EventID {
 		return Decision{Outcome: NoOp, Reason: ReasonAlreadyApplied,
 			Detail: fmt.Sprintf("DR database %s is at event %d", p.db, stamp(cur.Parameters))}
 	}
-	if cur != nil && cur.Parameters[drparam.Target] != drparam.TargetMark(in.Source) {
-		if got := cur.Parameters[drparam.Target]; got != "" {
-			return halt(ReasonNotAReplica, "DR database %s is the replication target of %s=%s, not of this pipeline (%s): refusing to write into it",
-				p.db, drparam.Target, got, drparam.TargetMark(in.Source))
-		}
-		return halt(ReasonNotAReplica, "DR database %s exists but is not a replication target (no %s parameter): refusing to write into it", p.db, drparam.Target)
+	if d, refused := p.notOurs(cur); refused {
+		return d
 	}
 	if in.Skip {
 		// Skipping still moves the watermark (and carries the skip note
@@ -258,7 +282,9 @@ func Plan(in Input) Decision {
 		return d
 	}
 	gap := "" // the note an accepted gap leaves on the operator's skip record
-	if d, broken := CheckChain(p.db, fmt.Sprintf("event %d (%s)", ev.EventID, ev.EventType), ev.PreviousEventID, cur); broken {
+	// A discontinuity marker is checked its own way (plan): its position
+	// is the tailer's start, not an event of the chain.
+	if d, broken := CheckChain(p.db, fmt.Sprintf("event %d (%s)", ev.EventID, ev.EventType), ev.PreviousEventID, cur); broken && ev.EventType != schemas.EventDiscontinuity {
 		if !in.AcceptGap {
 			return d
 		}
@@ -280,10 +306,15 @@ func Plan(in Input) Decision {
 		// commit): the drop leaves no watermark to say so.
 		return p.noop(ReasonAlreadyApplied, "DR database %s does not exist", p.db)
 	}
+	if cur == nil && ev.EventType == schemas.EventDiscontinuity {
+		// Nothing on DR can be stale: the next event creates the
+		// database, or halts database_missing.
+		return p.noop(ReasonAlreadyApplied, "DR database %s does not exist", p.db)
+	}
 	if cur == nil && ev.EventType != schemas.EventCreateDatabase {
 		if s := p.supersededBy(objKey{db: p.db}); s != nil {
-			return Decision{Outcome: NoOp, Reason: ReasonSuperseded,
-				Detail: fmt.Sprintf("DR database %s does not exist and event %d (%s) drops it", p.db, s.EventID, s.EventType)}
+			return Decision{Outcome: NoOp, Reason: supersededReason(s),
+				Detail: fmt.Sprintf("DR database %s does not exist and event %d (%s) drops or replaces it", p.db, s.EventID, s.EventType)}
 		}
 		return halt(ReasonDatabaseMissing, "DR database %s does not exist: replicate it from its CREATE_DATABASE event or bootstrap it", p.db)
 	}
@@ -351,6 +382,13 @@ func PlanHeartbeat(in HeartbeatInput) Decision {
 	if cur == nil || cur.Parameters[drparam.Target] != drparam.TargetMark(in.Source) {
 		return Decision{Outcome: NoOp, Reason: ReasonHeartbeat} // events decide what to do with such a database
 	}
+	if cur.Parameters[drparam.BootstrapID] != "" {
+		// While a bootstrap is applied, the DR database's repl.last.id
+		// stays where it was before it (its END moves it to the cut), and
+		// the records it skipped are not lost: the chain resumes after the
+		// END. Nor is the replica complete up to the heartbeat before it.
+		return Decision{Outcome: NoOp, Reason: ReasonInBootstrap}
+	}
 	d, broken := CheckChain(db, "a heartbeat", in.Heartbeat.PreviousEventID, cur)
 	switch {
 	case !broken:
@@ -373,6 +411,21 @@ type planner struct {
 	in Input
 	ev *schemas.Event
 	db string
+	// stampID is the repl.last.id the objects written get: the event's
+	// ID, or for a bootstrap's table or partition its stamp.
+	stampID int64
+}
+
+// notOurs refuses a DR database that is not this pipeline's replica.
+func (p *planner) notOurs(cur *hive_metastore.Database) (Decision, bool) {
+	if cur == nil || cur.Parameters[drparam.Target] == drparam.TargetMark(p.in.Source) {
+		return Decision{}, false
+	}
+	if got := cur.Parameters[drparam.Target]; got != "" {
+		return halt(ReasonNotAReplica, "DR database %s is the replication target of %s=%s, not of this pipeline (%s): refusing to write into it",
+			p.db, drparam.Target, got, drparam.TargetMark(p.in.Source)), true
+	}
+	return halt(ReasonNotAReplica, "DR database %s exists but is not a replication target (no %s parameter): refusing to write into it", p.db, drparam.Target), true
 }
 
 func halt(reason Reason, format string, args ...any) Decision {
@@ -454,6 +507,13 @@ func (p *planner) plan() Decision {
 		return p.noop(ReasonTransaction, "%s touches no non-transactional table", ev.EventType)
 	case schemas.EventAcidWrite, schemas.EventBatchAcidWrite:
 		return halt(ReasonAcidUnsupported, "%s on %s.%s: hivedr does not replicate ACID tables yet", ev.EventType, ev.Database, ev.Table)
+	case schemas.EventDiscontinuity:
+		// Plan returned already if the DR database is at or past S.
+		x := stamp(p.in.Replica.Databases[p.db].Parameters)
+		return halt(ReasonNeedsBootstrap, "%s: a tailer started without a checkpoint after event %d, but DR database %s is at event %d: "+
+			"events %d..%d of the database may never have been published. Bootstrap the database (hivedr bootstrap -db %s); a bootstrap "+
+			"of it later on the topic releases this halt. To accept the possible loss instead, restart the applier with --skip-event %s:%d",
+			ev.EventType, ev.EventID, p.db, x, x+1, ev.EventID, p.db, p.db, ev.EventID)
 	}
 	if r, ok := notReplicated[typ]; ok {
 		return p.noop(r, "%s events are not replicated", ev.EventType)
@@ -513,10 +573,26 @@ func copyParams(m map[string]string) map[string]string {
 // ---- databases
 
 func (p *planner) putDatabase(src *schemas.Database) Decision {
-	if !strings.EqualFold(src.Name, p.db) {
-		return halt(ReasonDecode, "%s event %d names database %s on the topic of %s", p.ev.EventType, p.ev.EventID, src.Name, p.db)
+	db, d, ok := p.drDatabase(src)
+	if !ok {
+		return d
 	}
-	db := &hive_metastore.Database{
+	db.Parameters[drparam.LastID] = strconv.FormatInt(p.ev.EventID, 10)
+	if p.in.Replica.Databases[p.db] == nil {
+		return apply(CreateDatabase{DB: db})
+	}
+	return apply(AlterDatabase{Name: p.db, DB: db})
+}
+
+// drDatabase is the DR database for the source's src: its definition,
+// locations mapped, hivedr's own parameters of the current DR database
+// kept (but the halt note) and marked as this pipeline's replica; no
+// repl.last.id. ok is false when it cannot be made (d says why).
+func (p *planner) drDatabase(src *schemas.Database) (db *hive_metastore.Database, d Decision, ok bool) {
+	if !strings.EqualFold(src.Name, p.db) {
+		return nil, halt(ReasonDecode, "%s event %d names database %s on the topic of %s", p.ev.EventType, p.ev.EventID, src.Name, p.db), false
+	}
+	db = &hive_metastore.Database{
 		Name: p.db, Description: src.Description, Parameters: copyParams(src.Parameters),
 		CatalogName: strPtr("hive"),
 	}
@@ -527,12 +603,12 @@ func (p *planner) putDatabase(src *schemas.Database) Decision {
 	}
 	var err error
 	if db.LocationUri, err = p.mapLocation(src.Location); err != nil {
-		return pathHalt(err)
+		return nil, pathHalt(err), false
 	}
 	if src.ManagedLocation != "" {
 		m, err := p.mapLocation(src.ManagedLocation)
 		if err != nil {
-			return pathHalt(err)
+			return nil, pathHalt(err), false
 		}
 		db.ManagedLocationUri = &m
 	}
@@ -544,12 +620,9 @@ func (p *planner) putDatabase(src *schemas.Database) Decision {
 			}
 		}
 	}
+	delete(db.Parameters, drparam.LastID) // the source's own, if any, means nothing here
 	db.Parameters[drparam.Target] = drparam.TargetMark(p.in.Source)
-	db.Parameters[drparam.LastID] = strconv.FormatInt(p.ev.EventID, 10)
-	if cur == nil {
-		return apply(CreateDatabase{DB: db})
-	}
-	return apply(AlterDatabase{Name: p.db, DB: db})
+	return db, Decision{}, true
 }
 
 func strPtr(s string) *string { return &s }
@@ -666,7 +739,19 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 	if !fromInScope {
 		// Guarantee 4: the table's data was never copied (its database or
 		// name was out of scope), so creating it would show a table
-		// without its files.
+		// without its files. A bootstrap of the table (the tailer starts
+		// one after such a rename) or of its database, later on the
+		// topic, brings it with its files: until then the name stays
+		// empty (a stale holder of it goes), so the events in between
+		// find the table missing and are left out too.
+		if s := p.supersededBy(objKey{db: ak.DB, table: ak.Name}); s != nil && s.EventType == schemas.EventSnapshotBegin {
+			d := p.noop(ReasonSupersededByBootstrap, "%s is renamed into the replication scope from %s; bootstrap %s (event %d) brings it",
+				ak, bk, s.Snapshot.BootstrapID, s.EventID)
+			if dst != nil && ak.DB == p.db {
+				d.Outcome, d.Actions = Apply, []Action{DropTable{DB: ak.DB, Name: ak.Name}}
+			}
+			return d
+		}
 		return halt(ReasonEntersScope, "%s is renamed into the replication scope from %s, which is not replicated: its files were never copied; "+
 			"copy them (hivedr copy) and skip this event, or bootstrap the table", ak, bk)
 	}
@@ -682,12 +767,15 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 	if stamp(cur.Parameters) >= e {
 		return p.noop(ReasonAlreadyApplied, "%s is at event %d", bk, stamp(cur.Parameters))
 	}
-	if dstDB := p.in.Replica.Databases[ak.DB]; cross && (dstDB == nil || stamp(dstDB.Parameters) < e-1) {
+	if dstDB := p.in.Replica.Databases[ak.DB]; cross && (dstDB == nil || stamp(dstDB.Parameters) < e-1 || dstDB.Parameters[drparam.BootstrapID] != "") {
 		// Wait until the destination database's worker has applied
 		// everything before the rename (it records event-1 when it gets
 		// here): a table it still has to rename away or drop may hold the
 		// name. If the database never comes, that worker halts on
-		// database_missing.
+		// database_missing. While a bootstrap is applied to it, its
+		// repl.last.id says nothing of its tables (and its END would drop
+		// a table renamed in meanwhile, not being of the bootstrap): the
+		// worker reaches the rename after the END.
 		return Decision{Outcome: Wait, Reason: ReasonCrossDatabase, WaitDB: ak.DB,
 			Detail: fmt.Sprintf("rename of %s to %s waits until database %s is applied up to event %d", bk, ak, ak.DB, e-1)}
 	}
@@ -1024,7 +1112,7 @@ func (p *planner) filesReady(obj objKey, files []schemas.FileRef) (Decision, boo
 			continue
 		}
 		if s := p.supersededBy(obj); s != nil {
-			return p.noop(ReasonSuperseded, "file %s could not be copied (%s) but event %d (%s) removes or replaces it",
+			return p.noop(supersededReason(s), "file %s could not be copied (%s) but event %d (%s) removes or replaces it",
 				f.URI, c.Status, s.EventID, s.EventType), false
 		}
 		reason := ReasonCopyFailed
@@ -1050,14 +1138,16 @@ func waitFiles(tasks []string) Decision {
 // later event removes it (it was left out earlier), a halt otherwise.
 func (p *planner) missing(obj objKey, format string, args ...any) Decision {
 	if s := p.supersededBy(obj); s != nil {
-		return p.noop(ReasonSuperseded, format+"; event %d (%s) removes it", append(args, s.EventID, s.EventType)...)
+		return p.noop(supersededReason(s), format+"; event %d (%s) removes or replaces it", append(args, s.EventID, s.EventType)...)
 	}
 	return halt(ReasonMissingObject, format, args...)
 }
 
 // supersededBy returns the first later event of the topic that removes or
 // replaces obj as a whole: drops it (or its table or database), truncates
-// it, or overwrites it with an INSERT OVERWRITE.
+// it, overwrites it with an INSERT OVERWRITE, or begins a bootstrap that
+// covers it (the bootstrap brings it whole as of its cut, files first, or
+// drops it at its END if the source no longer has it).
 func (p *planner) supersededBy(obj objKey) *schemas.Event {
 	for _, ev := range p.in.Later {
 		if len(ev.Errors) > 0 {
@@ -1070,7 +1160,19 @@ func (p *planner) supersededBy(obj objKey) *schemas.Event {
 	return nil
 }
 
+// supersededReason is the no-op reason of a record left out because s
+// removes or replaces its object.
+func supersededReason(s *schemas.Event) Reason {
+	if s.EventType == schemas.EventSnapshotBegin {
+		return ReasonSupersededByBootstrap
+	}
+	return ReasonSuperseded
+}
+
 func removes(ev *schemas.Event, obj objKey) bool {
+	if ev.EventType == schemas.EventSnapshotBegin {
+		return covers(ev, obj.db, obj.table)
+	}
 	if ev.EventType == schemas.EventDropDatabase {
 		return strings.EqualFold(ev.Database, obj.db)
 	}

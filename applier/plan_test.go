@@ -326,6 +326,10 @@ func planChecked(t *testing.T, in Input) Decision {
 		}
 		return d
 	}
+	if isSnapshot(in.Event.EventType) {
+		checkSnapshotDecision(t, ctx, in, d)
+		return d
+	}
 	stamped := func(what string, params map[string]string) {
 		if params[drparam.LastID] != itoa(e) {
 			t.Errorf("%s: %s has %s=%q, want %d", ctx, what, drparam.LastID, params[drparam.LastID], e)
@@ -1041,10 +1045,13 @@ func (m *memMS) dump() string {
 	return strings.Join(lines, "\n")
 }
 
-// view is what the worker reads for ev: the objects Touches names.
-func (m *memMS) view(db string, ev *schemas.Event) Replica {
+// view is what the worker reads for evs: the objects Touches names.
+func (m *memMS) view(db string, evs ...*schemas.Event) Replica {
 	r := drState()
-	tch := Touches(db, ev)
+	tch := Touches(db, evs[0])
+	for _, ev := range evs[1:] {
+		tch.merge(Touches(db, ev))
+	}
 	for _, d := range tch.Databases {
 		if v := m.dbs[d]; v != nil {
 			r.Databases[d] = v
@@ -1220,13 +1227,35 @@ func (m *memMS) copyAhead(evs []*schemas.Event, c copyOutcomes) {
 type planStep struct {
 	d   Decision
 	pre *memMS // the state the event was planned on
+	pos int    // the worker's position before the step
 }
 
-// seqWorker is one database's ordered worker over its topic.
+// seqWorker is one database's ordered worker over its topic. Consecutive
+// bootstrap partition records of one table are planned as one batch of up
+// to batch records (default 1000), as the runtime worker does.
 type seqWorker struct {
 	db     string
 	events []*schemas.Event
 	pos    int
+	batch  int
+}
+
+// next returns the records the worker's next step plans: the event at
+// pos, with the partition records of its batch.
+func (w *seqWorker) next() []*schemas.Event {
+	evs := w.events[w.pos : w.pos+1]
+	key, ok := partitionBatchKey(evs[0])
+	max := w.batch
+	if max == 0 {
+		max = 1000
+	}
+	for ok && len(evs) < max && w.pos+len(evs) < len(w.events) {
+		if k, ok := partitionBatchKey(w.events[w.pos+len(evs)]); !ok || k != key {
+			break
+		}
+		evs = w.events[w.pos : w.pos+len(evs)+1]
+	}
+	return evs
 }
 
 // stepOnce plans the worker's next event and runs the decision's actions
@@ -1234,10 +1263,20 @@ type seqWorker struct {
 // cross-database rename); the worker moves on after an apply or a no-op.
 func stepOnce(t *testing.T, ms *memMS, w *seqWorker, c copyOutcomes, pol Policy) planStep {
 	t.Helper()
-	ev := w.events[w.pos]
+	evs := w.next()
+	ev := evs[0]
 	pre := ms.clone()
-	in := Input{DB: w.db, Source: "src", Event: ev, Replica: ms.view(w.db, ev), Copies: c.of(ev),
-		Later: w.events[w.pos+1:], Policy: pol}
+	copies := map[string]Copy{}
+	for _, e := range evs {
+		for k, v := range c.of(e) {
+			copies[k] = v
+		}
+	}
+	in := Input{DB: w.db, Source: "src", Event: ev, Batch: evs[1:], Replica: ms.view(w.db, evs...), Copies: copies,
+		Later: w.events[w.pos+len(evs):], Policy: pol}
+	if tables, all, ok := InventoryScope(ev, in.Replica.Databases[strings.ToLower(w.db)]); ok {
+		in.Inventory = ms.inventory(strings.ToLower(w.db), ev.Snapshot.BootstrapID, tables, all)
+	}
 	d := planChecked(t, in)
 	if d.Outcome == Halt {
 		t.Fatalf("%s event %d %s halts: %s: %s\nstate:\n%s", w.db, ev.EventID, ev.EventType, d.Reason, d.Detail, pre.dump())
@@ -1247,10 +1286,11 @@ func stepOnce(t *testing.T, ms *memMS, w *seqWorker, c copyOutcomes, pol Policy)
 			t.Fatalf("%s event %d %s: %s: %v\nstate:\n%s", w.db, ev.EventID, ev.EventType, a, err, pre.dump())
 		}
 	}
+	pos := w.pos
 	if d.Outcome == Apply || d.Outcome == NoOp {
-		w.pos++
+		w.pos += len(evs)
 	}
-	return planStep{d, pre}
+	return planStep{d, pre, pos}
 }
 
 // runAll runs the workers to the end of their topics, each as far as it
@@ -1341,7 +1381,7 @@ func checkConverges(t *testing.T, db string, evs []*schemas.Event, c copyOutcome
 		}
 	})
 	t.Run("crash and resume", func(t *testing.T) {
-		for i, s := range steps {
+		for _, s := range steps {
 			for k := 0; k < len(s.d.Actions); k++ {
 				got := s.pre.clone()
 				for _, a := range s.d.Actions[:k] {
@@ -1349,10 +1389,10 @@ func checkConverges(t *testing.T, db string, evs []*schemas.Event, c copyOutcome
 						t.Fatal(err)
 					}
 				}
-				runAll(t, got, []*seqWorker{{db: db, events: evs, pos: i}}, c, pol)
+				runAll(t, got, []*seqWorker{{db: db, events: evs, pos: s.pos}}, c, pol)
 				if d := diffStates(final, got.dump()); d != "" {
-					t.Fatalf("crash in event %d after %d of %v: resumed replica differs:\n%s",
-						evs[i].EventID, k, actionNames(s.d.Actions), d)
+					t.Fatalf("crash in event %d (%s) after %d of %v: resumed replica differs:\n%s",
+						evs[s.pos].EventID, evs[s.pos].EventType, k, actionNames(s.d.Actions), d)
 				}
 			}
 		}

@@ -29,12 +29,22 @@ const (
 	ReasonSkippedByOperator Reason = "skipped_by_operator"
 	// ReasonHeartbeat: a heartbeat with nothing to do.
 	ReasonHeartbeat Reason = "heartbeat"
+	// ReasonInBootstrap: a heartbeat while a bootstrap is applied to the
+	// database: no chain to check, and the replica is not complete up to
+	// it (it is at the bootstrap's END).
+	ReasonInBootstrap Reason = "in_bootstrap"
 	// ReasonTransaction: a transaction event that touched no
 	// non-transactional table.
 	ReasonTransaction Reason = "transaction"
 	// ReasonAppliedByOtherDatabase: a rename across databases, which the
 	// source database's worker carries out.
 	ReasonAppliedByOtherDatabase Reason = "applied_by_other_database"
+	// ReasonSupersededByBootstrap: a later bootstrap of the database (or
+	// of the record's table) replaces what the record would write: the
+	// records before a whole-database bootstrap's BEGIN that a halted
+	// worker skips (see ReleasedByBootstrap), or an object left out
+	// because a bootstrap after it brings it whole.
+	ReasonSupersededByBootstrap Reason = "superseded_by_bootstrap"
 
 	// Event types the replica has nothing to do for (notReplicated).
 	ReasonNotReplicatedColumnStats Reason = "not_replicated_column_stats"
@@ -91,8 +101,17 @@ const (
 	// ReasonUnknownError: the tailer recorded an error of a kind this
 	// applier does not know (schemas.ErrUnknown).
 	ReasonUnknownError Reason = "unknown"
-	// ReasonChainBroken: the topic lost records (see CheckChain).
+	// ReasonChainBroken: the topic lost records (see CheckChain), or a
+	// bootstrap's records are not consecutive (a record of it is lost).
 	ReasonChainBroken Reason = "chain_broken"
+	// ReasonNeedsBootstrap: a tailer started without a checkpoint past the
+	// DR database's position (HIVEDR_DISCONTINUITY): events in between may
+	// never have been published.
+	ReasonNeedsBootstrap Reason = "needs_bootstrap"
+	// ReasonBootstrapNotBegun: a TABLE, PARTITION or END record of a
+	// bootstrap whose BEGIN the DR database has not seen (the group's
+	// offset was moved into the middle of the bootstrap).
+	ReasonBootstrapNotBegun Reason = "bootstrap_not_begun"
 	// ReasonUndecodableRecord: a record of the topic does not decode.
 	ReasonUndecodableRecord Reason = "undecodable_record"
 	// ReasonMetastoreRefused: the DR metastore refused an action for a
@@ -114,4 +133,32 @@ func errorReason(k schemas.EventErrorKind) Reason {
 		return ReasonListingFailed
 	}
 	return ReasonUnknownError
+}
+
+// ReleasedByBootstrap reports whether a halt for r ends when a bootstrap
+// of the whole database comes later on its topic: every record before the
+// bootstrap's BEGIN is then skipped (superseded_by_bootstrap), since the
+// bootstrap replaces the database as of its cut. These are the halts a
+// bootstrap is the cure for; the others (a record that does not decode, a
+// location outside the roots, the metastore refusing, ...) need the
+// operator whatever follows.
+func (r Reason) ReleasedByBootstrap() bool {
+	switch r {
+	case ReasonChainBroken, ReasonNeedsBootstrap, ReasonBootstrapNotBegun,
+		ReasonDatabaseMissing, ReasonMissingObject, ReasonEntersScope:
+		return true
+	}
+	return false
+}
+
+// replannable reports whether a halt for r may end by itself when more of
+// the topic is read: its record is planned again with the longer
+// look-ahead, in which a later event may remove the missing object, or a
+// later bootstrap (of the database or of the table) bring it.
+func (r Reason) replannable() bool {
+	switch r {
+	case ReasonDatabaseMissing, ReasonMissingObject, ReasonEntersScope:
+		return true
+	}
+	return false
 }

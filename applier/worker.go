@@ -118,23 +118,66 @@ func (w *worker) run() {
 		if !ok {
 			return
 		}
+		var goOn bool
 		switch {
 		case it.control:
 			w.pop(it)
 			continue
 		case it.err != nil:
-			w.halt(ctx, nil, Decision{Outcome: Halt, Reason: ReasonUndecodableRecord, Detail: it.err.Error()})
-			return
+			goOn = w.halt(ctx, nil, Decision{Outcome: Halt, Reason: ReasonUndecodableRecord, Detail: it.err.Error()})
 		case it.hb != nil:
-			if !w.heartbeat(ctx, it) {
-				return
-			}
-			continue
+			goOn = w.heartbeat(ctx, it)
+		default:
+			goOn = w.handle(ctx, it)
 		}
-		if !w.handle(ctx, it) {
+		if !goOn {
 			return
 		}
 	}
+}
+
+// batch returns the items a plan of head covers: head, and when head is
+// a bootstrap's SNAPSHOT_PARTITION record, the consecutive records after
+// it in the queue that are partition records of the same bootstrap and
+// table (transaction markers between them included), up to
+// BatchPartitions records. Only what the queue holds is taken.
+func (w *worker) batch(head *item) []*item {
+	items := []*item{head}
+	key, ok := partitionBatchKey(head.ev)
+	if !ok || w.a.cfg.BatchPartitions <= 1 {
+		return items
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, last := 1, 0
+	for i := 1; i < len(w.queue) && n < w.a.cfg.BatchPartitions; i++ {
+		it := w.queue[i]
+		if it.control {
+			continue
+		}
+		if k, ok := partitionBatchKey(it.ev); !ok || k != key {
+			break
+		}
+		n, last = n+1, i
+	}
+	return append(items, w.queue[1:last+1]...)
+}
+
+// batchKey is what the partition records of one batch share.
+type batchKey struct {
+	bootstrap string
+	table     TableKey
+}
+
+func partitionBatchKey(ev *schemas.Event) (batchKey, bool) {
+	if ev == nil || ev.EventType != schemas.EventSnapshotPartition || ev.Snapshot == nil || len(ev.Errors) > 0 {
+		return batchKey{}, false
+	}
+	c, ok := ev.Payload.(*schemas.PartitionChange)
+	if !ok {
+		return batchKey{}, false
+	}
+	return batchKey{ev.Snapshot.BootstrapID, eventTable(ev, c.Table)}, true
 }
 
 // head waits for the oldest item.
@@ -156,12 +199,19 @@ func (w *worker) head(ctx context.Context) (*item, bool) {
 }
 
 // pop removes the head and marks its offset for commit: the event is done.
-func (w *worker) pop(it *item) {
+func (w *worker) pop(it *item) { w.popN([]*item{it}) }
+
+// popN removes items, the head of the queue, and marks their offsets for
+// commit: they are done (a batch, together).
+func (w *worker) popN(items []*item) {
 	w.mu.Lock()
-	w.queue = w.queue[1:]
-	if it.ev != nil {
+	w.queue = w.queue[len(items):]
+	for _, it := range items {
+		if it.ev == nil {
+			continue
+		}
 		w.events--
-		if it.ev.EventTime.After(w.complete) {
+		if movesComplete(it.ev) && it.ev.EventTime.After(w.complete) {
 			w.complete = it.ev.EventTime
 		}
 	}
@@ -170,18 +220,31 @@ func (w *worker) pop(it *item) {
 		w.a.cl.ResumeFetchTopics(w.topic)
 	}
 	w.mu.Unlock()
-	// Checkpoint: the offset is marked only now, after the apply
+	// Checkpoint: the offsets are marked only now, after the apply
 	// succeeded; the client commits marked offsets every second and on
 	// revoke or shutdown.
-	w.a.cl.MarkCommitRecords(it.rec)
+	recs := make([]*kgo.Record, len(items))
+	for i, it := range items {
+		recs[i] = it.rec
+	}
+	w.a.cl.MarkCommitRecords(recs...)
 }
 
-// later returns the events queued after the head.
-func (w *worker) later() []*schemas.Event {
+// movesComplete reports whether applying ev makes the replica complete up
+// to its time: not a bootstrap's BEGIN, TABLE or PARTITION record (the
+// replica is consistent again only at its END), nor a discontinuity
+// marker (its time is the tailer's start, not an event's; the next event
+// or heartbeat says).
+func movesComplete(ev *schemas.Event) bool {
+	return (!isSnapshot(ev.EventType) || ev.EventType == schemas.EventSnapshotEnd) && ev.EventType != schemas.EventDiscontinuity
+}
+
+// later returns the events queued after the first n items.
+func (w *worker) later(n int) []*schemas.Event {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]*schemas.Event, 0, w.events)
-	for _, it := range w.queue[1:] {
+	for _, it := range w.queue[min(n, len(w.queue)):] {
 		if it.ev != nil {
 			out = append(out, it.ev)
 		}
@@ -189,8 +252,9 @@ func (w *worker) later() []*schemas.Event {
 	return out
 }
 
-// handle applies one event, waiting and retrying as long as needed. It
-// returns false when the worker must stop (halted or cancelled).
+// handle applies one event (or a batch of bootstrap partition records,
+// starting with it), waiting and retrying as long as needed. It returns
+// false when the worker must stop (halted or cancelled).
 func (w *worker) handle(ctx context.Context, it *item) bool {
 	ev := it.ev
 	var (
@@ -209,15 +273,16 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 	defer endWait()
 	for {
 		start := time.Now()
-		d, err := w.step(ctx, ev)
+		items := w.batch(it) // again at each try: the queue may have grown
+		evs := eventsOf(items)
+		d, err := w.step(ctx, evs, len(items))
 		if ctx.Err() != nil {
 			return false
 		}
 		if err != nil {
 			var refused *RefusedError
 			if errors.As(err, &refused) {
-				w.halt(ctx, ev, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused, Detail: err.Error()})
-				return false
+				return w.halt(ctx, ev, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused, Detail: err.Error()})
 			}
 			w.log.Warn("apply failed; retrying", "event_id", ev.EventID, "type", ev.EventType, "err", err, "retry_in", backoff)
 			w.reconnect()
@@ -235,22 +300,28 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 				result = d.Reason
 			} else {
 				w.a.m.applySeconds.WithLabelValues(string(ev.EventType)).Observe(time.Since(start).Seconds())
-				w.a.m.eventLag.WithLabelValues(w.db).Observe(time.Since(ev.EventTime).Seconds())
+				if movesComplete(ev) {
+					w.a.m.eventLag.WithLabelValues(w.db).Observe(time.Since(ev.EventTime).Seconds())
+				}
 			}
-			w.a.m.events.WithLabelValues(w.db, string(ev.EventType), string(result)).Inc()
+			w.a.m.events.WithLabelValues(w.db, string(ev.EventType), string(result)).Add(float64(len(evs)))
 			w.a.m.lastID.WithLabelValues(w.db).Set(float64(ev.EventID))
 			w.a.m.lastTime.WithLabelValues(w.db).Set(float64(ev.EventTime.Unix()))
 			w.a.m.halted.DeletePartialMatch(map[string]string{"db": w.db})
+			w.countBootstrap(evs)
 			lvl := slog.LevelDebug
-			if d.Detail != "" && d.Reason == ReasonSuperseded {
+			if d.Detail != "" && (d.Reason == ReasonSuperseded || d.Reason == ReasonSupersededByBootstrap || isSnapshot(ev.EventType) && d.Outcome == Apply) {
 				lvl = slog.LevelInfo
 			}
-			w.log.Log(ctx, lvl, "event done", "event_id", ev.EventID, "type", ev.EventType, "result", result, "actions", len(d.Actions), "detail", d.Detail)
-			w.pop(it)
+			attrs := []any{"event_id", ev.EventID, "type", ev.EventType, "result", result, "actions", len(d.Actions), "detail", d.Detail}
+			if ev.Snapshot != nil {
+				attrs = append(attrs, "bootstrap", ev.Snapshot.BootstrapID, "seq", ev.Snapshot.Seq, "records", len(evs))
+			}
+			w.log.Log(ctx, lvl, "event done", attrs...)
+			w.popN(items)
 			return true
 		case Halt:
-			w.halt(ctx, ev, d)
-			return false
+			return w.halt(ctx, ev, d)
 		case Wait:
 			if d.Reason != waitReason {
 				endWait()
@@ -269,8 +340,7 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 				if time.Since(waitingSince) >= w.a.cfg.HaltAfter {
 					d.Outcome = Halt
 					d.Detail += fmt.Sprintf(" (waited %s for a later event removing it)", w.a.cfg.HaltAfter)
-					w.halt(ctx, ev, d)
-					return false
+					return w.halt(ctx, ev, d)
 				}
 			} else {
 				waitingSince = time.Time{}
@@ -304,8 +374,7 @@ func (w *worker) heartbeat(ctx context.Context, it *item) bool {
 		if err != nil {
 			var refused *RefusedError
 			if errors.As(err, &refused) {
-				w.halt(ctx, nil, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused, Detail: err.Error()})
-				return false
+				return w.halt(ctx, nil, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused, Detail: err.Error()})
 			}
 			w.log.Warn("heartbeat check failed; retrying", "err", err, "retry_in", backoff)
 			w.reconnect()
@@ -315,14 +384,13 @@ func (w *worker) heartbeat(ctx context.Context, it *item) bool {
 			continue
 		}
 		if d.Outcome == Halt {
-			w.halt(ctx, nil, d)
-			return false
+			return w.halt(ctx, nil, d)
 		}
 		if d.Outcome == Apply {
 			w.log.Warn("heartbeat: "+d.Detail, "previous_event_id", *it.hb.PreviousEventID)
 		}
 		w.mu.Lock()
-		if t := it.hb.CompleteAt(); t.After(w.complete) {
+		if t := it.hb.CompleteAt(); t.After(w.complete) && d.Reason != ReasonInBootstrap {
 			w.complete = t
 		}
 		w.mu.Unlock()
@@ -372,50 +440,115 @@ func (w *worker) connect(ctx context.Context) error {
 	return nil
 }
 
-// step reads the state an event needs, plans, and runs the actions.
-func (w *worker) step(ctx context.Context, ev *schemas.Event) (Decision, error) {
-	if err := w.connect(ctx); err != nil {
-		return Decision{}, err
+func eventsOf(items []*item) []*schemas.Event {
+	var evs []*schemas.Event
+	for _, it := range items {
+		if it.ev != nil {
+			evs = append(evs, it.ev)
+		}
 	}
-	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache}
+	return evs
+}
+
+// countBootstrap counts the tables, partitions and files of the bootstrap
+// records done (hivedr_applier_bootstrap_applied_total).
+func (w *worker) countBootstrap(evs []*schemas.Event) {
+	var tables, parts, files int
+	for _, ev := range evs {
+		switch ev.EventType {
+		case schemas.EventSnapshotTable:
+			tables++
+		case schemas.EventSnapshotPartition:
+			parts++
+		default:
+			continue
+		}
+		files += len(ev.Files)
+	}
+	for kind, n := range map[string]int{"tables": tables, "partitions": parts, "files": files} {
+		if n > 0 {
+			w.a.m.bootstrapApplied.WithLabelValues(w.db, kind).Add(float64(n))
+		}
+	}
+}
+
+// decide reads the state the events need (one event, or a batch of
+// bootstrap partition records covering n queue items) and plans them.
+func (w *worker) decide(ctx context.Context, x *executor, evs []*schemas.Event, n int) (decision, error) {
+	ev := evs[0]
 	touched := Touches(w.db, ev)
-	// Another database's worker may change this one's objects around an
-	// event naming both (a cross-database rename): forget what is cached
-	// once it is done, whatever happened.
-	if len(touched.Databases) > 1 {
-		defer w.cache.reset()
+	for _, e := range evs[1:] {
+		touched.merge(Touches(w.db, e))
 	}
 	rep, err := x.read(ctx, touched)
 	if err != nil {
 		w.cache.reset()
-		return Decision{}, err
+		return decision{}, err
 	}
 	copies := map[string]Copy{}
-	for _, f := range ev.Files {
-		if f.TaskID == "" {
-			continue
+	for _, e := range evs {
+		for _, f := range e.Files {
+			if f.TaskID == "" {
+				continue
+			}
+			c, ok, err := w.a.cfg.Completions.Get(f.TaskID)
+			if err != nil {
+				return decision{}, err
+			}
+			if ok {
+				copies[f.TaskID] = toCopy(c)
+			}
 		}
-		c, ok, err := w.a.cfg.Completions.Get(f.TaskID)
-		if err != nil {
-			return Decision{}, err
-		}
-		if ok {
-			copies[f.TaskID] = toCopy(c)
+	}
+	db := strings.ToLower(w.db)
+	var inv *Inventory
+	if tables, all, ok := InventoryScope(ev, rep.Databases[db]); ok {
+		if inv, err = x.inventory(ctx, db, ev.Snapshot.BootstrapID, tables, all); err != nil {
+			return decision{}, err
 		}
 	}
 	var skip, acceptGap bool
-	if db := rep.Databases[strings.ToLower(w.db)]; db != nil {
-		_, skip = db.Parameters[drparam.SkipKey(ev.EventID)]
+	if cur := rep.Databases[db]; cur != nil {
+		_, skip = cur.Parameters[drparam.SkipKey(ev.EventID)]
 		if ev.PreviousEventID != nil {
-			_, acceptGap = db.Parameters[drparam.SkipKey(*ev.PreviousEventID)]
+			_, acceptGap = cur.Parameters[drparam.SkipKey(*ev.PreviousEventID)]
 		}
 	}
-	d := Plan(Input{DB: w.db, Source: w.a.cfg.Source, Event: ev, Replica: rep, Copies: copies,
-		Later: w.later(), Skip: skip, AcceptGap: acceptGap, Policy: w.a.cfg.Policy})
-	if d.Outcome == Halt {
-		return d, nil
+	d := Plan(Input{DB: w.db, Source: w.a.cfg.Source, Event: ev, Batch: evs[1:], Inventory: inv, Replica: rep, Copies: copies,
+		Later: w.later(n), Skip: skip, AcceptGap: acceptGap, Policy: w.a.cfg.Policy})
+	// A bootstrap's records share the cut's event ID: a skip of an event
+	// with that ID is not theirs (Plan ignores it for them).
+	return decision{d, skip && !isSnapshot(ev.EventType)}, nil
+}
+
+// decision is a Decision with whether it is of an event an operator
+// skipped (its note goes on the skip record).
+type decision struct {
+	Decision
+	skip bool
+}
+
+// step reads the state the events need (one event, or a batch of
+// bootstrap partition records covering n queue items), plans, and runs
+// the actions.
+func (w *worker) step(ctx context.Context, evs []*schemas.Event, n int) (Decision, error) {
+	if err := w.connect(ctx); err != nil {
+		return Decision{}, err
 	}
-	if skip {
+	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache}
+	ev := evs[0]
+	// Another database's worker may change this one's objects around an
+	// event naming both (a cross-database rename): forget what is cached
+	// once it is done, whatever happened.
+	if len(Touches(w.db, ev).Databases) > 1 {
+		defer w.cache.reset()
+	}
+	dd, err := w.decide(ctx, x, evs, n)
+	d := dd.Decision
+	if err != nil || d.Outcome == Halt {
+		return d, err
+	}
+	if dd.skip {
 		noteSkip(d.Actions, w.db, ev)
 	}
 	for _, act := range d.Actions {
@@ -446,16 +579,23 @@ func (w *worker) reconnect() {
 }
 
 // halt stops the database: loudly in the log, in the halted metric, and on
-// the DR database (hivedr.halted) for `hivedr status`.
-func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) {
+// the DR database (hivedr.halted) for `hivedr status`. It returns when the
+// worker is cancelled (false) or, for a halt a bootstrap releases, when
+// the halt ends (true: the worker goes on with its queue's head).
+func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) bool {
 	id, typ := int64(0), "-"
 	if ev != nil {
 		id, typ = ev.EventID, string(ev.EventType)
 	}
 	w.a.m.halted.WithLabelValues(w.db, string(d.Reason)).Set(1)
 	attrs := []any{"event_id", id, "type", typ, "reason", d.Reason, "detail", d.Detail}
-	if ev != nil && d.Reason != ReasonChainBroken { // a broken chain's detail names the event to skip
+	// A broken chain's detail names the event to skip; a bootstrap's
+	// records share the cut's ID and are not skipped one by one.
+	if ev != nil && d.Reason != ReasonChainBroken && !isSnapshot(ev.EventType) {
 		attrs = append(attrs, "skip", fmt.Sprintf("--skip-event %s:%d", w.db, id))
+	}
+	if ev != nil && ev.Snapshot != nil {
+		attrs = append(attrs, "bootstrap", ev.Snapshot.BootstrapID, "seq", ev.Snapshot.Seq)
 	}
 	w.log.Error("database halted: fix the cause, then restart hivedr apply (or skip the event with --skip-event)", attrs...)
 	if w.ms != nil || ctx.Err() == nil {
@@ -463,7 +603,131 @@ func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) {
 			w.log.Warn("could not record the halt on the DR database", "err", err)
 		}
 	}
-	<-ctx.Done()
+	if !d.Reason.ReleasedByBootstrap() {
+		<-ctx.Done()
+		return false
+	}
+	return w.awaitRelease(ctx, d.Reason)
+}
+
+// awaitRelease keeps a halted worker reading its topic instead of
+// blocking: a whole-database bootstrap's BEGIN later in the queue releases
+// the halt (the records before it are skipped: the bootstrap replaces the
+// database as of its cut, see Reason.ReleasedByBootstrap), and for a
+// missing object (replannable) the head is planned again as the queue
+// grows, since a later event may remove the object or a bootstrap of the
+// table bring it. It returns true once released, false when cancelled.
+//
+// Memory stays bounded: when the queue passes LookAhead events with no
+// BEGIN in it (and the head, planned again, still halts), all but the
+// head are dropped from memory (not marked: a restart reads them again)
+// and fetching goes on, each arriving record looked at for a
+// whole-database BEGIN only. A dropped record would be lost to a replan,
+// so from then on only such a BEGIN releases (a table's bootstrap further
+// than the look-ahead is seen after a restart, when it is within it).
+func (w *worker) awaitRelease(ctx context.Context, reason Reason) bool {
+	w.log.Info("the halted database keeps reading its topic: a bootstrap of it later on the topic releases the halt", "reason", reason)
+	var (
+		overflow bool
+		dropped  = map[schemas.EventType]int{} // records dropped from memory, by type
+		last     *kgo.Record                   // the newest of them
+	)
+	for {
+		w.mu.Lock()
+		begin := -1
+		for i := 1; i < len(w.queue); i++ {
+			if wholeDatabaseBegin(w.db, w.queue[i].ev) {
+				begin = i
+				break
+			}
+		}
+		full := begin < 0 && w.events > w.a.cfg.LookAhead
+		w.mu.Unlock()
+		if begin > 0 {
+			w.release(begin, dropped, last, reason)
+			return true
+		}
+		// Planned again before anything is dropped: with the whole
+		// look-ahead.
+		if !overflow && reason.replannable() && w.replanned(ctx) {
+			w.log.Info("the halted database goes on: more of its topic removes or brings the missing object", "reason", reason)
+			return true
+		}
+		w.mu.Lock()
+		if full {
+			for _, it := range w.queue[1:] {
+				if it.ev != nil {
+					dropped[it.ev.EventType]++
+				}
+				last = it.rec
+			}
+			w.queue = w.queue[:1]
+			w.events = 0
+			if w.queue[0].ev != nil {
+				w.events = 1
+			}
+			if !overflow {
+				w.log.Info("the halted database's look-ahead is full: its records are read on, looked at for a bootstrap's BEGIN only (a restart reads them again)",
+					"look_ahead", w.a.cfg.LookAhead)
+			}
+			overflow = true
+			w.a.cl.ResumeFetchTopics(w.topic)
+		}
+		w.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-w.wake:
+		}
+	}
+}
+
+// release skips the n records at the head of the queue (the halted one
+// and those up to a whole-database bootstrap's BEGIN) and the records
+// dropped from memory before them, as superseded_by_bootstrap: counted by
+// type, logged once, their offsets marked.
+func (w *worker) release(n int, dropped map[schemas.EventType]int, last *kgo.Record, reason Reason) {
+	w.mu.Lock()
+	skipped, begin := w.queue[:n], w.queue[n].ev
+	w.queue = w.queue[n:]
+	var total int
+	for _, it := range skipped {
+		if it.ev != nil {
+			w.events--
+			dropped[it.ev.EventType]++
+		}
+		last = it.rec
+	}
+	if w.events <= w.a.cfg.LookAhead/2 {
+		w.a.cl.ResumeFetchTopics(w.topic)
+	}
+	w.mu.Unlock()
+	for typ, k := range dropped {
+		w.a.m.events.WithLabelValues(w.db, string(typ), string(ReasonSupersededByBootstrap)).Add(float64(k))
+		total += k
+	}
+	w.a.cl.MarkCommitRecords(last)
+	w.a.m.halted.DeletePartialMatch(map[string]string{"db": w.db})
+	w.log.Warn("halted database released by a bootstrap of it: the records before its BEGIN are skipped (superseded_by_bootstrap)",
+		"reason", reason, "bootstrap", begin.Snapshot.BootstrapID, "cut_event_id", begin.EventID, "skipped_events", total)
+}
+
+// replanned plans the head of the queue again, without running anything,
+// and reports whether it no longer halts.
+func (w *worker) replanned(ctx context.Context) bool {
+	w.mu.Lock()
+	head := w.queue[0]
+	w.mu.Unlock()
+	if head.ev == nil {
+		return false
+	}
+	if err := w.connect(ctx); err != nil {
+		return false
+	}
+	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache}
+	items := w.batch(head)
+	d, err := w.decide(ctx, x, eventsOf(items), len(items))
+	return err == nil && d.Outcome != Halt
 }
 
 func (w *worker) recordHalt(ctx context.Context, msg string) error {
@@ -497,7 +761,11 @@ func (w *worker) reportLag(ctx context.Context) {
 		n, complete := w.events, w.complete
 		for _, it := range w.queue {
 			if it.ev != nil {
-				complete = it.ev.EventTime
+				// (During a bootstrap the replica is complete only up
+				// to where it was before it, until its END.)
+				if movesComplete(it.ev) {
+					complete = it.ev.EventTime
+				}
 				break
 			}
 		}

@@ -101,6 +101,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		Codec:                serde,
 		HaltAfter:            conf.Applier.HaltAfter.Duration,
 		LookAhead:            conf.Applier.LookAhead,
+		BatchPartitions:      conf.Applier.BatchPartitions,
 		CompletionPartitions: conf.Kafka.ManifestPartitions,
 		ReplicationFactor:    conf.Kafka.ReplicationFactor,
 		Skips:                skips,

@@ -27,6 +27,11 @@ type Applier struct {
 	// LookAhead is the most events of one database read ahead of the one
 	// being applied. Default 10000.
 	LookAhead int `yaml:"look_ahead"`
+	// BatchPartitions is the most partitions of a bootstrap one metastore
+	// call adds or alters: consecutive HIVEDR_SNAPSHOT_PARTITION records
+	// of one table are applied as one batch, their offsets committed
+	// together after it. Default 1000.
+	BatchPartitions int `yaml:"batch_partitions"`
 	// MetricsAddr serves /metrics; empty disables. Default 127.0.0.1:9466.
 	MetricsAddr string `yaml:"metrics_addr"`
 }
@@ -36,11 +41,16 @@ type Applier struct {
 const (
 	DefaultHaltAfter = 2 * time.Minute
 	DefaultLookAhead = 10000
+	// DefaultBatchPartitions is applier.batch_partitions' default, and
+	// MaxBatchPartitions its bound: one add_partitions call must fit the
+	// metastore's Thrift message and socket timeout.
+	DefaultBatchPartitions = 1000
+	MaxBatchPartitions     = 10000
 )
 
 func defaultApplier() Applier {
 	return Applier{Group: "hivedr-applier", HaltAfter: Duration{DefaultHaltAfter}, LookAhead: DefaultLookAhead,
-		MetricsAddr: "127.0.0.1:9466"}
+		BatchPartitions: DefaultBatchPartitions, MetricsAddr: "127.0.0.1:9466"}
 }
 
 // EnsureDefaults fills Instance with the host name.
@@ -67,6 +77,9 @@ func (a Applier) Validate() error {
 	}
 	if a.LookAhead < 1 {
 		return fmt.Errorf("applier.look_ahead: %d must be positive", a.LookAhead)
+	}
+	if a.BatchPartitions < 1 || a.BatchPartitions > MaxBatchPartitions {
+		return fmt.Errorf("applier.batch_partitions: %d must be between 1 and %d", a.BatchPartitions, MaxBatchPartitions)
 	}
 	return nil
 }

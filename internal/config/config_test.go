@@ -129,6 +129,8 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{"kafka: {brokers: [h]}", `kafka.brokers[0]: "h" is not host:port`},
 		{"schema_registry: 127.0.0.1:18081", `schema_registry: "127.0.0.1:18081" is not an http(s) URL`},
 		{"applier: {metastore: dr}", `applier.metastore: "dr" is not host:port`},
+		{"applier: {batch_partitions: 0}", "applier.batch_partitions: 0 must be between 1 and 10000"},
+		{"applier: {batch_partitions: 20000}", "applier.batch_partitions: 20000 must be between 1 and 10000"},
 		{"replication: {databases: [{name: db, include_tables: ['(']}]}", "replication.databases[0].include_tables[0]"},
 		{"replication: {databases: [{name: a}, {name: b, rpo: -1s}]}", "replication.databases[1].rpo: -1s must be positive"},
 		{"replication: {source_roots: ['relative/dir']}", "replication.source_roots[0]"},
@@ -273,7 +275,7 @@ func TestFileTuningDefaults(t *testing.T) {
 	}
 	def := fileDefaults()
 	if c.Tailer.BatchSize != def.Tailer.BatchSize || c.Copyd.Workers != DefaultCopydWorkers || c.Copyd.MaxBatch != DefaultMaxBatch(DefaultCopydWorkers) ||
-		c.Applier.HaltAfter.Duration != DefaultHaltAfter || c.Applier.LookAhead != DefaultLookAhead || c.Kafka.TopicPrefix != "hivedr" ||
+		c.Applier.HaltAfter.Duration != DefaultHaltAfter || c.Applier.LookAhead != DefaultLookAhead || c.Applier.BatchPartitions != DefaultBatchPartitions || c.Kafka.TopicPrefix != "hivedr" ||
 		c.Copyd.Group != "hivedr-copyd" || c.Applier.Group != "hivedr-applier" || c.Tailer.MetricsAddr != "127.0.0.1:9464" {
 		t.Errorf("tuning defaults lost: %+v", c)
 	}

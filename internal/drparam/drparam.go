@@ -6,6 +6,7 @@
 package drparam
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -34,6 +35,86 @@ const (
 	// --skip-event: who skipped the event, when, and what it was.
 	SkippedPrefix = OwnPrefix + "skipped."
 )
+
+// The keys of a bootstrap (a snapshot of a whole database, or of some of
+// its tables, published as HIVEDR_SNAPSHOT_* records). While one is
+// applied, the DR database carries BootstrapID, BootstrapState and
+// BootstrapApplied (and BootstrapNew when its BEGIN created the
+// database); its END removes them, records BootstrapDone and moves
+// LastID to the bootstrap's cut, in one write. So a bootstrap is applied
+// on DR exactly when BootstrapDone names it (and LastID >= its cut).
+const (
+	// BootstrapID, on a DR database, names the bootstrap being applied to
+	// it. On a DR table or partition it names the bootstrap that wrote it
+	// last: the bootstrap's END keeps the objects it names and drops the
+	// others (the source no longer has them). An event that rewrites an
+	// object later does not carry it.
+	BootstrapID = OwnPrefix + "bootstrap.id"
+	// BootstrapState, on a DR database, says where a bootstrap is:
+	// "snapshot <cut event ID>" between its BEGIN and its END.
+	BootstrapState = OwnPrefix + "bootstrap.state"
+	// BootstrapApplied, on a DR database, is how far the bootstrap being
+	// applied has come (FormatProgress): the last record handled and the
+	// tables, partitions and files handled so far. It is written with
+	// every TABLE record and every batch of PARTITION records.
+	BootstrapApplied = OwnPrefix + "bootstrap.applied"
+	// BootstrapNew marks an object the bootstrap named by its value
+	// created: nothing on it predates that bootstrap, so the END's
+	// convergence has nothing to read there (on a DR database: its BEGIN
+	// created it; on a table: its TABLE record did, so its partitions are
+	// all of the bootstrap).
+	BootstrapNew = OwnPrefix + "bootstrap.new"
+	// BootstrapDone, on a DR database, names the last bootstrap whose END
+	// was applied. Kept across later events (as every hivedr key).
+	BootstrapDone = OwnPrefix + "bootstrap.done"
+)
+
+// SnapshotState is the value of BootstrapState for a bootstrap cut at
+// event cut.
+func SnapshotState(cut int64) string { return "snapshot " + strconv.FormatInt(cut, 10) }
+
+// Progress is how far a bootstrap's application has come: the Seq of
+// the last of its records handled (applied, found applied already, or
+// left out because a later event removes the object), and the tables,
+// partitions and files of the records handled up to it. At END they are
+// the snapshot's TableCount, PartitionCount and FileCount.
+type Progress struct {
+	Seq, Tables, Partitions, Files int64
+}
+
+// FormatProgress is the value of BootstrapApplied for p:
+// "seq=12 tables=3 partitions=2000 files=4100".
+func FormatProgress(p Progress) string {
+	return fmt.Sprintf("seq=%d tables=%d partitions=%d files=%d", p.Seq, p.Tables, p.Partitions, p.Files)
+}
+
+// ParseProgress reads a BootstrapApplied value; "" is the zero Progress.
+func ParseProgress(s string) (Progress, error) {
+	var p Progress
+	if s == "" {
+		return p, nil
+	}
+	for _, f := range strings.Fields(s) {
+		k, v, ok := strings.Cut(f, "=")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil || n < 0 {
+			return Progress{}, fmt.Errorf("%s=%q: %q is not key=count", BootstrapApplied, s, f)
+		}
+		switch k {
+		case "seq":
+			p.Seq = n
+		case "tables":
+			p.Tables = n
+		case "partitions":
+			p.Partitions = n
+		case "files":
+			p.Files = n
+		default:
+			return Progress{}, fmt.Errorf("%s=%q: unknown count %q", BootstrapApplied, s, k)
+		}
+	}
+	return p, nil
+}
 
 // TargetMark is the value of Target on the replicas of source.
 func TargetMark(source string) string { return "hivedr:" + source }

@@ -1,6 +1,9 @@
 package drparam
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSkipKey(t *testing.T) {
 	for _, id := range []int64{1, 42, 1 << 40} {
@@ -16,5 +19,27 @@ func TestSkipKey(t *testing.T) {
 	}
 	if SkipKey(7) != "hivedr.skipped.7" || TargetMark("primary") != "hivedr:primary" {
 		t.Errorf("the keys on DR metastores changed: %q, %q", SkipKey(7), TargetMark("primary"))
+	}
+}
+
+func TestProgress(t *testing.T) {
+	p := Progress{Seq: 12, Tables: 3, Partitions: 2000, Files: 4100}
+	s := FormatProgress(p)
+	if s != "seq=12 tables=3 partitions=2000 files=4100" {
+		t.Errorf("FormatProgress = %q", s)
+	}
+	if got, err := ParseProgress(s); err != nil || got != p {
+		t.Errorf("ParseProgress(%q) = %+v, %v", s, got, err)
+	}
+	if got, err := ParseProgress(""); err != nil || got != (Progress{}) {
+		t.Errorf("ParseProgress(\"\") = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"seq=x", "seq=-1", "rows=3", "seq"} {
+		if _, err := ParseProgress(bad); err == nil || !strings.Contains(err.Error(), BootstrapApplied) {
+			t.Errorf("ParseProgress(%q): %v, want an error naming %s", bad, err, BootstrapApplied)
+		}
+	}
+	if BootstrapID != "hivedr.bootstrap.id" || SnapshotState(40) != "snapshot 40" || BootstrapDone != "hivedr.bootstrap.done" {
+		t.Errorf("the bootstrap keys on DR metastores changed: %q %q %q", BootstrapID, SnapshotState(40), BootstrapDone)
 	}
 }
