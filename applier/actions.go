@@ -81,6 +81,10 @@ type PruneFiles struct {
 	Dir     string
 	Keep    []string
 	EventID int64
+	// Source is the source directory Dir replicates, when the event names
+	// it: a DR file whose name the source directory still holds is kept
+	// (see executor.prune).
+	Source string
 }
 
 func (CreateDatabase) isAction()  {}

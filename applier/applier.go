@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/beltran/gohive/hive_metastore"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,6 +18,7 @@ import (
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/retry"
 	"github.com/hivedr/hivedr/internal/state"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -43,6 +45,11 @@ type Config struct {
 	Group string
 	// Instance, when set, is the applier's static group membership ID.
 	Instance string
+	// SessionTimeout is the group session: how long a member that stopped
+	// heartbeating keeps its databases before the others take them over.
+	// Heartbeats go every sixth of it. Default 6s
+	// (config.DefaultSessionTimeout).
+	SessionTimeout time.Duration
 	// Source names the primary site (DR databases are marked with it).
 	Source string
 	// Dial connects to the DR metastore; each database's worker has its
@@ -66,13 +73,19 @@ type Config struct {
 	// applies (fetching of its topic pauses beyond it). Default 10000
 	// (config.DefaultLookAhead).
 	LookAhead int
+	// LookAheadBytes bounds the same by the records' encoded size (their
+	// Kafka values): a bootstrap's records carry whole Thrift objects, and
+	// ten thousand of them decoded hold hundreds of MB. Default 16 MiB
+	// (config.DefaultLookAheadBytes).
+	LookAheadBytes int64
 	// BatchPartitions is the most consecutive SNAPSHOT_PARTITION records
 	// of one table a worker applies as one plan (one add_partitions /
 	// alter_partitions), marking their offsets together after it. Default
 	// 1000 (config.DefaultBatchPartitions); 1 applies them one by one.
 	BatchPartitions int
 	// CompletionPartitions and ReplicationFactor create the completions
-	// topic if it is missing.
+	// topic if it is missing: default config.DefaultManifestPartitions
+	// partitions, and the broker's default.replication.factor.
 	CompletionPartitions int32
 	ReplicationFactor    int16
 	// Skips are operator requests to skip events (hivedr apply
@@ -97,6 +110,20 @@ type Applier struct {
 	cl      *kgo.Client
 
 	fetchErrLogged map[string]time.Time // by topic and error; the poll loop's own
+
+	// controls are operators' requests read from the control topic, for
+	// the poll loop (runControls); wakePoll ends the poll in progress so
+	// it acts on them at once. Both under mu.
+	controls []Control
+	wakePoll context.CancelFunc
+	// controlReady closes once the control reader knows the offset it
+	// reads from: a request published after that reaches this applier.
+	// The event consumer joins the group only then.
+	controlReady chan struct{}
+	// owned are the event topics assigned to this member (the group's
+	// callbacks keep it, under mu): control requests for others are not
+	// ours.
+	owned map[string]bool
 }
 
 // New checks cfg.
@@ -110,14 +137,20 @@ func New(cfg Config) (*Applier, error) {
 	if cfg.LookAhead <= 0 {
 		cfg.LookAhead = config.DefaultLookAhead
 	}
+	if cfg.LookAheadBytes <= 0 {
+		cfg.LookAheadBytes = config.DefaultLookAheadBytes
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = config.DefaultSessionTimeout
+	}
 	if cfg.BatchPartitions <= 0 {
 		cfg.BatchPartitions = config.DefaultBatchPartitions
 	}
 	if cfg.CompletionPartitions <= 0 {
-		cfg.CompletionPartitions = 12
+		cfg.CompletionPartitions = config.DefaultManifestPartitions
 	}
 	if cfg.ReplicationFactor <= 0 {
-		cfg.ReplicationFactor = 1
+		cfg.ReplicationFactor = -1 // the broker's default
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -126,7 +159,7 @@ func New(cfg Config) (*Applier, error) {
 		cfg.Metrics = NewMetrics()
 	}
 	return &Applier{cfg: cfg, m: cfg.Metrics, log: cfg.Logger.With("role", "applier"), workers: map[string]*worker{},
-		fetchErrLogged: map[string]time.Time{}}, nil
+		fetchErrLogged: map[string]time.Time{}, controlReady: make(chan struct{}), owned: map[string]bool{}}, nil
 }
 
 // Run applies events until ctx ends (returning nil) or a fatal error.
@@ -142,6 +175,13 @@ func (a *Applier) Run(ctx context.Context) error {
 		defer wg.Done()
 		if err := a.readCompletions(ctx); err != nil && ctx.Err() == nil {
 			cancel(err)
+		}
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := a.readControl(ctx); err != nil && ctx.Err() == nil {
+			cancel(fmt.Errorf("applier control topic %s: %w", a.cfg.Topics.ApplierControl(), err))
 		}
 	}()
 	err := a.consumeEvents(ctx)
@@ -168,37 +208,54 @@ func (a *Applier) recordSkips(ctx context.Context) error {
 	}
 	defer closeFn()
 	for _, s := range a.cfg.Skips {
-		db, err := ms.GetDatabase(ctx, s.DB)
-		if err != nil {
-			return fmt.Errorf("--skip-event %s:%d: DR database %s: %w", s.DB, s.EventID, s.DB, err)
-		}
-		if db.Parameters[drparam.Target] != drparam.TargetMark(a.cfg.Source) {
-			return fmt.Errorf("--skip-event %s:%d: DR database %s is not a replication target of this pipeline (%s=%q)", s.DB, s.EventID, s.DB, drparam.Target, db.Parameters[drparam.Target])
-		}
-		if stamp(db.Parameters) >= s.EventID {
-			return fmt.Errorf("--skip-event %s:%d: DR database %s is already at event %d", s.DB, s.EventID, s.DB, stamp(db.Parameters))
-		}
-		db.Parameters[drparam.SkipKey(s.EventID)] = fmt.Sprintf("requested by %s at %s", a.cfg.Operator, time.Now().UTC().Format(time.RFC3339))
-		if err := ms.AlterDatabase(ctx, s.DB, db); err != nil {
-			return fmt.Errorf("--skip-event %s:%d: record it on the DR database: %w", s.DB, s.EventID, err)
+		if err := RecordSkip(ctx, ms, a.cfg.Source, a.cfg.Operator, s); err != nil {
+			return err
 		}
 		a.log.Warn("event will be skipped", "db", s.DB, "event_id", s.EventID, "by", a.cfg.Operator)
 	}
 	return nil
 }
 
-// readCompletions copies the completions topic into the local store, from
-// the position the store recorded (the start of the topic for a new or
-// lost store).
-func (a *Applier) readCompletions(ctx context.Context) error {
-	topic := a.cfg.Topics.Completions()
+// SkipMetastore is what RecordSkip needs of the DR metastore.
+type SkipMetastore interface {
+	GetDatabase(ctx context.Context, name string) (*hive_metastore.Database, error)
+	AlterDatabase(ctx context.Context, name string, db *hive_metastore.Database) error
+}
+
+// RecordSkip writes an operator's request to skip an event on its DR
+// database (hivedr.skipped.<id>: who and when), where the database's
+// worker finds it when it plans that event. It refuses a database that
+// is not this pipeline's replica and an event the replica is already
+// past. A running applier reads it on its next plan of the event; a
+// worker halted on it must plan again (ControlReplan).
+func RecordSkip(ctx context.Context, ms SkipMetastore, source, operator string, s Skip) error {
+	db, err := ms.GetDatabase(ctx, s.DB)
+	if err != nil {
+		return fmt.Errorf("--skip-event %s:%d: DR database %s: %w", s.DB, s.EventID, s.DB, err)
+	}
+	if db.Parameters[drparam.Target] != drparam.TargetMark(source) {
+		return fmt.Errorf("--skip-event %s:%d: DR database %s is not a replication target of this pipeline (%s=%q)", s.DB, s.EventID, s.DB, drparam.Target, db.Parameters[drparam.Target])
+	}
+	if stamp(db.Parameters) >= s.EventID {
+		return fmt.Errorf("--skip-event %s:%d: DR database %s is already at event %d", s.DB, s.EventID, s.DB, stamp(db.Parameters))
+	}
+	db.Parameters[drparam.SkipKey(s.EventID)] = fmt.Sprintf("requested by %s at %s", operator, time.Now().UTC().Format(time.RFC3339))
+	if err := ms.AlterDatabase(ctx, s.DB, db); err != nil {
+		return fmt.Errorf("--skip-event %s:%d: record it on the DR database: %w", s.DB, s.EventID, err)
+	}
+	return nil
+}
+
+// completionsStart creates the completions topic if needed and lists its
+// partitions, the positions the completion store holds, and the start
+// offsets of the partitions it holds none for.
+func (a *Applier) completionsStart(ctx context.Context, topic string) (parts []int32, stored map[int32]int64, starts kadm.ListedOffsets, err error) {
 	seed, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(a.cfg.Brokers...)}, a.cfg.KafkaOpts...)...)
 	if err != nil {
-		return fmt.Errorf("kafka client: %w", err)
+		return nil, nil, nil, fmt.Errorf("kafka client: %w", err)
 	}
 	adm := kadm.NewClient(seed)
 	_, err = kafka.Ensure(ctx, adm, kafka.Spec{Name: topic, Partitions: a.cfg.CompletionPartitions, ReplicationFactor: a.cfg.ReplicationFactor})
-	var parts []int32
 	// A topic just created takes a moment to appear in metadata.
 	for i := 0; err == nil && len(parts) == 0; i++ {
 		var td kadm.TopicDetails
@@ -217,7 +274,6 @@ func (a *Applier) readCompletions(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
-	var stored map[int32]int64
 	if err == nil {
 		stored, err = a.cfg.Completions.Offsets(topic)
 	}
@@ -227,7 +283,6 @@ func (a *Applier) readCompletions(ctx context.Context) error {
 	// first fetch of the others returns, which is a full long poll
 	// (5 s) when they have nothing new, and events waited that long for
 	// completions published while the applier was down.
-	var starts kadm.ListedOffsets
 	if err == nil && len(stored) < len(parts) {
 		starts, err = adm.ListStartOffsets(ctx, topic)
 		if err == nil {
@@ -236,7 +291,29 @@ func (a *Applier) readCompletions(ctx context.Context) error {
 	}
 	seed.Close()
 	if err != nil {
-		return fmt.Errorf("completions topic %s: %w", topic, err)
+		return nil, nil, nil, fmt.Errorf("completions topic %s: %w", topic, err)
+	}
+	return parts, stored, starts, nil
+}
+
+// readCompletions copies the completions topic into the local store, from
+// the position the store recorded (the start of the topic for a new or
+// lost store).
+func (a *Applier) readCompletions(ctx context.Context) error {
+	topic := a.cfg.Topics.Completions()
+	var (
+		parts  []int32
+		stored map[int32]int64
+		starts kadm.ListedOffsets
+	)
+	// Kafka may be away for a while at start (a broker restart): wait for
+	// it, bounded, instead of stopping the applier.
+	err := retry.Until(ctx, a.log, "completions topic "+topic, retry.Policy{Fatal: kafka.IsAuthError}, func(ctx context.Context) (err error) {
+		parts, stored, starts, err = a.completionsStart(ctx, topic)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	offsets := completionOffsets(parts, stored, func(p int32) (int64, bool) {
 		s, ok := starts.Lookup(topic, p)
@@ -260,6 +337,9 @@ func (a *Applier) readCompletions(ctx context.Context) error {
 			return nil
 		}
 		for _, fe := range fs.Errors() {
+			if kafka.IsAuthError(fe.Err) {
+				return fmt.Errorf("completions topic %s: %w", topic, fe.Err)
+			}
 			if !errors.Is(fe.Err, context.Canceled) {
 				a.log.Warn("reading completions", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
 			}
@@ -319,10 +399,23 @@ func completionOffsets(parts []int32, stored map[int32]int64, start func(int32) 
 // worker is stopped, and its applied offsets committed, before any other
 // member can own the topic: two workers never apply one database at once.
 func (a *Applier) consumeEvents(ctx context.Context) error {
+	// Join the group only once the control reader knows where it reads
+	// from: a request published while this applier owns a topic (a
+	// replan by failback, a seek by replay) is then never missed. (The
+	// reader's failure cancels ctx.)
+	select {
+	case <-a.controlReady:
+	case <-ctx.Done():
+		return nil
+	}
 	pattern := "^" + strings.ReplaceAll(a.cfg.Topics.Prefix, ".", `\.`) + `\.events\..+`
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(a.cfg.Brokers...),
 		kgo.ConsumerGroup(a.cfg.Group),
+		// A killed applier's databases move once its session ends, so a
+		// short session is a quick hand-over (README, hand-over).
+		kgo.SessionTimeout(a.cfg.SessionTimeout),
+		kgo.HeartbeatInterval(config.HeartbeatInterval(a.cfg.SessionTimeout)),
 		kgo.ConsumeRegex(),
 		kgo.ConsumeTopics(pattern),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -331,17 +424,28 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 		// not 1, for dashboards that read it as RPO.
 		kgo.KeepControlRecords(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.MetadataMaxAge(10 * time.Second), // new databases' topics are found within seconds
+		// New databases' topics are found at once (watchNewDatabases);
+		// the periodic refresh is the fallback.
+		kgo.MetadataMaxAge(10 * time.Second),
+		// A topic newly assigned is fetched only once the fetch in flight
+		// returns, which waits this long when nothing is new (franz-go's
+		// default is 5 s): a new database's first event would wait for it.
+		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.AutoCommitMarks(),
 		kgo.AutoCommitInterval(time.Second),
 		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+			a.own(assigned, true)
+		}),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
+			a.own(lost, false)
 			a.stopWorkers(lost)
 			if err := cl.CommitMarkedOffsets(ctx); err != nil {
 				a.log.Warn("commit on revoke", "err", err)
 			}
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+			a.own(lost, false)
 			a.stopWorkers(lost)
 		}),
 	}
@@ -355,7 +459,15 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 	a.mu.Lock()
 	a.cl = cl
 	a.mu.Unlock()
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		a.watchNewDatabases(wctx, cl)
+	}()
 	defer func() {
+		stopWatch()
+		<-watched
 		a.stopWorkers(nil)
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -368,12 +480,20 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 	}()
 	a.log.Info("applier started", "group", a.cfg.Group, "topics", pattern)
 	for {
-		fs := cl.PollRecords(ctx, 1000)
+		pctx, wake := context.WithCancel(ctx)
+		a.mu.Lock()
+		a.wakePoll = wake
+		if len(a.controls) > 0 {
+			wake() // requests queued meanwhile: do not wait for records
+		}
+		a.mu.Unlock()
+		fs := cl.PollRecords(pctx, 1000)
+		wake()
 		if ctx.Err() != nil {
 			cl.AllowRebalance()
 			return nil
 		}
-		if err := fatal(fs); err != nil {
+		if err := fatal(fs, a.cfg.Group); err != nil {
 			cl.AllowRebalance()
 			return err
 		}
@@ -384,6 +504,7 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 			}
 			a.dispatch(ctx, p.Topic, p.Partition, p.Records)
 		})
+		a.runControls(cl)
 		cl.AllowRebalance()
 		if len(recreated) > 0 {
 			// The client keeps the ID a topic had when it first saw it; a
@@ -404,7 +525,7 @@ func (a *Applier) fetchErrors(fs kgo.Fetches) []string {
 	var recreated []string
 	now := time.Now()
 	for _, fe := range fs.Errors() {
-		if fe.Topic == "" || errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, kgo.ErrClientClosed) {
+		if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, kgo.ErrClientClosed) {
 			continue
 		}
 		if errors.Is(fe.Err, kerr.UnknownTopicID) && !slices.Contains(recreated, fe.Topic) {
@@ -415,6 +536,10 @@ func (a *Applier) fetchErrors(fs kgo.Fetches) []string {
 			continue
 		}
 		a.fetchErrLogged[key] = now
+		if fe.Topic == "" {
+			a.log.Warn("the event consumer's group session failed; rejoining", "err", fe.Err)
+			continue
+		}
 		a.log.Warn("fetching events failed; retrying", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
 	}
 	return recreated
@@ -446,14 +571,29 @@ func (a *Applier) leaveStatic() {
 	}
 }
 
-// fatal returns the first fetch error that ends the consumer.
-func fatal(fs kgo.Fetches) error {
+// fatal returns the first fetch error that ends the consumer of group.
+func fatal(fs kgo.Fetches, group string) error {
 	for _, fe := range fs.Errors() {
 		if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, kgo.ErrClientClosed) {
 			continue
 		}
+		// Refused credentials or ACLs (the group, an events topic) stay
+		// refused: stop before anything is applied or committed.
+		if kafka.IsAuthError(fe.Err) {
+			if fe.Topic != "" {
+				return fmt.Errorf("kafka: group %s, topic %s: %w", group, fe.Topic, fe.Err)
+			}
+			return fmt.Errorf("kafka: group %s: %w", group, fe.Err)
+		}
 		var ke *kgo.ErrFirstReadEOF
 		if errors.As(fe.Err, &ke) {
+			continue
+		}
+		// The client could not join (or was dropped from) the group, as
+		// while the broker restarts: it keeps trying on its own, and
+		// fetchErrors logs it. (The soak found the applier exiting here.)
+		var ge *kgo.ErrGroupSession
+		if errors.As(fe.Err, &ge) {
 			continue
 		}
 		if fe.Topic == "" {
@@ -483,11 +623,15 @@ func (a *Applier) dispatch(ctx context.Context, topic string, partition int32, r
 // decode turns an event-topic record into an item; an undecodable record
 // becomes an item that halts the worker when it reaches it.
 func (a *Applier) decode(ctx context.Context, r *kgo.Record) *item {
-	it := &item{rec: r}
+	it := &item{rec: r, size: int64(len(r.Key) + len(r.Value))}
 	if r.Attrs.IsControl() {
 		it.control = true
 		return it
 	}
+	// The record stays only for its offset: its key, value and headers
+	// point into the fetch's decompressed batch, which would stay in
+	// memory for as long as any record of it is queued.
+	defer func() { r.Key, r.Value, r.Headers = nil, nil, nil }()
 	v, err := a.cfg.Codec.Decode(ctx, r.Value)
 	switch v := v.(type) {
 	case *schemas.Event:

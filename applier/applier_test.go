@@ -12,11 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	hms "github.com/beltran/gohive/hive_metastore"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -302,8 +304,12 @@ func (f *fakeHMS) GetPartitionsByNamesReq(ctx context.Context, req *hms.GetParti
 		return nil, noSuch("table %s", tk)
 	}
 	res := &hms.GetPartitionsByNamesResult_{}
+	want := map[string]bool{}
+	for _, n := range req.Names {
+		want[n] = true
+	}
 	for pk, p := range f.parts {
-		if pk.TableKey == tk && slices.Contains(req.Names, PartitionName(t.PartitionKeys, p.Values)) {
+		if pk.TableKey == tk && want[PartitionName(t.PartitionKeys, p.Values)] {
 			res.Partitions = append(res.Partitions, clone(p))
 		}
 	}
@@ -328,27 +334,22 @@ func (f *fakeHMS) GetAllTables(ctx context.Context, db string) ([]string, error)
 	return out, nil
 }
 
-func (f *fakeHMS) GetPartitionNames(ctx context.Context, db, table string, max int16) ([]string, error) {
-	if err := f.enter(ctx, "GetPartitionNames"); err != nil {
-		return nil, err
+func (f *fakeHMS) EachPartitionName(ctx context.Context, db, table string, fn func(string)) error {
+	if err := f.enter(ctx, "EachPartitionName"); err != nil {
+		return err
 	}
 	defer f.mu.Unlock()
 	tk := tableKey(db, table)
 	t := f.tables[tk]
 	if t == nil {
-		return nil, noSuch("table %s", tk)
+		return nil // (the metastore lists none for a missing table)
 	}
-	var out []string
 	for pk, p := range f.parts {
 		if pk.TableKey == tk {
-			out = append(out, PartitionName(t.PartitionKeys, p.Values))
+			fn(PartitionName(t.PartitionKeys, p.Values))
 		}
 	}
-	sort.Strings(out)
-	if max >= 0 && len(out) > int(max) {
-		out = out[:max]
-	}
-	return out, nil
+	return nil
 }
 
 func (f *fakeHMS) AddPartitions(ctx context.Context, parts []*hms.Partition) (int32, error) {
@@ -444,8 +445,12 @@ func (f *fakeHMS) DropPartitionsReq(ctx context.Context, req *hms.DropPartitions
 		return nil, &hms.MetaException{Message: "the applier must never delete DR data with a partition"}
 	}
 	var drop []PartKey
+	want := map[string]bool{}
+	for _, n := range req.Parts.Names {
+		want[n] = true
+	}
 	for pk, p := range f.parts {
-		if pk.TableKey == tk && slices.Contains(req.Parts.Names, PartitionName(t.PartitionKeys, p.Values)) {
+		if pk.TableKey == tk && want[PartitionName(t.PartitionKeys, p.Values)] {
 			drop = append(drop, pk)
 		}
 	}
@@ -818,6 +823,19 @@ func (r *running) stop(t *testing.T) {
 // whether it exists.
 func (r *running) metric(t *testing.T, name string, labels map[string]string) (float64, bool) {
 	t.Helper()
+	m := r.series(t, name, labels)
+	switch {
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue(), true
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue(), true
+	}
+	return 0, false
+}
+
+// series returns the series of metric name with exactly labels (nil: none).
+func (r *running) series(t *testing.T, name string, labels map[string]string) *dto.Metric {
+	t.Helper()
 	mfs, err := r.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -836,15 +854,10 @@ func (r *running) metric(t *testing.T, name string, labels map[string]string) (f
 					continue next
 				}
 			}
-			switch {
-			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue(), true
-			case m.GetCounter() != nil:
-				return m.GetCounter().GetValue(), true
-			}
+			return m
 		}
 	}
-	return 0, false
+	return nil
 }
 
 // sum adds up the series of a counter or gauge whose labels include match.
@@ -968,6 +981,26 @@ func twoDBs() []*schemas.Event {
 	)
 }
 
+// checkMarks checks the values a DR database's repl.last.id took: every
+// event of want once, in order (each), or a strictly increasing
+// subsequence of them ending at the last (runs write one watermark each).
+func checkMarks(t *testing.T, db string, got, want []int64, each bool) {
+	t.Helper()
+	if each {
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: DR repl.last.id moved through %v, want %v (each event once, in order)", db, got, want)
+		}
+		return
+	}
+	ok := len(got) > 0 && got[len(got)-1] == want[len(want)-1]
+	for i, m := range got {
+		ok = ok && slices.Contains(want, m) && (i == 0 || m > got[i-1])
+	}
+	if !ok {
+		t.Errorf("%s: DR repl.last.id moved through %v, want an increasing subsequence of %v ending at its last", db, got, want)
+	}
+}
+
 func idsOf(db string, evs []*schemas.Event) []int64 {
 	var ids []int64
 	for _, ev := range evs {
@@ -984,13 +1017,25 @@ func idsOf(db string, evs []*schemas.Event) []int64 {
 // applier: each database's events are applied one after the other in
 // event-ID order, and once stopped the group's committed offsets are the
 // topics' ends, transaction markers included (lag 0).
+//
+// With applier.batch_partitions 1 every event is a plan of its own: the
+// DR database's watermark moves through every event and no write is
+// stamped before an earlier one. With runs (the default), the watermark
+// moves once per run, through a subsequence of the events, and within a
+// run the partitions are written before the table (batch.go).
 func TestApplierOrderAndCheckpoint(t *testing.T) {
+	for _, batch := range []int{1, 0} {
+		t.Run(fmt.Sprintf("batch_partitions=%d", batch), func(t *testing.T) { testApplierOrderAndCheckpoint(t, batch) })
+	}
+}
+
+func testApplierOrderAndCheckpoint(t *testing.T, batch int) {
 	f := newKFix(t, "a", "b")
 	evs := twoDBs()
 	f.complete(schemas.StatusCopied, nil, evs...) // copies run ahead of metadata
 	f.publishAll(3, evs)
 	f.publish(&schemas.Heartbeat{Database: "b", ScannedEventID: 17, ScannedEventTime: time.Now(), Sent: time.Now(), Source: "src"})
-	r := f.start("g", t.TempDir(), nil)
+	r := f.start("g", t.TempDir(), func(c *Config) { c.BatchPartitions = batch })
 	f.waitMark("a", 15)
 	f.waitMark("b", 16)
 	// The last offsets are marked just after the last apply, then
@@ -1005,8 +1050,9 @@ func TestApplierOrderAndCheckpoint(t *testing.T) {
 		if c[db] != e[db] {
 			t.Errorf("%s: committed offset %d after the stop, end offset %d: lag %d", db, c[db], e[db], e[db]-c[db])
 		}
-		if got, want := f.ms.marksOf(db), idsOf(db, evs); !slices.Equal(got, want) {
-			t.Errorf("%s: DR repl.last.id moved through %v, want %v (each event once, in order)", db, got, want)
+		checkMarks(t, db, f.ms.marksOf(db), idsOf(db, evs), batch == 1)
+		if batch != 1 {
+			continue
 		}
 		var last int64
 		for i, w := range f.ms.writesOf(db) {
@@ -1064,9 +1110,12 @@ func TestApplierWaitsForData(t *testing.T) {
 	// Event 4 has one file of three: it waits (for 2 files: event 3
 	// waited for 1), and so does event 5.
 	waitFor(t, "event 4 waiting for two files", func() (bool, string) {
-		v, _ := r.metric(t, "hivedr_applier_waiting", map[string]string{"db": "a", "reason": string(ReasonWaitingForFiles)})
+		v, _ := r.metric(t, "hivedr_applier_waiting_files", map[string]string{"db": "a"})
 		return v == 2, fmt.Sprintf("waiting for %v files, DR database at %d", v, f.ms.mark("a"))
 	})
+	if v, _ := r.metric(t, "hivedr_applier_waiting", map[string]string{"db": "a", "reason": string(ReasonWaitingForFiles)}); v != 1 {
+		t.Errorf("hivedr_applier_waiting{reason=waiting_for_files} = %v while waiting for two files, want the flag 1", v)
+	}
 	if m, p := f.ms.mark("a"), f.ms.part("a", "t", "1"); m != 3 || stamp(p.Parameters) != 3 {
 		t.Fatalf("with a file of event 4 not copied: DR database at %d, partition at %d", m, stamp(p.Parameters))
 	}
@@ -1078,6 +1127,9 @@ func TestApplierWaitsForData(t *testing.T) {
 	}
 	if _, ok := r.metric(t, "hivedr_applier_waiting", map[string]string{"db": "a", "reason": string(ReasonWaitingForFiles)}); ok {
 		t.Error("hivedr_applier_waiting still set once nothing waits")
+	}
+	if _, ok := r.metric(t, "hivedr_applier_waiting_files", map[string]string{"db": "a"}); ok {
+		t.Error("hivedr_applier_waiting_files still set once nothing waits")
 	}
 }
 
@@ -1205,9 +1257,7 @@ func TestApplierResumes(t *testing.T) {
 	r2.stop(t)
 
 	for _, db := range []string{"a", "b"} {
-		if got, want := f.ms.marksOf(db), idsOf(db, evs); !slices.Equal(got, want) {
-			t.Errorf("%s: DR repl.last.id moved through %v over both runs, want %v", db, got, want)
-		}
+		checkMarks(t, db, f.ms.marksOf(db), idsOf(db, evs), false)
 	}
 	if got := f.ms.dump(); got != ref {
 		t.Errorf("replica after a restart differs from an uninterrupted run's:\n%s", diffStates(ref, got))
@@ -1344,4 +1394,44 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// racyHMS is a fakeHMS whose first CreateTable creates the table and then
+// fails AlreadyExists, as when a killed applier's create_table finishes
+// on the metastore after its successor read the table as missing.
+type racyHMS struct {
+	*fakeHMS
+	raced atomic.Bool
+}
+
+func (r *racyHMS) CreateTable(ctx context.Context, t *hms.Table) error {
+	if err := r.fakeHMS.CreateTable(ctx, t); err != nil || r.raced.Swap(true) {
+		return err
+	}
+	return exists("table %s.%s", t.DbName, t.TableName)
+}
+
+// TestApplierReplansOnConflict: an object that exists (or is gone) against
+// what the plan read makes the worker read the DR state again and plan
+// again, instead of halting the database (the soak found the race).
+func TestApplierReplansOnConflict(t *testing.T) {
+	f := newKFix(t, "a")
+	ta := srcTable("a", "t", nil, "x int")
+	evs := at(createDB(1, "a"), createTable(2, ta), alterTable(3, ta, withParam(ta, "k", "v3")))
+	f.publishAll(3, evs)
+	racy := &racyHMS{fakeHMS: f.ms}
+	r := f.start("g", t.TempDir(), func(c *Config) {
+		c.Dial = func(context.Context) (Metastore, func() error, error) { return racy, func() error { return nil }, nil }
+	})
+	f.waitMark("a", 3)
+	r.stop(t)
+	if !racy.raced.Load() {
+		t.Fatal("the racing create_table was never called")
+	}
+	if got := f.ms.table("a", "t"); got == nil || got.Parameters["k"] != "v3" {
+		t.Errorf("DR table a.t: %s, want it altered by event 3", js(got))
+	}
+	if n := f.ms.callsOf("CreateTable"); n != 1 {
+		t.Errorf("%d create_table calls, want 1 (the plan made again finds the table)", n)
+	}
 }

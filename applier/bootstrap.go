@@ -86,8 +86,9 @@ func wholeDatabaseBegin(db string, ev *schemas.Event) bool {
 
 // Inventory is what the convergence of a bootstrap's END reads of the DR
 // database (InventoryScope says what; the executor reads it in pages):
-// names and bootstrap IDs only, never Thrift objects, so a table of 100k
-// partitions costs its partitions' values.
+// names and bootstrap IDs only, never Thrift objects, and at most
+// inventoryMaxStale partitions: past that More is set, the END drops those
+// and is planned again, so memory does not grow with a table's partitions.
 type Inventory struct {
 	// Tables are the DR tables in the bootstrap's scope, by lower-case
 	// name, each with the bootstrap that wrote it last
@@ -98,6 +99,9 @@ type Inventory struct {
 	// Tables the bootstrap created (drparam.BootstrapNew) are not read:
 	// all their partitions are its own.
 	Stale map[string][]StalePartition
+	// More: the DR database has more stale partitions than the inventory
+	// holds (its bound): the END drops these and is planned again.
+	More bool
 }
 
 // StalePartition is a DR partition an END drops: its values, and its name
@@ -161,7 +165,7 @@ func (p *planner) snapshot(cur *hive_metastore.Database) Decision {
 		if sup := p.supersededBy(objKey{db: p.db}); sup != nil {
 			return p.noop(supersededReason(sup), "DR database %s does not exist and event %d (%s) drops or replaces it", p.db, sup.EventID, sup.EventType)
 		}
-		return halt(ReasonDatabaseMissing, "DR database %s does not exist: bootstrap %s's BEGIN made it, and it was dropped since; bootstrap it again", p.db, s.BootstrapID)
+		return halt(ReasonDatabaseMissing, "DR database %s does not exist: bootstrap %s's BEGIN made it, and it was dropped since; bootstrap it again: %s", p.db, s.BootstrapID, BootstrapCommand(p.db))
 	}
 	if got := cur.Parameters[drparam.BootstrapID]; got != s.BootstrapID && stamp(cur.Parameters) >= ev.EventID {
 		// Not in this bootstrap, but at its cut: consistent as of it
@@ -176,8 +180,8 @@ func (p *planner) snapshot(cur *hive_metastore.Database) Decision {
 		}
 		return halt(ReasonBootstrapNotBegun, "%s record %d of bootstrap %s, but DR database %s is in %s: its BEGIN was not applied "+
 			"(the applier group's offset was moved into the middle of the bootstrap?). Reset the group's offset on the topic to the "+
-			"bootstrap's BEGIN, or bootstrap the database again (a bootstrap later on the topic releases this halt)",
-			ev.EventType, s.Seq, s.BootstrapID, p.db, was)
+			"bootstrap's BEGIN, or bootstrap the database again: %s (a bootstrap later on the topic releases this halt)",
+			ev.EventType, s.Seq, s.BootstrapID, p.db, was, BootstrapCommand(p.db))
 	}
 	prog, err := drparam.ParseProgress(cur.Parameters[drparam.BootstrapApplied])
 	if err != nil {
@@ -187,8 +191,8 @@ func (p *planner) snapshot(cur *hive_metastore.Database) Decision {
 		// (A record at or below the progress is a re-drive: planned again,
 		// idempotent.)
 		return halt(ReasonChainBroken, "CHAIN_BROKEN: record %d of bootstrap %s follows record %d on the topic: records %d..%d of it are lost. "+
-			"Bootstrap the database again (a bootstrap later on the topic releases this halt)",
-			s.Seq, s.BootstrapID, prog.Seq, prog.Seq+1, s.Seq-1)
+			"Bootstrap the database again: %s (a bootstrap later on the topic releases this halt)",
+			s.Seq, s.BootstrapID, prog.Seq, prog.Seq+1, s.Seq-1, BootstrapCommand(p.db))
 	}
 	switch ev.EventType {
 	case schemas.EventSnapshotTable:
@@ -251,9 +255,7 @@ func snapStamp(ev *schemas.Event) int64 {
 	return ev.EventID
 }
 
-func external(t *hive_metastore.Table) bool {
-	return t.TableType == "EXTERNAL_TABLE" || strings.EqualFold(t.Parameters["EXTERNAL"], "TRUE")
-}
+func external(t *hive_metastore.Table) bool { return schemas.IsExternal(t.TableType, t.Parameters) }
 
 // prunes reports whether a record of bootstrap s prunes the DR files of
 // table t's objects: not for an external table whose data the policy does
@@ -385,7 +387,7 @@ func (p *planner) snapshotTable(cur *hive_metastore.Database, prog drparam.Progr
 		if err != nil {
 			return pathHalt(err)
 		}
-		acts = append(acts, PruneFiles{Dir: t.Sd.Location, Keep: keep, EventID: h})
+		acts = append(acts, PruneFiles{Dir: t.Sd.Location, Keep: keep, EventID: h, Source: c.After.Location})
 	}
 	switch {
 	case curT == nil:
@@ -395,7 +397,12 @@ func (p *planner) snapshotTable(cur *hive_metastore.Database, prog drparam.Progr
 	default:
 		acts = append(acts, AlterTable{DB: tk.DB, Name: tk.Name, Table: t})
 	}
-	return p.withProgress(apply(acts...), cur, prog, recs)
+	d := apply(acts...)
+	if len(p.gone) > 0 {
+		d.Detail = fmt.Sprintf("%s written without %d file(s) gone from the source since the snapshot listed them (first %s); later events converge it",
+			tk, len(p.gone), p.gone[0])
+	}
+	return p.withProgress(d, cur, prog, recs)
 }
 
 // snapshotPartitions plans a batch of PARTITION records of one table (the
@@ -424,7 +431,8 @@ func (p *planner) snapshotPartitions(cur *hive_metastore.Database, prog drparam.
 			return halt(ReasonDecode, "a batch of %s's partition records holds one of %s (a bug)", tk, eventTable(r, c.Table))
 		case s.Seq > 0 && r.Snapshot.Seq != s.Seq+int64(i):
 			return halt(ReasonChainBroken, "CHAIN_BROKEN: record %d of bootstrap %s follows record %d on the topic: the records between are lost. "+
-				"Bootstrap the database again (a bootstrap later on the topic releases this halt)", r.Snapshot.Seq, s.BootstrapID, s.Seq+int64(i)-1)
+				"Bootstrap the database again: %s (a bootstrap later on the topic releases this halt)", r.Snapshot.Seq, s.BootstrapID, s.Seq+int64(i)-1,
+				BootstrapCommand(p.db))
 		}
 	}
 	tbl := p.in.Replica.Tables[tk]
@@ -485,7 +493,7 @@ func (p *planner) snapshotPartitions(cur *hive_metastore.Database, prog drparam.
 			if err != nil {
 				return pathHalt(err)
 			}
-			prunesActs = append(prunesActs, PruneFiles{Dir: np.Sd.Location, Keep: keep, EventID: h})
+			prunesActs = append(prunesActs, PruneFiles{Dir: np.Sd.Location, Keep: keep, EventID: h, Source: part.Location})
 		}
 		if curP == nil {
 			add = append(add, np)
@@ -512,6 +520,10 @@ func (p *planner) snapshotPartitions(cur *hive_metastore.Database, prog drparam.
 		d = apply(acts...)
 		if len(skipped) > 0 {
 			d.Detail = fmt.Sprintf("partitions %v of %s left out: a later event removes them", skipped, tk)
+		}
+		if len(p.gone) > 0 {
+			d.Detail = strings.TrimPrefix(d.Detail+"; ", "; ") + fmt.Sprintf("partitions of %s written without %d file(s) gone from the source since the snapshot listed them (first %s); later events converge them",
+				tk, len(p.gone), p.gone[0])
 		}
 	case len(skipped) > 0:
 		d = p.noop(ReasonSuperseded, "partitions %v of %s are removed by a later event", skipped, tk)
@@ -556,6 +568,13 @@ func (p *planner) snapshotEnd(cur *hive_metastore.Database, prog drparam.Progres
 				parts += len(stale)
 			}
 		}
+	}
+	if inv != nil && inv.More {
+		// A round of a large convergence: these drops now, the END again
+		// (its next inventory finds the rest) before the database moves.
+		return Decision{Outcome: Wait, Reason: ReasonConverging, Actions: acts,
+			Detail: fmt.Sprintf("bootstrap %s's END drops %d tables and %d partitions of DR database %s the snapshot does not have, and reads it again for more",
+				s.BootstrapID, tables, parts, p.db)}
 	}
 	db := *cur
 	db.Parameters = copyParams(cur.Parameters)

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	hms "github.com/beltran/gohive/hive_metastore"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/drparam"
@@ -25,9 +27,11 @@ import (
 type memFiles struct {
 	mu    sync.Mutex
 	files map[string]bool // canonical location
+	// lists counts the listings by directory asked (List and ListDirs).
+	lists map[string]int
 }
 
-func newMemFiles() *memFiles { return &memFiles{files: map[string]bool{}} }
+func newMemFiles() *memFiles { return &memFiles{files: map[string]bool{}, lists: map[string]int{}} }
 
 func (m *memFiles) put(loc string) {
 	l, err := location.Parse(loc)
@@ -46,6 +50,7 @@ func (m *memFiles) List(_ context.Context, dir string) ([]string, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.lists["files "+d.String()]++
 	var out []string
 	for f := range m.files {
 		if l, _ := location.Parse(f); l.Dir() == d {
@@ -54,6 +59,38 @@ func (m *memFiles) List(_ context.Context, dir string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// ListDirs is DirLister: the directories some file lies under, directly
+// under dir.
+func (m *memFiles) ListDirs(_ context.Context, dir string) ([]string, error) {
+	d, err := location.Parse(dir)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lists["dirs "+d.String()]++
+	var out []string
+	for f := range m.files {
+		l, _ := location.Parse(f)
+		for a := l.Dir(); a != a.Dir(); a = a.Dir() {
+			if a.Dir() == d && !slices.Contains(out, a.Base()) {
+				out = append(out, a.Base())
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// listed returns the listings asked so far and forgets them.
+func (m *memFiles) listed() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := m.lists
+	m.lists = map[string]int{}
+	return out
 }
 
 func (m *memFiles) Remove(_ context.Context, loc string) error {
@@ -137,7 +174,7 @@ func TestApplierBootstrapBatches(t *testing.T) {
 	// No partition file copied yet: the first batch waits, whole (ten
 	// files) once the queue holds it.
 	waitFor(t, "the first batch waiting for its 10 files", func() (bool, string) {
-		v, _ := r.metric(t, "hivedr_applier_waiting", map[string]string{"db": "a", "reason": string(ReasonWaitingForFiles)})
+		v, _ := r.metric(t, "hivedr_applier_waiting_files", map[string]string{"db": "a"})
 		return v == 10, fmt.Sprintf("waiting for %v files", v)
 	})
 	if n := len(f.addBatches()); n != 0 {
@@ -147,7 +184,7 @@ func TestApplierBootstrapBatches(t *testing.T) {
 	// (11..20) waits for six.
 	f.complete(schemas.StatusCopied, nil, parts[:14]...)
 	waitFor(t, "the second batch waiting for 6 files", func() (bool, string) {
-		v, _ := r.metric(t, "hivedr_applier_waiting", map[string]string{"db": "a", "reason": string(ReasonWaitingForFiles)})
+		v, _ := r.metric(t, "hivedr_applier_waiting_files", map[string]string{"db": "a"})
 		return v == 6 && len(f.addBatches()) == 1, fmt.Sprintf("waiting for %v files, add_partitions %v", v, f.addBatches())
 	})
 	if got := f.addBatches(); !slices.Equal(got, []int{10}) {
@@ -179,7 +216,7 @@ func TestApplierBootstrapBatches(t *testing.T) {
 	if got := f.addBatches(); !slices.Equal(got, []int{10, 10, 5}) {
 		t.Errorf("add_partitions of %v partitions, want 10, 10, 5", got)
 	}
-	if n := f.ms.callsOf("GetAllTables") + f.ms.callsOf("GetPartitionNames"); n != 0 {
+	if n := f.ms.callsOf("GetAllTables") + f.ms.callsOf("EachPartitionName"); n != 0 {
 		t.Errorf("the END of a bootstrap that created its database read %d listings; nothing on it predates the bootstrap", n)
 	}
 	p := f.ms.db("a").Parameters
@@ -336,7 +373,7 @@ func TestApplierBootstrapReleasesHalts(t *testing.T) {
 	}
 	// a's END read the tables of a and the partitions of t, and dropped in
 	// one call; b's read its one table.
-	for op, want := range map[string]int{"GetAllTables": 2, "GetPartitionNames": 1, "DropPartitionsReq": 1, "DropPartition": 0} {
+	for op, want := range map[string]int{"GetAllTables": 2, "EachPartitionName": 1, "DropPartitionsReq": 1, "DropPartition": 0} {
 		if got := f.ms.callsOf(op); got != want {
 			t.Errorf("%d %s calls, want %d", got, op, want)
 		}
@@ -390,5 +427,70 @@ func TestApplierBootstrapReleasesEntersScope(t *testing.T) {
 	}
 	if strings.Contains(f.ms.db("a").Parameters[drparam.Halted], "enters_scope") {
 		t.Error("the halt note stayed")
+	}
+}
+
+// TestApplierBootstrapEndInRounds: a re-bootstrap of a database whose DR
+// table holds more partitions the snapshot lacks than one inventory holds
+// (inventoryMaxStale) drops them in rounds: the END waits
+// (bootstrap_converging) after each, and moves the database to its cut
+// only once none is left.
+func TestApplierBootstrapEndInRounds(t *testing.T) {
+	f := newKFix(t, "a")
+	tb := srcTable("a", "t", []string{"ds"}, "x int")
+	stale := inventoryMaxStale + 50
+	f.ms.mu.Lock()
+	f.ms.putDB("a", drDB("a", 40), "seed")
+	tk := tableKey("a", "t")
+	dt := drTable(tb, 40)
+	dt.OwnerType = hms.PrincipalType_USER // (the fake's JSON copies need a valid one)
+	f.ms.tables[tk] = dt
+	for i := range stale {
+		p := srcPart(tb, fmt.Sprintf("%06d", i))
+		f.ms.parts[partKey(tk, p.Values)] = drPart(tb, p, 40)
+	}
+	f.ms.mu.Unlock()
+	b := newBootstrap("b1", "a", 50)
+	recs := []*schemas.Event{b.begin(), b.table(tb, 50)}
+	for _, v := range []string{"000001", "000002", "999999"} {
+		p := srcPart(tb, v)
+		recs = append(recs, b.part(tb, p, 50, partFile(p, "f")))
+	}
+	recs = at(append(recs, b.end())...)
+	f.publishRecs(3, recs)
+	f.complete(schemas.StatusCopied, nil, recs...)
+	r := f.start("g", t.TempDir(), nil)
+
+	// (The fake copies every partition it hands out through JSON: 20,000
+	// of them take seconds on a loaded machine, so the wait is long.)
+	for deadline := time.Now().Add(2 * time.Minute); f.ms.mark("a") != 50; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("DR database a at event %d, want the END's 50", f.ms.mark("a"))
+		}
+	}
+	f.ms.mu.Lock()
+	left := 0
+	for pk := range f.ms.parts {
+		if pk.TableKey == tk {
+			left++
+		}
+	}
+	f.ms.mu.Unlock()
+	if left != 3 {
+		t.Errorf("a.t holds %d partitions after the END, want the bootstrap's 3", left)
+	}
+	if p := f.ms.part("a", "t", "000001"); p == nil || p.Parameters[drparam.BootstrapID] != "b1" {
+		t.Errorf("a.t partition 000001 after the END: %v", p)
+	}
+	if v := r.sum(t, "hivedr_applier_wait_seconds_total", map[string]string{"db": "a", "reason": string(ReasonConverging)}); v <= 0 {
+		t.Errorf("the END did not wait between rounds (wait seconds %v)", v)
+	}
+	// Round one lists two windows (10,000 names, then the rest), round
+	// two one.
+	if got := f.ms.callsOf("EachPartitionName"); got < 3 {
+		t.Errorf("%d listings of a.t's partitions, want 3 at least (two rounds)", got)
+	}
+	if p := f.ms.db("a").Parameters; p[drparam.BootstrapDone] != "b1" || p[drparam.BootstrapID] != "" {
+		t.Errorf("DR database after the END: %v", p)
 	}
 }

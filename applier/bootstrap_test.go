@@ -376,6 +376,9 @@ func TestPlanBootstrap(t *testing.T) {
 				if pr.EventID != 105 || pr.Keep[0] != drRoot+"sales.db/customers/000000_0" {
 					t.Errorf("prune %+v", pr)
 				}
+				if !strings.HasSuffix(pr.Source, "sales.db/customers") || strings.HasPrefix(pr.Source, drRoot) {
+					t.Errorf("prune's source directory %q, want the source table's location (a file a later event copied is kept)", pr.Source)
+				}
 				if p := d.Actions[2].(AlterDatabase).DB.Parameters[drparam.BootstrapApplied]; p != "seq=2 tables=1 partitions=0 files=2" {
 					t.Errorf("progress %q", p)
 				}
@@ -411,9 +414,18 @@ func TestPlanBootstrap(t *testing.T) {
 		{planCase: planCase{name: "TABLE waits for its files", ev: at(1).table(srcCustomers, 105, customersFiles...),
 			state: drState(applying(40, 1)), copies: map[string]Copy{"100-s2-1": {Status: schemas.StatusCopied}},
 			outcome: Wait, reason: ReasonWaitingForFiles, waitTasks: []string{"100-s2-0"}}},
-		{planCase: planCase{name: "TABLE: a file gone, nothing removes the table", ev: at(1).table(srcCustomers, 105, customersFiles[0]),
-			state: drState(applying(40, 1)), copies: gone("100-s2-0"),
-			outcome: Wait, reason: ReasonSourceGone, waitTasks: []string{"100-s2-0"}}},
+		{planCase: planCase{name: "TABLE: a file gone, nothing in view removes the table: written without it", ev: at(1).table(srcCustomers, 105, customersFiles...),
+			state: drState(applying(40, 1)), copies: map[string]Copy{"100-s2-0": {Status: schemas.StatusSourceGone, Error: "file not found"},
+				"100-s2-1": {Status: schemas.StatusCopied}},
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/customers keeping 2", "create table sales.customers", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Detail, "without 1 file(s) gone") || !strings.Contains(d.Detail, customersFiles[0]) {
+					t.Errorf("detail %q", d.Detail)
+				}
+			}}},
+		{planCase: planCase{name: "TABLE: a file failed, nothing removes the table", ev: at(1).table(srcCustomers, 105, customersFiles[0]),
+			state: drState(applying(40, 1)), copies: map[string]Copy{"100-s2-0": {Status: schemas.StatusFailed, Error: "checksum mismatch"}},
+			outcome: Wait, reason: ReasonCopyFailed, waitTasks: []string{"100-s2-0"}}},
 		{planCase: planCase{name: "TABLE: a file gone, a later drop removes the table", ev: at(1).table(srcCustomers, 105, customersFiles[0]),
 			state: drState(applying(40, 1), drTable(srcCustomers, 30)), copies: gone("100-s2-0"),
 			later:   []*schemas.Event{at(2).end(), dropTable(110, srcCustomers)},
@@ -439,7 +451,7 @@ func TestPlanBootstrap(t *testing.T) {
 		{planCase: planCase{name: "TABLE of a bootstrap the database has not begun halts", ev: at(1).table(srcCustomers, 105),
 			state: drState(drDB("sales", 40)), outcome: Halt, reason: ReasonBootstrapNotBegun,
 			check: func(t *testing.T, d Decision) {
-				if !strings.Contains(d.Detail, "b1") || !strings.Contains(d.Detail, "BEGIN") {
+				if !strings.Contains(d.Detail, "b1") || !strings.Contains(d.Detail, "BEGIN") || !strings.Contains(d.Detail, "hivedr bootstrap -db sales") {
 					t.Errorf("detail %q", d.Detail)
 				}
 			}}},
@@ -450,7 +462,7 @@ func TestPlanBootstrap(t *testing.T) {
 		{planCase: planCase{name: "TABLE after lost records halts chain_broken", ev: at(4).table(srcCustomers, 105),
 			state: drState(applying(40, 2)), outcome: Halt, reason: ReasonChainBroken,
 			check: func(t *testing.T, d Decision) {
-				if !strings.Contains(d.Detail, "records 3..4 of it are lost") {
+				if !strings.Contains(d.Detail, "records 3..4 of it are lost") || !strings.Contains(d.Detail, "hivedr bootstrap -db sales") {
 					t.Errorf("detail %q", d.Detail)
 				}
 			}}},
@@ -482,6 +494,9 @@ func TestPlanBootstrap(t *testing.T) {
 				if pr := d.Actions[1].(PruneFiles); pr.EventID != 107 {
 					t.Errorf("prune at %d, want the partition's stamp 107", pr.EventID)
 				}
+				if pr := d.Actions[1].(PruneFiles); pr.Source == "" || strings.HasPrefix(pr.Source, drRoot) {
+					t.Errorf("prune's source directory %q, want the source partition's location", pr.Source)
+				}
 			}}},
 		{planCase: planCase{name: "PARTITION batch waits for every file", ev: at(2).part(srcOrders, srcP1, 106, partFile(srcP1, "a")),
 			state:   drState(applying(40, 2), ofBootstrap(drTable(srcOrders, 105), "b1")),
@@ -496,6 +511,20 @@ func TestPlanBootstrap(t *testing.T) {
 			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 1",
 				"prune files under " + drRoot + "sales.db/orders/dt=2024-01-03 keeping 1",
 				"add partitions sales.orders [2024-01-01] [2024-01-03]", "alter database sales"}}},
+		{planCase: planCase{name: "PARTITION batch: a file gone, nothing in view removes it: written without it",
+			ev:    at(2).part(srcOrders, srcP1, 106, partFile(srcP1, "a")),
+			state: drState(applying(40, 2), ofBootstrap(drTable(srcOrders, 105), "b1")),
+			copies: map[string]Copy{"100-s3-0": {Status: schemas.StatusCopied},
+				"100-s4-0": {Status: schemas.StatusSourceGone, Error: "file not found"}, "100-s5-0": {Status: schemas.StatusCopied}},
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 1",
+				"prune files under " + drRoot + "sales.db/orders/dt=2024-01-02 keeping 1",
+				"prune files under " + drRoot + "sales.db/orders/dt=2024-01-03 keeping 1",
+				"add partitions sales.orders [2024-01-01] [2024-01-02] [2024-01-03]", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Detail, "without 1 file(s) gone") {
+					t.Errorf("detail %q", d.Detail)
+				}
+			}}},
 		{planCase: planCase{name: "PARTITION batch: a file failed, nothing removes it", ev: at(2).part(srcOrders, srcP1, 106, partFile(srcP1, "a")),
 			state:   drState(applying(40, 2), ofBootstrap(drTable(srcOrders, 105), "b1")),
 			copies:  map[string]Copy{"100-s3-0": {Status: schemas.StatusFailed, Error: "checksum mismatch"}},
@@ -539,6 +568,11 @@ func TestPlanBootstrap(t *testing.T) {
 			}},
 			inv: &Inventory{Tables: map[string]string{"orders": "b1", "old": "", "customers": "b1"},
 				Stale: map[string][]StalePartition{"orders": {{Name: "dt=2023-12-31", Values: []string{"2023-12-31"}}}}}},
+		{planCase: planCase{name: "END with more stale partitions than an inventory holds drops a round and waits", ev: at(9).end(),
+			state: drState(applying(40, 9)), outcome: Wait, reason: ReasonConverging,
+			actions: []string{"drop table sales.old", "drop partitions sales.orders [[2023-12-31]]"}},
+			inv: &Inventory{Tables: map[string]string{"orders": "b1", "old": "", "customers": "b1"},
+				Stale: map[string][]StalePartition{"orders": {{Name: "dt=2023-12-31", Values: []string{"2023-12-31"}}}}, More: true}},
 		{planCase: planCase{name: "END of a database the bootstrap created reads nothing", ev: at(9).end(),
 			state: func() Replica {
 				db := applying(0, 9)

@@ -1,8 +1,15 @@
 package applier
 
 import (
+	"strings"
+	"time"
+
 	"github.com/beltran/gohive/hive_metastore"
 )
+
+// dbFresh is how long a worker trusts its cached copy of its DR database
+// after reading it (see cache).
+const dbFresh = time.Second
 
 // cache holds what a worker knows of its own DR database's objects, so an
 // event does not read back what the worker itself just wrote (three of
@@ -15,11 +22,32 @@ import (
 // database), and any failed step (the metastore may hold part of it).
 // Objects of other databases are never cached. An entry holding nil means
 // "known not to exist"; a missing entry means unknown.
+//
+// The database object itself has one more writer: `hivedr failover`,
+// which marks it failed over (drparam.FailedOverAt). So the database is
+// trusted for dbFresh after it was last read from the metastore (not
+// after the worker last wrote it), and read again after that: an applier
+// that keeps running over a failed-over database halts failed_over within
+// dbFresh instead of writing into the new primary from a stale copy.
+//
+// A table the worker created itself (since the cache was last reset) is
+// whole: the worker wrote every partition it has, so the cache keeps
+// which exist (their values, beyond the bound on the objects it keeps),
+// and a partition not among them does not exist, with no metastore read.
+// A bootstrap's partitions of a table its TABLE record created, and the
+// ADD_PARTITION events after a CREATE_TABLE, are written without asking
+// the metastore for partitions it cannot have (a get_partitions_by_names
+// of 1000 names per batch).
 type cache struct {
 	db     string
+	dbRead time.Time // when dbs[db] was last read from the metastore
 	dbs    map[string]*hive_metastore.Database
 	tables map[TableKey]*hive_metastore.Table
 	parts  map[PartKey]*hive_metastore.Partition
+	// whole are the tables created by the worker, each with the values
+	// (joined) of its partitions that exist; wholeParts counts them all.
+	whole      map[TableKey]map[string]bool
+	wholeParts int
 }
 
 func newCache(db string) *cache {
@@ -29,9 +57,46 @@ func newCache(db string) *cache {
 }
 
 func (c *cache) reset() {
+	c.dbRead = time.Time{}
 	c.dbs = map[string]*hive_metastore.Database{}
 	c.tables = map[TableKey]*hive_metastore.Table{}
 	c.parts = map[PartKey]*hive_metastore.Partition{}
+	c.whole, c.wholeParts = map[TableKey]map[string]bool{}, 0
+}
+
+// maxWholeParts bounds the partition values the whole tables keep; past
+// it the table being written is no longer whole (its partitions are read
+// from the metastore again).
+const maxWholeParts = 500000
+
+// absent reports whether partition k is known not to exist: its table is
+// whole and has no such partition.
+func (c *cache) absent(k PartKey) bool {
+	w := c.whole[k.TableKey]
+	return w != nil && !w[k.Values]
+}
+
+// exists records that partitions of tk exist (or not) in a whole table.
+func (c *cache) exists(tk TableKey, values [][]string, exist bool) {
+	w := c.whole[tk]
+	if w == nil {
+		return
+	}
+	for _, v := range values {
+		k := strings.Join(v, "/")
+		switch {
+		case exist && !w[k]:
+			w[k] = true
+			c.wholeParts++
+		case !exist && w[k]:
+			delete(w, k)
+			c.wholeParts--
+		}
+	}
+	if c.wholeParts > maxWholeParts {
+		c.wholeParts -= len(w)
+		delete(c.whole, tk)
+	}
 }
 
 // apply records the effect of actions that ran successfully. Actions whose
@@ -45,6 +110,10 @@ func (c *cache) apply(actions []Action) {
 			c.putDB(a.Name, a.DB)
 		case CreateTable:
 			c.putTable(a.Table)
+			if k := tableKey(a.Table.DbName, a.Table.TableName); k.DB == c.db {
+				c.dropWhole(k)
+				c.whole[k] = map[string]bool{}
+			}
 		case AlterTable:
 			if lower(a.Table.DbName) != lower(a.DB) || lower(a.Table.TableName) != lower(a.Name) {
 				c.reset()
@@ -58,6 +127,7 @@ func (c *cache) apply(actions []Action) {
 				return
 			}
 			c.tables[k] = nil
+			c.dropWhole(k)
 			for pk := range c.parts {
 				if pk.TableKey == k {
 					delete(c.parts, pk)
@@ -65,6 +135,11 @@ func (c *cache) apply(actions []Action) {
 			}
 		case AddPartitions:
 			c.putParts(a.DB, a.Table, a.Parts)
+			values := make([][]string, len(a.Parts))
+			for i, p := range a.Parts {
+				values[i] = p.Values
+			}
+			c.exists(tableKey(a.DB, a.Table), values, true)
 		case AlterPartitions:
 			c.putParts(a.DB, a.Table, a.Parts)
 		case DropPartitions:
@@ -72,11 +147,34 @@ func (c *cache) apply(actions []Action) {
 			for _, v := range a.Values {
 				c.parts[partKey(tk, v)] = nil
 			}
-		case PruneFiles:
+			c.exists(tk, a.Values, false)
+		case PruneFiles, PruneObsolete, ReplAllocate, ReplAbort:
 		default: // DropDatabase, RenamePartition, anything new
 			c.reset()
 			return
 		}
+	}
+}
+
+func (c *cache) dropWhole(k TableKey) {
+	c.wholeParts -= len(c.whole[k])
+	delete(c.whole, k)
+}
+
+// cachedDB returns the cached copy of the worker's own database, if there
+// is one read less than dbFresh ago.
+func (c *cache) cachedDB(name string, now time.Time) (db *hive_metastore.Database, ok bool) {
+	if name != c.db || now.Sub(c.dbRead) >= dbFresh {
+		return nil, false
+	}
+	db, ok = c.dbs[name]
+	return db, ok
+}
+
+// readDB records the worker's own database as just read.
+func (c *cache) readDB(name string, db *hive_metastore.Database, now time.Time) {
+	if name == c.db {
+		c.dbs[name], c.dbRead = db, now
 	}
 }
 

@@ -3,6 +3,7 @@ package applier
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/beltran/gohive/hive_metastore"
 )
@@ -96,5 +97,63 @@ func TestReadUsesCache(t *testing.T) {
 		if r.Databases["sales"] == nil || r.Tables[TableKey{"sales", "orders"}] == nil || r.Tables[TableKey{"sales", "missing"}] != nil || len(r.Partitions) != 0 {
 			t.Errorf("read %d: %+v", i, r)
 		}
+	}
+}
+
+func TestCacheDatabaseFreshness(t *testing.T) {
+	c := newCache("sales")
+	now := time.Date(2026, 12, 3, 13, 0, 0, 0, time.UTC)
+	db := &hive_metastore.Database{Name: "sales"}
+	if _, ok := c.cachedDB("sales", now); ok {
+		t.Fatal("an empty cache returned the database")
+	}
+	c.readDB("sales", db, now)
+	c.putDB("sales", db) // a write of the worker's own does not make the copy fresher
+	if got, ok := c.cachedDB("sales", now.Add(dbFresh/2)); !ok || got != db {
+		t.Fatal("the database read just now is not cached")
+	}
+	if _, ok := c.cachedDB("sales", now.Add(dbFresh)); ok {
+		t.Fatal("the database is trusted past dbFresh: a failover's mark would go unseen")
+	}
+	if _, ok := c.cachedDB("other", now); ok {
+		t.Fatal("another database is cached")
+	}
+}
+
+// TestReadWholeTable: the partitions of a table the worker created are
+// known without a read: those it added are cached, the others do not
+// exist; after a reset (a failed step) they are read again.
+func TestReadWholeTable(t *testing.T) {
+	tb := &hive_metastore.Table{DbName: "sales", TableName: "orders", PartitionKeys: []*hive_metastore.FieldSchema{{Name: "dt"}}}
+	ms := &countingMS{db: &hive_metastore.Database{Name: "sales"}, table: tb}
+	c := newCache("sales")
+	x := &executor{ms: ms, cache: c}
+	ok := TableKey{"sales", "orders"}
+	p1 := &hive_metastore.Partition{Values: []string{"1"}}
+	c.apply([]Action{CreateTable{Table: tb}, AddPartitions{DB: "sales", Table: "orders", Parts: []*hive_metastore.Partition{p1}}})
+	c.parts = map[PartKey]*hive_metastore.Partition{} // (as when the objects' bound is passed)
+	c.readDB("sales", ms.db, time.Now())
+	touched := Touched{Databases: []string{"sales"}, Tables: []TableKey{ok}, Partitions: []PartKey{partKey(ok, []string{"1"}), partKey(ok, []string{"2"})}}
+	ms.reads = 0
+	if _, err := x.read(context.Background(), touched); err != nil {
+		t.Fatal(err)
+	}
+	if ms.reads != 1 {
+		t.Errorf("%d partition reads, want 1 (partition 1 exists but is not cached; 2 is known absent)", ms.reads)
+	}
+	c.apply([]Action{DropPartitions{DB: "sales", Table: "orders", Values: [][]string{{"1"}}}})
+	touched.Partitions = touched.Partitions[:1]
+	c.parts = map[PartKey]*hive_metastore.Partition{}
+	c.readDB("sales", ms.db, time.Now())
+	ms.reads = 0
+	if _, err := x.read(context.Background(), touched); err != nil || ms.reads != 0 {
+		t.Errorf("a dropped partition of a whole table read %d times (%v)", ms.reads, err)
+	}
+	c.reset()
+	c.readDB("sales", ms.db, time.Now())
+	c.tables[ok] = tb
+	ms.reads = 0
+	if _, err := x.read(context.Background(), touched); err != nil || ms.reads != 1 {
+		t.Errorf("after a reset: %d reads (%v), want 1", ms.reads, err)
 	}
 }

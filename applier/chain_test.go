@@ -50,7 +50,7 @@ func TestPlanChain(t *testing.T) {
 		{name: "first event of the topic", ev: addP1(50, 0), state: withOrders(40), outcome: Apply},
 		{name: "record older than the chain", ev: addParts(50, srcOrders, []schemas.Partition{srcP1}, partFile(srcP1, "a")), state: withOrders(40), outcome: Apply},
 		{name: "records lost before the event", ev: addP1(50, 45), state: withOrders(40), outcome: Halt, reason: ReasonChainBroken,
-			detail: []string{"CHAIN_BROKEN", "event 50 (ADD_PARTITION)", "before it is 45", "at event 40", "events 41..45", "--skip-event sales:45"}},
+			detail: []string{"CHAIN_BROKEN", "event 50 (ADD_PARTITION)", "before it is 45", "at event 40", "events 41..45", "--skip-event sales:45", "hivedr bootstrap -db sales"}},
 		{name: "a lost-records event already applied is a no-op on re-drive", ev: addP1(50, 45), state: withOrders(60),
 			outcome: NoOp, reason: ReasonAlreadyApplied},
 		{name: "the operator accepted the loss", ev: addP1(50, 45), state: accepted(40, drparam.SkipKey(45)), acceptGap: true, outcome: Apply,
@@ -290,5 +290,48 @@ func TestPlanFilesUnderAnySpelling(t *testing.T) {
 		Later: []*schemas.Event{dropParts(51, srcOrders, srcP1)}})
 	if d.Outcome != NoOp || d.Reason != ReasonSuperseded {
 		t.Fatalf("decision %s %s (%s), want the partition left out (superseded)", d.Outcome, d.Reason, d.Detail)
+	}
+}
+
+func TestPlanHeartbeatFailedOver(t *testing.T) {
+	prev := int64(40)
+	db := drDB("sales", 40)
+	db.Parameters[drparam.FailedOverAt] = "2026-12-03T13:00:00Z"
+	delete(db.Parameters, drparam.Target)
+	d := PlanHeartbeat(HeartbeatInput{DB: "sales", Source: "src", Heartbeat: &schemas.Heartbeat{Database: "sales", PreviousEventID: &prev}, Replica: db})
+	if d.Outcome != Halt || d.Reason != ReasonFailedOver || !strings.Contains(d.Detail, "failed over") {
+		t.Errorf("decision %s %s (%s), want a halt failed_over", d.Outcome, d.Reason, d.Detail)
+	}
+}
+
+// TestApplierForgetsDroppedDatabaseAge: once a database's DROP_DATABASE
+// is done, its replica_age series goes (a dropped database has no replica
+// to age, and an age growing forever would breach its RPO and alert);
+// the RPO series stays.
+func TestApplierForgetsDroppedDatabaseAge(t *testing.T) {
+	f := newKFix(t, "a")
+	evs := chained(at(createDB(1, "a"))) // an hour old
+	f.publishAll(1, evs)
+	r := f.start("g", t.TempDir(), func(c *Config) {
+		c.RPO = func(db string) time.Duration { return 90 * time.Second }
+	})
+	waitFor(t, "the replica's age reported", func() (bool, string) {
+		v, ok := r.metric(t, "hivedr_replica_age_seconds", map[string]string{"db": "a"})
+		return ok && v > 3500, fmt.Sprintf("age %v (present %v)", v, ok)
+	})
+	drop := dropDB(2, "a")
+	drop.EventTime = evs[0].EventTime.Add(time.Second)
+	drop.PreviousEventID = id(1)
+	// A table's drop logged after its database's (two sessions at once)
+	// leaves it dropped.
+	late := dropTable(3, srcTable("a", "t", nil, "x int"))
+	late.EventTime, late.PreviousEventID = drop.EventTime, id(2)
+	f.publish(drop, late)
+	waitFor(t, "the database dropped on DR and no replica age for it", func() (bool, string) {
+		v, ok := r.metric(t, "hivedr_replica_age_seconds", map[string]string{"db": "a"})
+		return f.ms.db("a") == nil && !ok, fmt.Sprintf("DR database %v, age %v (present %v)", f.ms.db("a") != nil, v, ok)
+	})
+	if _, ok := r.metric(t, "hivedr_rpo_seconds", map[string]string{"db": "a"}); !ok {
+		t.Error("hivedr_rpo_seconds{db=a} is gone too")
 	}
 }

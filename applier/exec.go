@@ -1,6 +1,8 @@
 package applier
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/location"
 )
@@ -27,7 +30,7 @@ type Metastore interface {
 	AlterTableWithEnvironmentContext(ctx context.Context, db, name string, t *hive_metastore.Table, env *hive_metastore.EnvironmentContext) error
 	DropTable(ctx context.Context, db, name string, deleteData bool) error
 	GetPartitionsByNamesReq(ctx context.Context, req *hive_metastore.GetPartitionsByNamesRequest) (*hive_metastore.GetPartitionsByNamesResult_, error)
-	GetPartitionNames(ctx context.Context, db, table string, max int16) ([]string, error)
+	EachPartitionName(ctx context.Context, db, table string, fn func(name string)) error
 	AddPartitions(ctx context.Context, parts []*hive_metastore.Partition) (int32, error)
 	AlterPartitions(ctx context.Context, db, table string, parts []*hive_metastore.Partition) error
 	RenamePartition(ctx context.Context, db, table string, vals []string, part *hive_metastore.Partition) error
@@ -35,11 +38,21 @@ type Metastore interface {
 	DropPartitionsReq(ctx context.Context, req *hive_metastore.DropPartitionsRequest) (*hive_metastore.DropPartitionsResult_, error)
 }
 
-// Files lists and removes DR data files (PruneFiles).
+// Files lists and removes DR data files, and lists source ones
+// (PruneFiles).
 type Files interface {
 	// List returns the locations of the files directly under dir.
 	List(ctx context.Context, dir string) ([]string, error)
 	Remove(ctx context.Context, loc string) error
+}
+
+// DirLister is implemented by Files that can list a directory's
+// subdirectories (fs.Router.ListDirs): the names of those directly under
+// dir, none for a missing dir. A plan that prunes many directories of one
+// parent (a bootstrap's batch of partitions, a run of overwrites) asks
+// the parent once and lists only the directories that exist.
+type DirLister interface {
+	ListDirs(ctx context.Context, dir string) ([]string, error)
 }
 
 // WrittenAfter reports whether a copy task of an event after eventID wrote
@@ -52,6 +65,68 @@ type executor struct {
 	files        Files
 	writtenAfter WrittenAfter
 	cache        *cache // of the worker's own database; nil: none
+
+	// shared are the parents of two or more directories the plan's
+	// actions prune (prepare), and dirs what ListDirs said of each parent
+	// asked (the subdirectories, by name).
+	shared map[location.Location]bool
+	dirs   map[location.Location]map[string]bool
+}
+
+// prepare notes what the actions ahead prune: the parents of two or more
+// of their directories are listed once (DirLister), not every directory.
+func (x *executor) prepare(actions []Action) {
+	seen := map[location.Location]bool{}
+	for _, a := range actions {
+		pr, ok := a.(PruneFiles)
+		if !ok {
+			continue
+		}
+		l, err := location.Parse(pr.Dir)
+		if err != nil {
+			continue
+		}
+		if parent := l.Dir(); seen[parent] {
+			if x.shared == nil {
+				x.shared = map[location.Location]bool{}
+			}
+			x.shared[parent] = true
+		} else {
+			seen[parent] = true
+		}
+	}
+}
+
+// absent reports whether dir does not exist, when its parent is one the
+// plan prunes several directories of (prepare) and the files can list
+// subdirectories: one listing of the parent answers for all of them. A
+// directory that does not exist holds no file to prune. false when it
+// cannot tell.
+func (x *executor) absent(ctx context.Context, dir location.Location) (bool, error) {
+	parent := dir.Dir()
+	dl, ok := x.files.(DirLister)
+	if !ok || !x.shared[parent] || parent == dir {
+		return false, nil
+	}
+	subs, known := x.dirs[parent]
+	if !known {
+		names, err := dl.ListDirs(ctx, parent.String())
+		if errors.Is(err, fs.ErrNoListing) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("list the directories under %s: %w", parent, err)
+		}
+		subs = make(map[string]bool, len(names))
+		for _, n := range names {
+			subs[n] = true
+		}
+		if x.dirs == nil {
+			x.dirs = map[location.Location]map[string]bool{}
+		}
+		x.dirs[parent] = subs
+	}
+	return !subs[dir.Base()], nil
 }
 
 // RefusedError is the metastore refusing an operation (as opposed to the
@@ -87,6 +162,13 @@ func classify(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
+// isConflict reports whether the metastore refused because an object
+// already exists or does not exist.
+func isConflict(r *RefusedError) bool {
+	var ae *hive_metastore.AlreadyExistsException
+	return errors.As(r.Err, &ae) || isNoSuchObject(r.Err)
+}
+
 func isNoSuchObject(err error) bool {
 	var n *hive_metastore.NoSuchObjectException
 	return errors.As(err, &n)
@@ -105,7 +187,7 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 		c = &cache{} // caches nothing: no database is c.db
 	}
 	for _, name := range t.Databases {
-		if db, ok := c.dbs[name]; ok && name == c.db {
+		if db, ok := c.cachedDB(name, time.Now()); ok {
 			if db != nil {
 				r.Databases[name] = db
 			}
@@ -118,9 +200,7 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 		if err != nil {
 			return r, classify("get database "+name, err)
 		}
-		if name == c.db {
-			c.dbs[name] = db
-		}
+		c.readDB(name, db, time.Now())
 		if db != nil {
 			r.Databases[name] = db
 		}
@@ -136,7 +216,7 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 			continue
 		}
 		// get_table_req: Hive 4 removed get_table.
-		res, err := x.ms.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: k.DB, TblName: k.Name})
+		res, err := x.ms.GetTableReq(ctx, hms.TableRequest(k.DB, k.Name))
 		var tb *hive_metastore.Table
 		switch {
 		case isNoSuchObject(err):
@@ -168,6 +248,9 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 				if p != nil {
 					r.Partitions[k] = p
 				}
+				continue
+			}
+			if tk.DB == c.db && c.absent(k) {
 				continue
 			}
 			unknown = append(unknown, k)
@@ -206,13 +289,25 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 // holds as Thrift objects at once.
 const inventoryPage = 1000
 
+// inventoryWindow is how many partition names of one DR table the
+// inventory holds at once: the names are streamed (the metastore cannot
+// page them) and kept a window at a time (hms.NamesAfter).
+const inventoryWindow = 10_000
+
+// inventoryMaxStale bounds the stale partitions one inventory holds: an
+// END with more drops them in rounds (Inventory.More), so the applier's
+// memory does not grow with a table's partitions.
+const inventoryMaxStale = 10_000
+
 // inventory reads what the END of bootstrap id converges (InventoryScope):
 // the DR tables of db (all, or the named ones) with the bootstrap that
 // wrote each, and of the tables id wrote (but not created: all their
-// partitions are its own) the partitions it did not write. Partitions are
-// listed by name (get_partition_names) and read in pages of inventoryPage
-// (get_partitions_by_names), so memory holds one page of Thrift objects
-// and the names.
+// partitions are its own) the partitions it did not write, up to
+// inventoryMaxStale (More says there are more). Partition names are
+// streamed (get_partition_names) and kept a window of inventoryWindow at a
+// time; the partitions are read in pages of inventoryPage
+// (get_partitions_by_names). Memory holds a window of names, a page of
+// Thrift objects and the stale partitions found, never a table's all.
 func (x *executor) inventory(ctx context.Context, db, id string, tables []string, all bool) (*Inventory, error) {
 	inv := &Inventory{Tables: map[string]string{}, Stale: map[string][]StalePartition{}}
 	if all {
@@ -221,9 +316,10 @@ func (x *executor) inventory(ctx context.Context, db, id string, tables []string
 			return nil, classify("list the tables of "+db, err)
 		}
 	}
+	stale := 0
 	for _, name := range tables {
 		k := tableKey(db, name)
-		res, err := x.ms.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: k.DB, TblName: k.Name})
+		res, err := x.ms.GetTableReq(ctx, hms.TableRequest(k.DB, k.Name))
 		if isNoSuchObject(err) {
 			continue
 		}
@@ -232,26 +328,40 @@ func (x *executor) inventory(ctx context.Context, db, id string, tables []string
 		}
 		t := res.Table
 		inv.Tables[k.Name] = t.Parameters[drparam.BootstrapID]
-		if t.Parameters[drparam.BootstrapID] != id || t.Parameters[drparam.BootstrapNew] == id || len(t.PartitionKeys) == 0 {
+		if t.Parameters[drparam.BootstrapID] != id || t.Parameters[drparam.BootstrapNew] == id || len(t.PartitionKeys) == 0 || inv.More {
 			continue
 		}
-		names, err := x.ms.GetPartitionNames(ctx, k.DB, k.Name, -1)
-		if err != nil {
-			return nil, classify("list the partitions of "+k.String(), err)
-		}
-		for len(names) > 0 {
-			page := names[:min(inventoryPage, len(names))]
-			names = names[len(page):]
-			res, err := x.ms.GetPartitionsByNamesReq(ctx, &hive_metastore.GetPartitionsByNamesRequest{DbName: k.DB, TblName: k.Name, Names: page})
-			if isNoSuchObject(err) {
-				break
+		for after, more := "", true; more && !inv.More; {
+			w := hms.NewNamesAfter(after, inventoryWindow)
+			if err := x.ms.EachPartitionName(ctx, k.DB, k.Name, w.Add); err != nil {
+				return nil, classify("list the partitions of "+k.String(), err)
 			}
-			if err != nil {
-				return nil, classify("get partitions of "+k.String(), err)
+			var names []string
+			names, more = w.Names()
+			if len(names) > 0 {
+				after = names[len(names)-1]
 			}
-			for _, p := range res.Partitions {
-				if p.Parameters[drparam.BootstrapID] != id {
+			for len(names) > 0 && !inv.More {
+				page := names[:min(inventoryPage, len(names))]
+				names = names[len(page):]
+				res, err := x.ms.GetPartitionsByNamesReq(ctx, &hive_metastore.GetPartitionsByNamesRequest{DbName: k.DB, TblName: k.Name, Names: page})
+				if isNoSuchObject(err) {
+					more = false
+					break
+				}
+				if err != nil {
+					return nil, classify("get partitions of "+k.String(), err)
+				}
+				for _, p := range res.Partitions {
+					if p.Parameters[drparam.BootstrapID] == id {
+						continue
+					}
+					if stale == inventoryMaxStale {
+						inv.More = true
+						break
+					}
 					inv.Stale[k.Name] = append(inv.Stale[k.Name], StalePartition{Name: PartitionName(t.PartitionKeys, p.Values), Values: p.Values})
+					stale++
 				}
 			}
 		}
@@ -305,6 +415,8 @@ func (x *executor) run(ctx context.Context, a Action) error {
 		return nil
 	case PruneFiles:
 		return x.prune(ctx, a)
+	case ReplAllocate, ReplCommit, ReplAbort, PruneObsolete:
+		return x.runACID(ctx, a) // exec_acid.go
 	}
 	return fmt.Errorf("unknown action %T", a)
 }
@@ -332,6 +444,17 @@ func (x *executor) dropPartitionsByName(ctx context.Context, a DropPartitions) e
 // prune removes the files under a.Dir that the source removed, keeping
 // a.Keep and every file a later event's copy task wrote.
 //
+// A later event's copy can be on DR before the applier knows of it: copyd
+// renames a file into place, then commits its completion, and the
+// applier's completion store reads completions as they come. So a file
+// whose name the source directory (a.Source) holds now is kept too: the
+// event left only a.Keep there, so a later event wrote that name, and its
+// copy (here, or still to come and then overwriting it) is what DR must
+// show. A stale file kept this way is removed by the later event that
+// removes it on the source. (The soak found the race: re-driven after
+// kills, an INSERT OVERWRITE removed a later INSERT's freshly copied file,
+// and DR lost it for good.)
+//
 // Invariant (prune never removes what it must keep): every comparison is
 // of canonical locations (package location). Keep and the completions'
 // targets are spelled as the path mapping writes them, the listing as the
@@ -356,11 +479,18 @@ func (x *executor) prune(ctx context.Context, a PruneFiles) error {
 		}
 		keep[l] = true
 	}
+	if gone, err := x.absent(ctx, dir); err != nil || gone {
+		return err
+	}
 	locs, err := x.files.List(ctx, a.Dir)
 	if err != nil {
 		return fmt.Errorf("%s: %w", a, err)
 	}
-	var remove []string
+	// The files the DR directory holds that the event did not leave
+	// there; only when there are any is the source listed (one listing
+	// fewer for the common prune, which removes nothing).
+	var candidates []location.Location
+	listed := map[location.Location]string{} // as the listing spells it
 	for _, loc := range locs {
 		l, err := location.Parse(loc)
 		if err != nil {
@@ -369,8 +499,36 @@ func (x *executor) prune(ctx context.Context, a PruneFiles) error {
 		if l.Dir() != dir || l == dir {
 			return refuse(fmt.Errorf("listing %s gave %s, which is not directly under it", a.Dir, loc))
 		}
-		base := l.Base()
-		if keep[l] || strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") {
+		if !keep[l] && !location.Hidden(l.Base()) {
+			candidates = append(candidates, l)
+			listed[l] = loc
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	held := map[string]bool{}
+	if a.Source != "" {
+		srcLocs, err := x.files.List(ctx, a.Source)
+		switch {
+		case errors.Is(err, fs.ErrNoStore), errors.Is(err, fs.ErrNoListing):
+			// No source filesystem configured here: prune by Keep and
+			// the completions alone, as before.
+			srcLocs = nil
+		case err != nil:
+			return fmt.Errorf("%s: list the source %s: %w", a, a.Source, err)
+		}
+		for _, loc := range srcLocs {
+			l, err := location.Parse(loc)
+			if err != nil {
+				return refuse(fmt.Errorf("listed source file: %w", err))
+			}
+			held[l.Base()] = true
+		}
+	}
+	var remove []string
+	for _, l := range candidates {
+		if held[l.Base()] {
 			continue
 		}
 		later, err := x.writtenAfter(l.String(), a.EventID)
@@ -378,7 +536,7 @@ func (x *executor) prune(ctx context.Context, a PruneFiles) error {
 			return fmt.Errorf("%s: %w", a, err)
 		}
 		if !later {
-			remove = append(remove, loc)
+			remove = append(remove, listed[l])
 		}
 	}
 	for _, loc := range remove {

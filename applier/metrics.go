@@ -18,12 +18,14 @@ type Metrics struct {
 	replicaAge   *prometheus.GaugeVec
 	rpo          *prometheus.GaugeVec
 	waiting      *prometheus.GaugeVec
+	waitingFiles *prometheus.GaugeVec
 	waitSeconds  *prometheus.CounterVec
 	halted       *prometheus.GaugeVec
 	completions  *prometheus.CounterVec
 	undecodable  prometheus.Counter
 
 	bootstrapApplied *prometheus.CounterVec
+	batchEvents      *prometheus.HistogramVec
 }
 
 // NewMetrics makes the applier's metrics.
@@ -35,7 +37,7 @@ func NewMetrics() *Metrics {
 		}, []string{"db", "type", "result"}),
 		applySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hivedr_applier_apply_seconds",
-			Help:    "Time to apply one event to the DR metastore (read state, plan, run actions), by event type; waiting for files is not included.",
+			Help:    "Time to apply one plan to the DR metastore (read state, plan, run actions): an event, a run of events of one table or a batch of a bootstrap's records, by the type of its first; waiting for files is not included.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"type"}),
 		eventLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -47,7 +49,7 @@ func NewMetrics() *Metrics {
 			Name: "hivedr_applier_last_event_id", Help: "Source event ID of the last event applied (or found already applied) per database.",
 		}, []string{"db"}),
 		lastTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "hivedr_applier_last_event_time_seconds", Help: "Source time (Unix seconds) of the last event applied per database.",
+			Name: "hivedr_applier_last_event_timestamp_seconds", Help: "Source time (Unix seconds) of the last event applied per database.",
 		}, []string{"db"}),
 		lagEvents: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hivedr_applier_lag_events", Help: "Events fetched from the database's topic and not yet applied (see also the consumer group's lag).",
@@ -61,8 +63,11 @@ func NewMetrics() *Metrics {
 			Help: "The database's recovery point objective (replication.databases[].rpo): alert when hivedr_replica_age_seconds exceeds it.",
 		}, []string{"db"}),
 		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "hivedr_applier_waiting", Help: "1 while a database's worker waits, by reason (waiting_for_files, cross_database, source_gone, copy_failed); the gauge value for waiting_for_files is the number of files.",
+			Name: "hivedr_applier_waiting", Help: "1 while a database's worker waits, by reason (waiting_for_files, cross_database, source_gone, copy_failed); no series when it does not wait.",
 		}, []string{"db", "reason"}),
+		waitingFiles: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hivedr_applier_waiting_files", Help: "Files the event (or batch) a database's worker waits for have no successful completion yet; no series when it does not wait for files.",
+		}, []string{"db"}),
 		waitSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hivedr_applier_wait_seconds_total", Help: "Time workers spent waiting, by database and reason.",
 		}, []string{"db", "reason"}),
@@ -76,6 +81,11 @@ func NewMetrics() *Metrics {
 			Name: "hivedr_applier_bootstrap_applied_total",
 			Help: "Bootstrap records done (applied, found applied, or left out because a later event removes the object), by database and kind: tables, partitions, and the files of those records. The DR database's hivedr.bootstrap.applied parameter holds the same figures for the bootstrap in progress.",
 		}, []string{"db", "kind"}),
+		batchEvents: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hivedr_applier_batch_events",
+			Help:    "Events (or bootstrap records) one plan of a database's worker applied or found applied: 1 for an event alone, more for a run of events on one table or a batch of a bootstrap's partition records, applied in one set of metastore calls.",
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000},
+		}, []string{"db"}),
 		undecodable: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hivedr_applier_undecodable_completions_total", Help: "Completion records that did not decode (logged with their offset); an event waiting for one waits until it is re-copied.",
 		}),
@@ -86,7 +96,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	var errs []error
 	for _, c := range []prometheus.Collector{m.events, m.applySeconds, m.eventLag, m.lastID, m.lastTime,
-		m.lagEvents, m.replicaAge, m.rpo, m.waiting, m.waitSeconds, m.halted, m.completions, m.undecodable, m.bootstrapApplied} {
+		m.lagEvents, m.replicaAge, m.rpo, m.waiting, m.waitingFiles, m.waitSeconds, m.halted, m.completions, m.undecodable, m.bootstrapApplied, m.batchEvents} {
 		errs = append(errs, reg.Register(c))
 	}
 	return errors.Join(errs...)

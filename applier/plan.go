@@ -78,9 +78,11 @@ type Input struct {
 	// topic, oldest first: a file that can no longer be copied is
 	// tolerated only if one of them removes or replaces its object.
 	Later []*schemas.Event
-	// Batch are more HIVEDR_SNAPSHOT_PARTITION records right after Event
-	// on the topic, of the same bootstrap and table as Event (itself one),
-	// planned with it as one batch; Later follows the last of them.
+	// Batch are more records right after Event on the topic planned with
+	// it as one batch: HIVEDR_SNAPSHOT_PARTITION records of the same
+	// bootstrap and table as Event (itself one), or events of the same
+	// table that may join Event's run (RunKey, batch.go). Later follows
+	// the last of them.
 	Batch []*schemas.Event
 	// Inventory is what the convergence of a bootstrap's END reads of the
 	// DR database (see InventoryScope); nil for every other record.
@@ -152,8 +154,9 @@ func CheckChain(db, record string, prev *int64, cur *hive_metastore.Database) (D
 		"is at event %d: the topic no longer holds the records of events %d..%d (Kafka's retention deleted them while the "+
 		"applier was stopped, the topic was recreated, or the DR database was restored from an older backup). If the topic "+
 		"still holds them (a restored DR database), reset the applier group's offset on the topic to re-drive; otherwise "+
-		"the database needs a new bootstrap. To accept the loss and go on, restart the applier with --skip-event %s:%d",
-		record, *prev, db, last, last+1, *prev, db, *prev), true
+		"bootstrap the database again: %s (its BEGIN later on the topic releases this halt). To accept the loss and go on, "+
+		"restart the applier with --skip-event %s:%d",
+		record, *prev, db, last, last+1, *prev, BootstrapCommand(db), db, *prev), true
 }
 
 // Decision is Plan's answer.
@@ -169,6 +172,14 @@ type Decision struct {
 	// WaitDB is the database whose repl.last.id must reach the event
 	// before this worker may go on (cross-database renames).
 	WaitDB string
+	// Covered is how many records of Input.Batch an Apply or NoOp covers
+	// beyond Input.Event (the worker moves past them too): all of a
+	// bootstrap's batch, the prefix of a run that applies together.
+	Covered int
+	// Results are, for a run of events (Covered > 0 and not a bootstrap's
+	// records), each covered event's own result: applied, or its no-op
+	// reason.
+	Results []Reason
 }
 
 // Touched lists the DR objects whose state Plan needs for an event.
@@ -230,6 +241,14 @@ func Touches(db string, ev *schemas.Event) Touched {
 		if p.Partition != nil {
 			t.Partitions = append(t.Partitions, partKey(tk, p.Partition.Values))
 		}
+	case *schemas.WriteIDAllocation:
+		t.Tables = append(t.Tables, tableKey(p.Database, p.Table))
+	case *schemas.Transaction:
+		for _, w := range p.WriteIDs {
+			if k := tableKey(w.Database, w.Table); strings.EqualFold(k.DB, db) && !slices.Contains(t.Tables, k) {
+				t.Tables = append(t.Tables, k)
+			}
+		}
 	}
 	return t
 }
@@ -263,7 +282,17 @@ func Plan(in Input) Decision {
 	if isSnapshot(ev.EventType) {
 		// A bootstrap's records have rules of their own (bootstrap.go):
 		// they share the cut's event ID, skip the chain and --skip-event.
-		return p.snapshot(cur)
+		d := p.snapshot(cur)
+		if d.Outcome == Apply || d.Outcome == NoOp {
+			d.Covered = len(in.Batch)
+		}
+		return d
+	}
+	if len(in.Batch) > 0 {
+		return planRun(in) // batch.go
+	}
+	if d, refused := p.failedOver(cur); refused {
+		return d // before anything else: not even a no-op is planned into it
 	}
 	if cur != nil && stamp(cur.Parameters) >= ev.EventID {
 		return Decision{Outcome: NoOp, Reason: ReasonAlreadyApplied,
@@ -306,6 +335,12 @@ func Plan(in Input) Decision {
 		// commit): the drop leaves no watermark to say so.
 		return p.noop(ReasonAlreadyApplied, "DR database %s does not exist", p.db)
 	}
+	if cur == nil && (ev.EventType == schemas.EventDropTable || ev.EventType == schemas.EventDropPartition) {
+		// What it drops went with its database: the state it leads to
+		// holds. (Seen when a table's drop commits on the source after its
+		// database's: two sessions dropping at once.)
+		return p.noop(ReasonAlreadyApplied, "DR database %s does not exist, nor anything in it that %s would drop", p.db, ev.EventType)
+	}
 	if cur == nil && ev.EventType == schemas.EventDiscontinuity {
 		// Nothing on DR can be stale: the next event creates the
 		// database, or halts database_missing.
@@ -316,7 +351,7 @@ func Plan(in Input) Decision {
 			return Decision{Outcome: NoOp, Reason: supersededReason(s),
 				Detail: fmt.Sprintf("DR database %s does not exist and event %d (%s) drops or replaces it", p.db, s.EventID, s.EventType)}
 		}
-		return halt(ReasonDatabaseMissing, "DR database %s does not exist: replicate it from its CREATE_DATABASE event or bootstrap it", p.db)
+		return halt(ReasonDatabaseMissing, "DR database %s does not exist: replicate it from its CREATE_DATABASE event or bootstrap it (%s)", p.db, BootstrapCommand(p.db))
 	}
 	d := p.plan()
 	if d.Outcome == Apply || d.Outcome == NoOp {
@@ -379,6 +414,9 @@ type HeartbeatInput struct {
 // heartbeats, so its replica age cannot look fresh over lost events.
 func PlanHeartbeat(in HeartbeatInput) Decision {
 	db, cur := strings.ToLower(in.DB), in.Replica
+	if d, refused := failedOverHalt(db, cur); refused {
+		return d // loud even when only heartbeats come
+	}
 	if cur == nil || cur.Parameters[drparam.Target] != drparam.TargetMark(in.Source) {
 		return Decision{Outcome: NoOp, Reason: ReasonHeartbeat} // events decide what to do with such a database
 	}
@@ -414,10 +452,16 @@ type planner struct {
 	// stampID is the repl.last.id the objects written get: the event's
 	// ID, or for a bootstrap's table or partition its stamp.
 	stampID int64
+	// gone are the files of bootstrap records written without them: the
+	// source no longer had them (filesReady).
+	gone []string
 }
 
 // notOurs refuses a DR database that is not this pipeline's replica.
 func (p *planner) notOurs(cur *hive_metastore.Database) (Decision, bool) {
+	if d, refused := p.failedOver(cur); refused {
+		return d, true
+	}
 	if cur == nil || cur.Parameters[drparam.Target] == drparam.TargetMark(p.in.Source) {
 		return Decision{}, false
 	}
@@ -426,6 +470,20 @@ func (p *planner) notOurs(cur *hive_metastore.Database) (Decision, bool) {
 			p.db, drparam.Target, got, drparam.TargetMark(p.in.Source)), true
 	}
 	return halt(ReasonNotAReplica, "DR database %s exists but is not a replication target (no %s parameter): refusing to write into it", p.db, drparam.Target), true
+}
+
+// failedOver refuses a DR database that `hivedr failover` made the
+// primary (drparam.FailedOverAt).
+func (p *planner) failedOver(cur *hive_metastore.Database) (Decision, bool) {
+	return failedOverHalt(p.db, cur)
+}
+
+func failedOverHalt(db string, cur *hive_metastore.Database) (Decision, bool) {
+	if cur == nil || cur.Parameters[drparam.FailedOverAt] == "" {
+		return Decision{}, false
+	}
+	return halt(ReasonFailedOver, "DR database %s was failed over at %s (%s, reflecting source event %s): it is the primary now; refusing to write into it (stop this pipeline's applier for it, or fail back)",
+		db, cur.Parameters[drparam.FailedOverAt], cur.Parameters[drparam.FailoverMode], cur.Parameters[drparam.FailoverEventID]), true
 }
 
 func halt(reason Reason, format string, args ...any) Decision {
@@ -499,21 +557,38 @@ func (p *planner) plan() Decision {
 			return p.noPayload()
 		}
 		return p.insert(c)
-	case schemas.EventOpenTxn, schemas.EventCommitTxn, schemas.EventAbortTxn, schemas.EventAllocWriteID:
-		if t, ok := ev.Payload.(*schemas.Transaction); ok && len(t.WriteIDs) > 0 {
-			return halt(ReasonAcidUnsupported, "%s %d wrote to transactional tables (%s.%s, ...): hivedr does not replicate ACID tables yet",
-				ev.EventType, ev.EventID, t.WriteIDs[0].Database, t.WriteIDs[0].Table)
+	case schemas.EventAllocWriteID:
+		a, ok := ev.Payload.(*schemas.WriteIDAllocation)
+		if !ok {
+			return p.noPayload()
 		}
-		return p.noop(ReasonTransaction, "%s touches no non-transactional table", ev.EventType)
+		return p.allocWriteIDs(a) // acid.go
+	case schemas.EventCommitTxn:
+		t, ok := ev.Payload.(*schemas.Transaction)
+		if !ok {
+			return p.noPayload()
+		}
+		return p.commitTxn(t)
+	case schemas.EventAbortTxn:
+		t, ok := ev.Payload.(*schemas.Transaction)
+		if !ok || len(t.TxnIDs) != 1 {
+			return p.noPayload()
+		}
+		return apply(ReplAbort{Policy: p.db, SrcTxn: t.TxnIDs[0]})
+	case schemas.EventOpenTxn:
+		// DR opens its transaction when the source's allocates a write ID
+		// in this database (OPEN_TXN names no database: the tailer
+		// publishes none).
+		return p.noop(ReasonTransaction, "%s: opened on DR with its first write ID", ev.EventType)
 	case schemas.EventAcidWrite, schemas.EventBatchAcidWrite:
-		return halt(ReasonAcidUnsupported, "%s on %s.%s: hivedr does not replicate ACID tables yet", ev.EventType, ev.Database, ev.Table)
+		return p.noop(ReasonAcidWriteAtCommit, "%s on %s.%s: the write is applied with its COMMIT_TXN", ev.EventType, ev.Database, ev.Table)
 	case schemas.EventDiscontinuity:
 		// Plan returned already if the DR database is at or past S.
 		x := stamp(p.in.Replica.Databases[p.db].Parameters)
 		return halt(ReasonNeedsBootstrap, "%s: a tailer started without a checkpoint after event %d, but DR database %s is at event %d: "+
-			"events %d..%d of the database may never have been published. Bootstrap the database (hivedr bootstrap -db %s); a bootstrap "+
+			"events %d..%d of the database may never have been published. Bootstrap the database (%s); a bootstrap "+
 			"of it later on the topic releases this halt. To accept the possible loss instead, restart the applier with --skip-event %s:%d",
-			ev.EventType, ev.EventID, p.db, x, x+1, ev.EventID, p.db, p.db, ev.EventID)
+			ev.EventType, ev.EventID, p.db, x, x+1, ev.EventID, BootstrapCommand(p.db), p.db, ev.EventID)
 	}
 	if r, ok := notReplicated[typ]; ok {
 		return p.noop(r, "%s events are not replicated", ev.EventType)
@@ -586,8 +661,8 @@ func (p *planner) putDatabase(src *schemas.Database) Decision {
 
 // drDatabase is the DR database for the source's src: its definition,
 // locations mapped, hivedr's own parameters of the current DR database
-// kept (but the halt note) and marked as this pipeline's replica; no
-// repl.last.id. ok is false when it cannot be made (d says why).
+// kept (but the halt note), the source's own dropped, and marked as this
+// pipeline's replica; no repl.last.id. ok is false when it cannot be made (d says why).
 func (p *planner) drDatabase(src *schemas.Database) (db *hive_metastore.Database, d Decision, ok bool) {
 	if !strings.EqualFold(src.Name, p.db) {
 		return nil, halt(ReasonDecode, "%s event %d names database %s on the topic of %s", p.ev.EventType, p.ev.EventID, src.Name, p.db), false
@@ -611,6 +686,15 @@ func (p *planner) drDatabase(src *schemas.Database) (db *hive_metastore.Database
 			return nil, pathHalt(err), false
 		}
 		db.ManagedLocationUri = &m
+	}
+	for k := range db.Parameters {
+		// A source that is itself a replica, or was one (a reverse
+		// pipeline after a failover reads the failed-over database),
+		// carries hivedr's bookkeeping of its own pipeline: it means
+		// nothing here, and its failover mark would stop this applier.
+		if strings.HasPrefix(k, drparam.OwnPrefix) {
+			delete(db.Parameters, k)
+		}
 	}
 	cur := p.in.Replica.Databases[p.db]
 	if cur != nil {
@@ -702,7 +786,7 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 		// a re-run is a no-op, so a crash in between must not lose the prune.
 		var acts []Action
 		if c.IsTruncate && len(t.PartitionKeys) == 0 && t.Sd != nil && t.Sd.Location != "" {
-			acts = append(acts, PruneFiles{Dir: t.Sd.Location, EventID: e})
+			acts = append(acts, PruneFiles{Dir: t.Sd.Location, EventID: e, Source: c.After.Location})
 		}
 		if recreate {
 			return apply(append(acts, CreateTable{Table: t})...)
@@ -712,6 +796,18 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 
 	// A rename.
 	if dst != nil && stamp(dst.Parameters) >= e {
+		if cur != nil && stamp(cur.Parameters) < e && bk.DB == p.db && p.in.Policy.Replicated(bk.DB, bk.Name) {
+			// The new name was read after the rename (a bootstrap read the
+			// table under it), while the old name still holds an older
+			// state (the bootstrap had published it before the rename):
+			// the rename is done under the new name, and the old name is
+			// gone at the source, so it goes here too (data kept, as for
+			// drops). A table made again under the old name later carries
+			// a later stamp, so a re-drive never drops it.
+			d := apply(DropTable{DB: bk.DB, Name: bk.Name})
+			d.Detail = fmt.Sprintf("%s is already on DR under its new name %s (at event %d, read after the rename); the old name goes", bk, ak, stamp(dst.Parameters))
+			return d
+		}
 		return p.noop(ReasonAlreadyApplied, "%s is at event %d", ak, stamp(dst.Parameters))
 	}
 	fromInScope := p.in.Policy.Replicated(bk.DB, bk.Name)
@@ -761,7 +857,33 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 		}
 		return apply(DropTable{DB: bk.DB, Name: bk.Name})
 	}
+	if cur == nil && dst != nil && !cross {
+		// The old name is gone from DR and the new one holds an older
+		// stamp: a bootstrap read the table under its new name, after the
+		// rename (a table cannot be renamed onto a name that exists, so no
+		// other holder of the name can be older than the rename on a
+		// replica applied up to it). The rename is done; its event sets
+		// the table as a re-drive would.
+		t, err := p.table(c.After)
+		if err != nil {
+			return pathHalt(err)
+		}
+		d := apply(AlterTable{DB: ak.DB, Name: ak.Name, Table: t})
+		d.Detail = fmt.Sprintf("%s is already on DR under its new name %s (at event %d, read after the rename)", bk, ak, stamp(dst.Parameters))
+		return d
+	}
 	if cur == nil {
+		// Left out earlier (a file of it could not be copied) because a
+		// later event removes or replaces it: that event names the table
+		// by its new name, after this rename.
+		if s := p.supersededBy(objKey{db: ak.DB, table: ak.Name}); s != nil {
+			d := p.noop(supersededReason(s), "%s (renamed to %s) does not exist on DR; event %d (%s) removes or replaces it",
+				bk, ak, s.EventID, s.EventType)
+			if dst != nil && ak.DB == p.db { // a stale holder of the new name
+				d.Outcome, d.Actions = Apply, append([]Action{DropTable{DB: ak.DB, Name: ak.Name}}, d.Actions...)
+			}
+			return d
+		}
 		return p.missing(objKey{db: bk.DB, table: bk.Name}, "%s (renamed to %s) does not exist on DR", bk, ak)
 	}
 	if stamp(cur.Parameters) >= e {
@@ -893,7 +1015,7 @@ func (p *planner) partitions(c *schemas.PartitionChange) Decision {
 			alter = append(alter, np)
 		}
 		if c.IsTruncate && np.Sd != nil && np.Sd.Location != "" {
-			prunes = append(prunes, PruneFiles{Dir: np.Sd.Location, EventID: e})
+			prunes = append(prunes, PruneFiles{Dir: np.Sd.Location, EventID: e, Source: c.After[i].Location})
 		}
 	}
 	// Files of an ADD_PARTITION that no partition's location holds belong
@@ -1061,7 +1183,7 @@ func (p *planner) insert(c *schemas.InsertData) Decision {
 			}
 			keep = append(keep, t)
 		}
-		acts = append(acts, PruneFiles{Dir: dir, Keep: keep, EventID: e})
+		acts = append(acts, PruneFiles{Dir: dir, Keep: keep, EventID: e, Source: insertSource(c)})
 	}
 	return apply(append(acts, meta)...)
 }
@@ -1111,9 +1233,24 @@ func (p *planner) filesReady(obj objKey, files []schemas.FileRef) (Decision, boo
 		if c.OK() {
 			continue
 		}
-		if s := p.supersededBy(obj); s != nil {
+		if s := p.fileSupersededBy(obj); s != nil {
 			return p.noop(supersededReason(s), "file %s could not be copied (%s) but event %d (%s) removes or replaces it",
 				f.URI, c.Status, s.EventID, s.EventType), false
+		}
+		if c.Status == schemas.StatusSourceGone && isSnapshot(p.ev.EventType) {
+			// A bootstrap's record lists the files its object had when the
+			// tailer listed it; one gone since was removed after that
+			// listing. If the metastore removed it (a drop, an overwrite)
+			// the event that did is past the record's stamp and comes after
+			// the END, usually far beyond the look-ahead (the rest of the
+			// snapshot is in between), so waiting for it would only halt;
+			// if something else removed it the source no longer has it at
+			// all. Either way the object is written without the file and the
+			// events after the stamp converge it (guarantee 4 is kept by the
+			// END: the replica is complete again only once those events are
+			// applied in their order). A FAILED copy still waits.
+			p.gone = append(p.gone, f.URI)
+			continue
 		}
 		reason := ReasonCopyFailed
 		if c.Status == schemas.StatusSourceGone {
@@ -1127,6 +1264,18 @@ func (p *planner) filesReady(obj objKey, files []schemas.FileRef) (Decision, boo
 		return waitFiles(pending), false
 	}
 	return Decision{}, true
+}
+
+// insertSource is the source directory an INSERT wrote to, as the event
+// names it ("" when it does not).
+func insertSource(c *schemas.InsertData) string {
+	switch {
+	case c.Partition != nil:
+		return c.Partition.Location
+	case c.Table != nil:
+		return c.Table.Location
+	}
+	return ""
 }
 
 func waitFiles(tasks []string) Decision {
@@ -1147,8 +1296,24 @@ func (p *planner) missing(obj objKey, format string, args ...any) Decision {
 // replaces obj as a whole: drops it (or its table or database), truncates
 // it, overwrites it with an INSERT OVERWRITE, or begins a bootstrap that
 // covers it (the bootstrap brings it whole as of its cut, files first, or
-// drops it at its END if the source no longer has it).
-func (p *planner) supersededBy(obj objKey) *schemas.Event {
+// drops it at its END if the source no longer has it). A later rename of
+// obj's table is followed: the events after it name the table by its new
+// name (the soak found an INSERT OVERWRITE of a renamed table's partition
+// taken for an unrelated event, and the database halted).
+func (p *planner) supersededBy(obj objKey) *schemas.Event { return p.superseded(obj, true) }
+
+// fileSupersededBy is supersededBy for an object on DR one of whose files
+// could not be copied: a later rename away does not remove it (the file
+// moved with the table; the object under its new name still needs it),
+// so the rename is followed to an event that removes or replaces the
+// renamed object.
+func (p *planner) fileSupersededBy(obj objKey) *schemas.Event { return p.superseded(obj, false) }
+
+// superseded is supersededBy; renameRemoves says whether a later rename
+// of obj's table away counts as removing obj (for an object missing on
+// DR: a bootstrap that read the table under its new name holds what the
+// events on the old name before the rename did).
+func (p *planner) superseded(obj objKey, renameRemoves bool) *schemas.Event {
 	for _, ev := range p.in.Later {
 		if len(ev.Errors) > 0 {
 			return nil // the worker halts there; nothing beyond counts
@@ -1156,8 +1321,27 @@ func (p *planner) supersededBy(obj objKey) *schemas.Event {
 		if removes(ev, obj) {
 			return ev
 		}
+		next := renamed(ev, obj)
+		if renameRemoves && next != obj {
+			return ev
+		}
+		obj = next
 	}
 	return nil
+}
+
+// renamed is obj under the name ev gives its table, when ev renames it.
+func renamed(ev *schemas.Event, obj objKey) objKey {
+	c, ok := ev.Payload.(*schemas.TableChange)
+	if !ok || ev.EventType != schemas.EventAlterTable || obj.table == "" || c.Before == nil || c.After == nil {
+		return obj
+	}
+	before, after := tableKey(c.Before.Database, c.Before.Name), tableKey(c.After.Database, c.After.Name)
+	if before != (TableKey{obj.db, obj.table}) || before == after {
+		return obj
+	}
+	obj.db, obj.table = after.DB, after.Name
+	return obj
 }
 
 // supersededReason is the no-op reason of a record left out because s

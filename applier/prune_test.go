@@ -3,9 +3,11 @@ package applier
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/state"
 )
 
@@ -150,5 +152,110 @@ func TestPruneRefusesWhatItCannotCompare(t *testing.T) {
 	var re *RefusedError
 	if err := x.prune(context.Background(), PruneFiles{Dir: dir, EventID: 10}); !errors.As(err, &re) {
 		t.Errorf("prune with no DR filesystem = %v, want a RefusedError", err)
+	}
+}
+
+// noSource is a routerListing whose source directory no configured
+// filesystem holds.
+type noSource struct{ *routerListing }
+
+func (f noSource) List(ctx context.Context, dir string) ([]string, error) {
+	if dir == "hdfs://src-nn/w/t" {
+		return nil, fmt.Errorf("location %s: %w", dir, fs.ErrNoStore)
+	}
+	return f.routerListing.List(ctx, dir)
+}
+
+// TestPruneKeepsWhatTheSourceHolds: a later INSERT's copy can be on DR
+// before the applier has read its completion (copyd renames into place,
+// then commits). An INSERT OVERWRITE re-driven in that window must not
+// remove it: the source directory still holds that name. A stale file the
+// source no longer holds goes.
+func TestPruneKeepsWhatTheSourceHolds(t *testing.T) {
+	const dr, src = "hdfs://dr-nn:8020/w/t", "hdfs://src-nn/w/t"
+	store, err := state.OpenCompletions(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, tt := range []struct {
+		name   string
+		source string
+		files  Files
+		want   []string
+	}{
+		{"the source names the later file", src, nil, []string{dr + "/000000_0_copy_1"}},
+		{"no source directory named: completions alone", "", nil, []string{dr + "/000000_0_copy_1", dr + "/000000_0_copy_2"}},
+		{"no filesystem for the source: completions alone", src, noSource{}, []string{dr + "/000000_0_copy_1", dr + "/000000_0_copy_2"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			listing := &routerListing{listing: map[string][]string{
+				dr:  {dr + "/000000_0", dr + "/000000_0_copy_1", dr + "/000000_0_copy_2"},
+				src: {"hdfs://src-nn:8020/w/t/000000_0", "hdfs://src-nn:8020/w/t/000000_0_copy_2"},
+			}}
+			var files Files = listing
+			if ns, ok := tt.files.(noSource); ok {
+				ns.routerListing = listing
+				files = ns
+			}
+			x := &executor{files: files, writtenAfter: store.WrittenAfter}
+			err := x.prune(context.Background(), PruneFiles{Dir: dr, Keep: []string{dr + "/000000_0"}, EventID: 10, Source: tt.source})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(listing.removed)
+			if !slices.Equal(listing.removed, tt.want) {
+				t.Errorf("removed %q, want %q", listing.removed, tt.want)
+			}
+		})
+	}
+}
+
+// TestPruneListsWhatExists: a plan pruning several directories of one
+// parent (a bootstrap's batch of partitions) lists the parent's
+// subdirectories once and lists only the directories that exist; a
+// directory holding only what the prune keeps needs no listing of the
+// source; one holding a stale file is listed on both sides and the file
+// goes. A prune alone lists its directory as before.
+func TestPruneListsWhatExists(t *testing.T) {
+	ctx := context.Background()
+	files := newMemFiles()
+	const tbl = "hdfs://dr:9000/w/t"
+	files.put(tbl + "/ds=1/keep")
+	files.put(tbl + "/ds=2/keep")
+	files.put(tbl + "/ds=2/stale")
+	files.put("hdfs://src:8020/w/t/ds=2/keep") // the source side, listed by the same fake
+	x := &executor{files: files, writtenAfter: func(string, int64) (bool, error) { return false, nil }}
+	acts := []Action{
+		PruneFiles{Dir: tbl + "/ds=1", Keep: []string{tbl + "/ds=1/keep"}, EventID: 5, Source: "hdfs://src:8020/w/t/ds=1"},
+		PruneFiles{Dir: tbl + "/ds=2", Keep: []string{tbl + "/ds=2/keep"}, EventID: 5, Source: "hdfs://src:8020/w/t/ds=2"},
+		PruneFiles{Dir: tbl + "/ds=3", EventID: 5, Source: "hdfs://src:8020/w/t/ds=3"},
+		PruneFiles{Dir: tbl + "/ds=4", EventID: 5, Source: "hdfs://src:8020/w/t/ds=4"},
+	}
+	x.prepare(acts)
+	for _, a := range acts {
+		if err := x.run(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]int{"dirs hdfs://dr:9000/w/t": 1, "files hdfs://dr:9000/w/t/ds=1": 1, "files hdfs://dr:9000/w/t/ds=2": 1,
+		"files hdfs://src:8020/w/t/ds=2": 1}
+	if got := files.listed(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("listings %v, want %v", got, want)
+	}
+	if files.has(tbl+"/ds=2/stale") || !files.has(tbl+"/ds=2/keep") || !files.has(tbl+"/ds=1/keep") {
+		t.Errorf("files after the prunes: %v", files.files)
+	}
+
+	// Alone, a prune lists its own directory, and the source only when
+	// the directory holds something not kept.
+	x = &executor{files: files, writtenAfter: func(string, int64) (bool, error) { return false, nil }}
+	a := PruneFiles{Dir: tbl + "/ds=3", EventID: 6, Source: "hdfs://src:8020/w/t/ds=3"}
+	x.prepare([]Action{a})
+	if err := x.run(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := files.listed(), map[string]int{"files hdfs://dr:9000/w/t/ds=3": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("listings %v, want %v", got, want)
 	}
 }

@@ -33,8 +33,8 @@ const (
 	// database: no chain to check, and the replica is not complete up to
 	// it (it is at the bootstrap's END).
 	ReasonInBootstrap Reason = "in_bootstrap"
-	// ReasonTransaction: a transaction event that touched no
-	// non-transactional table.
+	// ReasonTransaction: a transaction event with nothing to do in the
+	// database (an OPEN_TXN, a commit of writes elsewhere).
 	ReasonTransaction Reason = "transaction"
 	// ReasonAppliedByOtherDatabase: a rename across databases, which the
 	// source database's worker carries out.
@@ -68,10 +68,19 @@ const (
 	// will change them.
 	ReasonSourceGone Reason = "source_gone"
 	ReasonCopyFailed Reason = "copy_failed"
+	// ReasonConverging: a bootstrap's END drops DR objects the snapshot
+	// does not have in rounds (more than one inventory holds) and is
+	// planned again after each.
+	ReasonConverging Reason = "bootstrap_converging"
 )
 
 // Reasons of Halt.
 const (
+	// ReasonFailedOver: the DR database was failed over (`hivedr
+	// failover`, drparam.FailedOverAt): it is the primary now, and nothing
+	// of the old pipeline may write into it. Nothing is written on it,
+	// not even hivedr.halted; the log and the metric say it.
+	ReasonFailedOver Reason = "failed_over"
 	// ReasonNotAReplica: the DR database is not a replication target of
 	// this pipeline (drparam.Target).
 	ReasonNotAReplica Reason = "not_a_replica"
@@ -84,8 +93,9 @@ const (
 	// ReasonEntersScope: a table renamed into the scope from a database
 	// that is not replicated (its files were never copied).
 	ReasonEntersScope Reason = "enters_scope"
-	// ReasonAcidUnsupported: the event wrote transactional tables.
-	ReasonAcidUnsupported Reason = "acid_unsupported"
+	// ReasonAcidWriteAtCommit: an ACID write, applied with its
+	// transaction's COMMIT_TXN (which lists the same write).
+	ReasonAcidWriteAtCommit Reason = "acid_write_at_commit"
 	// ReasonUnknownEventType: an event type the applier does not know.
 	ReasonUnknownEventType Reason = "unknown_event_type"
 	// ReasonDecode: the event has no payload of the kind its type needs,
@@ -98,6 +108,10 @@ const (
 	// ReasonListingFailed: the tailer could not list an external table's
 	// directory (schemas.ErrListingFailed).
 	ReasonListingFailed Reason = "listing_failed"
+	// ReasonWritesUnavailable: a COMMIT_TXN whose writes the tailer could
+	// not read whole from the source metastore
+	// (schemas.ErrWritesUnavailable).
+	ReasonWritesUnavailable Reason = "writes_unavailable"
 	// ReasonUnknownError: the tailer recorded an error of a kind this
 	// applier does not know (schemas.ErrUnknown).
 	ReasonUnknownError Reason = "unknown"
@@ -119,6 +133,10 @@ const (
 	ReasonMetastoreRefused Reason = "metastore_refused"
 )
 
+// BootstrapCommand is the command that bootstraps db again: the repair a
+// halt that a bootstrap releases (ReleasedByBootstrap) names.
+func BootstrapCommand(db string) string { return "hivedr bootstrap -db " + db }
+
 // errorReason is the halt reason of an event carrying an error of kind k
 // from the tailer.
 func errorReason(k schemas.EventErrorKind) Reason {
@@ -131,6 +149,8 @@ func errorReason(k schemas.EventErrorKind) Reason {
 		return ReasonPathOutsideRoots
 	case schemas.ErrListingFailed:
 		return ReasonListingFailed
+	case schemas.ErrWritesUnavailable:
+		return ReasonWritesUnavailable
 	}
 	return ReasonUnknownError
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,9 @@ type item struct {
 	err error
 	// control is a transaction marker: nothing to apply, only an offset.
 	control bool
+	// size is the record's encoded size (key and value), counted against
+	// LookAheadBytes.
+	size int64
 }
 
 // worker applies one database's topic, in order.
@@ -41,8 +45,14 @@ type worker struct {
 	mu       sync.Mutex
 	queue    []*item
 	events   int       // events in queue
+	bytes    int64     // the queue's records' encoded size
 	complete time.Time // source time up to which the replica is complete
-	wake     chan struct{}
+	// dropped: the database's DROP_DATABASE was done, and no
+	// CREATE_DATABASE or bootstrap BEGIN since. A dropped database has no
+	// replica to age: its replica_age series is removed (else it would
+	// grow past the RPO and alert forever).
+	dropped bool
+	wake    chan struct{}
 
 	ms      Metastore
 	closeMS func() error
@@ -64,27 +74,40 @@ func newWorker(parent context.Context, a *Applier, db, topic string, partition i
 	}
 }
 
-// push appends items. Beyond LookAhead events it pauses fetching of the
-// topic; pop resumes it once the queue is at most half full. Both decide
-// under w.mu, so a pause is never made on a count that a concurrent pop
-// has already drained (the topic would stay paused with nothing queued
-// to resume it).
+// push appends items. Beyond LookAhead events or LookAheadBytes it pauses
+// fetching of the topic; pop resumes it once the queue is at most half
+// full by both. Both decide under w.mu, so a pause is never made on a
+// count that a concurrent pop has already drained (the topic would stay
+// paused with nothing queued to resume it).
 func (w *worker) push(items []*item) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, it := range items {
 		w.queue = append(w.queue, it)
+		w.bytes += it.size
 		if it.ev != nil {
 			w.events++
 		}
 	}
-	if w.events > w.a.cfg.LookAhead {
+	if w.full() {
 		w.a.cl.PauseFetchTopics(w.topic)
 	}
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
+}
+
+// full reports whether the queue is past its look-ahead; under w.mu.
+func (w *worker) full() bool {
+	return w.events > w.a.cfg.LookAhead || w.bytes > w.a.cfg.LookAheadBytes
+}
+
+// drained reports whether the queue is down to half its look-ahead, by
+// events and by bytes: a paused topic is fetched again; under w.mu.
+// (<=: with LookAhead 1, half is 0.)
+func (w *worker) drained() bool {
+	return w.events <= w.a.cfg.LookAhead/2 && w.bytes <= w.a.cfg.LookAheadBytes/2
 }
 
 func (w *worker) stop() { w.cancel() }
@@ -107,6 +130,7 @@ func (w *worker) run() {
 		w.a.m.rpo.DeleteLabelValues(w.db)
 		w.a.m.halted.DeletePartialMatch(map[string]string{"db": w.db})
 		w.a.m.waiting.DeletePartialMatch(map[string]string{"db": w.db})
+		w.a.m.waitingFiles.DeleteLabelValues(w.db)
 	}()
 	if w.a.cfg.RPO != nil {
 		w.a.m.rpo.WithLabelValues(w.db).Set(w.a.cfg.RPO(w.db).Seconds())
@@ -136,31 +160,67 @@ func (w *worker) run() {
 	}
 }
 
-// batch returns the items a plan of head covers: head, and when head is
-// a bootstrap's SNAPSHOT_PARTITION record, the consecutive records after
-// it in the queue that are partition records of the same bootstrap and
-// table (transaction markers between them included), up to
-// BatchPartitions records. Only what the queue holds is taken.
+// batch returns the items a plan of head may cover: head, and when head
+// is a bootstrap's SNAPSHOT_PARTITION record, the consecutive records
+// after it in the queue that are partition records of the same bootstrap
+// and table, up to BatchPartitions records; when head may start a run of
+// events on one table (RunKey), the consecutive events after it that may
+// join it, up to BatchPartitions partitions (transaction markers between
+// them included, a heartbeat ends it). Only what the queue holds is
+// taken; the plan decides how many of them it covers (Decision.Covered).
 func (w *worker) batch(head *item) []*item {
 	items := []*item{head}
-	key, ok := partitionBatchKey(head.ev)
-	if !ok || w.a.cfg.BatchPartitions <= 1 {
+	if w.a.cfg.BatchPartitions <= 1 {
 		return items
 	}
+	if key, ok := partitionBatchKey(head.ev); ok {
+		return append(items, w.following(func(ev *schemas.Event, n int) (int, bool) {
+			k, ok := partitionBatchKey(ev)
+			return 1, ok && k == key && 1+n < w.a.cfg.BatchPartitions
+		}, false)...)
+	}
+	tk, n0, ok := RunKey(w.db, head.ev)
+	if !ok {
+		return items
+	}
+	return append(items, w.following(func(ev *schemas.Event, n int) (int, bool) {
+		k, m, ok := RunKey(w.db, ev)
+		return m, ok && k == tk && n0+n+m <= w.a.cfg.BatchPartitions
+	}, true)...)
+}
+
+// following returns the consecutive items after the queue's head that
+// join its batch: take says, given what the items taken so far count,
+// what the next event counts and whether it is taken. Transaction
+// markers between taken events are taken too, and with heartbeats so
+// are heartbeats whose chain the event before them already satisfies
+// (their previous event is at most that one: applied with the batch,
+// the DR database is past it); anything else that is not an event ends
+// the batch.
+func (w *worker) following(take func(ev *schemas.Event, n int) (int, bool), heartbeats bool) []*item {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n, last := 1, 0
-	for i := 1; i < len(w.queue) && n < w.a.cfg.BatchPartitions; i++ {
+	n, last := 0, 0
+	prev := w.queue[0].ev
+	for i := 1; i < len(w.queue); i++ {
 		it := w.queue[i]
 		if it.control {
 			continue
 		}
-		if k, ok := partitionBatchKey(it.ev); !ok || k != key {
+		if hb := it.hb; hb != nil && heartbeats && prev != nil && hb.PreviousEventID != nil && *hb.PreviousEventID <= prev.EventID {
+			continue
+		}
+		if it.ev == nil {
 			break
 		}
-		n, last = n+1, i
+		prev = it.ev
+		m, ok := take(it.ev, n)
+		if !ok {
+			break
+		}
+		n, last = n+m, i
 	}
-	return append(items, w.queue[1:last+1]...)
+	return slices.Clone(w.queue[1 : last+1])
 }
 
 // batchKey is what the partition records of one batch share.
@@ -205,8 +265,17 @@ func (w *worker) pop(it *item) { w.popN([]*item{it}) }
 // commit: they are done (a batch, together).
 func (w *worker) popN(items []*item) {
 	w.mu.Lock()
+	clear(w.queue[:len(items)]) // (the backing array keeps no popped item alive)
 	w.queue = w.queue[len(items):]
 	for _, it := range items {
+		w.bytes -= it.size
+		if it.hb != nil {
+			// A heartbeat a run covered (following): every event before it
+			// is applied.
+			if t := it.hb.CompleteAt(); t.After(w.complete) {
+				w.complete = t
+			}
+		}
 		if it.ev == nil {
 			continue
 		}
@@ -214,9 +283,16 @@ func (w *worker) popN(items []*item) {
 		if movesComplete(it.ev) && it.ev.EventTime.After(w.complete) {
 			w.complete = it.ev.EventTime
 		}
+		switch it.ev.EventType {
+		case schemas.EventDropDatabase:
+			w.dropped = w.dropped || strings.EqualFold(it.ev.Database, w.db)
+		case schemas.EventCreateDatabase, schemas.EventSnapshotBegin:
+			// (What may come after a drop without recreating the database,
+			// such as a table's drop logged after it, leaves it dropped.)
+			w.dropped = false
+		}
 	}
-	// (<=: with LookAhead 1, half is 0.)
-	if w.events <= w.a.cfg.LookAhead/2 {
+	if w.drained() {
 		w.a.cl.ResumeFetchTopics(w.topic)
 	}
 	w.mu.Unlock()
@@ -262,10 +338,12 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 		waitReason   Reason
 		waitStart    time.Time
 		backoff      = 500 * time.Millisecond
+		conflicts    int
 	)
 	endWait := func() {
 		if waitReason != "" {
 			w.a.m.waiting.DeleteLabelValues(w.db, string(waitReason))
+			w.a.m.waitingFiles.DeleteLabelValues(w.db)
 			w.a.m.waitSeconds.WithLabelValues(w.db, string(waitReason)).Add(time.Since(waitStart).Seconds())
 			waitReason = ""
 		}
@@ -281,6 +359,17 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 		}
 		if err != nil {
 			var refused *RefusedError
+			if errors.As(err, &refused) && isConflict(refused) && conflicts < maxConflicts {
+				// The object is there (or gone) though the plan read it
+				// otherwise: most likely a call of a killed applier that
+				// the metastore finished after this one read the state
+				// (the soak found it). Read again and plan again.
+				conflicts++
+				w.log.Warn("the DR metastore changed under the plan; reading it again", "event_id", ev.EventID,
+					"type", ev.EventType, "err", err, "attempt", conflicts)
+				w.cache.reset()
+				continue
+			}
 			if errors.As(err, &refused) {
 				return w.halt(ctx, ev, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused, Detail: err.Error()})
 			}
@@ -295,29 +384,8 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 		switch d.Outcome {
 		case Apply, NoOp:
 			endWait()
-			result := ReasonApplied
-			if d.Outcome == NoOp {
-				result = d.Reason
-			} else {
-				w.a.m.applySeconds.WithLabelValues(string(ev.EventType)).Observe(time.Since(start).Seconds())
-				if movesComplete(ev) {
-					w.a.m.eventLag.WithLabelValues(w.db).Observe(time.Since(ev.EventTime).Seconds())
-				}
-			}
-			w.a.m.events.WithLabelValues(w.db, string(ev.EventType), string(result)).Add(float64(len(evs)))
-			w.a.m.lastID.WithLabelValues(w.db).Set(float64(ev.EventID))
-			w.a.m.lastTime.WithLabelValues(w.db).Set(float64(ev.EventTime.Unix()))
-			w.a.m.halted.DeletePartialMatch(map[string]string{"db": w.db})
-			w.countBootstrap(evs)
-			lvl := slog.LevelDebug
-			if d.Detail != "" && (d.Reason == ReasonSuperseded || d.Reason == ReasonSupersededByBootstrap || isSnapshot(ev.EventType) && d.Outcome == Apply) {
-				lvl = slog.LevelInfo
-			}
-			attrs := []any{"event_id", ev.EventID, "type", ev.EventType, "result", result, "actions", len(d.Actions), "detail", d.Detail}
-			if ev.Snapshot != nil {
-				attrs = append(attrs, "bootstrap", ev.Snapshot.BootstrapID, "seq", ev.Snapshot.Seq, "records", len(evs))
-			}
-			w.log.Log(ctx, lvl, "event done", attrs...)
+			items, evs = covered(items, evs, d.Covered)
+			w.finished(ctx, evs, d, time.Since(start))
 			w.popN(items)
 			return true
 		case Halt:
@@ -328,11 +396,10 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 				waitReason, waitStart = d.Reason, time.Now()
 				w.log.Info("event waits", "event_id", ev.EventID, "type", ev.EventType, "reason", d.Reason, "detail", d.Detail)
 			}
-			v := 1.0
+			w.a.m.waiting.WithLabelValues(w.db, string(d.Reason)).Set(1)
 			if d.Reason == ReasonWaitingForFiles {
-				v = float64(len(d.WaitTasks))
+				w.a.m.waitingFiles.WithLabelValues(w.db).Set(float64(len(d.WaitTasks)))
 			}
-			w.a.m.waiting.WithLabelValues(w.db, string(d.Reason)).Set(v)
 			if d.Reason == ReasonSourceGone || d.Reason == ReasonCopyFailed {
 				if waitingSince.IsZero() {
 					waitingSince = time.Now()
@@ -358,6 +425,68 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 			t.Stop()
 		}
 	}
+}
+
+// covered returns the items and events of a batch that a decision
+// covering the first event and k more covers.
+func covered(items []*item, evs []*schemas.Event, k int) ([]*item, []*schemas.Event) {
+	if k >= len(evs)-1 {
+		return items, evs
+	}
+	last := evs[k]
+	for i, it := range items {
+		if it.ev == last {
+			return items[:i+1], evs[:k+1]
+		}
+	}
+	return items, evs // (not reached: every event is one of the items)
+}
+
+// finished accounts for the events a decision applied or found applied: the
+// metrics, and a debug line per event ("event done", which bench-lag
+// reads), at info for a superseded object or a bootstrap's applied batch.
+func (w *worker) finished(ctx context.Context, evs []*schemas.Event, d Decision, took time.Duration) {
+	ev, last := evs[0], evs[len(evs)-1]
+	result := ReasonApplied
+	if d.Outcome == NoOp {
+		result = d.Reason
+	} else {
+		w.a.m.applySeconds.WithLabelValues(string(ev.EventType)).Observe(took.Seconds())
+	}
+	w.a.m.batchEvents.WithLabelValues(w.db).Observe(float64(len(evs)))
+	w.a.m.lastID.WithLabelValues(w.db).Set(float64(last.EventID))
+	w.a.m.lastTime.WithLabelValues(w.db).Set(float64(last.EventTime.Unix()))
+	w.a.m.halted.DeletePartialMatch(map[string]string{"db": w.db})
+	w.countBootstrap(evs)
+	if len(evs) > 1 && len(d.Results) == len(evs) {
+		// A run of events: each its own result, one line each.
+		for i, e := range evs {
+			w.a.m.events.WithLabelValues(w.db, string(e.EventType), string(d.Results[i])).Inc()
+			if d.Results[i] == ReasonApplied && movesComplete(e) {
+				w.a.m.eventLag.WithLabelValues(w.db).Observe(time.Since(e.EventTime).Seconds())
+			}
+			lvl := slog.LevelDebug
+			if d.Results[i] == ReasonSuperseded || d.Results[i] == ReasonSupersededByBootstrap {
+				lvl = slog.LevelInfo
+			}
+			w.log.Log(ctx, lvl, "event done", "event_id", e.EventID, "type", e.EventType, "result", d.Results[i],
+				"run_first", ev.EventID, "run_events", len(evs), "actions", len(d.Actions))
+		}
+		return
+	}
+	if d.Outcome == Apply && movesComplete(ev) {
+		w.a.m.eventLag.WithLabelValues(w.db).Observe(time.Since(ev.EventTime).Seconds())
+	}
+	w.a.m.events.WithLabelValues(w.db, string(ev.EventType), string(result)).Add(float64(len(evs)))
+	lvl := slog.LevelDebug
+	if d.Detail != "" && (d.Reason == ReasonSuperseded || d.Reason == ReasonSupersededByBootstrap || isSnapshot(ev.EventType) && d.Outcome == Apply) {
+		lvl = slog.LevelInfo
+	}
+	attrs := []any{"event_id", ev.EventID, "type", ev.EventType, "result", result, "actions", len(d.Actions), "detail", d.Detail}
+	if ev.Snapshot != nil {
+		attrs = append(attrs, "bootstrap", ev.Snapshot.BootstrapID, "seq", ev.Snapshot.Seq, "records", len(evs))
+	}
+	w.log.Log(ctx, lvl, "event done", attrs...)
 }
 
 // heartbeat checks a heartbeat's chain (PlanHeartbeat) and, unless the
@@ -551,6 +680,7 @@ func (w *worker) step(ctx context.Context, evs []*schemas.Event, n int) (Decisio
 	if dd.skip {
 		noteSkip(d.Actions, w.db, ev)
 	}
+	x.prepare(d.Actions)
 	for _, act := range d.Actions {
 		if err := x.run(ctx, act); err != nil {
 			w.cache.reset() // part of the actions may have happened
@@ -570,6 +700,11 @@ func noteSkip(actions []Action, db string, ev *schemas.Event) {
 func toCopy(c state.Completion) Copy {
 	return Copy{Status: schemas.CopyStatus(c.Status), TargetURI: c.Target, Error: c.Error}
 }
+
+// maxConflicts bounds how often one event is planned again because the
+// DR metastore said an object exists (or does not) against what the plan
+// read; beyond it the database halts (metastore_refused).
+const maxConflicts = 3
 
 func (w *worker) reconnect() {
 	if w.closeMS != nil {
@@ -599,7 +734,7 @@ func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) bool {
 	}
 	w.log.Error("database halted: fix the cause, then restart hivedr apply (or skip the event with --skip-event)", attrs...)
 	if w.ms != nil || ctx.Err() == nil {
-		if err := w.recordHalt(ctx, fmt.Sprintf("event %d %s: %s: %s", id, typ, d.Reason, d.Detail)); err != nil {
+		if err := w.recordHalt(ctx, drparam.FormatHalt(id, typ, string(d.Reason), d.Detail)); err != nil {
 			w.log.Warn("could not record the halt on the DR database", "err", err)
 		}
 	}
@@ -641,7 +776,7 @@ func (w *worker) awaitRelease(ctx context.Context, reason Reason) bool {
 				break
 			}
 		}
-		full := begin < 0 && w.events > w.a.cfg.LookAhead
+		full := begin < 0 && w.full()
 		w.mu.Unlock()
 		if begin > 0 {
 			w.release(begin, dropped, last, reason)
@@ -662,7 +797,7 @@ func (w *worker) awaitRelease(ctx context.Context, reason Reason) bool {
 				last = it.rec
 			}
 			w.queue = w.queue[:1]
-			w.events = 0
+			w.events, w.bytes = 0, w.queue[0].size
 			if w.queue[0].ev != nil {
 				w.events = 1
 			}
@@ -692,13 +827,14 @@ func (w *worker) release(n int, dropped map[schemas.EventType]int, last *kgo.Rec
 	w.queue = w.queue[n:]
 	var total int
 	for _, it := range skipped {
+		w.bytes -= it.size
 		if it.ev != nil {
 			w.events--
 			dropped[it.ev.EventType]++
 		}
 		last = it.rec
 	}
-	if w.events <= w.a.cfg.LookAhead/2 {
+	if w.drained() {
 		w.a.cl.ResumeFetchTopics(w.topic)
 	}
 	w.mu.Unlock()
@@ -758,7 +894,7 @@ func (w *worker) reportLag(ctx context.Context) {
 	defer t.Stop()
 	for {
 		w.mu.Lock()
-		n, complete := w.events, w.complete
+		n, complete, dropped := w.events, w.complete, w.dropped
 		for _, it := range w.queue {
 			if it.ev != nil {
 				// (During a bootstrap the replica is complete only up
@@ -771,7 +907,10 @@ func (w *worker) reportLag(ctx context.Context) {
 		}
 		w.mu.Unlock()
 		w.a.m.lagEvents.WithLabelValues(w.db).Set(float64(n))
-		if !complete.IsZero() {
+		switch {
+		case dropped && n == 0:
+			w.a.m.replicaAge.DeleteLabelValues(w.db)
+		case !complete.IsZero():
 			w.a.m.replicaAge.WithLabelValues(w.db).Set(max(0, time.Since(complete).Seconds()))
 		}
 		select {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -44,6 +45,11 @@ type DaemonConfig struct {
 	// (KIP-345): a daemon restarted after a crash takes its partitions back
 	// at once instead of waiting for its old session to time out.
 	Instance string
+	// SessionTimeout is the group session: how long a daemon that stopped
+	// heartbeating keeps its partitions before the others take them over.
+	// Heartbeats go every sixth of it. Default 6s
+	// (config.DefaultSessionTimeout).
+	SessionTimeout time.Duration
 	// Workers is how many files are copied at once. Default 8
 	// (config.DefaultCopydWorkers).
 	Workers int
@@ -58,7 +64,8 @@ type DaemonConfig struct {
 	// commits at once.
 	CommitInterval time.Duration
 	// CompletionPartitions and ReplicationFactor create the completions
-	// topic if it is missing.
+	// topic if it is missing: default config.DefaultManifestPartitions
+	// partitions, and the broker's default.replication.factor.
 	CompletionPartitions int32
 	ReplicationFactor    int16
 
@@ -105,7 +112,8 @@ type Daemon struct {
 	log *slog.Logger
 	m   *Metrics
 
-	win *window // the running window (tests)
+	win     *window      // the running window (tests)
+	commits atomic.Int64 // transactions committed
 }
 
 // revokeWait is how long a revoke waits for the copies it cancelled to
@@ -128,14 +136,17 @@ func NewDaemon(cfg DaemonConfig) (*Daemon, error) {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = config.DefaultMaxBatch(cfg.Workers)
 	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = config.DefaultSessionTimeout
+	}
 	if cfg.CommitInterval <= 0 {
 		cfg.CommitInterval = 200 * time.Millisecond
 	}
 	if cfg.CompletionPartitions <= 0 {
-		cfg.CompletionPartitions = 12
+		cfg.CompletionPartitions = config.DefaultManifestPartitions
 	}
 	if cfg.ReplicationFactor <= 0 {
-		cfg.ReplicationFactor = 1
+		cfg.ReplicationFactor = -1 // the broker's default
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -173,12 +184,82 @@ func (d *Daemon) Run(ctx context.Context) error {
 	w.onSize = func(n int) { d.m.window.Set(float64(n)) }
 	d.win = w
 
+	var (
+		exits    []chan struct{}
+		err      error
+		failures int
+	)
+	for {
+		var progressed bool
+		exits, progressed, err = d.session(ctx, w)
+		var se *sessionError
+		// Refused credentials or ACLs (the group, the transactional ID,
+		// a topic) stay refused: stop at once, nothing committed.
+		if err == nil || ctx.Err() != nil || !errors.As(err, &se) || kafka.IsAuthError(err) {
+			break
+		}
+		if progressed {
+			failures = 0
+		}
+		failures++
+		if failures > maxSessionFailures {
+			err = fmt.Errorf("%w (%d Kafka sessions in a row failed)", err, failures)
+			break
+		}
+		// The transaction's outcome is unknown (End's errors leave the
+		// client unusable): whatever it did, a new session with the same
+		// transactional ID fences the old one, and the group's committed
+		// offsets say what is left. Everything in the window comes again
+		// from there; a task whose completion did commit is past them.
+		delay := backoff(failures, time.Second, 30*time.Second)
+		d.log.Warn("kafka session failed; dropping the window and starting a new session",
+			"err", err, "failures", failures, "retry_in", delay.Round(time.Millisecond))
+		d.m.sessions.Inc()
+		waitAll(w.drop(nil, true, false), revokeWait)
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+		if ctx.Err() != nil {
+			err = nil
+			break
+		}
+	}
+	if exits == nil {
+		exits = w.halt()
+	}
+	waitAll(exits, revokeWait)
+	return err
+}
+
+// maxSessionFailures bounds how many Kafka sessions in a row may fail
+// (broker away, transaction ended in error) before the daemon gives up;
+// with the backoff capped at 30s that is some ten minutes of outage. A
+// session that committed something resets the count.
+const maxSessionFailures = 20
+
+// sessionError is a failure of the Kafka session itself (connecting,
+// creating the completions topic, beginning or ending a transaction),
+// which a new session may overcome.
+type sessionError struct{ err error }
+
+func (e *sessionError) Error() string { return e.err.Error() }
+func (e *sessionError) Unwrap() error { return e.err }
+
+// session runs one Kafka group transact session until ctx ends (nil) or an
+// error. It reports whether it committed anything. When ctx ended it halts
+// the window and commits what finished, and returns the halted copies'
+// exit channels.
+func (d *Daemon) session(ctx context.Context, w *window) (exits []chan struct{}, progressed bool, err error) {
+	c := d.cfg
 	topic := c.Topics.Manifests()
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
 		kgo.TransactionalID(c.TransactionalID),
 		kgo.TransactionTimeout(60 * time.Second),
 		kgo.ConsumerGroup(c.Group),
+		kgo.SessionTimeout(c.SessionTimeout),
+		kgo.HeartbeatInterval(config.HeartbeatInterval(c.SessionTimeout)),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -199,30 +280,40 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
-		return fmt.Errorf("copyd: kafka: %w", err)
+		return nil, false, fmt.Errorf("copyd: kafka: %w", err)
 	}
-	// Deferred after copies.Wait, so run before it: leaving the group
-	// revokes everything, which cancels what still runs.
+	// Leaving the group revokes everything, which cancels what still runs.
 	defer sess.Close()
+	// Initialise the transactional producer at once: InitProducerID
+	// aborts the transaction a killed predecessor (same transactional ID)
+	// left open. Until then its pending offset commit makes the group's
+	// offset fetch (RequireStableFetchOffsets) answer "unstable", and the
+	// daemon would copy nothing until the broker timed the transaction
+	// out, a minute later.
+	if _, _, err := sess.Client().ProducerID(ctx); err != nil {
+		return nil, false, &sessionError{fmt.Errorf("copyd: init transactional producer %q: %w", c.TransactionalID, err)}
+	}
 	if _, err := kafka.Ensure(ctx, kadm.NewClient(sess.Client()), kafka.Spec{
 		Name: c.Topics.Completions(), Partitions: c.CompletionPartitions, ReplicationFactor: c.ReplicationFactor,
 	}); err != nil {
-		return err
+		return nil, false, &sessionError{err}
 	}
 	d.log.Info("consuming copy tasks", "topic", topic, "workers", c.Workers, "window", c.MaxBatch)
 
+	before := d.commits.Load()
 	err = d.loop(ctx, sess, w)
+	progressed = d.commits.Load() > before
+	if err != nil {
+		return nil, progressed, err
+	}
 	// Stopping: no new copies, the running ones cancelled (and not
 	// published); what finished is committed one last time, so a clean
 	// stop loses no finished work.
-	exits := w.halt()
-	if err == nil {
-		if cerr := d.commit(ctx, sess, w); cerr != nil {
-			d.log.Warn("last commit failed; its tasks will be delivered again", "err", cerr)
-		}
+	exits = w.halt()
+	if cerr := d.commit(ctx, sess, w); cerr != nil {
+		d.log.Warn("last commit failed; its tasks will be delivered again", "err", cerr)
 	}
-	waitAll(exits, revokeWait)
-	return err
+	return exits, progressed, nil
 }
 
 // loop polls, commits and waits until ctx ends (nil) or a fatal error.
@@ -304,6 +395,12 @@ func (d *Daemon) poll(ctx context.Context, sess *kgo.GroupTransactSession, w *wi
 		case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		case errors.Is(err, kgo.ErrClientClosed):
 			fatal = err
+		case kafka.IsAuthError(err):
+			// The group or the manifests topic refused us: no retry
+			// changes it. Nothing was polled, so nothing is committed.
+			if fatal == nil {
+				fatal = fmt.Errorf("group %s, topic %s: %w", d.cfg.Group, d.cfg.Topics.Manifests(), err)
+			}
 		default:
 			d.log.Warn("fetch failed", "topic", topic, "partition", p, "err", err)
 		}
@@ -415,7 +512,7 @@ func (d *Daemon) commit(ctx context.Context, sess *kgo.GroupTransactSession, w *
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
 	defer cancel()
 	if err := sess.Begin(); err != nil {
-		return fmt.Errorf("copyd: begin transaction: %w", err)
+		return &sessionError{fmt.Errorf("copyd: begin transaction: %w", err)}
 	}
 	var (
 		mu       sync.Mutex
@@ -475,9 +572,10 @@ func (d *Daemon) commit(ctx context.Context, sess *kgo.GroupTransactSession, w *
 	})
 	committed, err := sess.End(hook, try)
 	if err != nil && !errors.Is(err, errNotOwned) {
-		return errors.Join(firstErr, fmt.Errorf("copyd: end transaction: %w", err))
+		return &sessionError{errors.Join(firstErr, fmt.Errorf("copyd: end transaction: %w", err))}
 	}
 	if committed {
+		d.commits.Add(1)
 		w.committed(bs)
 		d.m.txns.WithLabelValues("committed").Inc()
 		d.log.Debug("committed", "completions", total, "partitions", len(bs))
@@ -495,6 +593,11 @@ func (d *Daemon) commit(ctx context.Context, sess *kgo.GroupTransactSession, w *
 		d.log.Info("commit aborted (partitions moved); the window's tasks will be delivered again", "tasks", w.len())
 	}
 	waitAll(w.drop(nil, true, false), 0)
+	if kafka.IsAuthError(firstErr) {
+		// Denied the completions topic: every retry would copy the
+		// window again and be denied again.
+		return fmt.Errorf("topic %s: %w", d.cfg.Topics.Completions(), firstErr)
+	}
 	return nil
 }
 
@@ -509,10 +612,10 @@ func (d *Daemon) reset(sess *kgo.GroupTransactSession, w *window) error {
 	ctx, cancel := context.WithTimeout(context.Background(), endTimeout)
 	defer cancel()
 	if err := sess.Begin(); err != nil {
-		return fmt.Errorf("copyd: begin transaction: %w", err)
+		return &sessionError{fmt.Errorf("copyd: begin transaction: %w", err)}
 	}
 	if _, err := sess.End(ctx, kgo.TryAbort); err != nil {
-		return fmt.Errorf("copyd: abort transaction: %w", err)
+		return &sessionError{fmt.Errorf("copyd: abort transaction: %w", err)}
 	}
 	d.m.txns.WithLabelValues("aborted").Inc()
 	return nil

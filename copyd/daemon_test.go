@@ -9,12 +9,16 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/schemas"
@@ -132,13 +136,14 @@ func (f *fakeCopier) snapshot() (calls, cancelled map[string]int, overlaps []str
 
 // kfixture is a fake Kafka cluster with a manifests topic.
 type kfixture struct {
-	t      *testing.T
-	topics kafka.Topics
-	addrs  []string
-	cl     *kgo.Client
-	adm    *kadm.Client
-	tasks  []schemas.CopyTask
-	parts  map[string]int32 // task ID -> partition
+	t       *testing.T
+	cluster *kfake.Cluster
+	topics  kafka.Topics
+	addrs   []string
+	cl      *kgo.Client
+	adm     *kadm.Client
+	tasks   []schemas.CopyTask
+	parts   map[string]int32 // task ID -> partition
 }
 
 func newKFixture(t *testing.T, partitions int32) *kfixture {
@@ -155,7 +160,7 @@ func newKFixture(t *testing.T, partitions int32) *kfixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return &kfixture{t: t, topics: topics, addrs: cluster.ListenAddrs(), cl: cl, adm: kadm.NewClient(cl), parts: map[string]int32{}}
+	return &kfixture{t: t, cluster: cluster, topics: topics, addrs: cluster.ListenAddrs(), cl: cl, adm: kadm.NewClient(cl), parts: map[string]int32{}}
 }
 
 // publish adds a task for target to partition p (event ID ev).
@@ -545,3 +550,40 @@ func sumCalls(m map[string]int) int {
 }
 
 var testLogLevel = slog.LevelWarn
+
+// TestDaemonRidesOutFailedEndTxn: the broker goes away as copyd ends its
+// transactions (the connection drops on EndTxn, over and over, as in a
+// broker restart), so End fails with the outcome unknown. copyd replaces
+// its Kafka session instead of exiting (the soak found it exiting), and
+// every task still gets exactly one completion.
+func TestDaemonRidesOutFailedEndTxn(t *testing.T) {
+	k := newKFixture(t, 3)
+	for i := range 60 {
+		k.publish(int32(i%3), int64(i), fmt.Sprintf("/t/f%d", i))
+	}
+	const drops = 6
+	var dropped atomic.Int32
+	k.cluster.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
+		if dropped.Add(1) > drops {
+			return nil, nil, false
+		}
+		k.cluster.KeepControl()
+		return nil, errors.New("broker restarting"), true
+	})
+	cp := newFakeCopier()
+	d := k.start("a", cp, func(c *DaemonConfig) {
+		// Few retries, so that the dropped connections reach End.
+		c.KafkaOpts = append(c.KafkaOpts, kgo.RequestRetries(1), kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))
+	})
+	got := k.waitAllCompleted(60 * time.Second)
+	if err := d.stop(); err != nil {
+		t.Fatalf("copyd stopped with %v", err)
+	}
+	k.checkExactlyOnce(got)
+	if n := dropped.Load(); n < drops {
+		t.Fatalf("only %d EndTxn requests were made; want the %d dropped ones and more", n, drops)
+	}
+	if n := testutil.ToFloat64(d.d.m.sessions); n < 1 {
+		t.Errorf("%v session restarts counted; want at least 1 (End failed)", n)
+	}
+}

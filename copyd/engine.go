@@ -79,6 +79,10 @@ type EngineConfig struct {
 	// so splitting speeds up a large file copied alone and adds no streams
 	// to an Engine busy with many (copyRanges). Default 4.
 	SplitWorkers int
+	// Preserve is the source metadata each copy keeps on its target (owner,
+	// group, permission bits, modification time); the zero value keeps
+	// none.
+	Preserve Preserve
 	// Staging, if set, is told of every write in progress.
 	Staging StagingLog
 	// Logger says why a failed attempt is retried; nil: slog.Default().
@@ -299,6 +303,7 @@ type candidate struct {
 	match     Match
 	matchHow  string // how match was found ("crc32c", "filechecksum")
 	crcSource string // fs.Checksum.Source
+	info      fs.FileInfo
 }
 
 // attempt observes, decides and acts once. An error is retried or not by
@@ -453,7 +458,7 @@ func (e *Engine) observe(ctx context.Context, loc string, sum EventChecksum, wit
 	if err != nil {
 		return c, err
 	}
-	c.Exists, c.IsDir, c.IsSymlink, c.Size = true, fi.IsDir, fi.IsSymlink, fi.Size
+	c.Exists, c.IsDir, c.IsSymlink, c.Size, c.info = true, fi.IsDir, fi.IsSymlink, fi.Size, fi
 	if c.IsDir || c.IsSymlink {
 		return c, nil
 	}
@@ -540,17 +545,15 @@ func (e *Engine) transferStream(ctx context.Context, task schemas.CopyTask, from
 		return result{}, err
 	}
 	defer rc.Close()
-	w, err := to.fs.Create(ctx, to.path, from.Size)
+	w, err := e.create(ctx, task, to, from.Size)
 	if err != nil {
 		return result{}, err
 	}
-	staging := w.Staging()
-	if e.cfg.Staging != nil {
-		if err := e.cfg.Staging.Begin(ctx, task.TaskID, to.loc, staging); err != nil {
-			abortWrite(ctx, w)
-			return result{}, fmt.Errorf("record staging %s of %s: %w", staging, to.loc, err)
-		}
+	if err := e.cfg.Preserve.give(from.info, to.loc, w); err != nil {
+		abortWrite(ctx, w)
+		return result{}, err
 	}
+	staging := w.Staging()
 	done := false // committed, or aborted
 	defer func() {
 		if !done {
@@ -582,6 +585,43 @@ func (e *Engine) transferStream(ctx context.Context, task schemas.CopyTask, from
 	}
 	done = true
 	return e.postCommit(ctx, from, to, sum, n, crc, checks, w)
+}
+
+// create starts the write of to, recorded in the StagingLog (if any) so
+// that a crash cannot leak its staging file. A store that names its
+// staging file first (fs.StagedCreator) has it recorded before it is
+// created; any other has it recorded once created, before a byte is
+// written.
+func (e *Engine) create(ctx context.Context, task schemas.CopyTask, to candidate, size int64) (fs.Writer, error) {
+	sc, named := to.fs.(fs.StagedCreator)
+	if e.cfg.Staging == nil || !named {
+		w, err := to.fs.Create(ctx, to.path, size)
+		if err != nil || e.cfg.Staging == nil {
+			return w, err
+		}
+		if err := e.cfg.Staging.Begin(ctx, task.TaskID, to.loc, w.Staging()); err != nil {
+			abortWrite(ctx, w)
+			return nil, fmt.Errorf("record staging %s of %s: %w", w.Staging(), to.loc, err)
+		}
+		return w, nil
+	}
+	staging, err := sc.StagingFor(to.path)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.cfg.Staging.Begin(ctx, task.TaskID, to.loc, staging); err != nil {
+		return nil, fmt.Errorf("record staging %s of %s: %w", staging, to.loc, err)
+	}
+	w, err := sc.CreateStaged(ctx, to.path, staging, size)
+	if err != nil {
+		// The staging file may exist (a create that failed late): discard
+		// it, and forget it once that worked; else the restart sweep does.
+		if to.fs.Discard(context.WithoutCancel(ctx), to.path, staging) == nil {
+			_ = e.cfg.Staging.End(context.WithoutCancel(ctx), task.TaskID, to.loc, staging)
+		}
+		return nil, err
+	}
+	return w, nil
 }
 
 // preCommitChecks checks what was read from the origin, n bytes with CRC32C
@@ -683,6 +723,10 @@ func (e *Engine) transferSplit(ctx context.Context, task schemas.CopyTask, from,
 	w, ok, err := sp.CreateSplit(ctx, to.path, from.Size, e.cfg.SplitSize)
 	if err != nil || !ok {
 		return result{}, ok || err != nil, err
+	}
+	if err := e.cfg.Preserve.give(from.info, to.loc, w); err != nil {
+		abortSplit(ctx, w)
+		return result{}, true, err
 	}
 	var begun []string
 	done := false // committed, or aborted

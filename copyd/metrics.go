@@ -20,6 +20,7 @@ type Metrics struct {
 	throttleWait prometheus.Counter
 	window       prometheus.Gauge
 	txns         *prometheus.CounterVec
+	sessions     prometheus.Counter
 }
 
 // NewMetrics makes the copy engine's metrics.
@@ -53,12 +54,15 @@ func NewMetrics() *Metrics {
 		txns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hivedr_copyd_transactions_total", Help: "Kafka transactions that publish completions with their offsets, by outcome (committed, aborted).",
 		}, []string{"outcome"}),
+		sessions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hivedr_copyd_session_restarts_total", Help: "Kafka sessions that failed (broker away, a transaction ended in error) and were replaced by a new one.",
+		}),
 	}
 }
 
 // Register adds the metrics to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.files, m.bytes, m.transferred, m.retries, m.inFlight, m.fileSeconds, m.throttleWait, m.window, m.txns} {
+	for _, c := range []prometheus.Collector{m.files, m.bytes, m.transferred, m.retries, m.inFlight, m.fileSeconds, m.throttleWait, m.window, m.txns, m.sessions} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/state"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // interruptedFixture is an Engine whose staging log is a real state store
@@ -93,5 +97,57 @@ func TestDiscardInterruptedFails(t *testing.T) {
 	}
 	if n, err := f.e.DiscardInterrupted(context.Background()); err != nil || n != 2 {
 		t.Errorf("retried DiscardInterrupted = %d, %v; want 2 discarded", n, err)
+	}
+}
+
+// beginCheck is a StagingLog that records each Begin and checks that the
+// staging file it names does not exist yet.
+type beginCheck struct {
+	t       *testing.T
+	begun   []string
+	existed []string
+	ended   int
+}
+
+func (b *beginCheck) Begin(_ context.Context, _, _, staging string) error {
+	b.begun = append(b.begun, staging)
+	if _, err := os.Lstat(staging); err == nil {
+		b.existed = append(b.existed, staging)
+	}
+	return nil
+}
+
+func (b *beginCheck) End(context.Context, string, string, string) error { b.ended++; return nil }
+
+func (b *beginCheck) Pending() ([]state.Staging, error) { return nil, nil }
+
+// TestStagingRecordedBeforeCreate: on a store that names staging files
+// first (fs.StagedCreator), a write is recorded before its staging file
+// exists, so a kill between the two cannot leave an unrecorded file.
+func TestStagingRecordedBeforeCreate(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("some bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := &beginCheck{t: t}
+	e, err := NewEngine(EngineConfig{SourceRoots: []string{src}, TargetRoots: []string{"file://" + dst}, Retries: 1, Staging: log},
+		localResolver{fs.NewLocal()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.Copy(context.Background(), schemas.CopyTask{TaskID: "1-0", SourceURI: filepath.Join(src, "f"), TargetURI: filepath.Join(dst, "f")})
+	if c.Status != schemas.StatusCopied {
+		t.Fatalf("copy: %+v", c)
+	}
+	if len(log.begun) != 1 || len(log.existed) != 0 || log.ended != 1 {
+		t.Fatalf("staging log: begun %v, existing at Begin %v, %d ended: want one recorded before it existed, then ended",
+			log.begun, log.existed, log.ended)
+	}
+	if filepath.Dir(log.begun[0]) != dst || !fs.IsStagingName(filepath.Base(log.begun[0])) {
+		t.Errorf("recorded staging %q: want a staging name in %s", log.begun[0], dst)
 	}
 }

@@ -27,10 +27,10 @@ func BenchmarkTailerPostgres(b *testing.B) {
 	s := serde(b, env)
 	for i := 0; i < b.N; i++ {
 		conf := config.Default()
-		conf.Source = config.Source{Name: "bench" + uniq(b), Kind: "postgres", PostgresDSN: log.dsn}
+		conf.Source = config.Source{Name: "bench" + uniq(b), Kind: "postgres", PostgresDSN: log.DSN}
 		conf.Kafka.Brokers = env.KafkaBrokers(b)
 		conf.Kafka.TopicPrefix = "b" + uniq(b)
-		conf.SchemaRegistry = env.Get(b, "HIVEDR_SCHEMA_REGISTRY")
+		conf.SchemaRegistry = config.SchemaRegistry{URL: env.Get(b, "HIVEDR_SCHEMA_REGISTRY")}
 		conf.Tailer.StartEventID = "earliest"
 		conf.Tailer.MetricsAddr = ""
 		src := "hdfs://" + env.Get(b, "HIVEDR_HDFS_SRC_NAMENODE")
@@ -42,7 +42,7 @@ func BenchmarkTailerPostgres(b *testing.B) {
 		if err := conf.Validate(); err != nil {
 			b.Fatal(err)
 		}
-		source, err := hmslog.NewPostgresSource(context.Background(), log.dsn)
+		source, err := hmslog.NewPostgresSource(context.Background(), log.DSN)
 		if err != nil {
 			b.Fatal(err)
 		}

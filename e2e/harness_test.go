@@ -19,11 +19,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	wl "github.com/hivedr/hivedr/e2e/workload"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/testenv"
 	"github.com/hivedr/hivedr/schemas"
@@ -75,6 +75,13 @@ func (s *syncBuffer) Len() int {
 	return s.b.Len()
 }
 
+// From returns what was written from offset off on.
+func (s *syncBuffer) From(off int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.b.Bytes()[min(off, s.b.Len()):])
+}
+
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -93,7 +100,17 @@ type proc struct {
 // startHivedr runs `hivedr args...`; the process is killed when the test ends.
 func startHivedr(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
+	return startHivedrEnv(t, name, nil, args...)
+}
+
+// startHivedrEnv is startHivedr with env (KEY=VALUE) added to the test's
+// environment.
+func startHivedrEnv(t *testing.T, name string, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{name: name, cmd: exec.Command(hivedrBin(t), args...), out: &syncBuffer{}, done: make(chan struct{})}
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -333,99 +350,43 @@ func events(ds []decoded) []*schemas.Event {
 }
 
 // synthLog is a notification log of our own in Postgres, with the
-// metastore's table layout, for tests that must do to a log what one must
-// not do to the real metastore's (purge it, write malformed rows) and for
-// the benchmark. Each has its own schema in the hivedr_test database.
+// metastore's table layout (workload.SynthLog), for tests that must do to a
+// log what one must not do to the real metastore's (purge it, write
+// malformed rows) and for the benchmarks. Each has its own schema in the
+// hivedr_test database, dropped when the test ends.
 type synthLog struct {
-	conn   *pgx.Conn
-	schema string
-	dsn    string // for the tailer: search_path set to the schema
+	*wl.SynthLog
+	t testing.TB
 }
 
 func newSynthLog(t testing.TB, env *testenv.Env) *synthLog {
 	t.Helper()
-	ctx := ctxFor(t, time.Minute)
-	base := env.Get(t, "HIVEDR_POSTGRES_TEST_DSN")
-	conn, err := pgx.Connect(ctx, base)
+	l, err := wl.CreateSynthLog(ctxFor(t, time.Minute), env.Get(t, "HIVEDR_POSTGRES_TEST_DSN"), "synth_"+uniq(t))
 	if err != nil {
-		t.Fatalf("connect %s: %v", base, err)
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	s := &synthLog{conn: conn, schema: "synth_" + uniq(t)}
-	// The metastore's own DDL for these tables (hive-schema-4.0.0.postgres.sql),
-	// reduced to what a notification log reader touches.
-	ddl := fmt.Sprintf(`
-		CREATE SCHEMA %[1]s;
-		CREATE TABLE %[1]s."NOTIFICATION_LOG" (
-			"NL_ID" BIGINT NOT NULL PRIMARY KEY, "EVENT_ID" BIGINT NOT NULL, "EVENT_TIME" INTEGER NOT NULL,
-			"EVENT_TYPE" VARCHAR(32) NOT NULL, "CAT_NAME" VARCHAR(256), "DB_NAME" VARCHAR(128),
-			"TBL_NAME" VARCHAR(256), "MESSAGE" TEXT, "MESSAGE_FORMAT" VARCHAR(16));
-		CREATE UNIQUE INDEX ON %[1]s."NOTIFICATION_LOG" ("EVENT_ID");
-		CREATE TABLE %[1]s."NOTIFICATION_SEQUENCE" ("NNI_ID" BIGINT NOT NULL PRIMARY KEY, "NEXT_EVENT_ID" BIGINT NOT NULL);
-		INSERT INTO %[1]s."NOTIFICATION_SEQUENCE" VALUES (1, 1);
-		CREATE TABLE %[1]s."DBS" ("DB_ID" BIGINT PRIMARY KEY, "NAME" VARCHAR(128));`, s.schema)
-	if _, err := conn.Exec(ctx, ddl); err != nil {
-		t.Fatalf("create synthetic log: %v", err)
-	}
-	t.Cleanup(func() { conn.Exec(context.Background(), "DROP SCHEMA "+s.schema+" CASCADE") })
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	s.dsn = base + sep + "search_path=" + s.schema
-	return s
+	t.Cleanup(func() { l.Drop(context.Background()) })
+	return &synthLog{SynthLog: l, t: t}
 }
 
 // synthRow is a row to append to a synthetic log.
-type synthRow struct {
-	Type, DB, Table, Format, Message string
-}
+type synthRow = wl.LogRow
 
 // append adds rows with the next event IDs, as the metastore would.
 func (s *synthLog) append(t testing.TB, rows []synthRow) (first, last int64) {
 	t.Helper()
-	ctx := ctxFor(t, 5*time.Minute)
-	tx, err := s.conn.Begin(ctx)
+	a, err := s.Append(ctxFor(t, 5*time.Minute), rows)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
-	if err := tx.QueryRow(ctx, `SELECT "NEXT_EVENT_ID" FROM `+s.schema+`."NOTIFICATION_SEQUENCE" FOR UPDATE`).Scan(&first); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().Unix()
-	copyRows := make([][]any, len(rows))
-	for i, r := range rows {
-		id := first + int64(i)
-		copyRows[i] = []any{id, id, int32(now), r.Type, "hive", nullIfEmpty(r.DB), nullIfEmpty(r.Table), r.Message, r.Format}
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{s.schema, "NOTIFICATION_LOG"},
-		[]string{"NL_ID", "EVENT_ID", "EVENT_TIME", "EVENT_TYPE", "CAT_NAME", "DB_NAME", "TBL_NAME", "MESSAGE", "MESSAGE_FORMAT"},
-		pgx.CopyFromRows(copyRows)); err != nil {
-		t.Fatal(err)
-	}
-	last = first + int64(len(rows)) - 1
-	if _, err := tx.Exec(ctx, `UPDATE `+s.schema+`."NOTIFICATION_SEQUENCE" SET "NEXT_EVENT_ID" = $1`, last+1); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return first, last
-}
-
-func nullIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+	return a.First, a.Last
 }
 
 // purge deletes events [from, to], as the metastore's cleaner does past
 // its time to live.
 func (s *synthLog) purge(t testing.TB, from, to int64) {
 	t.Helper()
-	if _, err := s.conn.Exec(ctxFor(t, time.Minute), `DELETE FROM `+s.schema+`."NOTIFICATION_LOG" WHERE "EVENT_ID" BETWEEN $1 AND $2`, from, to); err != nil {
+	if err := s.Purge(ctxFor(t, time.Minute), from, to); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -433,9 +394,7 @@ func (s *synthLog) purge(t testing.TB, from, to int64) {
 // addDatabases lists databases in DBS (for heartbeats).
 func (s *synthLog) addDatabases(t testing.TB, names ...string) {
 	t.Helper()
-	for i, n := range names {
-		if _, err := s.conn.Exec(ctxFor(t, time.Minute), `INSERT INTO `+s.schema+`."DBS" VALUES ($1, $2)`, i+1, n); err != nil {
-			t.Fatal(err)
-		}
+	if err := s.AddDatabases(ctxFor(t, time.Minute), names...); err != nil {
+		t.Fatal(err)
 	}
 }

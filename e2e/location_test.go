@@ -44,13 +44,13 @@ func TestLocationAliases(t *testing.T) {
 	fwd := forwardTCP(t, alias, drNN)
 	for _, c := range []struct {
 		name string
-		dr   pipelineDR
+		dr   pipelineConf
 	}{
-		{"PortInFilesystemsNotInMapping", pipelineDR{
+		{"PortInFilesystemsNotInMapping", pipelineConf{
 			filesystem: fmt.Sprintf("{namenodes: [%s], webhdfs: %s, user: hivedr}", alias, drWeb),
 			target:     "hdfs://" + host + "/",
 		}},
-		{"PortInMappingNotInFilesystems", pipelineDR{
+		{"PortInMappingNotInFilesystems", pipelineConf{
 			filesystem: fmt.Sprintf("{authority: %s, namenodes: [%s], webhdfs: %s, user: hivedr}", host, drNN, drWeb),
 			target:     "hdfs://" + alias + "/",
 		}},
@@ -241,7 +241,7 @@ func TestLocationAliasesList(t *testing.T) {
 // startAliasPipeline starts tail, copyd and apply on db with the DR side
 // configured as dr, from the source log's current head. Its drFS reads DR
 // locations in any spelling of the aliased cluster.
-func startAliasPipeline(t *testing.T, env *testenv.Env, dr pipelineDR, db string) *pipelineTest {
+func startAliasPipeline(t *testing.T, env *testenv.Env, dr pipelineConf, db string) *pipelineTest {
 	t.Helper()
 	pt := &pipelineTest{ctx: ctxFor(t, 5*time.Minute), src: env.HMS(t, testenv.Source), dr: env.HMS(t, testenv.DR)}
 	pt.srcFS, _ = pipelineFS(t, env)
@@ -261,7 +261,7 @@ func startAliasPipeline(t *testing.T, env *testenv.Env, dr pipelineDR, db string
 			t.Logf("drop DR database %s: %v", db, err)
 		}
 	})
-	pt.pipeline = newPipeline(t, env, []string{db}, currentEventID(t, pt.ctx, pt.src), func(d *pipelineDR) { *d = dr })
+	pt.pipeline = newPipeline(t, env, []string{db}, currentEventID(t, pt.ctx, pt.src), func(d *pipelineConf) { d.filesystem, d.target = dr.filesystem, dr.target })
 	pt.startAll()
 	pt.w = wl.NewSource(pt.src, pt.srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
 	return pt

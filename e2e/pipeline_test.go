@@ -21,6 +21,7 @@ import (
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/krb"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/internal/testenv"
 	"github.com/hivedr/hivedr/schemas"
@@ -40,50 +41,72 @@ type pipeline struct {
 	metrics string // the applier's metrics address
 
 	tail, copyd, apply *proc
+	// roleEnv is the environment each daemon (tail, copyd, apply) gets
+	// on top of the test's: the secured pipeline's Kafka user.
+	roleEnv map[string][]string
 }
 
-// pipelineDR is what options of newPipeline may change: the DR cluster's
-// filesystems.hdfs entry (a YAML flow mapping) and the path mapping's
-// target. By default both address the DR NameNode as the stack
-// lists it; TestLocationAliases spells them otherwise.
-type pipelineDR struct {
-	filesystem, target string
+// pipelineConf is what options of newPipeline may change in the
+// pipeline's configuration. filesystem (the DR cluster's filesystems.hdfs
+// entry, a YAML flow mapping) and target (the path mapping's target)
+// address the DR NameNode as the stack lists it by default;
+// TestLocationAliases spells them otherwise. The secured pipeline
+// (securePipeline) sets the rest: both clusters' entries with their
+// Kerberos keys (srcFilesystem too), metastorePrincipal on both
+// metastores, kafka's sasl and tls keys (kafkaSecurity, YAML lines
+// indented under kafka:), schema_registry as a mapping (registry), and a
+// kerberos section (kerberos, top-level YAML).
+type pipelineConf struct {
+	srcFilesystem, filesystem, target string
+	metastorePrincipal                string
+	kafkaSecurity                     string
+	registry                          string
+	kerberos                          string
 }
 
-func newPipeline(t *testing.T, env *testenv.Env, dbs []string, start int64, opts ...func(*pipelineDR)) *pipeline {
+func newPipeline(t *testing.T, env *testenv.Env, dbs []string, start int64, opts ...func(*pipelineConf)) *pipeline {
 	t.Helper()
 	u := uniq(t)
 	p := &pipeline{t: t, env: env, prefix: "p" + u, dbs: dbs, start: start, state: t.TempDir(),
 		metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	src := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE")
 	dr := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")
-	drConf := pipelineDR{target: dr + "/", filesystem: fmt.Sprintf("{namenodes: [%s], webhdfs: %s, user: hivedr}",
-		env.Get(t, "HIVEDR_HDFS_DR_NAMENODE"), env.Get(t, "HIVEDR_HDFS_DR_HTTP"))}
+	plainFS := func(site testenv.Site) string {
+		return fmt.Sprintf("{namenodes: [%s], webhdfs: %s, user: hivedr}",
+			env.Get(t, "HIVEDR_HDFS_"+string(site)+"_NAMENODE"), env.Get(t, "HIVEDR_HDFS_"+string(site)+"_HTTP"))
+	}
+	c := pipelineConf{target: dr + "/", srcFilesystem: plainFS(testenv.Source), filesystem: plainFS(testenv.DR),
+		registry: env.Get(t, "HIVEDR_SCHEMA_REGISTRY")}
 	for _, o := range opts {
-		o(&drConf)
+		o(&c)
+	}
+	principal := ""
+	if c.metastorePrincipal != "" {
+		principal = "  metastore_principal: " + c.metastorePrincipal
 	}
 	var scope strings.Builder
 	for _, db := range dbs {
 		fmt.Fprintf(&scope, "    - {name: %s, exclude_tables: [\"tmp_.*\"]}\n", db)
 	}
 	y := strings.NewReplacer(
-		"$DRFS", drConf.filesystem, "$DRTARGET", drConf.target,
+		"$SRCFS", c.srcFilesystem, "$DRFS", c.filesystem, "$DRTARGET", c.target,
+		"$METASTOREPRINCIPAL", principal, "$KERBEROS", c.kerberos,
 		"$PREFIX", p.prefix, "$HMSSRC", env.Get(t, "HIVEDR_HMS_SRC"), "$HMSDR", env.Get(t, "HIVEDR_HMS_DR"),
-		"$BROKERS", strings.Join(env.KafkaBrokers(t), ","), "$REGISTRY", env.Get(t, "HIVEDR_SCHEMA_REGISTRY"),
+		"$BROKERS", strings.Join(env.KafkaBrokers(t), ","), "$REGISTRY", c.registry, "$KAFKASECURITY", c.kafkaSecurity,
 		"$START", fmt.Sprint(start), "$METRICS", p.metrics,
-		"$SRCNN", env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE"), "$SRCWEB", env.Get(t, "HIVEDR_HDFS_SRC_HTTP"),
-		"$DRNN", env.Get(t, "HIVEDR_HDFS_DR_NAMENODE"), "$DRWEB", env.Get(t, "HIVEDR_HDFS_DR_HTTP"),
 		"$DATABASES", scope.String(), "$SRC", src, "$DR", dr,
 	).Replace(`
 source:
   name: $PREFIX
   kind: thrift
   metastore: $HMSSRC
+$METASTOREPRINCIPAL
 kafka:
   brokers: [$BROKERS]
   topic_prefix: $PREFIX
   replication_factor: 1
   manifest_partitions: 3
+$KAFKASECURITY
 schema_registry: $REGISTRY
 tailer:
   batch_size: 200
@@ -101,11 +124,12 @@ copyd:
 applier:
   group: $PREFIX-applier
   metastore: $HMSDR
+$METASTOREPRINCIPAL
   halt_after: 30s
   metrics_addr: "$METRICS"
 filesystems:
   hdfs:
-    - {namenodes: [$SRCNN], webhdfs: $SRCWEB, user: hivedr}
+    - $SRCFS
     - $DRFS
 replication:
   databases:
@@ -113,6 +137,7 @@ $DATABASES
   source_roots: ["$SRC/warehouse", "$SRC/external"]
   path_mappings:
     - {source: "$SRC/", target: "$DRTARGET"}
+$KERBEROS
 `)
 	p.conf = writeFile(t, "pipeline.yaml", y)
 	cfg, err := config.Load(p.conf)
@@ -124,16 +149,16 @@ $DATABASES
 }
 
 func (p *pipeline) startTail() {
-	p.tail = startHivedr(p.t, "tail", "tail", "-config", p.conf)
+	p.tail = startHivedrEnv(p.t, "tail", p.roleEnv["tail"], "tail", "-config", p.conf)
 }
 
 func (p *pipeline) startCopyd() {
-	p.copyd = startHivedr(p.t, "copyd", "copyd", "-config", p.conf, "-state-dir", filepath.Join(p.state, "copyd"))
+	p.copyd = startHivedrEnv(p.t, "copyd", p.roleEnv["copyd"], "copyd", "-config", p.conf, "-state-dir", filepath.Join(p.state, "copyd"))
 }
 
 func (p *pipeline) startApply(extra ...string) {
 	args := append([]string{"apply", "-config", p.conf, "-state-dir", filepath.Join(p.state, "applier")}, extra...)
-	p.apply = startHivedr(p.t, "apply", args...)
+	p.apply = startHivedrEnv(p.t, "apply", p.roleEnv["apply"], args...)
 }
 
 func (p *pipeline) startAll() {
@@ -154,18 +179,24 @@ func (p *pipeline) checkAlive() {
 
 func (p *pipeline) mapLocation(s string) (string, error) { return p.cfg.Replication.MapPath(s) }
 
-// files returns the source and DR HDFS as the workload package reads them.
+// pipelineFS returns the source and DR HDFS as the workload package reads
+// them: as user hivedr on the plain stack, as the tests' own principal on
+// the secured one.
 func pipelineFS(t *testing.T, env *testenv.Env) (src, dr *fs.HDFS) {
 	t.Helper()
-	mk := func(nn, web string) *fs.HDFS {
-		h, err := fs.NewHDFS(fs.HDFSConfig{NameNodes: []string{env.Get(t, nn)}, WebHDFS: env.Get(t, web), User: "hivedr"})
+	var kc *krb.Client
+	if env.Secure() {
+		kc = env.Krb(t, testenv.TestPrincipal)
+	}
+	mk := func(site testenv.Site) *fs.HDFS {
+		h, err := fs.NewHDFS(env.HDFSConfig(t, site, kc))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { h.Close() })
 		return h
 	}
-	return mk("HIVEDR_HDFS_SRC_NAMENODE", "HIVEDR_HDFS_SRC_HTTP"), mk("HIVEDR_HDFS_DR_NAMENODE", "HIVEDR_HDFS_DR_HTTP")
+	return mk(testenv.Source), mk(testenv.DR)
 }
 
 // pipelineTest is a pipeline a test started, with the clients and the
@@ -433,8 +464,8 @@ func grepLines(s, sub string) string {
 // Sizes of the bulk work each round of TestPipelineKill9 adds to its share
 // of the scenario: a partitioned table, partitions with a file each,
 // inserts into some of them (an alter and an INSERT event, a file), and
-// columns added one alter at a time. A round is some 60 events of one
-// database and 50 copy tasks.
+// columns added one alter at a time to it and a second table in turn. A
+// round is some 60 events of one database and 50 copy tasks.
 const (
 	bulkPartitions = 32
 	bulkInserts    = 12
@@ -463,9 +494,19 @@ func bulkSteps(db string, r int) []workloadStep {
 			}
 			return nil
 		}},
-		{fmt.Sprintf("add %d columns to %s", bulkColumns, table), func(ctx context.Context, s *wl.Source) error {
+		// Alternating between two tables: the applier plans consecutive
+		// events of one table as one run, so a round of one table's
+		// alters could be applied whole before the kill lands.
+		{fmt.Sprintf("add %d columns to %s and %s_side, in turn", bulkColumns, table, table), func(ctx context.Context, s *wl.Source) error {
+			if err := s.CreateTable(ctx, db, table+"_side", wl.TableSpec{Columns: []string{"id bigint"}}); err != nil {
+				return err
+			}
 			for i := range bulkColumns {
-				if err := s.AlterTableAddColumn(ctx, db, table, fmt.Sprintf("c%d string", i)); err != nil {
+				t := table
+				if i%2 == 1 {
+					t += "_side"
+				}
+				if err := s.AlterTableAddColumn(ctx, db, t, fmt.Sprintf("c%d string", i)); err != nil {
 					return err
 				}
 			}

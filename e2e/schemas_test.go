@@ -157,6 +157,9 @@ func TestSchemasRegistry(t *testing.T) {
 		}
 		oldEvent, oldEventID := old("metastore_event.avsc")
 		oldCompletion, oldCompletionID := old("copy_completion.avsc")
+		// The version before op and source_info: the current one must
+		// read it (BACKWARD checks the latest registered version).
+		v3Event, v3EventID := old("metastore_event_v3.avsc")
 		s, err := schemas.NewSerde(ctx, pre)
 		if err != nil {
 			t.Fatalf("registering the current schemas over the previous ones: %v", err)
@@ -165,8 +168,8 @@ func TestSchemasRegistry(t *testing.T) {
 			t.Fatal("current and previous MetastoreEvent share an ID")
 		}
 		versions, err := cl.SubjectVersions(ctx, pre.prefix+schemas.NameMetastoreEvent)
-		if err != nil || len(versions) != 2 {
-			t.Fatalf("subject versions %v, %v; want 2", versions, err)
+		if err != nil || len(versions) != 3 {
+			t.Fatalf("subject versions %v, %v; want 3", versions, err)
 		}
 
 		wire := func(sc schemas.Schema, id int, native map[string]any) []byte {
@@ -201,6 +204,21 @@ func TestSchemasRegistry(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("old event:\n got  %+v\n want %+v", got, want)
+		}
+
+		// A v3 record (no op, no source_info) decodes with empty ones.
+		got, err = s.Decode(ctx, wire(v3Event, v3EventID, map[string]any{
+			"event_id": int64(78), "event_time": at, "event_type": "DROP_TABLE",
+			"database": goavro.Union("string", "sales"), "table": goavro.Union("string", "orders"),
+			"source": "prod-hms", "message_format": "json-0.2", "message": "{}",
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantV3 := &schemas.Event{EventID: 78, EventTime: at, EventType: schemas.EventDropTable, Catalog: "hive", Database: "sales",
+			Table: "orders", Source: "prod-hms", MessageFormat: "json-0.2", Message: "{}"}
+		if !reflect.DeepEqual(got, wantV3) {
+			t.Errorf("v3 event:\n got  %+v\n want %+v", got, wantV3)
 		}
 
 		got, err = s.Decode(ctx, wire(oldCompletion, oldCompletionID, map[string]any{

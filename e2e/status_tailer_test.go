@@ -312,7 +312,7 @@ func TestStatusTailerDownChainBroken(t *testing.T) {
 	}
 
 	catOut, err := exec.Command(hivedrBin(t), "cat", "-config", conf, cpTopic).CombinedOutput()
-	if err != nil || !strings.Contains(lineWith(string(catOut), `"CHAIN_BROKEN"`), `"LastEventID":`+fmt.Sprint(last.LastEventID)) {
+	if err != nil || !strings.Contains(lineWith(string(catOut), `"CHAIN_BROKEN"`), `"last_event_id":`+fmt.Sprint(last.LastEventID)) {
 		t.Errorf("hivedr cat %s: %v\n%s", cpTopic, err, tail(string(catOut), 5))
 	}
 

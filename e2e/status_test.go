@@ -37,6 +37,16 @@ type statusDB struct {
 	Halted             string   `json:"halted"`
 	State              string   `json:"state"`
 	TopicExists        bool     `json:"topic_exists"`
+	// Bootstrap is a bootstrap in progress (state bootstrapping).
+	Bootstrap *struct {
+		BootstrapID         string `json:"bootstrap_id"`
+		Phase               string `json:"phase"`
+		TablesTotal         int64  `json:"tables_total"`
+		PartitionsPublished int64  `json:"partitions_published"`
+		FilesPublished      int64  `json:"files_published"`
+		// Rates since the bootstrap started, with ETAs.
+		Rates []statusRate `json:"rates"`
+	} `json:"bootstrap"`
 }
 
 // runStatus runs `hivedr status args...` and returns its output and exit code.

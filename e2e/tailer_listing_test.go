@@ -39,12 +39,13 @@ type listingTailer struct {
 // listingSetup is what a listing test varies in the tailer's
 // configuration.
 type listingSetup struct {
-	databases   []string // in scope
-	roots       []string // besides the source HDFS's /warehouse and /external
-	mappings    string   // YAML items, besides the source HDFS's
-	local       bool
-	srcNameNode string // default: the stack's source NameNode
-	retryFor    string // tailer.list_retry_for; default 30s
+	databases    []string // in scope
+	roots        []string // besides the source HDFS's /warehouse and /external
+	mappings     string   // YAML items, besides the source HDFS's
+	local        bool
+	srcNameNode  string // default: the stack's source NameNode
+	srcAuthority string // the authority the source HDFS is configured under; default: its NameNode's
+	retryFor     string // tailer.list_retry_for; default 30s
 }
 
 func startListingTailer(t *testing.T, env *testenv.Env, s listingSetup) *listingTailer {
@@ -59,6 +60,10 @@ func startListingTailer(t *testing.T, env *testenv.Env, s listingSetup) *listing
 	if s.retryFor == "" {
 		s.retryFor = "30s"
 	}
+	auth := s.srcAuthority
+	if auth == "" {
+		auth = srcAuth
+	}
 	var scope, roots strings.Builder
 	for _, db := range s.databases {
 		fmt.Fprintf(&scope, "    - {name: %s}\n", db)
@@ -70,7 +75,7 @@ func startListingTailer(t *testing.T, env *testenv.Env, s listingSetup) *listing
 		"$PREFIX", lt.prefix, "$HMS", env.Get(t, "HIVEDR_HMS_SRC"), "$BROKERS", strings.Join(env.KafkaBrokers(t), ","),
 		"$REGISTRY", env.Get(t, "HIVEDR_SCHEMA_REGISTRY"), "$START", fmt.Sprint(currentEventID(t, ctxFor(t, time.Minute), env.HMS(t, testenv.Source))),
 		"$DATABASES", scope.String(), "$ROOTS", roots.String(), "$MAPPINGS", s.mappings, "$LOCAL", fmt.Sprint(s.local),
-		"$SRCAUTH", srcAuth, "$SRCNN", nn, "$SRCWEB", env.Get(t, "HIVEDR_HDFS_SRC_HTTP"), "$RETRY", s.retryFor,
+		"$SRCAUTH", auth, "$SRCNN", nn, "$SRCWEB", env.Get(t, "HIVEDR_HDFS_SRC_HTTP"), "$RETRY", s.retryFor,
 		"$SRC", src, "$DR", "hdfs://"+env.Get(t, "HIVEDR_HDFS_DR_NAMENODE"),
 	).Replace(`
 source:
@@ -323,6 +328,79 @@ func TestTailerListingFileScheme(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("copy tasks %v, want %v (the data files, _SUCCESS skipped)", got, want)
+	}
+}
+
+// TestTailerListingDotDot: a location whose ".." segments lead out of the
+// roots is never listed, whichever spelling the metastore keeps (it may
+// resolve the segments itself): its event carries PATH_OUTSIDE_ROOTS
+// naming the location as published, the file there becomes no copy
+// task, and the next event of the database is published after it.
+func TestTailerListingDotDot(t *testing.T) {
+	env := testenv.Require(t)
+	ctx := ctxFor(t, 5*time.Minute)
+	u := uniq(t)
+	db := "ld_" + u
+	srcFS, _ := pipelineFS(t, env)
+	w := wl.NewSource(env.HMS(t, testenv.Source), srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	lt := startListingTailer(t, env, listingSetup{databases: []string{db}})
+	src := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE")
+	putHDFS(t, ctx, srcFS, src+"/elsewhere/"+u+"/t_up/000000_0", "a file a listing would find\n")
+	escaping := src + "/external/" + u + "/../../elsewhere/" + u + "/t_up"
+	if err := w.CreateDatabase(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CreateTable(ctx, db, "t_up", wl.TableSpec{Columns: []string{"id bigint"}, Location: escaping}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CreateTable(ctx, db, "t_next", wl.TableSpec{Columns: []string{"id bigint"}}); err != nil {
+		t.Fatal(err)
+	}
+	ev, tasks := lt.published(db, schemas.EventCreateTable, "t_up")
+	tc, ok := ev.Payload.(*schemas.TableChange)
+	if !ok || tc.After == nil {
+		t.Fatalf("CREATE_TABLE payload %T", ev.Payload)
+	}
+	t.Logf("the metastore kept the location %s (asked for %s)", tc.After.Location, escaping)
+	oneError(t, ev, schemas.ErrPathOutsideRoots, tc.After.Location, "")
+	if len(ev.Files) != 0 || len(tasks) != 0 {
+		t.Errorf("a directory outside the roots was listed: files %v, tasks %v", ev.Files, tasks)
+	}
+	lt.published(db, schemas.EventCreateTable, "t_next")
+}
+
+// TestTailerListingUnknownCluster: a directory inside the roots on an
+// HDFS cluster the configuration does not name (here the source cluster,
+// configured under another authority) cannot be listed by any retry: its
+// event carries LISTING_FAILED naming the directory at once, without
+// retries, and the next event goes on.
+func TestTailerListingUnknownCluster(t *testing.T) {
+	env := testenv.Require(t)
+	ctx := ctxFor(t, 5*time.Minute)
+	u := uniq(t)
+	db := "lu_" + u
+	srcFS, _ := pipelineFS(t, env)
+	w := wl.NewSource(env.HMS(t, testenv.Source), srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	lt := startListingTailer(t, env, listingSetup{databases: []string{db}, srcAuthority: "other-cluster:8020"})
+	ext := env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL") + "/" + db + ".db"
+	putHDFS(t, ctx, srcFS, ext+"/t_unknown/000000_0", "a file a listing would find\n")
+	if err := w.CreateDatabase(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CreateTable(ctx, db, "t_unknown", wl.TableSpec{Columns: []string{"id bigint"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CreateTable(ctx, db, "t_next", wl.TableSpec{Columns: []string{"id bigint"}}); err != nil {
+		t.Fatal(err)
+	}
+	ev, tasks := lt.published(db, schemas.EventCreateTable, "t_unknown")
+	oneError(t, ev, schemas.ErrListingFailed, ext+"/t_unknown", "no HDFS cluster is configured")
+	if len(tasks) != 0 {
+		t.Errorf("tasks %v for a directory on an unknown cluster", tasks)
+	}
+	lt.published(db, schemas.EventCreateTable, "t_next")
+	if log := lt.proc.out.String(); strings.Contains(log, "listing a directory failed; retrying") {
+		t.Errorf("the tailer retried a listing no retry can mend:\n%s", tail(log, 20))
 	}
 }
 

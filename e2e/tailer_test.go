@@ -189,7 +189,7 @@ func TestTailerKill9ExactlyOnce(t *testing.T) {
 	policy := "    - {name: cap_sales}\n    - {name: cap_archive}"
 
 	// The reference: one clean run.
-	ref := tailerConf{prefix: "t" + uniq(t), source: "ref", kind: "postgres", postgres: log.dsn, batch: 40, databases: policy}
+	ref := tailerConf{prefix: "t" + uniq(t), source: "ref", kind: "postgres", postgres: log.DSN, batch: 40, databases: policy}
 	p := startHivedr(t, "reference tailer", "tail", "-config", ref.write(t, env))
 	waitCheckpoint(t, env, s, ref, last, p, 4*time.Minute)
 	p.stop(t)
@@ -298,7 +298,7 @@ func TestTailerChainBroken(t *testing.T) {
 	log := newSynthLog(t, env)
 	rows := capturedRows(t)
 	_, first := log.append(t, rows)
-	conf := tailerConf{prefix: "t" + uniq(t), source: "gap", kind: "postgres", postgres: log.dsn,
+	conf := tailerConf{prefix: "t" + uniq(t), source: "gap", kind: "postgres", postgres: log.DSN,
 		databases: "    - {name: cap_sales}\n    - {name: cap_archive}"}
 	cfg := conf.write(t, env)
 	p := startHivedr(t, "tailer", "tail", "-config", cfg)
@@ -343,7 +343,7 @@ func TestTailerMalformedMessage(t *testing.T) {
 		{Type: "FROBNICATE_TABLE", DB: "cap_sales", Table: "x", Format: "json-0.2", Message: `{"db":"cap_sales"}`},
 	}
 	_, last := log.append(t, append(append(rows[:5:5], bad...), rows[5:]...))
-	conf := tailerConf{prefix: "t" + uniq(t), source: "bad", kind: "postgres", postgres: log.dsn,
+	conf := tailerConf{prefix: "t" + uniq(t), source: "bad", kind: "postgres", postgres: log.DSN,
 		databases: "    - {name: cap_sales}\n    - {name: cap_archive}"}
 	p := startHivedr(t, "tailer", "tail", "-config", conf.write(t, env))
 	waitCheckpoint(t, env, s, conf, last, p, 2*time.Minute)

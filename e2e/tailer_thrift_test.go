@@ -291,7 +291,9 @@ func TestTailerThriftWorkload(t *testing.T) {
 	var cr struct {
 		Type        string `json:"type"`
 		PayloadType string `json:"payload_type"`
-		Value       struct{ EventID int64 }
+		Value       struct {
+			EventID int64 `json:"event_id"`
+		}
 	}
 	if err := json.Unmarshal([]byte(catOut), &cr); err != nil {
 		t.Fatalf("hivedr cat output is not JSON: %v\n%s", err, catOut)
@@ -386,7 +388,17 @@ func TestTailerSourcesAgree(t *testing.T) {
 	}
 	for i := range th {
 		a, b := *th[i], *pg[i]
-		a.Source, b.Source = "", "" // the only field meant to differ
+		// The fields meant to differ: the source's name, and which reader
+		// of the log (and the name again) its source_info block names.
+		a.Source, b.Source = "", ""
+		if a.SourceInfo != nil && b.SourceInfo != nil {
+			ai, bi := *a.SourceInfo, *b.SourceInfo
+			if ai.Reader == bi.Reader {
+				t.Errorf("event %d: both tailers say they read the log with %q", a.EventID, ai.Reader)
+			}
+			ai.Name, bi.Name, ai.Reader, bi.Reader = "", "", "", ""
+			a.SourceInfo, b.SourceInfo = &ai, &bi
+		}
 		ja, _ := json.Marshal(a)
 		jb, _ := json.Marshal(b)
 		if string(ja) != string(jb) {
@@ -403,7 +415,7 @@ func TestTailerFencesZombie(t *testing.T) {
 	s := serde(t, env)
 	log := newSynthLog(t, env)
 	_, last := log.append(t, capturedRows(t))
-	c := tailerConf{prefix: "t" + uniq(t), source: "zombie", kind: "postgres", postgres: log.dsn,
+	c := tailerConf{prefix: "t" + uniq(t), source: "zombie", kind: "postgres", postgres: log.DSN,
 		databases: "    - {name: cap_sales}\n    - {name: cap_archive}"}
 	cfg := c.write(t, env)
 	old := startHivedr(t, "old tailer", "tail", "-config", cfg)

@@ -54,6 +54,13 @@ func (t *Tailer) prepareTopics(ctx context.Context, next chain, dbs []string) er
 		clear(t.created)
 		return err
 	}
+	if len(created) > 0 {
+		// The producer learns a new topic's leader from metadata, which
+		// it otherwise refreshes at most every 5 s (franz-go's
+		// MetadataMinAge): a new database's first events would wait that
+		// long. Ask now; the produce waits only for this refresh.
+		t.prod.ForceMetadataRefresh()
+	}
 	var scan []string
 	for _, db := range dbs {
 		if _, ok := next[db]; ok {

@@ -452,8 +452,19 @@ func decodeCreateTable(d *decoder, msg []byte) error {
 	}
 	d.addDatabase(t.Database)
 	d.ev.Payload = &schemas.TableChange{After: t}
-	d.addFiles(m.Files)
+	if !transactional(t) {
+		d.addFiles(m.Files)
+	}
 	return nil
+}
+
+// transactional reports whether t is a transactional (ACID) table, full
+// or insert-only. The files the metastore lists in such a table's
+// CREATE_TABLE and ADD_PARTITION messages are whatever its directories
+// hold, uncommitted and aborted writes included: its data is replicated
+// from the COMMIT_TXN of each write instead, as Hive's REPL DUMP does.
+func transactional(t *schemas.Table) bool {
+	return t != nil && strings.EqualFold(t.Parameters["transactional"], "true")
 }
 
 // decodeAlterTable covers renames (the before and after tables differ in
@@ -572,6 +583,9 @@ func decodeAddPartition(d *decoder, msg []byte) error {
 		return err
 	}
 	d.ev.Payload = &schemas.PartitionChange{Table: t, After: parts}
+	if transactional(t) {
+		return nil
+	}
 	for _, pf := range m.PartitionFiles {
 		d.addFiles(pf.Files)
 	}
@@ -676,18 +690,20 @@ func decodeInsert(d *decoder, msg []byte) error {
 // Transaction events.
 
 type decodeTxnMsg struct {
-	TxnID      *int64   `json:"txnid"`
-	TxnIDs     []int64  `json:"txnIds"`
-	FromTxnID  *int64   `json:"fromTxnId"`
-	ToTxnID    *int64   `json:"toTxnId"`
-	WriteID    *int64   `json:"writeId"`
-	WriteIDs   []int64  `json:"writeIds"`
-	Database   string   `json:"database"`
-	Table      string   `json:"table"`
-	Databases  []string `json:"databases"`
-	Tables     []string `json:"tables"`
-	Files      []string `json:"files"`
-	DBsUpdated []string `json:"dbsUpdated"`
+	TxnID      *int64    `json:"txnid"`
+	TxnIDs     []int64   `json:"txnIds"`
+	FromTxnID  *int64    `json:"fromTxnId"`
+	ToTxnID    *int64    `json:"toTxnId"`
+	WriteID    *int64    `json:"writeId"`
+	WriteIDs   []int64   `json:"writeIds"`
+	Database   string    `json:"database"`
+	Table      string    `json:"table"`
+	Databases  []string  `json:"databases"`
+	Tables     []string  `json:"tables"`
+	Partitions []*string `json:"partitions"`
+	Partition  string    `json:"partition"`
+	Files      []string  `json:"files"`
+	DBsUpdated []string  `json:"dbsUpdated"`
 }
 
 func decodeOpenTxn(d *decoder, msg []byte) error {
@@ -714,9 +730,10 @@ func decodeOpenTxn(d *decoder, msg []byte) error {
 }
 
 // decodeCommitTxn reads the commit and the writes the transaction made
-// (the metastore adds them from TXN_WRITE_NOTIFICATION_LOG): every
-// database written is one this event concerns, and the files written are
-// the event's files.
+// (a listener adds them from TXN_WRITE_NOTIFICATION_LOG, as REPL DUMP
+// does): every database written is one this event concerns, each write
+// keeps its partition and files, and the files written are the event's
+// files (their copy tasks are made from them).
 func decodeCommitTxn(d *decoder, msg []byte) error {
 	var m decodeTxnMsg
 	if err := decodeJSON(msg, &m); err != nil {
@@ -729,19 +746,42 @@ func decodeCommitTxn(d *decoder, msg []byte) error {
 		return fmt.Errorf("write info lists differ in length: %d databases, %d tables, %d write ids",
 			len(m.Databases), len(m.Tables), len(m.WriteIDs))
 	}
+	if len(m.Partitions) > 0 && len(m.Partitions) != len(m.Databases) {
+		return fmt.Errorf("write info lists differ in length: %d databases, %d partitions", len(m.Databases), len(m.Partitions))
+	}
+	if len(m.Files) > 0 && len(m.Files) != len(m.Databases) {
+		return fmt.Errorf("write info lists differ in length: %d databases, %d file lists", len(m.Databases), len(m.Files))
+	}
 	txn := &schemas.Transaction{TxnIDs: []int64{*m.TxnID}}
 	if len(m.Databases) > 0 {
 		txn.WriteIDs = make([]schemas.TableWriteID, len(m.Databases))
 		for i := range m.Databases {
-			txn.WriteIDs[i] = schemas.TableWriteID{Database: m.Databases[i], Table: m.Tables[i], WriteID: m.WriteIDs[i]}
-			d.addDatabase(m.Databases[i])
+			var part, files string
+			if len(m.Partitions) > 0 && m.Partitions[i] != nil {
+				part = *m.Partitions[i]
+			}
+			if len(m.Files) > 0 {
+				files = m.Files[i]
+			}
+			txn.WriteIDs[i] = d.write(m.Databases[i], m.Tables[i], m.WriteIDs[i], part, files)
 		}
 	}
 	d.ev.Payload = txn
-	for _, list := range m.Files {
-		d.addFiles(parseTxnFileList(list))
-	}
 	return nil
+}
+
+// write is one write of a committed transaction: its database becomes
+// one the event concerns, and its files (files: "]"-joined entries)
+// become the event's.
+func (d *decoder) write(db, table string, writeID int64, partition, files string) schemas.TableWriteID {
+	w := schemas.TableWriteID{Database: db, Table: table, WriteID: writeID, Partition: partition}
+	from := len(d.ev.Files)
+	d.addFiles(parseTxnFileList(files))
+	for _, f := range d.ev.Files[from:] {
+		w.Files = append(w.Files, f.URI)
+	}
+	d.addDatabase(db)
+	return w
 }
 
 func decodeAbortTxn(d *decoder, msg []byte) error {
@@ -761,8 +801,12 @@ func decodeAbortTxn(d *decoder, msg []byte) error {
 
 // decodeAcidWrite reads the files one transaction wrote into a table or
 // partition. They become visible only when the transaction commits, so
-// the payload is the transaction and its write ID, not an InsertData: the
-// COMMIT_TXN that follows lists the same write.
+// the payload is the transaction and its write ID, not an InsertData, and
+// its files are the write's, not the event's (no copy tasks): the
+// COMMIT_TXN that follows lists the same write, and its files are copied
+// then. (Hive's DbNotificationListener keeps ACID writes out of the
+// notification log, in TXN_WRITE_NOTIFICATION_LOG; a listener that logs
+// them is read all the same.)
 func decodeAcidWrite(d *decoder, msg []byte) error {
 	var m decodeTxnMsg
 	if err := decodeJSON(msg, &m); err != nil {
@@ -779,11 +823,13 @@ func decodeAcidWrite(d *decoder, msg []byte) error {
 		table = d.raw.Table
 	}
 	d.addDatabase(db)
-	d.ev.Payload = &schemas.Transaction{
-		TxnIDs:   []int64{*m.TxnID},
-		WriteIDs: []schemas.TableWriteID{{Database: db, Table: table, WriteID: *m.WriteID}},
+	w := schemas.TableWriteID{Database: db, Table: table, WriteID: *m.WriteID, Partition: m.Partition}
+	for _, e := range m.Files {
+		if f, ok := parseFileRef(e); ok {
+			w.Files = append(w.Files, f.URI)
+		}
 	}
-	d.addFiles(m.Files)
+	d.ev.Payload = &schemas.Transaction{TxnIDs: []int64{*m.TxnID}, WriteIDs: []schemas.TableWriteID{w}}
 	return nil
 }
 

@@ -28,12 +28,18 @@ type decodeFixture struct {
 
 func loadDecodeFixtures(tb testing.TB) []decodeFixture {
 	tb.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", "events", "*.json"))
+	return loadFixtureDir(tb, "events")
+}
+
+// loadFixtureDir reads the fixtures capture wrote into testdata/dir.
+func loadFixtureDir(tb testing.TB, dir string) []decodeFixture {
+	tb.Helper()
+	paths, err := filepath.Glob(filepath.Join("testdata", dir, "*.json"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if len(paths) == 0 {
-		tb.Fatal("no fixtures in testdata/events: run go run ./producer/testdata/capture")
+		tb.Fatalf("no fixtures in testdata/%s: run go run ./producer/testdata/capture", dir)
 	}
 	sort.Strings(paths)
 	out := make([]decodeFixture, 0, len(paths))
@@ -428,8 +434,14 @@ func TestDecodeTransactionEvents(t *testing.T) {
 	if len(commit.Errors) != 0 || !slices.Equal(ct.TxnIDs, []int64{txn}) {
 		t.Errorf("COMMIT_TXN = %+v errors %v", ct, commit.Errors)
 	}
-	wantW := []schemas.TableWriteID{{Database: "cap_sales", Table: "events_acid", WriteID: 3}, {Database: "cap_archive", Table: "events_acid", WriteID: 1}}
-	if !slices.Equal(commit.Databases, []string{"cap_archive", "cap_sales"}) || !slices.Equal(ct.WriteIDs, wantW) {
+	wantW := []schemas.TableWriteID{
+		{Database: "cap_sales", Table: "events_acid", WriteID: 3, Files: []string{
+			"hdfs://nn:8020/warehouse/cap_sales.db/events_acid/delta_0000003_0000003_0000/bucket_00000_0",
+			"hdfs://nn:8020/warehouse/cap_sales.db/events_acid/delta_0000003_0000003_0000/bucket_00001_0"}},
+		{Database: "cap_archive", Table: "events_acid", WriteID: 1, Files: []string{
+			"hdfs://nn:8020/warehouse/cap_archive.db/events_acid/delta_0000001_0000001_0000/bucket_00000_0"}},
+	}
+	if !slices.Equal(commit.Databases, []string{"cap_archive", "cap_sales"}) || !reflect.DeepEqual(ct.WriteIDs, wantW) {
 		t.Errorf("COMMIT_TXN databases = %v write ids = %+v", commit.Databases, ct.WriteIDs)
 	}
 	if len(commit.Files) != 3 || commit.Files[1].Checksum != "c2" || commit.Files[1].CMRoot != "hdfs://nn:8020/cmroot" ||
@@ -444,11 +456,12 @@ func TestDecodeTransactionEvents(t *testing.T) {
 			"files": []string{"hdfs://nn:8020/warehouse/cap_sales.db/events_acid/delta_0000003_0000003_0000/bucket_00000_0#c1#hdfs://nn:8020/cmroot#delta_0000003_0000003_0000"},
 		})})
 	at := acid.Payload.(*schemas.Transaction)
-	if len(acid.Errors) != 0 || !slices.Equal(at.TxnIDs, []int64{txn}) || !slices.Equal(at.WriteIDs, wantW[:1]) {
+	wantA := []schemas.TableWriteID{{Database: "cap_sales", Table: "events_acid", WriteID: 3, Files: wantW[0].Files[:1]}}
+	if len(acid.Errors) != 0 || !slices.Equal(at.TxnIDs, []int64{txn}) || !reflect.DeepEqual(at.WriteIDs, wantA) {
 		t.Errorf("ACID_WRITE = %+v errors %v", at, acid.Errors)
 	}
-	if len(acid.Files) != 1 || acid.Files[0].Subdir != "delta_0000003_0000003_0000" || !strings.HasSuffix(acid.Files[0].URI, "/bucket_00000_0") {
-		t.Errorf("ACID_WRITE files = %+v", acid.Files)
+	if len(acid.Files) != 0 {
+		t.Errorf("ACID_WRITE has event files %+v: its files are copied at the commit", acid.Files)
 	}
 
 	abort := Decode(hmslog.RawEvent{EventType: schemas.EventAbortTxn, MessageFormat: hms.FormatGzipJSON,
@@ -694,4 +707,50 @@ func BenchmarkDecodeParallel(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// TestDecodeAcidFixtures decodes the transactional events captured from the
+// stack's metastore (capture -acid): a commit of three writes in two
+// databases (one into a partition), an abort, a commit of a base, and the
+// CREATE_TABLE and ADD_PARTITION of transactional tables, whose listed
+// files are left to the commits.
+func TestDecodeAcidFixtures(t *testing.T) {
+	var commits []schemas.Event
+	for _, fx := range loadFixtureDir(t, "acid") {
+		f, ev := fx.name, Decode(fx.raw)
+		if len(ev.Errors) > 0 {
+			t.Errorf("%s: %+v", f, ev.Errors)
+		}
+		switch ev.EventType {
+		case schemas.EventCommitTxn:
+			commits = append(commits, ev)
+		case schemas.EventCreateTable, schemas.EventAddPartition:
+			if len(ev.Files) > 0 {
+				t.Errorf("%s: files %+v of a transactional table", f, ev.Files)
+			}
+		case schemas.EventAbortTxn:
+			if !slices.Equal(ev.Databases, []string{"cap_acid"}) {
+				t.Errorf("%s: abort databases %v", f, ev.Databases)
+			}
+		}
+	}
+	if len(commits) != 2 {
+		t.Fatalf("%d commits captured, want 2", len(commits))
+	}
+	c := commits[0].Payload.(*schemas.Transaction)
+	if !slices.Equal(commits[0].Databases, []string{"cap_acid", "cap_acid_other"}) || len(c.WriteIDs) != 3 || len(commits[0].Files) != 3 {
+		t.Fatalf("first commit: databases %v writes %+v files %+v", commits[0].Databases, c.WriteIDs, commits[0].Files)
+	}
+	for i, w := range c.WriteIDs {
+		if len(w.Files) != 1 || w.Files[0] != commits[0].Files[i].URI || !strings.Contains(w.Files[0], "/delta_") {
+			t.Errorf("write %d: %+v, event files %+v", i, w, commits[0].Files)
+		}
+		if (w.Table == "events" || w.Table == "ledger") != (w.Partition == "dt=2024-01-01") {
+			t.Errorf("write %d: partition %q", i, w.Partition)
+		}
+	}
+	b := commits[1].Payload.(*schemas.Transaction)
+	if len(b.WriteIDs) != 1 || !strings.Contains(b.WriteIDs[0].Files[0], "/base_") || commits[1].Files[0].Subdir == "" {
+		t.Errorf("base commit: %+v files %+v", b.WriteIDs, commits[1].Files)
+	}
 }

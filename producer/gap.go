@@ -28,7 +28,8 @@ func (e *GapError) Error() string {
 	}
 	return fmt.Sprintf("%v: expected event %d after checkpoint %d, but the source log has %s next (head %d); "+
 		"events were purged from NOTIFICATION_LOG past the checkpoint, so the replica cannot be brought forward "+
-		"event by event: a new bootstrap is needed", ErrChainBroken, e.Checkpoint+1, e.Checkpoint, found, e.Head)
+		"event by event: repair it with hivedr bootstrap -repair-chain (the restarted tailer resumes after the gap and "+
+		"bootstraps every database in scope)", ErrChainBroken, e.Checkpoint+1, e.Checkpoint, found, e.Head)
 }
 
 // Unwrap makes errors.Is(err, ErrChainBroken) true.

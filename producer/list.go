@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/hivedr/hivedr/internal/config"
@@ -30,17 +29,16 @@ func listDirs(ev *schemas.Event) []string {
 	if len(ev.Files) > 0 {
 		return nil
 	}
-	external := func(t *schemas.Table) bool { return t != nil && t.TableType == "EXTERNAL_TABLE" }
 	switch p := ev.Payload.(type) {
 	case *schemas.TableChange:
-		if !external(p.After) || len(p.After.PartitionKeys) > 0 || p.After.Location == "" || p.IsTruncate {
+		if !p.After.External() || len(p.After.PartitionKeys) > 0 || p.After.Location == "" || p.IsTruncate {
 			return nil
 		}
 		if ev.EventType == schemas.EventCreateTable || (ev.EventType == schemas.EventAlterTable && p.Before != nil && moved(p.Before.Location, p.After.Location)) {
 			return []string{p.After.Location}
 		}
 	case *schemas.PartitionChange:
-		if !external(p.Table) || p.IsTruncate {
+		if !p.Table.External() || p.IsTruncate {
 			return nil
 		}
 		var dirs []string
@@ -116,38 +114,12 @@ func (l *lister) list(ctx context.Context, ev *schemas.Event) ([]schemas.FileRef
 		errs  []schemas.EventError
 	)
 	for _, dir := range listDirs(ev) {
-		d, err := l.pol.CheckSourceRoot(dir)
+		found, _, e, err := l.listDir(ctx, dir, fmt.Sprintf("event %d %s", ev.EventID, ev.EventType), "databases", ev.Databases)
 		if err != nil {
-			errs = append(errs, schemas.EventError{Kind: schemas.ErrPathOutsideRoots, Path: dir,
-				Message: fmt.Sprintf("directory not listed: %v", err)})
-			continue
+			return nil, nil, err
 		}
-		var found []schemas.FileRef
-		start := l.now()
-		for attempt, wait := 1, listBackoffFirst; ; attempt, wait = attempt+1, min(2*wait, listBackoffMax) {
-			found, err = l.walk(ctx, dir, d)
-			if err == nil || errors.Is(err, fs.ErrNotExist) {
-				err = nil
-				break
-			}
-			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
-			}
-			if elapsed := l.now().Sub(start); errors.Is(err, fs.ErrNoStore) || errors.Is(err, errStrayed) || elapsed+wait > l.retryFor {
-				err = fmt.Errorf("list the files of %s (event %d %s) failed after %d attempts in %s: %w",
-					dir, ev.EventID, ev.EventType, attempt, elapsed.Round(time.Millisecond), err)
-				break
-			}
-			l.log.Warn("listing a directory failed; retrying", "dir", dir, "event_id", ev.EventID, "type", ev.EventType,
-				"attempt", attempt, "err", err, "retry_in", wait)
-			if !l.sleep(ctx, wait) {
-				return nil, nil, ctx.Err()
-			}
-		}
-		if err != nil {
-			l.log.Error("cannot list a directory: publishing the event with LISTING_FAILED; the applier halts its database on it",
-				"dir", dir, "event_id", ev.EventID, "type", ev.EventType, "databases", ev.Databases, "err", err)
-			errs = append(errs, schemas.EventError{Kind: schemas.ErrListingFailed, Path: dir, Message: err.Error()})
+		if e != nil {
+			errs = append(errs, *e)
 			continue
 		}
 		files = append(files, found...)
@@ -155,14 +127,57 @@ func (l *lister) list(ctx context.Context, ev *schemas.Event) ([]schemas.FileRef
 	return files, errs, nil
 }
 
+// listDir lists one directory under list's rules for what (an event, a
+// bootstrap's record; logged with the attributes attrs): its data files
+// and their total size, or the error entry the record carries instead.
+// The error is ctx's only.
+func (l *lister) listDir(ctx context.Context, dir, what string, attrs ...any) ([]schemas.FileRef, int64, *schemas.EventError, error) {
+	d, err := l.pol.CheckSourceRoot(dir)
+	if err != nil {
+		return nil, 0, &schemas.EventError{Kind: schemas.ErrPathOutsideRoots, Path: dir,
+			Message: fmt.Sprintf("directory not listed: %v", err)}, nil
+	}
+	var (
+		found []schemas.FileRef
+		size  int64
+	)
+	start := l.now()
+	for attempt, wait := 1, listBackoffFirst; ; attempt, wait = attempt+1, min(2*wait, listBackoffMax) {
+		found, size, err = l.walk(ctx, dir, d)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return found, size, nil, nil
+		}
+		if ctx.Err() != nil {
+			return nil, 0, nil, ctx.Err()
+		}
+		if elapsed := l.now().Sub(start); errors.Is(err, fs.ErrNoStore) || errors.Is(err, errStrayed) || elapsed+wait > l.retryFor {
+			err = fmt.Errorf("list the files of %s (%s) failed after %d attempts in %s: %w",
+				dir, what, attempt, elapsed.Round(time.Millisecond), err)
+			break
+		}
+		l.log.Warn("listing a directory failed; retrying", append([]any{"dir", dir, "for", what,
+			"attempt", attempt, "err", err, "retry_in", wait}, attrs...)...)
+		if !l.sleep(ctx, wait) {
+			return nil, 0, nil, ctx.Err()
+		}
+	}
+	l.log.Error("cannot list a directory: publishing the record with LISTING_FAILED; the applier halts its database on it",
+		append([]any{"dir", dir, "for", what, "err", err}, attrs...)...)
+	return nil, 0, &schemas.EventError{Kind: schemas.ErrListingFailed, Path: dir, Message: err.Error()}, nil
+}
+
 // errStrayed marks a listing that answered with a location outside the
 // directory asked for: a store fault no retry mends.
 var errStrayed = errors.New("the listing strayed outside the directory")
 
-// walk lists the data files under dir (d: its canonical form) once.
-func (l *lister) walk(ctx context.Context, dir string, d location.Location) ([]schemas.FileRef, error) {
-	var files []schemas.FileRef
-	err := l.l.Walk(ctx, dir, func(loc string, _ int64) error {
+// walk lists the data files under dir (d: its canonical form) once, and
+// their total size.
+func (l *lister) walk(ctx context.Context, dir string, d location.Location) ([]schemas.FileRef, int64, error) {
+	var (
+		files []schemas.FileRef
+		total int64
+	)
+	err := l.l.Walk(ctx, dir, func(loc string, size int64) error {
 		f, err := location.Parse(loc)
 		if err != nil {
 			return fmt.Errorf("%w: listed file: %w", errStrayed, err)
@@ -171,13 +186,12 @@ func (l *lister) walk(ctx context.Context, dir string, d location.Location) ([]s
 		if !ok || rel == "" {
 			return fmt.Errorf("%w: listed file %s is not under %s", errStrayed, loc, dir)
 		}
-		for _, part := range strings.Split(rel, "/") {
-			if strings.HasPrefix(part, ".") || strings.HasPrefix(part, "_") {
-				return nil
-			}
+		if location.Hidden(rel) {
+			return nil
 		}
 		files = append(files, schemas.FileRef{URI: loc})
+		total += size
 		return nil
 	})
-	return files, err
+	return files, total, err
 }

@@ -24,6 +24,17 @@ type Metrics struct {
 	state           *prometheus.GaugeVec
 	pollSeconds     prometheus.Histogram
 	produceSeconds  prometheus.Histogram
+
+	bootstrapRecords *prometheus.CounterVec
+	bootstraps       *prometheus.GaugeVec
+	relistedTables   prometheus.Counter
+	requestsSkipped  prometheus.Counter
+	// HDFS snapshots of bootstraps (hdfssnap.go).
+	snapshotsHeld     prometheus.Gauge
+	snapshotsReleased prometheus.Counter
+	// Source transactions (txns.go).
+	openTxns      prometheus.Gauge
+	writesFetched *prometheus.CounterVec
 }
 
 // NewMetrics makes the tailer's metrics.
@@ -59,13 +70,39 @@ func NewMetrics() *Metrics {
 		produceSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "hivedr_tailer_produce_seconds", Help: "Latency of producing and committing one batch's transaction.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
+		bootstrapRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hivedr_tailer_bootstrap_records_total", Help: "Bootstrap (snapshot) records published, by database.",
+		}, []string{"db"}),
+		bootstraps: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hivedr_tailer_bootstraps", Help: "Bootstraps in progress, by phase (SNAPSHOT, CATCHUP).",
+		}, []string{"phase"}),
+		relistedTables: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hivedr_tailer_bootstrap_relisted_tables_total", Help: "Tables whose partition listing a bootstrap started again after a tailer restart (the table in progress at the restart: at most one per bootstrap and restart).",
+		}),
+		requestsSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hivedr_tailer_bootstrap_requests_skipped_total", Help: "Bootstrap requests on the control topic for another source.",
+		}),
+		snapshotsHeld: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hivedr_tailer_bootstrap_snapshots_held", Help: "HDFS snapshots bootstraps took that wait for their copy tasks to complete.",
+		}),
+		snapshotsReleased: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hivedr_tailer_bootstrap_snapshots_released_total", Help: "HDFS snapshots of bootstraps deleted: their copies done, or their bootstrap unknown to the checkpoint.",
+		}),
+		openTxns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hivedr_tailer_open_transactions", Help: "Source transactions that allocated write IDs and have not ended, as of the checkpoint (kept in it).",
+		}),
+		writesFetched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hivedr_tailer_commit_writes_read_total", Help: "COMMIT_TXN events whose message named no writes and whose writes the tailer read from the source metastore (get_all_write_event_info), by outcome: writes, none (the transaction wrote nothing), unavailable (published with WRITES_UNAVAILABLE).",
+		}, []string{"outcome"}),
 	}
 }
 
 // Register adds the metrics to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.eventsRead, m.eventsPublished, m.eventsFiltered, m.tasksPublished,
-		m.errors, m.sourceHead, m.lastPublished, m.state, m.pollSeconds, m.produceSeconds} {
+		m.errors, m.sourceHead, m.lastPublished, m.state, m.pollSeconds, m.produceSeconds,
+		m.bootstrapRecords, m.bootstraps, m.relistedTables, m.requestsSkipped, m.snapshotsHeld, m.snapshotsReleased,
+		m.openTxns, m.writesFetched} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -81,6 +118,28 @@ func (m *Metrics) setState(s schemas.TailerState) {
 		}
 		m.state.WithLabelValues(string(st)).Set(v)
 	}
+}
+
+// setBootstraps sets the bootstraps gauge from the committed ones.
+func (m *Metrics) setBootstraps(boots []schemas.BootstrapState) {
+	n := map[string]int{schemas.PhaseSnapshot: 0, schemas.PhaseCatchup: 0}
+	for _, b := range boots {
+		n[b.Phase]++
+	}
+	for phase, c := range n {
+		m.bootstraps.WithLabelValues(phase).Set(float64(c))
+	}
+}
+
+// RelistedTables is the number of tables whose partition listing a
+// bootstrap started again after a restart
+// (hivedr_tailer_bootstrap_relisted_tables_total).
+func (m *Metrics) RelistedTables() int64 {
+	var pb dto.Metric
+	if err := m.relistedTables.Write(&pb); err != nil {
+		return 0
+	}
+	return int64(pb.GetCounter().GetValue())
 }
 
 // LastPublished is the checkpoint: the last event ID covered by a committed

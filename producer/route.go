@@ -78,8 +78,16 @@ func Route(ev schemas.Event, pol *config.Replication) Routed {
 	r := Routed{Event: ev}
 	r.Event.Files = append([]schemas.FileRef(nil), ev.Files...)
 	r.Event.Errors = append([]schemas.EventError(nil), ev.Errors...)
-	r.addTasks(0, pol)
+	if t, ok := ev.Payload.(*schemas.Transaction); ok && len(t.WriteIDs) > 0 {
+		r.Event.Payload, r.Event.Files = inScopeWrites(t, r.Event.Files, pol)
+	}
+	r.addTasks(0, pol, eventTaskID(ev.EventID))
 	return r
+}
+
+// eventTaskID names the copy task of an event's i-th file <event>-<i>.
+func eventTaskID(eventID int64) func(i int) string {
+	return func(i int) string { return fmt.Sprintf("%d-%d", eventID, i) }
 }
 
 // AddFiles adds files found by listing (see listDirs) to a routed event,
@@ -91,15 +99,21 @@ func (r *Routed) AddFiles(files []schemas.FileRef, pol *config.Replication) {
 	}
 	from := len(r.Event.Files)
 	r.Event.Files = append(r.Event.Files, files...)
-	r.addTasks(from, pol)
+	r.addTasks(from, pol, eventTaskID(r.Event.EventID))
 }
 
-// addTasks makes the copy tasks of the event's files from index from on.
-func (r *Routed) addTasks(from int, pol *config.Replication) {
+// addTasks makes the copy tasks of the event's files from index from on,
+// the i-th named id(i).
+func (r *Routed) addTasks(from int, pol *config.Replication, id func(i int) string) {
 	ev := &r.Event
 	taskDB, taskTable := fileOwner(*ev)
+	writeOf := writeOwners(ev.Payload)
 	for i := from; i < len(ev.Files); i++ {
 		f := &ev.Files[i]
+		taskDB, taskTable := taskDB, taskTable
+		if w, ok := writeOf[f.URI]; ok {
+			taskDB, taskTable = w.Database, w.Table
+		}
 		if _, err := pol.CheckSourceRoot(f.URI); err != nil {
 			ev.Errors = append(ev.Errors, schemas.EventError{
 				Kind: schemas.ErrPathOutsideRoots, Message: err.Error(), Path: f.URI,
@@ -113,7 +127,7 @@ func (r *Routed) addTasks(from int, pol *config.Replication) {
 			})
 			continue
 		}
-		f.TaskID = fmt.Sprintf("%d-%d", ev.EventID, i)
+		f.TaskID = id(i)
 		r.Tasks = append(r.Tasks, schemas.CopyTask{
 			TaskID: f.TaskID, EventID: ev.EventID, EventTime: ev.EventTime,
 			Database: taskDB, Table: taskTable,
@@ -161,4 +175,47 @@ func fileOwner(ev schemas.Event) (db, table string) {
 		}
 	}
 	return ev.Database, ev.Table
+}
+
+// writeOwners maps each file of a transaction's writes to its write: a
+// commit's files belong to several tables.
+func writeOwners(p schemas.Payload) map[string]*schemas.TableWriteID {
+	t, ok := p.(*schemas.Transaction)
+	if !ok {
+		return nil
+	}
+	m := map[string]*schemas.TableWriteID{}
+	for i := range t.WriteIDs {
+		for _, f := range t.WriteIDs[i].Files {
+			m[f] = &t.WriteIDs[i]
+		}
+	}
+	return m
+}
+
+// inScopeWrites narrows a transaction's writes to the tables in scope, and
+// the event's files to theirs: a transaction that also wrote a table out
+// of scope must not copy that table's files (nor name them to the
+// applier).
+func inScopeWrites(t *schemas.Transaction, files []schemas.FileRef, pol *config.Replication) (*schemas.Transaction, []schemas.FileRef) {
+	out := &schemas.Transaction{TxnIDs: t.TxnIDs}
+	keep := map[string]bool{}
+	for _, w := range t.WriteIDs {
+		if p, ok := pol.Scope(w.Database); ok && p.TableIncluded(w.Table) {
+			out.WriteIDs = append(out.WriteIDs, w)
+			for _, f := range w.Files {
+				keep[f] = true
+			}
+		}
+	}
+	if len(out.WriteIDs) == len(t.WriteIDs) {
+		return t, files
+	}
+	var kept []schemas.FileRef
+	for _, f := range files {
+		if keep[f.URI] {
+			kept = append(kept, f)
+		}
+	}
+	return out, kept
 }

@@ -84,6 +84,23 @@ func TestRoute(t *testing.T) {
 			dbs: []string{"finance", "sales"},
 		},
 		{
+			name: "commit copies the files of its writes in scope only",
+			ev: schemas.Event{EventID: 44, EventType: schemas.EventCommitTxn, Databases: []string{"finance", "hr"},
+				Payload: &schemas.Transaction{TxnIDs: []int64{8}, WriteIDs: []schemas.TableWriteID{
+					{Database: "finance", Table: "ledger", WriteID: 2, Partition: "dt=1", Files: []string{"hdfs://src:8020/warehouse/finance.db/ledger/dt=1/delta_0000002_0000002_0000/bucket_00000"}},
+					{Database: "finance", Table: "tmp_x", WriteID: 1, Files: []string{"hdfs://src:8020/warehouse/finance.db/tmp_x/delta_0000001_0000001_0000/bucket_00000"}},
+					{Database: "hr", Table: "people", WriteID: 5, Files: []string{"hdfs://src:8020/warehouse/hr.db/people/delta_0000005_0000005_0000/bucket_00000"}},
+				}},
+				Files: []schemas.FileRef{
+					{URI: "hdfs://src:8020/warehouse/finance.db/ledger/dt=1/delta_0000002_0000002_0000/bucket_00000", Subdir: "delta_0000002_0000002_0000"},
+					{URI: "hdfs://src:8020/warehouse/finance.db/tmp_x/delta_0000001_0000001_0000/bucket_00000"},
+					{URI: "hdfs://src:8020/warehouse/hr.db/people/delta_0000005_0000005_0000/bucket_00000"},
+				}},
+			dbs:       []string{"finance"},
+			tasks:     []string{"hdfs://dr:8020/warehouse/finance.db/ledger/dt=1/delta_0000002_0000002_0000/bucket_00000"},
+			taskOwner: "finance.ledger",
+		},
+		{
 			name: "insert files become tasks with mapped targets",
 			ev: schemas.Event{EventID: 42, EventType: schemas.EventInsert, Database: "sales", Table: "orders", Databases: []string{"sales"},
 				Payload: &schemas.InsertData{Table: tbl("sales", "orders")},
@@ -144,6 +161,14 @@ func TestRoute(t *testing.T) {
 			}
 			if !slices.Equal(errPaths, tt.errPaths) {
 				t.Errorf("error paths = %v, want %v", errPaths, tt.errPaths)
+			}
+			if tx, ok := r.Event.Payload.(*schemas.Transaction); ok && tt.ev.EventID == 44 {
+				if len(tx.WriteIDs) != 1 || tx.WriteIDs[0].Table != "ledger" || len(r.Event.Files) != 1 {
+					t.Errorf("commit narrowed to writes %+v, files %+v: want the ledger's only", tx.WriteIDs, r.Event.Files)
+				}
+				if orig := tt.ev.Payload.(*schemas.Transaction); len(orig.WriteIDs) != 3 || len(tt.ev.Files) != 3 {
+					t.Errorf("the caller's commit was changed: %+v", orig)
+				}
 			}
 			// Files that became tasks carry their task ID; refused ones none.
 			for _, f := range r.Event.Files {

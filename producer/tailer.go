@@ -15,10 +15,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/internal/buildinfo"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/location"
+	"github.com/hivedr/hivedr/internal/retry"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -48,6 +50,19 @@ type Config struct {
 	// KafkaOpts are added to every Kafka client the tailer makes (TLS, SASL,
 	// test hooks).
 	KafkaOpts []kgo.Opt
+	// Snapshots reads the source metastore's objects for bootstraps; nil
+	// takes no bootstrap request (they wait on the control topic).
+	Snapshots Snapshots
+	// Txns reads source transactions' writes for commits whose message
+	// names none (txns.go); nil publishes those commits without them.
+	Txns TxnWrites
+	// DirSnapshots takes HDFS snapshots of the source directories a
+	// bootstrap copies (*fs.Router); nil copies from the live tree.
+	DirSnapshots DirSnapshots
+	// Scope delivers a new replication scope (config.Watch: the file
+	// changed, or SIGHUP): taken between two transactions (applyScope).
+	// nil: the scope read at start.
+	Scope <-chan config.Replication
 }
 
 // Tailer publishes the source notification log to Kafka. Create it with New
@@ -71,6 +86,29 @@ type Tailer struct {
 	inScope        []string        // in-scope databases, for heartbeats
 	lastDBRefresh  time.Time
 	lastHeartbeat  time.Time
+
+	// Bootstraps (bootstrap.go), committed with the checkpoint.
+	reqOff       int64                    // next offset of the control topic to read
+	boots        []schemas.BootstrapState // in progress
+	lastReqPoll  time.Time
+	warned       map[string]bool      // what was logged once
+	autoCheck    bool                 // look for databases to bootstrap by policy
+	partNames    map[string]partNames // by bootstrap: the partitions of the table it is in
+	lastProgress time.Time            // when bootstraps' progress was last logged
+
+	// HDFS snapshots of bootstraps (hdfssnap.go), committed with the
+	// checkpoint: those waiting for their copies, and where the count of
+	// completions stands.
+	releases    []schemas.SnapshotRelease
+	compOffs    []int64
+	touch       map[string]*touchIndex // by bootstrap: tables changed since its snapshots
+	lastRelease time.Time              // when completions were last counted
+
+	// Source transactions that allocated write IDs and have not ended
+	// (txns.go), committed with the checkpoint.
+	txns *txnTable
+
+	version string // this build's, for source_info
 }
 
 // New checks cfg and connects to Kafka. Nothing is read or written yet.
@@ -93,6 +131,11 @@ func New(cfg Config) (*Tailer, error) {
 		kgo.MaxBufferedRecords(1 << 20),
 		kgo.ProducerLinger(0),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		// A topic just created may still be missing from the broker's
+		// metadata at the first refresh; the retry then waits this long
+		// (franz-go's default 5 s), and a new database's first events
+		// with it. Periodic refreshes stay at MetadataMaxAge.
+		kgo.MetadataMinAge(250 * time.Millisecond),
 	}, cfg.KafkaOpts...)
 	prod, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -101,7 +144,9 @@ func New(cfg Config) (*Tailer, error) {
 	t := &Tailer{
 		cfg: cfg, conf: c, topics: kafka.Topics{Prefix: c.Kafka.TopicPrefix},
 		log: cfg.Logger.With("role", "tailer", "source", c.Source.Name), m: cfg.Metrics,
-		prod: prod, adm: kadm.NewClient(prod), created: map[string]bool{},
+		prod: prod, adm: kadm.NewClient(prod), created: map[string]bool{}, warned: map[string]bool{},
+		partNames: map[string]partNames{}, touch: map[string]*touchIndex{}, version: buildinfo.Get().Version,
+		txns: newTxnTable(nil, 0),
 	}
 	if cfg.Lister != nil {
 		t.lister = &lister{l: cfg.Lister, pol: &c.Replication, retryFor: c.Tailer.ListRetryFor.Duration,
@@ -115,21 +160,45 @@ func New(cfg Config) (*Tailer, error) {
 // the cluster refuses. Transient source and Kafka errors are retried.
 func (t *Tailer) Run(ctx context.Context) error {
 	defer t.prod.Close()
-	if err := t.start(ctx); err != nil {
+	// Kafka (or the source) may be away for a while at start, as when the
+	// broker restarts: wait for it, bounded, instead of exiting.
+	if err := retry.Until(ctx, t.log, "tailer start (topics, transactional producer, checkpoint)", retry.Policy{
+		Fatal: func(err error) bool { return isFatalKafka(err) || errors.Is(err, ErrChainBroken) },
+	}, t.start); err != nil {
+		if ctx.Err() != nil {
+			t.m.setState(schemas.StateStopped)
+			return nil
+		}
 		t.m.setState(schemas.StateFailed)
 		return err
 	}
 	t.m.setState(schemas.StateRunning)
 	backoff := time.Second
 	for {
-		progressed, err := t.step(ctx)
+		var err error
+		select {
+		case rep, ok := <-t.cfg.Scope:
+			if ok {
+				err = t.applyScope(ctx, rep)
+			}
+		default:
+		}
+		var progressed bool
+		if err == nil {
+			progressed, err = t.step(ctx)
+		}
+		if err == nil {
+			var booted bool
+			booted, err = t.bootstrapStep(ctx)
+			progressed = progressed || booted
+		}
 		switch {
 		case ctx.Err() != nil:
 			t.m.setState(schemas.StateStopped)
 			return nil
 		case errors.Is(err, ErrChainBroken):
 			t.m.setState(schemas.StateChainBroken)
-			t.log.Error("chain broken: stopping", "err", err)
+			t.log.Error("CHAIN_BROKEN: stopping; repair with `hivedr bootstrap -repair-chain`, then restart the tailer", "err", err)
 			if merr := t.markChainBroken(ctx); merr != nil {
 				t.log.Error("could not record CHAIN_BROKEN in the checkpoints topic", "err", merr)
 			}
@@ -182,7 +251,26 @@ func (t *Tailer) start(ctx context.Context) error {
 	}
 	if found {
 		t.checkpoint, t.checkpointTime, t.chain = cp.LastEventID, cp.LastEventTime, cp.TopicLastEventIDs
-		t.log.Info("resuming from checkpoint", "event_id", cp.LastEventID, "written", cp.Written, "topics", len(cp.TopicLastEventIDs))
+		t.reqOff, t.boots = cp.RequestsOffset, cp.Bootstraps
+		t.releases, t.compOffs = cp.SnapshotReleases, cp.CompletionsOffsets
+		t.txns = newTxnTable(cp.OpenTxns, cp.TxnsTrackedAbove)
+		if cp.TxnsTrackedAbove < 0 {
+			// An older tailer's checkpoint: transactions open now may
+			// have allocated before this one tracks them.
+			if err := t.trackTxnsFromNow(ctx); err != nil {
+				return err
+			}
+		}
+		t.log.Info("resuming from checkpoint", "event_id", cp.LastEventID, "written", cp.Written, "topics", len(cp.TopicLastEventIDs),
+			"bootstraps", len(cp.Bootstraps), "state", cp.State)
+		if err := t.ensureControl(ctx); err != nil {
+			return err
+		}
+		if cp.State == schemas.StateChainBroken {
+			if err := t.repairChain(ctx); err != nil {
+				return err
+			}
+		}
 	} else {
 		start, _ := t.conf.Tailer.StartPosition()
 		switch start {
@@ -204,8 +292,20 @@ func (t *Tailer) start(ctx context.Context) error {
 			t.log.Info("no checkpoint: starting after the configured event", "event_id", start)
 		}
 		t.checkpoint = start
+		if err := t.trackTxnsFromNow(ctx); err != nil {
+			return err
+		}
+		if err := t.ensureControl(ctx); err != nil {
+			return err
+		}
+		if err := t.markDiscontinuity(ctx); err != nil {
+			return err
+		}
 	}
+	t.sweepSnapshots(ctx)
+	t.m.openTxns.Set(float64(len(t.txns.open)))
 	t.m.lastPublished.Set(float64(t.checkpoint))
+	t.m.setBootstraps(t.boots)
 	return nil
 }
 
@@ -281,28 +381,43 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 		recs []*kgo.Record
 		jobs []encodeJob
 	)
-	cp, cpTime := t.checkpoint, t.checkpointTime
-	next := t.chain.clone()
-	ps := t.prepare(ctx, evs)
+	st := t.state()
+	next := st.chain
+	ps, txns, err := t.prepare(ctx, evs, st.txns)
+	if err != nil {
+		return err
+	}
+	st.txns = txns
 	var dbs []string // the database topics this transaction writes
 	for _, p := range ps {
 		if p.err == nil && p.routed.Filtered == "" {
-			dbs = append(dbs, p.routed.Event.Databases...)
+			for _, db := range p.routed.Event.Databases {
+				if !t.bootstrapping(db) {
+					dbs = append(dbs, db)
+				}
+			}
 		}
 	}
+	var beats []string
 	if heartbeat {
-		dbs = append(dbs, t.inScope...)
+		for _, db := range t.inScope {
+			if !t.bootstrapping(db) { // its topic waits for the bootstrap
+				beats = append(beats, db)
+			}
+		}
+		dbs = append(dbs, beats...)
 	}
 	if err := t.prepareTopics(ctx, next, dbs); err != nil {
 		return err
 	}
+	var entered []tableKey // tables renamed into the scope
 	for i, p := range ps {
 		ev := &p.routed.Event
 		if p.err != nil {
 			return p.err
 		}
 		t.m.eventsRead.WithLabelValues(string(ev.EventType)).Inc()
-		cp, cpTime = evs[i].EventID, ev.EventTime
+		st.cp, st.cpTime = evs[i].EventID, ev.EventTime
 		if p.routed.Filtered != "" {
 			t.m.eventsFiltered.WithLabelValues(p.routed.Filtered, ev.Database).Inc()
 			continue
@@ -312,7 +427,12 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 				"event_id", ev.EventID, "type", ev.EventType, "databases", ev.Databases, "errors", ev.Errors)
 		}
 		id := strconv.FormatInt(ev.EventID, 10)
+		published := false
 		for _, db := range ev.Databases {
+			if t.bootstrapping(db) {
+				// Published by the bootstrap's catch-up, after its END.
+				continue
+			}
 			topic := t.topics.Events(db)
 			// Each topic's record carries that topic's previous event, so
 			// an event published to two databases is encoded twice.
@@ -320,33 +440,27 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 			jobs = append(jobs, encodeJob{rec: r, ev: ev, prev: next[db]})
 			recs = append(recs, r)
 			next[db] = ev.EventID
+			published = true
 			t.m.eventsPublished.WithLabelValues(string(ev.EventType), db).Inc()
 		}
-		for j, task := range p.routed.Tasks {
-			// Keyed by target: tasks that write the same file (an INSERT
-			// OVERWRITE reusing a name) share a partition, in event order,
-			// so one copy daemon sees them in order and runs them one
-			// after the other.
-			key := task.TargetURI
-			if c, err := location.Canonical(key); err == nil {
-				key = c // two spellings of one file share a partition too
-			}
-			r := record(t.topics.Manifests(), key, p.taskValues[j], schemas.NameCopyTask, id)
-			r.Headers = append(r.Headers, kgo.RecordHeader{Key: kafka.HeaderTaskID, Value: []byte(task.TaskID)})
-			recs = append(recs, r)
+		if !published {
+			continue // its copy tasks go with it, in the catch-up
 		}
-		t.m.tasksPublished.Add(float64(len(p.routed.Tasks)))
+		if k, ok := enteredScope(ev, &t.conf.Replication); ok {
+			entered = append(entered, k)
+		}
+		recs = append(recs, t.taskRecords(&p, id)...)
 	}
 	if err := t.encodeEvents(jobs); err != nil {
 		return err
 	}
 	if heartbeat {
 		now := time.Now()
-		for _, db := range t.inScope {
+		for _, db := range beats {
 			topic := t.topics.Events(db)
 			prev := next[db]
 			hv, err := t.cfg.Codec.Encode(&schemas.Heartbeat{
-				Database: db, ScannedEventID: cp, ScannedEventTime: cpTime,
+				Database: db, ScannedEventID: st.cp, ScannedEventTime: st.cpTime,
 				SourceHeadEventID: t.head, Sent: now, Source: t.conf.Source.Name, PreviousEventID: &prev,
 			})
 			if err != nil {
@@ -355,25 +469,89 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 			recs = append(recs, record(topic, "heartbeat", hv, schemas.NameHeartbeat, ""))
 		}
 	}
+	// A table renamed into the scope is bootstrapped on its own, at this
+	// transaction's checkpoint: the rename is on the topic before its
+	// BEGIN, and the applier's enters_scope halt on it ends there.
+	st.boots = t.enterScope(st, entered)
+
+	start := time.Now()
+	if err := t.commit(ctx, recs, st, schemas.StateRunning); err != nil {
+		return err
+	}
+	t.m.produceSeconds.Observe(time.Since(start).Seconds())
+	if heartbeat {
+		t.lastHeartbeat = time.Now()
+	}
+	return nil
+}
+
+// taskRecords are the manifests records of a prepared event's copy tasks.
+func (t *Tailer) taskRecords(p *prepared, id string) []*kgo.Record {
+	var recs []*kgo.Record
+	for j, task := range p.routed.Tasks {
+		// Keyed by target: tasks that write the same file (an INSERT
+		// OVERWRITE reusing a name) share a partition, in event order,
+		// so one copy daemon sees them in order and runs them one
+		// after the other.
+		recs = append(recs, taskRecord(t.topics.Manifests(), task, p.taskValues[j], id))
+	}
+	t.m.tasksPublished.Add(float64(len(p.routed.Tasks)))
+	return recs
+}
+
+// taskRecord is the manifests record of one copy task, keyed by its
+// target in canonical form (two spellings of one file share a partition).
+func taskRecord(topic string, task schemas.CopyTask, value []byte, eventID string) *kgo.Record {
+	key := task.TargetURI
+	if c, err := location.Canonical(key); err == nil {
+		key = c
+	}
+	r := record(topic, key, value, schemas.NameCopyTask, eventID)
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: kafka.HeaderTaskID, Value: []byte(task.TaskID)})
+	return r
+}
+
+// txState is what a transaction's checkpoint records: the tailer adopts
+// it once the transaction has committed.
+type txState struct {
+	cp       int64
+	cpTime   time.Time
+	chain    chain
+	reqOff   int64
+	boots    []schemas.BootstrapState
+	releases []schemas.SnapshotRelease
+	compOffs []int64
+	txns     *txnTable // the committed one until a batch changes a copy
+}
+
+// state is a copy of the committed state for the next transaction to
+// change.
+func (t *Tailer) state() txState {
+	return txState{cp: t.checkpoint, cpTime: t.checkpointTime, chain: t.chain.clone(), reqOff: t.reqOff, boots: slices.Clone(t.boots),
+		releases: slices.Clone(t.releases), compOffs: slices.Clone(t.compOffs), txns: t.txns}
+}
+
+// commit produces recs and the checkpoint of st (in state) in one
+// transaction and, once it committed, adopts st.
+func (t *Tailer) commit(ctx context.Context, recs []*kgo.Record, st txState, state schemas.TailerState) error {
 	cv, err := t.cfg.Codec.Encode(&schemas.TailerCheckpoint{
-		Source: t.conf.Source.Name, LastEventID: cp, LastEventTime: cpTime, Written: time.Now(), State: schemas.StateRunning,
-		TopicLastEventIDs: next,
+		Source: t.conf.Source.Name, LastEventID: st.cp, LastEventTime: st.cpTime, Written: time.Now(), State: state,
+		TopicLastEventIDs: st.chain, RequestsOffset: st.reqOff, Bootstraps: st.boots,
+		SnapshotReleases: st.releases, CompletionsOffsets: st.compOffs,
+		OpenTxns: st.txns.list(), TxnsTrackedAbove: st.txns.above,
 	})
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
 	recs = append(recs, record(t.topics.Checkpoints(), t.conf.Source.Name, cv, schemas.NameTailerCheckpoint, ""))
-
-	start := time.Now()
 	if err := t.transact(ctx, recs); err != nil {
 		return err
 	}
-	t.m.produceSeconds.Observe(time.Since(start).Seconds())
-	t.checkpoint, t.checkpointTime, t.chain = cp, cpTime, next
-	t.m.lastPublished.Set(float64(cp))
-	if heartbeat {
-		t.lastHeartbeat = time.Now()
-	}
+	t.checkpoint, t.checkpointTime, t.chain, t.reqOff, t.boots = st.cp, st.cpTime, st.chain, st.reqOff, st.boots
+	t.releases, t.compOffs, t.txns = st.releases, st.compOffs, st.txns
+	t.m.openTxns.Set(float64(len(st.txns.open)))
+	t.m.lastPublished.Set(float64(st.cp))
+	t.m.setBootstraps(st.boots)
 	return nil
 }
 
@@ -382,14 +560,7 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 // after its process (and its state metric) is gone. A restarted tailer
 // resumes from it as from any checkpoint, and finds the same gap.
 func (t *Tailer) markChainBroken(ctx context.Context) error {
-	cv, err := t.cfg.Codec.Encode(&schemas.TailerCheckpoint{
-		Source: t.conf.Source.Name, LastEventID: t.checkpoint, LastEventTime: t.checkpointTime, Written: time.Now(),
-		State: schemas.StateChainBroken, TopicLastEventIDs: t.chain,
-	})
-	if err != nil {
-		return fmt.Errorf("encode checkpoint: %w", err)
-	}
-	return t.transact(ctx, []*kgo.Record{record(t.topics.Checkpoints(), t.conf.Source.Name, cv, schemas.NameTailerCheckpoint, "")})
+	return t.commit(ctx, nil, t.state(), schemas.StateChainBroken)
 }
 
 // encodeJob is one event record whose value is still to be encoded with
@@ -421,12 +592,24 @@ type prepared struct {
 	err        error
 }
 
-// prepare decodes, routes and encodes the copy tasks of evs on all cores:
-// each step is pure, and results keep the order of evs.
-func (t *Tailer) prepare(ctx context.Context, evs []hmslog.RawEvent) []prepared {
+// prepare decodes, routes and encodes the copy tasks of evs on all cores,
+// results in the order of evs. Between decoding and routing, the
+// transaction events go through txns in log order (completeTxns), which
+// may read the source metastore; txns as the batch leaves it is
+// returned.
+func (t *Tailer) prepare(ctx context.Context, evs []hmslog.RawEvent, txns *txnTable) ([]prepared, *txnTable, error) {
+	decoded := make([]schemas.Event, len(evs))
+	parallel(len(evs), func(i int) {
+		decoded[i] = Decode(evs[i])
+		decoded[i].Source = t.conf.Source.Name
+	})
+	txns, err := t.completeTxns(ctx, decoded, txns)
+	if err != nil {
+		return nil, nil, err
+	}
 	out := make([]prepared, len(evs))
-	parallel(len(evs), func(i int) { out[i] = t.prepareOne(ctx, evs[i]) })
-	return out
+	parallel(len(evs), func(i int) { out[i] = t.prepareOne(ctx, decoded[i]) })
+	return out, txns, nil
 }
 
 // parallel runs fn(0) ... fn(n-1) on up to GOMAXPROCS goroutines, a few
@@ -446,11 +629,10 @@ func parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// prepareOne decodes, routes, lists and encodes one event. Scope comes
+// prepareOne routes, lists and encodes one decoded event. Scope comes
 // first: an event of a database or table out of scope is never listed.
-func (t *Tailer) prepareOne(ctx context.Context, raw hmslog.RawEvent) prepared {
-	ev := Decode(raw)
-	ev.Source = t.conf.Source.Name
+func (t *Tailer) prepareOne(ctx context.Context, ev schemas.Event) prepared {
+	envelope(&ev, &t.conf.Source, t.version)
 	p := prepared{routed: Route(ev, &t.conf.Replication)}
 	if p.routed.Filtered != "" {
 		return p
@@ -554,14 +736,17 @@ func (t *Tailer) refreshDatabases(ctx context.Context) error {
 	slices.Sort(in)
 	t.inScope = in
 	t.lastDBRefresh = time.Now()
+	t.autoCheck = true
 	return nil
 }
 
 // isFatalKafka reports errors no retry can fix: another tailer with our
-// transactional ID fenced us, or the cluster refuses us the ID.
+// transactional ID fenced us, or the cluster refuses our credentials or
+// an ACL (kafka.IsAuthError: the transactional ID, a topic, creating
+// topics), before anything of the batch is committed.
 func isFatalKafka(err error) bool {
 	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
-		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.InvalidTransactionTimeout)
+		errors.Is(err, kerr.InvalidTransactionTimeout) || kafka.IsAuthError(err)
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

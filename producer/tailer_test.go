@@ -105,6 +105,7 @@ type fixture struct {
 	src   *memSource
 	serde *schemas.Serde
 	opts  []kgo.Opt
+	txns  TxnWrites // nil: none
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -135,10 +136,21 @@ func newFixture(t *testing.T) *fixture {
 // run runs a tailer until the checkpoint reaches upTo or it fails.
 func (f *fixture) run(t *testing.T, upTo int64) error {
 	t.Helper()
-	tl, err := New(Config{Conf: f.conf, Source: f.src, Codec: f.serde, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return f.runTailer(t, f.tailer(t), upTo)
+}
+
+func (f *fixture) tailer(t *testing.T) *Tailer {
+	t.Helper()
+	tl, err := New(Config{Conf: f.conf, Source: f.src, Codec: f.serde, Txns: f.txns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tl
+}
+
+// runTailer runs tl until the checkpoint reaches upTo or it fails.
+func (f *fixture) runTailer(t *testing.T, tl *Tailer, upTo int64) error {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -165,20 +177,8 @@ func readGauge(tl *Tailer) int64 { return int64(testutil.ToFloat64(tl.m.lastPubl
 func (f *fixture) eventIDs(t *testing.T, db string) []int64 {
 	t.Helper()
 	ctx := context.Background()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.conf.Kafka.Brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	topic := kafka.Topics{Prefix: f.conf.Kafka.TopicPrefix}.Events(db)
-	end, err := kafka.CommittedEnd(ctx, cl, topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := kafka.ReadCommitted(ctx, []kgo.Opt{kgo.SeedBrokers(f.conf.Kafka.Brokers...)}, topic, 0, 0, end)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := f.read(t, topic)
 	var ids []int64
 	for _, r := range recs {
 		v, err := f.serde.Decode(ctx, r.Value)
@@ -193,6 +193,22 @@ func (f *fixture) eventIDs(t *testing.T, db string) []int64 {
 		}
 	}
 	return ids
+}
+
+// event reads the event with this ID from a database's topic.
+func (f *fixture) event(t *testing.T, db string, id int64) *schemas.Event {
+	t.Helper()
+	for _, r := range f.read(t, kafka.Topics{Prefix: f.conf.Kafka.TopicPrefix}.Events(db)) {
+		v, err := f.serde.Decode(context.Background(), r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev, ok := v.(*schemas.Event); ok && ev.EventID == id {
+			return ev
+		}
+	}
+	t.Fatalf("no event %d on the topic of %s", id, db)
+	return nil
 }
 
 func TestTailerResumesFromCheckpointWithoutDuplicates(t *testing.T) {
@@ -253,20 +269,8 @@ func TestTailerStopsOnPurgedLog(t *testing.T) {
 func (f *fixture) chainOf(t *testing.T, db string) (ids, prevs []int64) {
 	t.Helper()
 	ctx := context.Background()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.conf.Kafka.Brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	topic := kafka.Topics{Prefix: f.conf.Kafka.TopicPrefix}.Events(db)
-	end, err := kafka.CommittedEnd(ctx, cl, topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := kafka.ReadCommitted(ctx, []kgo.Opt{kgo.SeedBrokers(f.conf.Kafka.Brokers...)}, topic, 0, 0, end)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := f.read(t, topic)
 	for _, r := range recs {
 		v, err := f.serde.Decode(ctx, r.Value)
 		if err != nil {

@@ -439,13 +439,7 @@ func tjsonRandom(tb testing.TB, r *rand.Rand, kind tjsonKind) string {
 	case tjsonKindColStats:
 		obj = tjsonRandColStats(r)
 	}
-	ser := thrift.NewTSerializer()
-	ser.Protocol = thrift.NewTJSONProtocolFactory().GetProtocol(ser.Transport)
-	s, err := ser.WriteString(context.Background(), obj)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
+	return tjsonOf(tb, obj)
 }
 
 // TestTJSONRandomObjects reads random objects written by Thrift's own

@@ -219,7 +219,28 @@ func (w *avroWriter) event(e *Event) error {
 	w.end()
 	w.snapshotInfo(e.Snapshot)
 	w.nullableLong(e.PreviousEventID)
+	w.str(string(e.Op))
+	w.sourceInfo(e.SourceInfo)
 	return nil
+}
+
+// sourceInfo writes the ["null", SourceInfo] union.
+func (w *avroWriter) sourceInfo(s *SourceInfo) {
+	if s == nil {
+		w.long(0)
+		return
+	}
+	w.long(1)
+	w.str(s.Name)
+	w.str(s.Metastore)
+	w.str(s.Reader)
+	w.str(s.Version)
+	w.str(s.Catalog)
+	w.long(s.EventID)
+	w.long(millis(s.EventTime))
+	w.nullableStr(s.Database)
+	w.nullableStr(s.Table)
+	w.bool(s.Snapshot)
 }
 
 // snapshotInfo writes the ["null", SnapshotInfo] union.
@@ -315,6 +336,8 @@ func (w *avroWriter) payload(p Payload) error {
 			w.str(t.Database)
 			w.str(t.Table)
 			w.long(t.WriteID)
+			w.str(t.Partition)
+			w.strs(t.Files)
 		}
 		w.end()
 	case *WriteIDAllocation:
@@ -509,8 +532,32 @@ func (w *avroWriter) checkpoint(c *TailerCheckpoint) {
 		w.long(b.Bytes)
 		w.long(millis(b.Started))
 		w.strs(b.HDFSSnapshots)
+		w.str(b.TableInProgress)
+		w.strs(b.PublishedTables)
+		w.long(b.SnapshotEventID)
 	}
 	w.end()
+	w.count(len(c.SnapshotReleases))
+	for _, r := range c.SnapshotReleases {
+		w.str(r.BootstrapID)
+		w.strs(r.HDFSSnapshots)
+		w.long(r.Tasks)
+		w.long(r.Completed)
+	}
+	w.end()
+	w.count(len(c.CompletionsOffsets))
+	for _, o := range c.CompletionsOffsets {
+		w.long(o)
+	}
+	w.end()
+	w.count(len(c.OpenTxns))
+	for _, t := range c.OpenTxns {
+		w.long(t.TxnID)
+		w.long(t.FirstEventID)
+		w.strs(t.Databases)
+	}
+	w.end()
+	w.long(c.TxnsTrackedAbove)
 }
 
 func (w *avroWriter) bootstrapRequest(r *BootstrapRequest) {

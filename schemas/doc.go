@@ -26,7 +26,12 @@
 // by every role: EventType (a notification-log EVENT_TYPE, kept on the
 // wire as the metastore wrote it; Canonical folds the enum names some
 // writers use), CopyStatus and EventErrorKind (Avro enums), and
-// TailerState (the tailer's checkpoint state and metric label).
+// TailerState (the tailer's checkpoint state and metric label), and Op
+// (MetastoreEvent.op, the change-data-capture kind of change, from OpOf).
+//
+// Plain gives a record the form generic Avro readers give (the schema's
+// field names, unions unwrapped, RFC 3339 times): what hivedr cat prints,
+// and what docs/change-topics.md describes for streaming consumers.
 //
 // Evolution rules for the .avsc files:
 //   - only add fields, each with a default;

@@ -219,7 +219,27 @@ func eventToNative(e *Event) (map[string]any, error) {
 		"errors":            errs,
 		"snapshot":          snapshotInfoToNative(e.Snapshot),
 		"previous_event_id": nullableLong(e.PreviousEventID),
+		"op":                string(e.Op),
+		"source_info":       sourceInfoToNative(e.SourceInfo),
 	}, nil
+}
+
+func sourceInfoToNative(s *SourceInfo) any {
+	if s == nil {
+		return nil
+	}
+	return map[string]any{"io.hivedr.SourceInfo": map[string]any{
+		"name":       s.Name,
+		"metastore":  s.Metastore,
+		"reader":     s.Reader,
+		"version":    s.Version,
+		"catalog":    s.Catalog,
+		"event_id":   s.EventID,
+		"event_time": millis(s.EventTime),
+		"database":   nullableString(s.Database),
+		"table":      nullableString(s.Table),
+		"snapshot":   s.Snapshot,
+	}}
 }
 
 func snapshotInfoToNative(s *SnapshotInfo) any {
@@ -291,7 +311,8 @@ func payloadToNative(p Payload) (any, error) {
 		}
 		wids := make([]any, len(x.WriteIDs))
 		for i, w := range x.WriteIDs {
-			wids[i] = map[string]any{"database": w.Database, "table": w.Table, "write_id": w.WriteID}
+			wids[i] = map[string]any{"database": w.Database, "table": w.Table, "write_id": w.WriteID,
+				"partition": w.Partition, "files": stringsToNative(w.Files)}
 		}
 		rec = map[string]any{"txn_ids": txns, "write_ids": wids}
 	case *WriteIDAllocation:
@@ -473,7 +494,44 @@ func checkpointToNative(c *TailerCheckpoint) map[string]any {
 		"topic_last_event_ids": longMapToNative(c.TopicLastEventIDs),
 		"requests_offset":      c.RequestsOffset,
 		"bootstraps":           bootstrapsToNative(c.Bootstraps),
+		"snapshot_releases":    releasesToNative(c.SnapshotReleases),
+		"completions_offsets":  longsToNative(c.CompletionsOffsets),
+		"open_txns":            openTxnsToNative(c.OpenTxns),
+		"txns_tracked_above":   c.TxnsTrackedAbove,
 	}
+}
+
+func openTxnsToNative(ts []OpenTxn) []any {
+	out := make([]any, len(ts))
+	for i, t := range ts {
+		out[i] = map[string]any{
+			"txn_id":         t.TxnID,
+			"first_event_id": t.FirstEventID,
+			"databases":      stringsToNative(t.Databases),
+		}
+	}
+	return out
+}
+
+func releasesToNative(rs []SnapshotRelease) []any {
+	out := make([]any, len(rs))
+	for i, r := range rs {
+		out[i] = map[string]any{
+			"bootstrap_id":   r.BootstrapID,
+			"hdfs_snapshots": stringsToNative(r.HDFSSnapshots),
+			"tasks":          r.Tasks,
+			"completed":      r.Completed,
+		}
+	}
+	return out
+}
+
+func longsToNative(ls []int64) []any {
+	a := make([]any, len(ls))
+	for i, l := range ls {
+		a[i] = l
+	}
+	return a
 }
 
 func bootstrapsToNative(bs []BootstrapState) []any {
@@ -481,26 +539,29 @@ func bootstrapsToNative(bs []BootstrapState) []any {
 	for i := range bs {
 		b := &bs[i]
 		out[i] = map[string]any{
-			"database":         b.Database,
-			"bootstrap_id":     b.BootstrapID,
-			"request_id":       b.RequestID,
-			"reason":           b.Reason,
-			"cut_event_id":     b.CutEventID,
-			"cut_event_time":   millis(b.CutEventTime),
-			"phase":            b.Phase,
-			"tables":           stringsToNative(b.Tables),
-			"with_data":        b.WithData,
-			"done_table":       b.DoneTable,
-			"done_partition":   b.DonePartition,
-			"catchup_event_id": b.CatchupEventID,
-			"seq":              b.Seq,
-			"tables_total":     b.TablesTotal,
-			"tables_done":      b.TablesDone,
-			"partitions_done":  b.PartitionsDone,
-			"files":            b.Files,
-			"bytes":            b.Bytes,
-			"started":          millis(b.Started),
-			"hdfs_snapshots":   stringsToNative(b.HDFSSnapshots),
+			"database":          b.Database,
+			"bootstrap_id":      b.BootstrapID,
+			"request_id":        b.RequestID,
+			"reason":            b.Reason,
+			"cut_event_id":      b.CutEventID,
+			"cut_event_time":    millis(b.CutEventTime),
+			"phase":             b.Phase,
+			"tables":            stringsToNative(b.Tables),
+			"with_data":         b.WithData,
+			"done_table":        b.DoneTable,
+			"done_partition":    b.DonePartition,
+			"catchup_event_id":  b.CatchupEventID,
+			"seq":               b.Seq,
+			"tables_total":      b.TablesTotal,
+			"tables_done":       b.TablesDone,
+			"partitions_done":   b.PartitionsDone,
+			"files":             b.Files,
+			"bytes":             b.Bytes,
+			"started":           millis(b.Started),
+			"hdfs_snapshots":    stringsToNative(b.HDFSSnapshots),
+			"table_in_progress": b.TableInProgress,
+			"published_tables":  stringsToNative(b.PublishedTables),
+			"snapshot_event_id": b.SnapshotEventID,
 		}
 	}
 	return out
@@ -521,7 +582,7 @@ func bootstrapRequestToNative(r *BootstrapRequest) map[string]any {
 // The symbols of the schemas' enums, in schema order. A symbol added to an
 // .avsc must be added here too (TestEnumSymbolsMatchSchemas checks).
 var (
-	eventErrorKinds = []string{string(ErrUnknown), string(ErrDecode), string(ErrUnknownEventType), string(ErrPathOutsideRoots), string(ErrListingFailed)}
+	eventErrorKinds = []string{string(ErrUnknown), string(ErrDecode), string(ErrUnknownEventType), string(ErrPathOutsideRoots), string(ErrListingFailed), string(ErrWritesUnavailable)}
 	copyStatuses    = []string{string(StatusUnknown), string(StatusCopied), string(StatusSkippedIdentical), string(StatusFailed), string(StatusSourceGone)}
 )
 
@@ -840,6 +901,8 @@ func (d *decoder) event(m map[string]any) *Event {
 		Payload:         d.payload(m),
 		Snapshot:        d.snapshotInfo(m),
 		PreviousEventID: d.nullableLong(m, "previous_event_id"),
+		Op:              Op(d.str(m, "op", "")),
+		SourceInfo:      d.sourceInfo(m),
 	}
 	if files := d.array(m, "files"); len(files) > 0 {
 		e.Files = make([]FileRef, len(files))
@@ -916,9 +979,11 @@ func (d *decoder) payload(m map[string]any) Payload {
 				for i, v := range wids {
 					w := d.element("write_ids", i, v)
 					t.WriteIDs[i] = TableWriteID{
-						Database: d.str(w, "database", ""),
-						Table:    d.str(w, "table", ""),
-						WriteID:  d.long(w, "write_id", 0),
+						Database:  d.str(w, "database", ""),
+						Table:     d.str(w, "table", ""),
+						WriteID:   d.long(w, "write_id", 0),
+						Partition: d.str(w, "partition", ""),
+						Files:     d.strings(w, "files"),
 					}
 				}
 			}
@@ -1121,15 +1186,54 @@ func (d *decoder) heartbeat(m map[string]any) *Heartbeat {
 
 func (d *decoder) checkpoint(m map[string]any) *TailerCheckpoint {
 	return &TailerCheckpoint{
-		Source:            d.str(m, "source", ""),
-		LastEventID:       d.long(m, "last_event_id", 0),
-		LastEventTime:     d.time(m, "last_event_time"),
-		Written:           d.time(m, "written"),
-		State:             TailerState(d.str(m, "state", string(StateRunning))),
-		TopicLastEventIDs: d.longMap(m, "topic_last_event_ids"),
-		RequestsOffset:    d.long(m, "requests_offset", 0),
-		Bootstraps:        d.bootstraps(m),
+		Source:             d.str(m, "source", ""),
+		LastEventID:        d.long(m, "last_event_id", 0),
+		LastEventTime:      d.time(m, "last_event_time"),
+		Written:            d.time(m, "written"),
+		State:              TailerState(d.str(m, "state", string(StateRunning))),
+		TopicLastEventIDs:  d.longMap(m, "topic_last_event_ids"),
+		RequestsOffset:     d.long(m, "requests_offset", 0),
+		Bootstraps:         d.bootstraps(m),
+		SnapshotReleases:   d.releases(m),
+		CompletionsOffsets: d.longs(m, "completions_offsets"),
+		OpenTxns:           d.openTxns(m),
+		TxnsTrackedAbove:   d.long(m, "txns_tracked_above", -1),
 	}
+}
+
+func (d *decoder) openTxns(m map[string]any) []OpenTxn {
+	items := d.array(m, "open_txns")
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]OpenTxn, len(items))
+	for i, v := range items {
+		r := d.element("open_txns", i, v)
+		out[i] = OpenTxn{
+			TxnID:        d.long(r, "txn_id", 0),
+			FirstEventID: d.long(r, "first_event_id", 0),
+			Databases:    d.strings(r, "databases"),
+		}
+	}
+	return out
+}
+
+func (d *decoder) releases(m map[string]any) []SnapshotRelease {
+	items := d.array(m, "snapshot_releases")
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]SnapshotRelease, len(items))
+	for i, v := range items {
+		r := d.element("snapshot_releases", i, v)
+		out[i] = SnapshotRelease{
+			BootstrapID:   d.str(r, "bootstrap_id", ""),
+			HDFSSnapshots: d.strings(r, "hdfs_snapshots"),
+			Tasks:         d.long(r, "tasks", -1),
+			Completed:     d.long(r, "completed", 0),
+		}
+	}
+	return out
 }
 
 func (d *decoder) bootstraps(m map[string]any) []BootstrapState {
@@ -1141,26 +1245,29 @@ func (d *decoder) bootstraps(m map[string]any) []BootstrapState {
 	for i, v := range items {
 		b := d.element("bootstraps", i, v)
 		out[i] = BootstrapState{
-			Database:       d.str(b, "database", ""),
-			BootstrapID:    d.str(b, "bootstrap_id", ""),
-			RequestID:      d.str(b, "request_id", ""),
-			Reason:         d.str(b, "reason", ""),
-			CutEventID:     d.long(b, "cut_event_id", 0),
-			CutEventTime:   d.time(b, "cut_event_time"),
-			Phase:          d.str(b, "phase", ""),
-			Tables:         d.strings(b, "tables"),
-			WithData:       d.bool(b, "with_data"),
-			DoneTable:      d.str(b, "done_table", ""),
-			DonePartition:  d.str(b, "done_partition", ""),
-			CatchupEventID: d.long(b, "catchup_event_id", 0),
-			Seq:            d.long(b, "seq", 0),
-			TablesTotal:    d.long(b, "tables_total", 0),
-			TablesDone:     d.long(b, "tables_done", 0),
-			PartitionsDone: d.long(b, "partitions_done", 0),
-			Files:          d.long(b, "files", 0),
-			Bytes:          d.long(b, "bytes", 0),
-			Started:        d.time(b, "started"),
-			HDFSSnapshots:  d.strings(b, "hdfs_snapshots"),
+			Database:        d.str(b, "database", ""),
+			BootstrapID:     d.str(b, "bootstrap_id", ""),
+			RequestID:       d.str(b, "request_id", ""),
+			Reason:          d.str(b, "reason", ""),
+			CutEventID:      d.long(b, "cut_event_id", 0),
+			CutEventTime:    d.time(b, "cut_event_time"),
+			Phase:           d.str(b, "phase", ""),
+			Tables:          d.strings(b, "tables"),
+			WithData:        d.bool(b, "with_data"),
+			DoneTable:       d.str(b, "done_table", ""),
+			DonePartition:   d.str(b, "done_partition", ""),
+			CatchupEventID:  d.long(b, "catchup_event_id", 0),
+			Seq:             d.long(b, "seq", 0),
+			TablesTotal:     d.long(b, "tables_total", 0),
+			TablesDone:      d.long(b, "tables_done", 0),
+			PartitionsDone:  d.long(b, "partitions_done", 0),
+			Files:           d.long(b, "files", 0),
+			Bytes:           d.long(b, "bytes", 0),
+			Started:         d.time(b, "started"),
+			HDFSSnapshots:   d.strings(b, "hdfs_snapshots"),
+			TableInProgress: d.str(b, "table_in_progress", ""),
+			PublishedTables: d.strings(b, "published_tables"),
+			SnapshotEventID: d.long(b, "snapshot_event_id", 0),
 		}
 	}
 	return out
@@ -1183,6 +1290,25 @@ func (d *decoder) snapshotInfo(m map[string]any) *SnapshotInfo {
 		PartitionCount: d.long(s, "partition_count", 0),
 		FileCount:      d.long(s, "file_count", 0),
 		ByteCount:      d.long(s, "byte_count", 0),
+	}
+}
+
+func (d *decoder) sourceInfo(m map[string]any) *SourceInfo {
+	s := d.nullable(m, "source_info", "io.hivedr.SourceInfo")
+	if s == nil {
+		return nil
+	}
+	return &SourceInfo{
+		Name:      d.str(s, "name", ""),
+		Metastore: d.str(s, "metastore", ""),
+		Reader:    d.str(s, "reader", ""),
+		Version:   d.str(s, "version", ""),
+		Catalog:   d.str(s, "catalog", "hive"),
+		EventID:   d.long(s, "event_id", 0),
+		EventTime: d.time(s, "event_time"),
+		Database:  d.nullableStr(s, "database"),
+		Table:     d.nullableStr(s, "table"),
+		Snapshot:  d.bool(s, "snapshot"),
 	}
 }
 

@@ -79,9 +79,10 @@ func (r *SRRegistry) SetCompatibility(ctx context.Context, subject, level string
 }
 
 // DialSerde makes the Serde of the Confluent-compatible schema registry at
-// url, registering hivedr's schemas there (NewSerde).
-func DialSerde(ctx context.Context, url string) (*Serde, error) {
-	cl, err := sr.NewClient(sr.URLs(url))
+// url, registering hivedr's schemas there (NewSerde); opts (TLS, auth) are
+// added to the registry client's.
+func DialSerde(ctx context.Context, url string, opts ...sr.ClientOpt) (*Serde, error) {
+	cl, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(url)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("schema registry %s: %w", url, err)
 	}
@@ -94,9 +95,10 @@ func DialSerde(ctx context.Context, url string) (*Serde, error) {
 
 // DialDecoder makes a read-only Decoder over the Confluent-compatible
 // schema registry at url: it fetches writer schemas by ID and registers
-// nothing. Nothing is asked of the registry until the first Decode.
-func DialDecoder(url string) (*Decoder, error) {
-	cl, err := sr.NewClient(sr.URLs(url))
+// nothing. Nothing is asked of the registry until the first Decode. opts
+// (TLS, auth) are added to the registry client's.
+func DialDecoder(url string, opts ...sr.ClientOpt) (*Decoder, error) {
+	cl, err := sr.NewClient(append([]sr.ClientOpt{sr.URLs(url)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("schema registry %s: %w", url, err)
 	}

@@ -146,6 +146,9 @@ func testEvent(p Payload) *Event {
 			{Kind: ErrUnknown, Message: "?"},
 		},
 		PreviousEventID: id(998),
+		Op:              OpUpdate,
+		SourceInfo: &SourceInfo{Name: "prod-hms", Metastore: "hms:9083", Reader: "postgres", Version: "v1.2.3", Catalog: "hive",
+			EventID: 1001, EventTime: t0, Database: "sales", Table: "orders"},
 	}
 }
 
@@ -186,15 +189,24 @@ func testRecords() map[string]any {
 				{Database: "sales", BootstrapID: "b-1", RequestID: "r-1", Reason: "requested", CutEventID: 990, CutEventTime: t0,
 					Phase: PhaseSnapshot, WithData: true, DoneTable: "orders", DonePartition: "dt=2025-03-01", Seq: 12,
 					TablesTotal: 40, TablesDone: 3, PartitionsDone: 9, Files: 20, Bytes: 1 << 33, Started: t1,
-					HDFSSnapshots: []string{"hdfs://src-nn:8020/warehouse/.snapshot/hivedr-b-1"}},
+					HDFSSnapshots:   []string{"hdfs://src-nn:8020/warehouse/.snapshot/hivedr-b-1"},
+					TableInProgress: "orders_v2", PublishedTables: []string{"customers", "orders", "orders_v2"}, SnapshotEventID: 995},
 				{Database: "hr", BootstrapID: "b-2", CutEventID: 1000, Phase: PhaseCatchup, Tables: []string{"people"}, CatchupEventID: 1000},
-			}},
+			},
+			SnapshotReleases: []SnapshotRelease{
+				{BootstrapID: "b-1", HDFSSnapshots: []string{"hdfs://src-nn:8020/warehouse/.snapshot/hivedr-b-1"}, Tasks: -1, Completed: 3},
+				{BootstrapID: "b-0", HDFSSnapshots: []string{"hdfs://src-nn:8020/external/x/.snapshot/hivedr-b-0"}, Tasks: 40, Completed: 39},
+			},
+			CompletionsOffsets: []int64{0, 17, 1 << 40},
+			OpenTxns:           []OpenTxn{{TxnID: 41, FirstEventID: 990, Databases: []string{"hr", "sales"}}, {TxnID: 1 << 40, FirstEventID: 1001}},
+			TxnsTrackedAbove:   40},
 		"BootstrapRequest": &BootstrapRequest{RequestID: "r-1", Source: "prod-hms", Databases: []string{"sales", "fin_*"},
 			Tables: []string{"orders"}, Reason: "requested", RequestedBy: "ops@host", RequestedAt: t0},
 		"EventSnapshotBegin": &Event{EventID: 990, EventType: EventSnapshotBegin, Database: "sales", Databases: []string{"sales"},
 			MessageFormat: "hivedr", Payload: &DatabaseChange{After: &Database{Name: "sales", Owner: "etl"}},
 			Snapshot:        &SnapshotInfo{BootstrapID: "b-1", CutEventID: 990, Seq: 1, WithData: true, Reason: "requested", Tables: []string{"orders"}},
-			PreviousEventID: id(980)},
+			PreviousEventID: id(980), Op: OpRead,
+			SourceInfo: &SourceInfo{Name: "prod-hms", Catalog: "hive", EventID: 990, EventTime: t0, Database: "sales", Snapshot: true}},
 		"EventSnapshotEnd": &Event{EventID: 990, EventType: EventSnapshotEnd, Database: "sales", MessageFormat: "hivedr",
 			Snapshot: &SnapshotInfo{BootstrapID: "b-1", CutEventID: 990, Seq: 44, TableCount: 2, PartitionCount: 40, FileCount: 80, ByteCount: 1 << 40}},
 		"EventNilPayload":   testEvent(nil),
@@ -450,7 +462,7 @@ func TestDefaults(t *testing.T) {
 		NameCopyTask:         &CopyTask{},
 		NameCopyCompletion:   &CopyCompletion{Status: StatusUnknown, Length: -1, Attempts: 1},
 		NameHeartbeat:        &Heartbeat{SourceHeadEventID: -1},
-		NameTailerCheckpoint: &TailerCheckpoint{State: StateRunning},
+		NameTailerCheckpoint: &TailerCheckpoint{State: StateRunning, TxnsTrackedAbove: -1},
 	} {
 		got, err := FromNative(name, empty)
 		if err != nil {
@@ -538,6 +550,8 @@ func TestPreviousSchemaVersion(t *testing.T) {
 	v2Event, v2EventID := old("metastore_event_v2.avsc")
 	v2Heartbeat, v2HeartbeatID := old("heartbeat.avsc")
 	v2Checkpoint, v2CheckpointID := old("tailer_checkpoint.avsc")
+	// The version before the change-data-capture envelope (op, source_info).
+	v3Event, v3EventID := old("metastore_event_v3.avsc")
 	s, err := NewSerde(ctx, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -616,6 +630,18 @@ func TestPreviousSchemaVersion(t *testing.T) {
 			&Event{EventID: 79, EventTime: t1, EventType: "DROP_DATABASE", Catalog: "hive", Database: "sales",
 				Databases: []string{"sales"}, MessageFormat: "json-0.2", Message: "{}"},
 		},
+		"event without op and source_info": {
+			wire(v3Event, v3EventID, map[string]any{
+				"event_id": int64(82), "event_time": t1, "event_type": "CREATE_TABLE",
+				"database": goavro.Union("string", "sales"), "table": goavro.Union("string", "orders"), "databases": []any{"sales"},
+				"source": "prod-hms", "message_format": "json-0.2", "message": "{}",
+				"payload":           goavro.Union("io.hivedr.TableChange", map[string]any{"after": goavro.Union("io.hivedr.Table", oldTable)}),
+				"previous_event_id": goavro.Union("long", int64(81)),
+			}),
+			&Event{EventID: 82, EventTime: t1, EventType: "CREATE_TABLE", Catalog: "hive", Database: "sales", Table: "orders",
+				Databases: []string{"sales"}, Source: "prod-hms", MessageFormat: "json-0.2", Message: "{}",
+				Payload: &TableChange{After: wantTable}, PreviousEventID: id(81)},
+		},
 		"heartbeat without previous_event_id": {
 			wire(v2Heartbeat, v2HeartbeatID, map[string]any{
 				"database": "sales", "scanned_event_id": int64(80), "scanned_event_time": t0,
@@ -627,7 +653,7 @@ func TestPreviousSchemaVersion(t *testing.T) {
 			wire(v2Checkpoint, v2CheckpointID, map[string]any{
 				"source": "prod-hms", "last_event_id": int64(80), "last_event_time": t0, "written": t1, "state": "RUNNING",
 			}),
-			&TailerCheckpoint{Source: "prod-hms", LastEventID: 80, LastEventTime: t0, Written: t1, State: StateRunning},
+			&TailerCheckpoint{Source: "prod-hms", LastEventID: 80, LastEventTime: t0, Written: t1, State: StateRunning, TxnsTrackedAbove: -1},
 		},
 		"completion": {
 			wire(oldCompletion, oldCompletionID, map[string]any{
@@ -652,8 +678,8 @@ func TestPreviousSchemaVersion(t *testing.T) {
 			}
 		})
 	}
-	if reg.fetches != 5 {
-		t.Errorf("%d registry fetches, want 5 (one per old schema, then cached)", reg.fetches)
+	if reg.fetches != 6 {
+		t.Errorf("%d registry fetches, want 6 (one per old schema, then cached)", reg.fetches)
 	}
 }
 

@@ -1,6 +1,9 @@
 package schemas
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // The Go forms of the records in the *.avsc files beside this file. Field
 // docs live in the schemas; names map snake_case <-> CamelCase one to one.
@@ -29,6 +32,26 @@ type Event struct {
 	// before this one (0: none), or nil in records older than the field.
 	// The tailer sets it per topic; see Chain.
 	PreviousEventID *int64
+	// Op is the kind of change (OpCreate, ...; see OpOf); "" in records
+	// older than the field.
+	Op Op
+	// SourceInfo says where the change comes from; nil in records older
+	// than the field.
+	SourceInfo *SourceInfo
+}
+
+// SourceInfo is the source block of an event (see the schema's docs).
+type SourceInfo struct {
+	Name      string
+	Metastore string
+	Reader    string
+	Version   string
+	Catalog   string
+	EventID   int64
+	EventTime time.Time
+	Database  string // "" encodes as null
+	Table     string // "" encodes as null
+	Snapshot  bool
 }
 
 // SnapshotInfo places a record within a bootstrap (see the schema's docs).
@@ -97,6 +120,17 @@ type Table struct {
 	ThriftJSON       string
 }
 
+// IsExternal reports whether a table of this type and these parameters is
+// external: the metastore marks one either way (EXTERNAL_TABLE, or the
+// EXTERNAL=TRUE parameter a CREATE EXTERNAL TABLE sets).
+func IsExternal(tableType string, params map[string]string) bool {
+	return tableType == "EXTERNAL_TABLE" || strings.EqualFold(params["EXTERNAL"], "TRUE")
+}
+
+// External reports whether t is an external table (IsExternal); a nil
+// table is not.
+func (t *Table) External() bool { return t != nil && IsExternal(t.TableType, t.Parameters) }
+
 // Column is a column or partition key.
 type Column struct {
 	Name, Type, Comment string
@@ -146,10 +180,15 @@ type Transaction struct {
 	WriteIDs []TableWriteID
 }
 
-// TableWriteID is a table's write ID within a transaction.
+// TableWriteID is a table's write ID within a transaction: for COMMIT_TXN
+// and ACID_WRITE, one write the transaction made.
 type TableWriteID struct {
 	Database, Table string
 	WriteID         int64
+	// Partition is the partition written (its name, dt=2024-01-01), or "".
+	Partition string
+	// Files are the URIs of the files the write added.
+	Files []string
 }
 
 // WriteIDAllocation is ALLOC_WRITE_ID.
@@ -186,6 +225,9 @@ const (
 	ErrUnknownEventType EventErrorKind = "UNKNOWN_EVENT_TYPE"
 	ErrPathOutsideRoots EventErrorKind = "PATH_OUTSIDE_ROOTS"
 	ErrListingFailed    EventErrorKind = "LISTING_FAILED"
+	// ErrWritesUnavailable: a COMMIT_TXN whose message names no writes,
+	// and whose writes the source metastore could not give whole.
+	ErrWritesUnavailable EventErrorKind = "WRITES_UNAVAILABLE"
 )
 
 // EventError is a reason the applier must halt at an event.
@@ -281,6 +323,40 @@ type TailerCheckpoint struct {
 	RequestsOffset int64
 	// Bootstraps are the bootstraps in progress.
 	Bootstraps []BootstrapState
+	// SnapshotReleases are the HDFS snapshots of bootstraps waiting for
+	// their copies to complete.
+	SnapshotReleases []SnapshotRelease
+	// CompletionsOffsets are, by partition of the completions topic, the
+	// next offset not counted for SnapshotReleases.
+	CompletionsOffsets []int64
+	// OpenTxns are the source transactions that allocated write IDs up to
+	// LastEventID and have not ended.
+	OpenTxns []OpenTxn
+	// TxnsTrackedAbove: source transaction IDs above it are tracked whole
+	// (each allocation of theirs is in OpenTxns until they end); -1 in the
+	// checkpoint of a tailer that did not track transactions.
+	TxnsTrackedAbove int64
+}
+
+// OpenTxn is a source transaction that has allocated write IDs and not
+// ended, as the tailer's checkpoint keeps it (see the schema's docs).
+type OpenTxn struct {
+	TxnID int64
+	// FirstEventID is the event of its first allocation.
+	FirstEventID int64
+	// Databases it allocated write IDs in, lower case, sorted.
+	Databases []string
+}
+
+// SnapshotRelease is the HDFS snapshots of one bootstrap and how many of
+// its copy tasks have completed (see the schema's docs).
+type SnapshotRelease struct {
+	BootstrapID   string
+	HDFSSnapshots []string
+	// Tasks is how many copy tasks the bootstrap published; -1 while it
+	// may publish more.
+	Tasks     int64
+	Completed int64
 }
 
 // BootstrapState is one bootstrap in progress, as the tailer's checkpoint
@@ -306,12 +382,37 @@ type BootstrapState struct {
 	Bytes          int64
 	Started        time.Time
 	HDFSSnapshots  []string
+	// TableInProgress is the table whose partitions are being published.
+	TableInProgress string
+	// PublishedTables are the names, sorted, whose TABLE records are published.
+	PublishedTables []string
+	// SnapshotEventID is the source head read just before the snapshots
+	// of HDFSSnapshots were created; 0 while they are only planned.
+	SnapshotEventID int64
 }
 
 // The phases of a BootstrapState.
 const (
 	PhaseSnapshot = "SNAPSHOT"
 	PhaseCatchup  = "CATCHUP"
+)
+
+// The reasons for a bootstrap: the values of BootstrapRequest.Reason,
+// SnapshotInfo.Reason and BootstrapState.Reason. The `hivedr bootstrap`
+// command writes the first two kinds; the tailer starts the others itself.
+const (
+	// ReasonRequested: an operator asked for the databases named.
+	ReasonRequested = "requested"
+	// ReasonChainBroken: the tailer stopped on a purged log; it resumes
+	// after the gap and bootstraps every database in scope.
+	ReasonChainBroken = "chain_broken"
+	// ReasonNewDatabase: a database came into the policy's scope.
+	ReasonNewDatabase = "new_database"
+	// ReasonEnteredScope: a table was renamed into the scope.
+	ReasonEnteredScope = "entered_scope"
+	// ReasonDiscontinuity: the tailer started over databases that already
+	// have a replica, without a checkpoint.
+	ReasonDiscontinuity = "discontinuity"
 )
 
 // BootstrapRequest asks the tailer to bootstrap databases.

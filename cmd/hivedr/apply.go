@@ -12,10 +12,10 @@ import (
 
 	"github.com/hivedr/hivedr/applier"
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/state"
-	"github.com/hivedr/hivedr/schemas"
 )
 
 // skipFlags collects repeated --skip-event db:id flags.
@@ -51,7 +51,7 @@ func runApply(args []string, _, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	if err := runApplier(ctx, conf, *dirFlag, skips, log); err != nil && ctx.Err() == nil {
-		log.Error("applier stopped", "err", err)
+		log.Error("applier stopped", "err", connect.Explain(conf, err))
 		return exitError
 	}
 	return exitOK
@@ -72,35 +72,50 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		return err
 	}
 	defer store.Close()
-	serde, err := schemas.DialSerde(ctx, conf.SchemaRegistry)
+	serde, err := dialSerde(ctx, conf.SchemaRegistry, log)
 	if err != nil {
 		return err
 	}
 	m := applier.NewMetrics()
-	if err := serveMetrics(ctx, conf.Applier.MetricsAddr, m, log); err != nil {
+	if err := serveHTTP(ctx, "apply", conf.Applier.MetricsAddr, m, applierChecks(conf), log); err != nil {
+		return err
+	}
+	kopts, err := kafkaOpts(conf)
+	if err != nil {
 		return err
 	}
 	addr := conf.Applier.Metastore
+	// The replication scope follows the file (config.Watch): on SIGHUP, or
+	// within seconds of a change.
+	policy := config.NewLivePolicy(&conf.Replication)
+	go func() {
+		for rep := range config.Watch(ctx, conf, config.WatchEvery, hupSignal(ctx), log) {
+			policy.Set(rep)
+		}
+	}()
 	a, err := applier.New(applier.Config{
-		Brokers:  conf.Kafka.Brokers,
-		Topics:   kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
-		Group:    conf.Applier.Group,
-		Instance: conf.Applier.Instance,
-		Source:   conf.Source.Name,
+		Brokers:        conf.Kafka.Brokers,
+		KafkaOpts:      kopts,
+		Topics:         kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
+		Group:          conf.Applier.Group,
+		Instance:       conf.Applier.Instance,
+		SessionTimeout: conf.Applier.SessionTimeout.Duration,
+		Source:         conf.Source.Name,
 		Dial: func(ctx context.Context) (applier.Metastore, func() error, error) {
-			c, err := hms.Dial(ctx, addr, hms.Options{})
+			c, err := hms.Dial(ctx, addr, conf.DRMetastoreOptions())
 			if err != nil {
 				return nil, nil, err
 			}
 			return c, c.Close, nil
 		},
-		Policy:               &conf.Replication,
-		RPO:                  conf.Replication.RPO,
+		Policy:               policy,
+		RPO:                  policy.RPO,
 		Files:                router, // lists and removes DR data files (fs.Router.List, Remove)
 		Completions:          store,
 		Codec:                serde,
 		HaltAfter:            conf.Applier.HaltAfter.Duration,
 		LookAhead:            conf.Applier.LookAhead,
+		LookAheadBytes:       conf.Applier.LookAheadBytes,
 		BatchPartitions:      conf.Applier.BatchPartitions,
 		CompletionPartitions: conf.Kafka.ManifestPartitions,
 		ReplicationFactor:    conf.Kafka.ReplicationFactor,

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/hivedr/hivedr/internal/cat"
-	"github.com/hivedr/hivedr/schemas"
+	"github.com/hivedr/hivedr/internal/connect"
 )
 
 func runCat(args []string, stdout, stderr io.Writer) int {
@@ -25,12 +27,16 @@ func runCat(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	// Read-only: cat fetches writer schemas by ID and registers nothing.
-	dec, err := schemas.DialDecoder(conf.SchemaRegistry)
+	dec, err := connect.Decoder(conf.SchemaRegistry)
+	var kopts []kgo.Opt
 	if err == nil {
-		err = cat.Print(ctx, cat.Config{Brokers: conf.Kafka.Brokers, Topics: fl.Args(), Limit: *n, Follow: *follow, Decoder: dec}, stdout)
+		kopts, err = kafkaOpts(conf)
+	}
+	if err == nil {
+		err = cat.Print(ctx, cat.Config{Brokers: conf.Kafka.Brokers, KafkaOpts: kopts, Topics: fl.Args(), Limit: *n, Follow: *follow, Decoder: dec}, stdout)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "hivedr cat:", err)
+		fmt.Fprintln(stderr, "hivedr cat:", connect.Explain(conf, err))
 		return exitError
 	}
 	return exitOK

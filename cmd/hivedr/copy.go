@@ -47,7 +47,7 @@ func copyTree(ctx context.Context, conf *config.Config, src, dst string, workers
 	defer router.Close()
 	eng, err := copyd.NewEngine(copyd.EngineConfig{
 		SourceRoots: []string{src}, TargetRoots: []string{dst}, Retries: conf.Copyd.Retries, BytesPerSecond: bps,
-		SplitSize: conf.Copyd.SplitSize, SplitWorkers: conf.Copyd.SplitWorkers,
+		SplitSize: conf.Copyd.SplitSize, SplitWorkers: conf.Copyd.SplitWorkers, Preserve: preserve(conf.Copyd.Preserve),
 	}, router, nil)
 	if err != nil {
 		return copyd.TreeSummary{}, err

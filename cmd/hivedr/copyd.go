@@ -11,9 +11,9 @@ import (
 
 	"github.com/hivedr/hivedr/copyd"
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/state"
-	"github.com/hivedr/hivedr/schemas"
 )
 
 func runCopyd(args []string, _, stderr io.Writer) int {
@@ -34,7 +34,7 @@ func runCopyd(args []string, _, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	if err := runCopyDaemon(ctx, conf, *dirFlag, log); err != nil && ctx.Err() == nil {
-		log.Error("copyd stopped", "err", err)
+		log.Error("copyd stopped", "err", connect.Explain(conf, err))
 		return exitError
 	}
 	return exitOK
@@ -75,12 +75,12 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		return err
 	}
 	defer st.Close()
-	serde, err := schemas.DialSerde(ctx, conf.SchemaRegistry)
+	serde, err := dialSerde(ctx, conf.SchemaRegistry, log)
 	if err != nil {
 		return err
 	}
 	m := copyd.NewMetrics()
-	if err := serveMetrics(ctx, conf.Copyd.MetricsAddr, m, log); err != nil {
+	if err := serveHTTP(ctx, "copyd", conf.Copyd.MetricsAddr, m, copydChecks(conf), log); err != nil {
 		return err
 	}
 	eng, err := copyd.NewEngine(copyd.EngineConfig{
@@ -91,6 +91,7 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		BytesPerSecond: conf.Copyd.BytesPerSecond,
 		SplitSize:      conf.Copyd.SplitSize,
 		SplitWorkers:   conf.Copyd.SplitWorkers,
+		Preserve:       preserve(conf.Copyd.Preserve),
 		Staging:        st,
 		Logger:         log.With("role", "copyd"),
 	}, router, m)
@@ -100,12 +101,18 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 	if _, err := eng.DiscardInterrupted(ctx); err != nil {
 		return err
 	}
+	kopts, err := kafkaOpts(conf)
+	if err != nil {
+		return err
+	}
 	d, err := copyd.NewDaemon(copyd.DaemonConfig{
 		Brokers:              conf.Kafka.Brokers,
+		KafkaOpts:            kopts,
 		Topics:               kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
 		Group:                conf.Copyd.Group,
-		TransactionalID:      "hivedr-copyd-" + conf.Copyd.Instance,
+		TransactionalID:      kafka.CopydTransactionalIDPrefix + conf.Copyd.Instance,
 		Instance:             conf.Copyd.Instance,
+		SessionTimeout:       conf.Copyd.SessionTimeout.Duration,
 		Workers:              conf.Copyd.Workers,
 		MaxBatch:             conf.Copyd.MaxBatch,
 		CompletionPartitions: conf.Kafka.ManifestPartitions,
@@ -119,4 +126,10 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		return err
 	}
 	return d.Run(ctx)
+}
+
+// preserve is copyd.preserve as the engine takes it.
+func preserve(p config.Preserve) copyd.Preserve {
+	return copyd.Preserve{Owner: p.Owner, Group: p.Group, Perm: p.Permission, Times: p.Times,
+		Users: p.Users, Groups: p.Groups}
 }

@@ -18,12 +18,18 @@
 // file, the sections it reads (the needs of its entry in commands) must be
 // in the file, or it exits 2 naming what is missing:
 //
-//	tail    source, kafka, schema_registry, replication, filesystems
-//	copyd   kafka, schema_registry, replication, filesystems
-//	apply   kafka, schema_registry, applier.metastore, replication, filesystems
-//	status  source, kafka, schema_registry, applier.metastore
-//	cat     kafka, schema_registry
-//	copy    filesystems
+//	tail       source, kafka, schema_registry, replication, filesystems
+//	copyd      kafka, schema_registry, replication, filesystems
+//	apply      kafka, schema_registry, applier.metastore, replication, filesystems
+//	drill      source, kafka, schema_registry, applier.metastore, replication, filesystems
+//	failback   source, kafka, schema_registry, applier.metastore, replication
+//	failover   source, kafka, schema_registry, applier.metastore, replication
+//	status     source, kafka, schema_registry, applier.metastore
+//	bootstrap  source, kafka, schema_registry, applier.metastore, replication
+//	cat        kafka, schema_registry
+//	copy       filesystems
+//	verify     source, kafka, schema_registry, applier.metastore, replication, filesystems
+//	replay     kafka, applier.metastore
 package main
 
 import (
@@ -32,10 +38,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime/debug"
 	"strings"
+	"time"
 
+	"github.com/hivedr/hivedr/internal/buildinfo"
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/krb"
 )
 
 // Exit codes shared by the commands.
@@ -60,9 +69,14 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{name: "acls", summary: "print the Kafka ACLs each role needs under this configuration; -apply creates them",
+			run: runACLs},
 		{name: "apply", summary: "apply the event topics to the DR metastore, in order, data before metadata (the applier daemon)",
 			run: runApply, daemon: true, needs: []config.Section{config.SectionKafka, config.SectionSchemaRegistry,
 				config.SectionDRMetastore, config.SectionReplication, config.SectionFilesystems}},
+		{name: "bootstrap", summary: "bring existing databases to DR (or repair a broken chain) and follow it to the end",
+			run: runBootstrap, needs: []config.Section{config.SectionSource, config.SectionKafka, config.SectionSchemaRegistry,
+				config.SectionDRMetastore, config.SectionReplication}},
 		{name: "cat", summary: "print records of hivedr topics as JSON, decoded with their schemas",
 			run: runCat, needs: []config.Section{config.SectionKafka, config.SectionSchemaRegistry}},
 		{name: "config", summary: "check a configuration file; print it with every default filled and secrets masked",
@@ -72,12 +86,26 @@ func commands() []command {
 		{name: "copyd", summary: "copy and verify the files copy tasks name (the copy daemon)",
 			run: runCopyd, daemon: true, needs: []config.Section{config.SectionKafka, config.SectionSchemaRegistry,
 				config.SectionReplication, config.SectionFilesystems}},
+		{name: "drill", summary: "rehearse failover and failback on a scratch database (RPO, RTO, steps); -dry-run checks a database's readiness",
+			run: runDrill, needs: []config.Section{config.SectionSource, config.SectionKafka, config.SectionSchemaRegistry,
+				config.SectionDRMetastore, config.SectionReplication, config.SectionFilesystems}},
+		{name: "failback", summary: "make the old primary the replica of the failed-over DR databases, moving only the tables changed since",
+			run: runFailback, needs: []config.Section{config.SectionSource, config.SectionKafka, config.SectionSchemaRegistry,
+				config.SectionDRMetastore, config.SectionReplication}},
+		{name: "failover", summary: "make DR databases the primary, planned or unplanned, recording the cut and the RPO achieved",
+			run: runFailover, needs: []config.Section{config.SectionSource, config.SectionKafka, config.SectionSchemaRegistry,
+				config.SectionDRMetastore, config.SectionReplication}},
+		{name: "replay", summary: "re-drive a database's topic from an event (or skip to its end); skip an event on the running applier",
+			run: runReplay, needs: []config.Section{config.SectionKafka, config.SectionDRMetastore}},
 		{name: "status", summary: "show per database the DR position, halts, skipped events and the applier's lag",
 			run: runStatus, needs: []config.Section{config.SectionSource, config.SectionKafka, config.SectionSchemaRegistry,
 				config.SectionDRMetastore}},
 		{name: "tail", summary: "publish the source notification log to Kafka (the tailer daemon)",
 			run: runTail, daemon: true, needs: []config.Section{config.SectionSource, config.SectionKafka,
 				config.SectionSchemaRegistry, config.SectionReplication, config.SectionFilesystems}},
+		{name: "verify", summary: "compare the source's replicated databases with the DR: in_flight (lag) or diverged",
+			run: runVerify, needs: []config.Section{config.SectionSource, config.SectionKafka, config.SectionSchemaRegistry,
+				config.SectionDRMetastore, config.SectionReplication, config.SectionFilesystems}},
 		{name: "version", summary: "print the version of hivedr", run: runVersion},
 	}
 }
@@ -117,25 +145,25 @@ func usage(w io.Writer) {
 	}
 }
 
+// runVersion prints the build: version, commit, build date (stamped by
+// the Makefile's -ldflags; see internal/buildinfo) and Go version.
 func runVersion(_ []string, stdout, _ io.Writer) int {
-	v := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		v = bi.Main.Version
-	}
-	fmt.Fprintf(stdout, "hivedr %s\n", v)
+	fmt.Fprintln(stdout, buildinfo.Get())
 	return 0
 }
 
 // commonFlags are the flags every command takes.
 type commonFlags struct {
-	config   string
-	logLevel string
+	config    string
+	logLevel  string
+	logFormat string
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.config, "config", os.Getenv("HIVEDR_CONFIG"),
 		"YAML configuration file ($HIVEDR_CONFIG); with neither, the local stack's defaults")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text (key=value) or json (one object per line)")
 }
 
 func (c *commonFlags) logger(stderr io.Writer) (*slog.Logger, error) {
@@ -143,7 +171,14 @@ func (c *commonFlags) logger(stderr io.Writer) (*slog.Logger, error) {
 	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("-log-level: %q is not debug, info, warn or error", c.logLevel)
 	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch c.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("-log-format: %q is not text or json", c.logFormat)
 }
 
 // newFlagSet makes a subcommand's flag set with the common flags and a
@@ -173,6 +208,45 @@ func joinSections(s []config.Section) string {
 	return strings.Join(names, ", ")
 }
 
+// withTimeouts returns o with the given connect and socket timeouts.
+func withTimeouts(o hms.Options, connect, socket time.Duration) hms.Options {
+	o.ConnectTimeout, o.SocketTimeout = connect, socket
+	return o
+}
+
+// login logs in as conf's kerberos principal, when it names one, and
+// gives conf the logged-in client.
+func login(conf *config.Config, log *slog.Logger) error {
+	if !conf.Kerberos.Enabled() {
+		return nil
+	}
+	kc, err := krb.Login(conf.Kerberos, log)
+	if err != nil {
+		return err
+	}
+	conf.SetKerberos(kc)
+	return nil
+}
+
+// loadReverse loads the reverse pipeline's configuration of a failback or
+// a drill (flag names its flag), which must give what a failback reads,
+// and logs in as its kerberos principal, if it names one: the reverse
+// pipeline's metastores are the forward one's, kerberized alike.
+func loadReverse(flag, path string, log *slog.Logger) (*config.Config, error) {
+	rev, err := config.Load(path)
+	if err == nil {
+		err = rev.Require(flag, config.SectionSource, config.SectionKafka, config.SectionSchemaRegistry,
+			config.SectionDRMetastore, config.SectionReplication)
+	}
+	if err == nil {
+		err = login(rev, log)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rev, nil
+}
+
 // noConfigFile is what a command says once at start when it runs on the
 // local stack's defaults.
 const noConfigFile = "no config file (-config, $HIVEDR_CONFIG): using the local stack's defaults (" + config.LocalStack + ")"
@@ -191,6 +265,9 @@ func setup(fl *flag.FlagSet, cf *commonFlags, args []string, stderr io.Writer) (
 		var conf *config.Config
 		if conf, err = config.Load(cf.config); err == nil {
 			err = conf.Require("hivedr "+fl.Name(), cmd.needs...)
+		}
+		if err == nil && !strings.HasPrefix(fl.Name(), "config") { // config check reads no keytab
+			err = login(conf, log)
 		}
 		if err == nil {
 			if conf.File() == "" {

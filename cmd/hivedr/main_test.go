@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -72,12 +73,18 @@ func TestCommandNeeds(t *testing.T) {
 	src, kafka, reg, repl, fsys, dr := config.SectionSource, config.SectionKafka, config.SectionSchemaRegistry,
 		config.SectionReplication, config.SectionFilesystems, config.SectionDRMetastore
 	want := map[string][]config.Section{
-		"tail":   {src, kafka, reg, repl, fsys},
-		"copyd":  {kafka, reg, repl, fsys},
-		"apply":  {kafka, reg, dr, repl, fsys},
-		"status": {src, kafka, reg, dr},
-		"cat":    {kafka, reg},
-		"copy":   {fsys},
+		"tail":      {src, kafka, reg, repl, fsys},
+		"copyd":     {kafka, reg, repl, fsys},
+		"apply":     {kafka, reg, dr, repl, fsys},
+		"status":    {src, kafka, reg, dr},
+		"bootstrap": {src, kafka, reg, dr, repl},
+		"failover":  {src, kafka, reg, dr, repl},
+		"failback":  {src, kafka, reg, dr, repl},
+		"drill":     {src, kafka, reg, dr, repl, fsys},
+		"cat":       {kafka, reg},
+		"copy":      {fsys},
+		"verify":    {src, kafka, reg, dr, repl, fsys},
+		"replay":    {kafka, dr},
 	}
 	for _, c := range commands() {
 		if w, ok := want[c.name]; !slices.Equal(c.needs, w) && (ok || len(c.needs) > 0) {
@@ -243,5 +250,175 @@ func TestConfigCheck(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "- 127.0.0.1:19092") || strings.Contains(out, "hivedr-secret-key") ||
 		strings.Count(errb, "\n") != 1 || !strings.Contains(errb, "no config file") {
 		t.Errorf("config check with no file = %d, stderr %q:\n%s", code, errb, out)
+	}
+}
+
+// TestLogFormat: every command takes -log-format; json writes one JSON
+// object per line (a daemon's no-config-file line here), and a format
+// that is neither is a usage error naming the value.
+func TestLogFormat(t *testing.T) {
+	t.Setenv("HIVEDR_CONFIG", "")
+	for _, c := range commands() {
+		if c.needs == nil {
+			continue
+		}
+		var errb bytes.Buffer
+		fl, cf := newFlagSet(c.name, "", &errb)
+		if _, _, ok := setup(fl, cf, []string{"-log-format", "json"}, &errb); !ok {
+			t.Fatalf("hivedr %s -log-format json: %q", c.name, errb.String())
+		}
+		if c.daemon {
+			var line struct{ Level, Msg string }
+			if err := json.Unmarshal(errb.Bytes(), &line); err != nil || line.Level != "INFO" || !strings.HasPrefix(line.Msg, "no config file") {
+				t.Errorf("hivedr %s -log-format json logged %q (%v), want a JSON line", c.name, errb.String(), err)
+			}
+		}
+		errb.Reset()
+		fl, cf = newFlagSet(c.name, "", &errb)
+		if _, _, ok := setup(fl, cf, []string{"-log-format", "xml"}, &errb); ok || !strings.Contains(errb.String(), `-log-format: "xml" is not text or json`) {
+			t.Errorf("hivedr %s -log-format xml: ok %v, stderr %q", c.name, ok, errb.String())
+		}
+	}
+}
+
+// TestReadmeConfigTable: README's table of what a configuration file must
+// give each command has a row for every command that needs a section, and
+// the row's first part (before any "; ...") names exactly the sections the
+// command requires.
+func TestReadmeConfigTable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "| command | what a file must give it |")
+	if !ok {
+		t.Fatal("README has no table of what each command needs from a file")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	rows := map[string]string{}
+	for _, l := range strings.Split(table, "\n") {
+		cells := strings.Split(l, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		name := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		rows[strings.TrimPrefix(name, "hivedr ")] = strings.Join(cells[2:], "|")
+	}
+	for _, c := range commands() {
+		if len(c.needs) == 0 {
+			continue
+		}
+		row, ok := rows[c.name]
+		if !ok {
+			t.Errorf("README's configuration table has no row for hivedr %s (needs %v)", c.name, c.needs)
+			continue
+		}
+		first, _, _ := strings.Cut(row, "; ")
+		var named []string
+		for _, s := range []config.Section{config.SectionSource, config.SectionKafka, config.SectionSchemaRegistry,
+			config.SectionDRMetastore, config.SectionReplication, config.SectionFilesystems} {
+			if strings.Contains(first, "`"+string(s)+"`") {
+				named = append(named, string(s))
+			}
+		}
+		var want []string
+		for _, s := range c.needs {
+			want = append(want, string(s))
+		}
+		slices.Sort(named)
+		slices.Sort(want)
+		if !slices.Equal(named, want) {
+			t.Errorf("README row of hivedr %s names %v, the command needs %v", c.name, named, want)
+		}
+	}
+}
+
+// TestACLs: hivedr acls lists each role's ACLs under the file's names, for
+// the principals given; -apply needs the kafka section; bad roles and
+// principals are usage errors.
+func TestACLs(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "acls.yaml")
+	if err := os.WriteFile(p, []byte("source: {name: prod}\nkafka: {topic_prefix: dr1}\ncopyd: {group: dr1-copyd}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	acls := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"acls", "-config", p}, args...), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, errb := acls()
+	if code != exitOK {
+		t.Fatalf("hivedr acls = %d: %s", code, errb)
+	}
+	for _, want := range []string{"ROLE", "User:tailer", "User:copyd", "User:applier", "User:operator", "dr1.events.", "dr1.manifests",
+		"hivedr-tailer-prod", "dr1-copyd", "hivedr-copyd-", "hivedr-applier", "CREATE,WRITE,READ"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("hivedr acls lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = acls("-role", "copyd", "-principal", "copyd=User:cp1")
+	if code != exitOK || strings.Contains(out, "tailer") || strings.Count(out, "User:cp1") != 4 {
+		t.Errorf("hivedr acls -role copyd -principal copyd=User:cp1 = %d:\n%s", code, out)
+	}
+	for _, tt := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"-role", "admin"}, `-role: "admin" is not tailer, copyd, applier or operator`},
+		{[]string{"-principal", "copyd"}, `"copyd" is not ROLE=User:NAME`},
+		{[]string{"-principal", "boss=User:x"}, `-principal: "boss" is not tailer`},
+		{[]string{"-apply"}, "kafka.brokers: required (hivedr acls -apply needs it"},
+	} {
+		if code, _, errb := acls(tt.args...); code != exitUsage || !strings.Contains(errb, tt.err) {
+			t.Errorf("hivedr acls %q = %d, stderr %q; want 2 and %q", tt.args, code, errb, tt.err)
+		}
+	}
+}
+
+// TestConfigCheckKerberos: config check validates a kerberos section
+// without logging in or reading the keytab (the KDC here does not exist),
+// prints the principal and the keytab's path, and never the keytab's
+// content; a command that does log in fails at start naming the principal
+// and the keytab, exit 2.
+func TestConfigCheckKerberos(t *testing.T) {
+	dir := t.TempDir()
+	kt := filepath.Join(dir, "copyd.keytab")
+	secret := "KEYTAB-CONTENT-4711"
+	if err := os.WriteFile(kt, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	krb5 := filepath.Join(dir, "krb5.conf")
+	if err := os.WriteFile(krb5, []byte("[libdefaults]\n  default_realm = EXAMPLE.COM\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(configWithout(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "krb.yaml")
+	y := string(b) + "kerberos: {principal: hivedr-copyd@EXAMPLE.COM, keytab: " + kt + ", krb5_conf: " + krb5 + "}\n"
+	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"config", "check", "-config", p}, &out, &errb); code != exitOK {
+		t.Fatalf("config check = %d, stderr %q", code, errb.String())
+	}
+	for _, want := range []string{"principal: hivedr-copyd@EXAMPLE.COM", "keytab: " + kt} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("config check output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String()+errb.String(), secret) {
+		t.Error("config check printed the keytab's content")
+	}
+	out.Reset()
+	errb.Reset()
+	code := run([]string{"copy", "-config", p, "hdfs://nn.prod:8020/a", "hdfs://nn.prod:8020/b"}, &out, &errb)
+	if code != exitUsage || !strings.Contains(errb.String(), "hivedr-copyd@EXAMPLE.COM") || !strings.Contains(errb.String(), kt) {
+		t.Errorf("copy with an unreadable keytab = %d, stderr %q; want exit 2 naming the principal and keytab", code, errb.String())
+	}
+	if strings.Contains(out.String()+errb.String(), secret) {
+		t.Error("a failed login printed the keytab's content")
 	}
 }

@@ -6,19 +6,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hmslog"
+	"github.com/hivedr/hivedr/internal/hmssnap"
+	"github.com/hivedr/hivedr/internal/retry"
 	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -28,9 +27,13 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// registerer is a role's metrics (producer, copyd and applier Metrics).
-type registerer interface {
-	Register(prometheus.Registerer) error
+// hupSignal delivers SIGHUP until ctx ends: the daemons read their
+// replication scope again on it (config.Watch).
+func hupSignal(ctx context.Context) <-chan os.Signal {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	context.AfterFunc(ctx, func() { signal.Stop(ch) })
+	return ch
 }
 
 // newRouter opens the configured filesystems.
@@ -42,35 +45,22 @@ func newRouter(conf *config.Config) (*fs.Router, error) {
 	return r, nil
 }
 
-// serveMetrics registers a role's metrics in a registry of their own and
-// serves it on addr until ctx ends. An empty addr serves nothing.
-func serveMetrics(ctx context.Context, addr string, m registerer, log *slog.Logger) error {
-	reg := prometheus.NewRegistry()
-	if err := m.Register(reg); err != nil {
+// dialSerde connects to the schema registry, waiting for it
+// (retry.Until, logged) while it is away: a daemon started while the
+// registry restarts must not exit. A refusal of its credentials or TLS
+// ends the wait at once.
+func dialSerde(ctx context.Context, reg config.SchemaRegistry, log *slog.Logger) (*schemas.Serde, error) {
+	var s *schemas.Serde
+	err := retry.Until(ctx, log, "schema registry "+reg.URL, retry.Policy{Fatal: connect.IsAuthError}, func(ctx context.Context) (err error) {
+		s, err = connect.Serde(ctx, reg)
 		return err
-	}
-	if addr == "" {
-		return nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("metrics address %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server stopped", "err", err)
-		}
-	}()
-	log.Info("serving metrics", "addr", ln.Addr().String())
-	return nil
+	})
+	return s, err
 }
+
+// kafkaOpts are the options every Kafka client of a command starts from
+// (connect.Kafka).
+func kafkaOpts(conf *config.Config) ([]kgo.Opt, error) { return connect.Kafka(conf.Kafka) }
 
 func runTail(args []string, _, stderr io.Writer) int {
 	fl, cf := newFlagSet("tail", "Usage: hivedr tail [flags]\n\nPublish the source metastore's notification log to Kafka: one ordered topic per\n"+
@@ -87,7 +77,7 @@ func runTail(args []string, _, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	if err := tail(ctx, conf, log); err != nil && ctx.Err() == nil {
-		log.Error("tailer stopped", "err", err)
+		log.Error("tailer stopped", "err", connect.Explain(conf, err))
 		if errors.Is(err, producer.ErrChainBroken) {
 			return exitChainBroken
 		}
@@ -97,17 +87,21 @@ func runTail(args []string, _, stderr io.Writer) int {
 }
 
 func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
-	src, err := hmslog.Open(ctx, conf.Source)
+	var src hmslog.Source
+	err := retry.Until(ctx, log, "source metastore log", retry.Policy{}, func(ctx context.Context) (err error) {
+		src, err = hmslog.Open(ctx, conf.Source, conf.SourceMetastoreOptions())
+		return err
+	})
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	serde, err := schemas.DialSerde(ctx, conf.SchemaRegistry)
+	serde, err := dialSerde(ctx, conf.SchemaRegistry, log)
 	if err != nil {
 		return err
 	}
 	m := producer.NewMetrics()
-	if err := serveMetrics(ctx, conf.Tailer.MetricsAddr, m, log); err != nil {
+	if err := serveHTTP(ctx, "tail", conf.Tailer.MetricsAddr, m, tailerChecks(conf), log); err != nil {
 		return err
 	}
 	// The source filesystems list external tables' new directories (the
@@ -117,7 +111,22 @@ func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer router.Close()
-	t, err := producer.New(producer.Config{Conf: conf, Source: src, Codec: serde, Lister: router, Logger: log, Metrics: m})
+	// The same filesystems take the HDFS snapshots a bootstrap copies from
+	// (of the directories an operator made snapshottable).
+	kopts, err := kafkaOpts(conf)
+	if err != nil {
+		return err
+	}
+	pc := producer.Config{Conf: conf, Source: src, Codec: serde, Lister: router, DirSnapshots: router, Logger: log, Metrics: m,
+		Scope: config.Watch(ctx, conf, config.WatchEvery, hupSignal(ctx), log), KafkaOpts: kopts}
+	// Bootstraps read the source metastore's objects over Thrift, and
+	// commits that name no writes read them there.
+	if conf.Source.Metastore != "" {
+		snaps := hmssnap.New(conf.Source.Metastore, conf.SourceMetastoreOptions())
+		defer snaps.Close()
+		pc.Snapshots, pc.Txns = snaps, snaps
+	}
+	t, err := producer.New(pc)
 	if err != nil {
 		return err
 	}

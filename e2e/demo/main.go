@@ -8,6 +8,7 @@
 //	go run ./e2e/demo compare [-db finance[,other...]] [-wait 2m] [-interval 2s] [-config hivedr.yaml]
 //	go run ./e2e/demo drop [-db finance]
 //	go run ./e2e/demo reset [-config hivedr.yaml]
+//	go run ./e2e/demo reverse -out reverse.yaml [-config hivedr.yaml]
 //
 // workload prints one line per step, with the notification-log events the
 // step made. compare prints the databases on the source and the DR side by
@@ -17,7 +18,8 @@
 // deletes the pipeline's Kafka state an earlier run left (the topics under
 // kafka.topic_prefix, the copyd and applier groups) so that `make demo`
 // (e2e/demo/run.sh) starts like a fresh machine; the daemons must be
-// stopped first.
+// stopped first. reverse writes the reverse pipeline's configuration for
+// the demo's drill (its failback).
 //
 // Addresses come from the stack's env file, found as internal/testenv
 // finds it ($HIVEDR_STACK_ENV, $HIVEDR_STACK_DIR/env, or .stack/env above
@@ -56,6 +58,7 @@ commands:
   compare    compare the source with the DR replica; exit 1 when they differ
   drop       drop the database on the source (CASCADE); the drop replicates
   reset      delete the pipeline's topics and consumer groups (daemons stopped)
+  reverse    write the reverse pipeline's configuration (the drill's failback)
 
 Run "demo <command> -h" for a command's flags.
 `
@@ -87,6 +90,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runDrop(ctx, args[1:], stdout, stderr)
 	case "reset":
 		err = runReset(ctx, args[1:], stdout, stderr)
+	case "reverse":
+		err = runReverse(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/kafka"
 )
 
@@ -40,7 +41,11 @@ func runReset(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...))
+	kopts, err := connect.Kafka(cfg.Kafka)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
 		return err
 	}

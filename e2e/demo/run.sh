@@ -19,7 +19,11 @@
 #     log tails;
 #  6. compares the source with the DR (`demo compare`): tables, partitions,
 #     files; exits 1 if they differ;
-#  7. stops the daemons with SIGTERM and waits for them. The stack stays up.
+#  7. a DR drill with failback: writes the reverse pipeline's configuration
+#     (`demo reverse`: the roles swapped, for the drills' scratch databases),
+#     starts its three daemons (logs .stack/demo/back-<role>.log) and runs
+#     `hivedr drill -reverse-config`, which must PASS;
+#  8. stops the daemons with SIGTERM and waits for them. The stack stays up.
 #
 # Environment:
 #   DEMO_DB        database (default finance)
@@ -41,7 +45,7 @@ config=()
 if [ -n "${HIVEDR_CONFIG:-}" ]; then
   config=(-config "$HIVEDR_CONFIG") # hivedr reads $HIVEDR_CONFIG itself
 fi
-roles=(tail copyd apply)
+roles=(tail copyd apply back-tail back-copyd back-apply) # back-*: the reverse pipeline of the drill
 t0=$SECONDS
 
 bold='' red='' plain=''
@@ -123,13 +127,16 @@ phase "reset the pipeline's Kafka state from any earlier run (fresh start)"
 "$driver" reset "${config[@]}" || fail "could not reset the pipeline's topics and groups"
 rm -rf "$demodir/state"
 
-# start ROLE: runs `hivedr ROLE` in the background, logging to ROLE.log.
+# start NAME ROLE [ARGS...]: runs `hivedr ROLE ARGS...` in the background,
+# logging to NAME.log.
 start() {
-  local args=()
-  [ "$1" != tail ] && args=(-state-dir "$demodir/state/$1")
-  "$hivedr" "$1" "${args[@]}" >"$demodir/$1.log" 2>&1 &
-  echo $! >"$demodir/$1.pid"
-  echo "hivedr $1: pid $! (log ${demodir#"$root"/}/$1.log)"
+  local name=$1 role=$2
+  shift 2
+  local args=("$@")
+  [ "$role" != tail ] && args+=(-state-dir "$demodir/state/$name")
+  "$hivedr" "$role" "${args[@]}" >"$demodir/$name.log" 2>&1 &
+  echo $! >"$demodir/$name.pid"
+  echo "hivedr $role${1:+ $*}: pid $! (log ${demodir#"$root"/}/$name.log)"
 }
 
 # wait_for WHAT SECONDS COMMAND...: polls COMMAND until it succeeds, failing
@@ -157,13 +164,13 @@ phase "start hivedr tail, and wait for its first checkpoint"
 # at the source log's head (tailer.start_event_id "latest"): only events
 # after that point replicate. So the workload waits until that position
 # is committed as the tailer's first checkpoint.
-start tail
+start tail tail
 wait_for "the tailer's first checkpoint" 60 checkpointed
 grep -hE "no checkpoint|resuming" "$demodir/tail.log" | head -1 | sed 's/^.*msg=/tail: /'
 
 phase "start hivedr copyd and hivedr apply"
-start copyd
-start apply
+start copyd copyd
+start apply apply
 started() { grep -q "applier started" "$demodir/apply.log" && grep -q "consuming copy tasks" "$demodir/copyd.log"; }
 wait_for "copyd and the applier starting" 60 started
 
@@ -174,7 +181,9 @@ phase "replication: \`hivedr status -db $db\` every 2 s until the DR has applied
 deadline=$((SECONDS + timeout))
 first_status=
 while :; do
-  for r in "${roles[@]}"; do alive "$r" || fail "hivedr $r exited"; done
+  for r in "${roles[@]}"; do
+    if [ -s "$demodir/$r.pid" ] && ! alive "$r"; then fail "hivedr $r exited"; fi
+  done
   rc=0
   out=$("$hivedr" status -db "$db" 2>&1) || rc=$?
   # Each run says it uses the local stack's defaults; once is enough here.
@@ -189,6 +198,20 @@ done
 
 phase "the DR side: $db on the source and on the DR"
 "$driver" compare -db "$db" -wait 60s "${config[@]}" || fail "the DR differs from the source"
+
+phase "a DR drill with failback: the reverse pipeline's daemons, then \`hivedr drill -reverse-config\`"
+# The drill makes its own database, hivedr_drill_<time>_<hex>, and leaves
+# the demo's database alone; the pipeline above replicates it, the drill
+# fails it over, writes on DR, fails it back through the reverse pipeline
+# (DR -> source, for drills' scratch databases only) and drops it.
+rev=$demodir/reverse.yaml
+"$driver" reverse -out "$rev" "${config[@]}" || fail "could not write the reverse pipeline's configuration"
+"$driver" reset -config "$rev" || fail "could not reset the reverse pipeline's topics and groups"
+rm -rf "$demodir"/state/back-*
+start back-tail tail -config "$rev"
+start back-copyd copyd -config "$rev"
+start back-apply apply -config "$rev"
+"$hivedr" drill "${config[@]}" -reverse-config "$rev" -timeout 2m || fail "the drill did not pass"
 
 phase "stop the daemons (SIGTERM)"
 stop_daemons || fail "a daemon did not stop cleanly"

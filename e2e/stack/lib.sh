@@ -10,29 +10,78 @@
 
 STACK_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(cd "$STACK_LIB_DIR/../.." && pwd)
-STACK_DIR=${HIVEDR_STACK_DIR:-$REPO_DIR/.stack}
+
+# The variant, decided here and nowhere else. HIVEDR_STACK_SECURE=1 is the
+# secured stack: its own state directory (.stack-secure) and ports (+3000)
+# by default, so it runs beside the plain one, and the services named in
+# SECURED_SERVICES take their secured settings (each asks `secured NAME`):
+#   tls       a CA the scripts create, with server and client certificates
+#   kdc       an MIT Kerberos KDC with principals and keytabs for every
+#             service and hivedr role
+#   kafka     a SASL_SSL listener (SCRAM-SHA-512), StandardAuthorizer ACLs,
+#             one SCRAM user per hivedr role
+#   registry  HTTPS with client certificates required, and basic auth
+#   hdfs      Kerberos, block access tokens, SASL data transfer, HTTPS-only
+#             WebHDFS with SPNEGO
+#   hms       SASL GSSAPI on Thrift
+# Everything else (Postgres, S3) runs as in the plain stack.
+STACK_SECURE=${HIVEDR_STACK_SECURE:-0}
+case $STACK_SECURE in
+  0 | 1) ;;
+  *) echo "stack: HIVEDR_STACK_SECURE=$STACK_SECURE: want 0 or 1" >&2; exit 2 ;;
+esac
+SECURED_SERVICES="tls kdc kafka registry hdfs hms"
+if [ "$STACK_SECURE" = 1 ]; then
+  STACK_VARIANT=secure DEFAULT_STACK_DIR=$REPO_DIR/.stack-secure DEFAULT_PORT_OFFSET=3000
+else
+  STACK_VARIANT=plain DEFAULT_STACK_DIR=$REPO_DIR/.stack DEFAULT_PORT_OFFSET=0
+fi
+# secured SVC succeeds when SVC runs with its secured settings.
+secured() { [ "$STACK_SECURE" = 1 ] && [[ " $SECURED_SERVICES " == *" $1 "* ]]; }
+
+STACK_DIR=${HIVEDR_STACK_DIR:-$DEFAULT_STACK_DIR}
 mkdir -p "$STACK_DIR/logs" "$STACK_DIR/run"
 STACK_DIR=$(cd "$STACK_DIR" && pwd)
+# A state directory serves one variant: its services' data and settings
+# (Kafka's listeners and users, the registry's TLS) would not match the
+# other's.
+if [ -s "$STACK_DIR/variant" ] && [ "$(cat "$STACK_DIR/variant")" != "$STACK_VARIANT" ]; then
+  echo "stack: $STACK_DIR holds a $(cat "$STACK_DIR/variant") stack, not a $STACK_VARIANT one" \
+    "(HIVEDR_STACK_SECURE=$STACK_SECURE); use another HIVEDR_STACK_DIR, or remove it" >&2
+  exit 2
+fi
+echo "$STACK_VARIANT" >"$STACK_DIR/variant"
 
-# Fixed loopback ports. Every service listens on 127.0.0.1 only.
+# Loopback ports: fixed, plus HIVEDR_STACK_PORT_OFFSET (default 0; 3000
+# for the secured variant) so that a second stack (its own
+# HIVEDR_STACK_DIR) can run beside the first one, as `make soak` does.
+# Every service listens on 127.0.0.1 only.
 HOST=127.0.0.1
-POSTGRES_PORT=15432
-KAFKA_PORT=19092
-KAFKA_CONTROLLER_PORT=19093
-HDFS_SRC_NN_PORT=18020
-HDFS_SRC_HTTP_PORT=18070
-HDFS_DR_NN_PORT=28020
-HDFS_DR_HTTP_PORT=28070
-HMS_SRC_PORT=19083
-HMS_DR_PORT=29083
-S3_PORT=19000
-REGISTRY_PORT=18081
+PORT_OFFSET=${HIVEDR_STACK_PORT_OFFSET:-$DEFAULT_PORT_OFFSET}
+case $PORT_OFFSET in
+  '' | *[!0-9]*) echo "stack: HIVEDR_STACK_PORT_OFFSET=$PORT_OFFSET: want a non-negative integer" >&2; exit 2 ;;
+esac
+[ "$PORT_OFFSET" -le 30000 ] || { echo "stack: HIVEDR_STACK_PORT_OFFSET=$PORT_OFFSET: at most 30000 (ports end below 65536)" >&2; exit 2; }
+POSTGRES_PORT=$((15432 + PORT_OFFSET))
+KAFKA_PORT=$((19092 + PORT_OFFSET))
+KAFKA_CONTROLLER_PORT=$((19093 + PORT_OFFSET))
+HDFS_SRC_NN_PORT=$((18020 + PORT_OFFSET))
+HDFS_SRC_HTTP_PORT=$((18070 + PORT_OFFSET))
+HDFS_DR_NN_PORT=$((28020 + PORT_OFFSET))
+HDFS_DR_HTTP_PORT=$((28070 + PORT_OFFSET))
+HMS_SRC_PORT=$((19083 + PORT_OFFSET))
+HMS_DR_PORT=$((29083 + PORT_OFFSET))
+S3_PORT=$((19000 + PORT_OFFSET))
+REGISTRY_PORT=$((18081 + PORT_OFFSET))
+KDC_PORT=$((18088 + PORT_OFFSET))
 
 # Pinned versions (README "The local stack" quotes these).
 KAFKA_VERSION=4.1.1
 HADOOP_VERSION=3.4.2
 HIVE_VERSION=4.0.1
 VERSITYGW_VERSION=v1.8.0
+# Postgres: Debian 12's major (package postgresql-15); compose.yaml's image matches.
+POSTGRES_VERSION=15
 
 log() { printf '%s stack: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -126,6 +175,20 @@ stop_daemon() {
 
 # port_open PORT succeeds when something accepts TCP connections on it.
 port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# ports_free PORT... succeeds once none of the ports accepts connections,
+# waiting up to 20s: a daemon killed a moment ago (stack.sh restart -kill)
+# may hold its ports while the kernel tears it down.
+ports_free() {
+  local i p busy
+  for i in $(seq 1 40); do
+    busy=""
+    for p in "$@"; do port_open "$p" && busy=$p; done
+    [ -z "$busy" ] && return 0
+    sleep 0.5
+  done
+  return 1
+}
 
 # wait_ready SVC TIMEOUT_S CMD... polls CMD until it succeeds. On timeout, or
 # if SVC's process dies first, it fails naming SVC and printing its log tail.

@@ -16,29 +16,14 @@ import (
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/location"
+	"github.com/hivedr/hivedr/internal/verify"
 )
 
 // IgnoredParameter reports whether Compare ignores the database, table or
 // partition parameter key because it legitimately differs between a
-// source and its replica. This is the one place that says which:
-//
-//   - transient_lastDdlTime: set by each metastore when it writes the object.
-//   - numFiles, numFilesErasureCoded, totalSize, numRows, rawDataSize,
-//     COLUMN_STATS_ACCURATE, STATS_GENERATED, STATS_GENERATED_VIA_STATS_TASK:
-//     statistics, recomputed by each side and not part of the data.
-//   - last_modified_by, last_modified_time: set by the client that alters.
-//   - keys starting with "repl." or "hivedr.": replication bookkeeping the
-//     applier keeps on the DR side (last applied event, target marks).
-func IgnoredParameter(key string) bool {
-	switch key {
-	case "transient_lastDdlTime",
-		"numFiles", "numFilesErasureCoded", "totalSize", "numRows", "rawDataSize",
-		"COLUMN_STATS_ACCURATE", "STATS_GENERATED", "STATS_GENERATED_VIA_STATS_TASK",
-		"last_modified_by", "last_modified_time":
-		return true
-	}
-	return strings.HasPrefix(key, "repl.") || strings.HasPrefix(key, "hivedr.")
-}
+// source and its replica: the same list `hivedr verify` ignores
+// (verify.IgnoredParameter says which and why).
+func IgnoredParameter(key string) bool { return verify.IgnoredParameter(key) }
 
 // Snapshot is what one metastore holds of some databases, with the data
 // files of their tables and partitions.
@@ -216,7 +201,7 @@ func captureFiles(ctx context.Context, files Files, dir string) (map[string]File
 	out := map[string]FileSum{}
 	var locs []string
 	err := files.Walk(ctx, dir, func(loc string, _ int64) error {
-		if rel, ok := relative(dir, loc); ok && !hidden(rel) {
+		if rel, ok := location.Below(dir, loc); ok && !location.Hidden(rel) {
 			locs = append(locs, loc)
 		}
 		return nil
@@ -228,7 +213,7 @@ func captureFiles(ctx context.Context, files Files, dir string) (map[string]File
 		return nil, err
 	}
 	for _, loc := range locs {
-		rel, _ := relative(dir, loc)
+		rel, _ := location.Below(dir, loc)
 		sum, err := fileSum(ctx, files, loc)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed while we looked
@@ -406,7 +391,7 @@ func (ds *diffs) location(obj, a, b string, mapLocation func(string) (string, er
 		ds.add(obj, "source location %s does not map: %v", a, err)
 		return
 	}
-	if !sameLocation(want, b) {
+	if !location.Same(want, b) {
 		ds.add(obj, "location %s on DR, want %s (source %s)", b, want, a)
 	}
 }
@@ -454,40 +439,4 @@ func unionKeys[V any](a, b map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// relative returns the path of loc below dir, both full locations; ok is
-// false when loc is not strictly under dir.
-func relative(dir, loc string) (string, bool) {
-	d, err := location.Parse(dir)
-	if err != nil {
-		return "", false
-	}
-	l, err := location.Parse(loc)
-	if err != nil || l.Path == d.Path || !l.Within(d) {
-		return "", false
-	}
-	return strings.TrimPrefix(strings.TrimPrefix(l.Path, d.Path), "/"), true
-}
-
-// hidden reports whether a relative path has a component starting with
-// "." or "_", which Hive's readers skip.
-func hidden(rel string) bool {
-	for _, seg := range strings.Split(rel, "/") {
-		if strings.HasPrefix(seg, ".") || strings.HasPrefix(seg, "_") {
-			return true
-		}
-	}
-	return false
-}
-
-// sameLocation reports whether two locations name the same place once
-// normalised (case of scheme and authority, trailing or doubled slashes).
-func sameLocation(a, b string) bool {
-	la, errA := location.Parse(a)
-	lb, errB := location.Parse(b)
-	if errA != nil || errB != nil {
-		return a == b
-	}
-	return la == lb
 }

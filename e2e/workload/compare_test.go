@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hivedr/hivedr/internal/location"
 )
 
 func mapToDR(loc string) (string, error) {
@@ -118,14 +120,14 @@ func TestPartitionName(t *testing.T) {
 
 func TestHiddenAndRelative(t *testing.T) {
 	for rel, want := range map[string]bool{"000000_0": false, "_SUCCESS": true, ".hive-staging_1/x": true, "sub/_tmp": true, "a/b": false} {
-		if hidden(rel) != want {
+		if location.Hidden(rel) != want {
 			t.Errorf("hidden(%q) = %v", rel, !want)
 		}
 	}
-	if rel, ok := relative("hdfs://NN:8020/t/", "hdfs://nn:8020/t/dt=1/f"); !ok || rel != "dt=1/f" {
+	if rel, ok := location.Below("hdfs://NN:8020/t/", "hdfs://nn:8020/t/dt=1/f"); !ok || rel != "dt=1/f" {
 		t.Errorf("relative = %q, %v", rel, ok)
 	}
-	if _, ok := relative("hdfs://nn:8020/t", "hdfs://nn:8020/tx/f"); ok {
+	if _, ok := location.Below("hdfs://nn:8020/t", "hdfs://nn:8020/tx/f"); ok {
 		t.Error("relative: /tx/f is not under /t")
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/location"
 )
 
 // Files reads a store: what Compare needs. *fs.HDFS implements it.
@@ -499,7 +500,7 @@ func (s *Source) Truncate(ctx context.Context, db, table string, values [][]stri
 
 // getTable reads db.name with get_table_req (Hive 4 removed get_table).
 func getTable(ctx context.Context, c *hms.Client, db, name string) (*hive_metastore.Table, error) {
-	r, err := c.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: db, TblName: name})
+	r, err := c.GetTableReq(ctx, hms.TableRequest(db, name))
 	if err != nil {
 		return nil, fmt.Errorf("get table %s.%s: %w", db, name, err)
 	}
@@ -554,17 +555,8 @@ func (s *Source) writeData(ctx context.Context, dir string, cols []*hive_metasto
 
 // writeFile writes data to a new file at loc, published atomically.
 func (s *Source) writeFile(ctx context.Context, loc string, data []byte) (File, error) {
-	crc := crc32.Checksum(data, castagnoli)
-	w, err := s.FS.Create(ctx, loc, int64(len(data)))
+	crc, err := fs.WriteFile(ctx, s.FS, loc, data)
 	if err != nil {
-		return File{}, err
-	}
-	if _, err := w.Write(data); err != nil {
-		w.Abort(ctx)
-		return File{}, fmt.Errorf("write %s: %w", loc, err)
-	}
-	if err := w.Commit(ctx, crc); err != nil {
-		w.Abort(ctx)
 		return File{}, err
 	}
 	f := File{Location: loc, Size: int64(len(data)), CRC32C: crc}
@@ -587,8 +579,8 @@ func (s *Source) dataStats(ctx context.Context, dir string) (n int, size int64, 
 func (s *Source) walkData(ctx context.Context, dir string, fn func(loc string, size int64) error) error {
 	dir = strings.TrimSuffix(dir, "/")
 	err := s.FS.Walk(ctx, dir, func(loc string, size int64) error {
-		rel, ok := relative(dir, loc)
-		if !ok || hidden(rel) {
+		rel, ok := location.Below(dir, loc)
+		if !ok || location.Hidden(rel) {
 			return nil
 		}
 		return fn(loc, size)
@@ -619,7 +611,7 @@ func (s *Source) removeData(ctx context.Context, dir string) error {
 
 func (s *Source) markRemoved(loc string) {
 	for i := range s.files {
-		if !s.files[i].Removed && sameLocation(s.files[i].Location, loc) {
+		if !s.files[i].Removed && location.Same(s.files[i].Location, loc) {
 			s.files[i].Removed = true
 		}
 	}
@@ -632,7 +624,7 @@ func (s *Source) recheck(ctx context.Context, dir string) error {
 		if f.Removed {
 			continue
 		}
-		if _, ok := relative(dir, f.Location); !ok {
+		if _, ok := location.Below(dir, f.Location); !ok {
 			continue
 		}
 		_, err := s.FS.Stat(ctx, f.Location)

@@ -1,6 +1,7 @@
 // Package cat is `hivedr cat`: it reads the committed records of hivedr
 // topics from their beginning and prints each as one line of JSON, its
-// value decoded with the writer's schema. It only reads: it joins no
+// value decoded with the writer's schema and printed with the schema's
+// field names (schemas.Plain). It only reads: it joins no
 // consumer group, commits nothing and registers no schema.
 package cat
 
@@ -54,7 +55,10 @@ type Record struct {
 	// PayloadType names the payload of a MetastoreEvent (e.g.
 	// io.hivedr.TableChange), since Value's JSON does not.
 	PayloadType string `json:"payload_type,omitempty"`
-	Value       any    `json:"value"`
+	// Value is the record as a generic Avro reader gives it
+	// (schemas.Plain): the schema's field names, unions unwrapped,
+	// timestamps in RFC 3339.
+	Value map[string]any `json:"value"`
 }
 
 // Print writes the committed records (read_committed) of cfg.Topics to out
@@ -87,8 +91,14 @@ func Print(ctx context.Context, cfg Config, out io.Writer) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err := fs.Err0(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			return err
+		for _, fe := range fs.Errors() {
+			if errors.Is(fe.Err, context.DeadlineExceeded) {
+				continue
+			}
+			if fe.Topic != "" {
+				return fmt.Errorf("topic %s: %w", fe.Topic, fe.Err)
+			}
+			return fe.Err
 		}
 		if fs.NumRecords() == 0 && !cfg.Follow {
 			return nil
@@ -115,8 +125,12 @@ func decode(ctx context.Context, dec Decoder, r *kgo.Record) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 	}
+	plain, err := schemas.Plain(v)
+	if err != nil {
+		return Record{}, fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+	}
 	rec := Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
-		Key: string(r.Key), Type: schemas.RecordName(v), Value: v}
+		Key: string(r.Key), Type: schemas.RecordName(v), Value: plain}
 	for _, h := range r.Headers {
 		if rec.Headers == nil {
 			rec.Headers = map[string]string{}

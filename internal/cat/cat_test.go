@@ -107,7 +107,11 @@ func TestPrint(t *testing.T) {
 	if r := recs[1]; r.Type != schemas.NameMetastoreEvent || r.PayloadType != schemas.PayloadName(&schemas.TableChange{}) || r.Offset <= recs[0].Offset {
 		t.Errorf("second record %+v", r)
 	}
-	if v, _ := recs[2].Value.(map[string]any); recs[2].Key != "ktask:b" || v["TaskID"] != "b" {
+	// Values carry the schema's field names, unions unwrapped.
+	if v := recs[1].Value; v["event_type"] != "CREATE_TABLE" || v["database"] != nil || v["payload"] == nil || v["EventType"] != nil {
+		t.Errorf("second record's value %v", v)
+	}
+	if v := recs[2].Value; recs[2].Key != "ktask:b" || v["task_id"] != "b" || v["TaskID"] != nil {
 		t.Errorf("third record %+v", recs[2])
 	}
 }

@@ -17,9 +17,20 @@ type Applier struct {
 	// applier restarted after a crash takes its databases back at once
 	// instead of after the old session times out. Default: the host name.
 	Instance string `yaml:"instance"`
+	// SessionTimeout is how long the group waits for a member that stopped
+	// heartbeating (a killed process, a lost host) before its databases
+	// move to the others; members heartbeat every sixth of it. A static
+	// member restarted within it takes its databases back with no
+	// rebalance; one restarted later costs a rebalance out and one back.
+	// Default 6s (the broker's group.min.session.timeout.ms default).
+	SessionTimeout Duration `yaml:"session_timeout"`
 	// Metastore is the DR Hive Metastore (host:port, Thrift). Required by
 	// the commands that reach the DR (SectionDRMetastore).
 	Metastore string `yaml:"metastore"`
+	// MetastorePrincipal is the DR metastore's Kerberos principal
+	// (hive/_HOST@REALM); set, hivedr speaks SASL GSSAPI to it as
+	// kerberos.principal.
+	MetastorePrincipal string `yaml:"metastore_principal"`
 	// HaltAfter is how long a database waits on a file that can no longer
 	// be copied (FAILED, SOURCE_GONE) with no later event removing its
 	// object, before it halts. Default 2m.
@@ -27,10 +38,16 @@ type Applier struct {
 	// LookAhead is the most events of one database read ahead of the one
 	// being applied. Default 10000.
 	LookAhead int `yaml:"look_ahead"`
-	// BatchPartitions is the most partitions of a bootstrap one metastore
-	// call adds or alters: consecutive HIVEDR_SNAPSHOT_PARTITION records
-	// of one table are applied as one batch, their offsets committed
-	// together after it. Default 1000.
+	// LookAheadBytes bounds the same read-ahead by the records' encoded
+	// size (Kafka values): fetching a database's topic pauses past
+	// either bound. Default 16 MiB.
+	LookAheadBytes int64 `yaml:"look_ahead_bytes"`
+	// BatchPartitions is the most partitions one metastore call adds or
+	// alters: consecutive HIVEDR_SNAPSHOT_PARTITION records of one table,
+	// and consecutive events of one table (a run: ADD_PARTITION,
+	// ALTER_PARTITION, DROP_PARTITION, INSERT, ALTER_TABLE without a
+	// rename), are applied as one plan, their offsets committed together
+	// after it; 1 applies every record alone. Default 1000.
 	BatchPartitions int `yaml:"batch_partitions"`
 	// MetricsAddr serves /metrics; empty disables. Default 127.0.0.1:9466.
 	MetricsAddr string `yaml:"metrics_addr"`
@@ -41,16 +58,35 @@ type Applier struct {
 const (
 	DefaultHaltAfter = 2 * time.Minute
 	DefaultLookAhead = 10000
+	// DefaultLookAheadBytes is applier.look_ahead_bytes' default.
+	DefaultLookAheadBytes = 16 << 20
 	// DefaultBatchPartitions is applier.batch_partitions' default, and
 	// MaxBatchPartitions its bound: one add_partitions call must fit the
 	// metastore's Thrift message and socket timeout.
 	DefaultBatchPartitions = 1000
 	MaxBatchPartitions     = 10000
+	// DefaultSessionTimeout is applier.session_timeout's and
+	// copyd.session_timeout's default: the shortest session a Kafka broker
+	// accepts by default, so a lost member's work moves within seconds.
+	DefaultSessionTimeout = 6 * time.Second
 )
+
+// CheckSessionTimeout checks a session_timeout key's value.
+func CheckSessionTimeout(key string, d time.Duration) error {
+	if d < time.Second || d > 30*time.Minute {
+		return fmt.Errorf("%s: %s must be between 1s and 30m (and within the brokers' group.min/max.session.timeout.ms)", key, d)
+	}
+	return nil
+}
+
+// HeartbeatInterval is how often a group member with session timeout d
+// heartbeats: six times per session, so a loaded host that misses one or
+// two keeps its membership.
+func HeartbeatInterval(d time.Duration) time.Duration { return d / 6 }
 
 func defaultApplier() Applier {
 	return Applier{Group: "hivedr-applier", HaltAfter: Duration{DefaultHaltAfter}, LookAhead: DefaultLookAhead,
-		BatchPartitions: DefaultBatchPartitions, MetricsAddr: "127.0.0.1:9466"}
+		LookAheadBytes: DefaultLookAheadBytes, BatchPartitions: DefaultBatchPartitions, MetricsAddr: "127.0.0.1:9466", SessionTimeout: Duration{DefaultSessionTimeout}}
 }
 
 // EnsureDefaults fills Instance with the host name.
@@ -72,11 +108,17 @@ func (a Applier) Validate() error {
 	if err := checkHostPort("applier.metastore", a.Metastore); err != nil {
 		return err
 	}
+	if err := CheckSessionTimeout("applier.session_timeout", a.SessionTimeout.Duration); err != nil {
+		return err
+	}
 	if a.HaltAfter.Duration < time.Second {
 		return fmt.Errorf("applier.halt_after: %s must be at least 1s", a.HaltAfter.Duration)
 	}
 	if a.LookAhead < 1 {
 		return fmt.Errorf("applier.look_ahead: %d must be positive", a.LookAhead)
+	}
+	if a.LookAheadBytes < 1<<20 {
+		return fmt.Errorf("applier.look_ahead_bytes: %d must be at least 1048576 (1 MiB)", a.LookAheadBytes)
 	}
 	if a.BatchPartitions < 1 || a.BatchPartitions > MaxBatchPartitions {
 		return fmt.Errorf("applier.batch_partitions: %d must be between 1 and %d", a.BatchPartitions, MaxBatchPartitions)

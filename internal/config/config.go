@@ -32,7 +32,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path"
 	"regexp"
@@ -43,6 +42,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/krb"
 	"github.com/hivedr/hivedr/internal/location"
 )
 
@@ -52,8 +53,9 @@ type Config struct {
 	Source Source `yaml:"source"`
 	// Kafka is the cluster that carries the topics.
 	Kafka Kafka `yaml:"kafka"`
-	// SchemaRegistry is the URL of the Confluent-compatible schema registry.
-	SchemaRegistry string `yaml:"schema_registry"`
+	// SchemaRegistry is the Confluent-compatible schema registry: its URL,
+	// or a mapping with basic auth and TLS.
+	SchemaRegistry SchemaRegistry `yaml:"schema_registry"`
 	// Tailer tunes `hivedr tail`.
 	Tailer Tailer `yaml:"tailer"`
 	// Replication is the policy: what replicates and where files go.
@@ -64,9 +66,73 @@ type Config struct {
 	Applier Applier `yaml:"applier"`
 	// Filesystems are the stores copyd reads and writes (see fs.Config).
 	Filesystems fs.Config `yaml:"filesystems"`
+	// Kerberos is the principal the command authenticates as to kerberized
+	// metastores (source.metastore_principal, applier.metastore_principal)
+	// and HDFS clusters (filesystems.hdfs[].namenode_principal). Each role
+	// has its own principal: give each its own file, or write
+	// principal: ${HIVEDR_PRINCIPAL} and set the variable per process.
+	Kerberos krb.Config `yaml:"kerberos"`
 
 	file  string          // the file loaded; "" for the local stack's defaults
 	given map[string]bool // the top-level keys the file gives (not null)
+	kc    *krb.Client     // the logged-in principal (SetKerberos)
+}
+
+// SetKerberos gives the configuration the principal the command logged in
+// as (krb.Login with c.Kerberos), for the metastore options and the
+// filesystems.
+func (c *Config) SetKerberos(kc *krb.Client) {
+	c.kc = kc
+	c.Filesystems.Kerberos = kc
+}
+
+// SourceMetastoreOptions returns hms.Options for the source metastore:
+// SASL GSSAPI as the logged-in principal when source.metastore_principal
+// is set.
+func (c *Config) SourceMetastoreOptions() hms.Options {
+	return metastoreOptions(c.kc, c.Source.MetastorePrincipal)
+}
+
+// DRMetastoreOptions returns hms.Options for the DR metastore, as
+// SourceMetastoreOptions does with applier.metastore_principal.
+func (c *Config) DRMetastoreOptions() hms.Options {
+	return metastoreOptions(c.kc, c.Applier.MetastorePrincipal)
+}
+
+func metastoreOptions(kc *krb.Client, principal string) hms.Options {
+	if principal == "" || kc == nil {
+		return hms.Options{}
+	}
+	return hms.Options{Kerberos: kc, Principal: principal}
+}
+
+// checkKerberos checks that every service principal given has a client
+// principal to authenticate with.
+func (c *Config) checkKerberos() error {
+	if err := c.Kerberos.Validate(); err != nil {
+		return fmt.Errorf("kerberos.%w", err)
+	}
+	if c.Kerberos.Enabled() {
+		return nil
+	}
+	need := func(key, v string) error {
+		if v == "" {
+			return nil
+		}
+		return fmt.Errorf("%s: %s needs kerberos.principal and kerberos.keytab (hivedr's own principal)", key, v)
+	}
+	if err := need("source.metastore_principal", c.Source.MetastorePrincipal); err != nil {
+		return err
+	}
+	if err := need("applier.metastore_principal", c.Applier.MetastorePrincipal); err != nil {
+		return err
+	}
+	for i, h := range c.Filesystems.HDFS {
+		if err := need(fmt.Sprintf("filesystems.hdfs[%d].namenode_principal", i), h.NameNodePrincipal); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Section is a part of the configuration that a command reads and that a
@@ -104,6 +170,11 @@ type Source struct {
 	Metastore string `yaml:"metastore"`
 	// PostgresDSN is the metastore database, required with kind postgres.
 	PostgresDSN string `yaml:"postgres_dsn"`
+	// MetastorePrincipal is the source metastore's Kerberos principal
+	// (metastore.kerberos.principal, e.g. hive/_HOST@REALM; _HOST becomes
+	// the metastore's host). Set, hivedr speaks SASL GSSAPI to it as
+	// kerberos.principal; empty, plain Thrift.
+	MetastorePrincipal string `yaml:"metastore_principal"`
 }
 
 // Kinds of Source.
@@ -154,10 +225,43 @@ type Kafka struct {
 	// Retention of event and manifest topics; it bounds how far back ops can
 	// re-drive. Default 168h (7 days); 0 leaves the broker's default.
 	Retention Duration `yaml:"retention"`
+	// SASL authenticates every client hivedr makes; none by default.
+	SASL SASL `yaml:"sasl"`
+	// TLS encrypts every connection to the brokers; off by default.
+	TLS TLS `yaml:"tls"`
 }
 
+// Security names the listener protocol k's settings speak (PLAINTEXT,
+// SSL, SASL_PLAINTEXT, SASL_SSL) and who it authenticates as, for logs
+// and errors: "SASL_SSL as SCRAM-SHA-512 user \"tailer\"".
+func (k Kafka) Security() string {
+	proto := "PLAINTEXT"
+	switch {
+	case k.SASL.Mechanism != "" && k.TLS.On():
+		proto = "SASL_SSL"
+	case k.SASL.Mechanism != "":
+		proto = "SASL_PLAINTEXT"
+	case k.TLS.On():
+		proto = "SSL"
+	}
+	if k.SASL.Mechanism == "" {
+		if k.TLS.CertFile != "" {
+			return proto + " as the client certificate " + k.TLS.CertFile
+		}
+		return proto + " (anonymous)"
+	}
+	return proto + " as " + k.SASL.Principal()
+}
+
+// Defaults of the kafka section in a configuration file.
+const (
+	DefaultReplicationFactor  int16 = 3
+	DefaultManifestPartitions int32 = 12
+)
+
 func defaultKafka() Kafka {
-	return Kafka{TopicPrefix: "hivedr", ReplicationFactor: 3, ManifestPartitions: 12, Retention: Duration{168 * time.Hour}}
+	return Kafka{TopicPrefix: "hivedr", ReplicationFactor: DefaultReplicationFactor, ManifestPartitions: DefaultManifestPartitions,
+		Retention: Duration{168 * time.Hour}}
 }
 
 // Validate checks k, naming the key at fault. It requires no broker:
@@ -180,7 +284,10 @@ func (k Kafka) Validate() error {
 	if k.Retention.Duration < 0 {
 		return fmt.Errorf("kafka.retention: %s must not be negative", k.Retention)
 	}
-	return nil
+	if err := k.SASL.Validate("kafka.sasl"); err != nil {
+		return err
+	}
+	return k.TLS.Validate("kafka.tls")
 }
 
 // Tailer tunes the tailer.
@@ -209,6 +316,12 @@ type Tailer struct {
 	// meanwhile); then the event carries LISTING_FAILED and the applier
 	// halts that database alone. Default 30s.
 	ListRetryFor Duration `yaml:"list_retry_for"`
+	// BootstrapPage is the most partition records one bootstrap
+	// transaction publishes (a page of the snapshot). Default 1000.
+	BootstrapPage int `yaml:"bootstrap_page"`
+	// BootstrapConcurrency is the most databases whose snapshots are
+	// published at once; the others wait their turn. Default 4.
+	BootstrapConcurrency int `yaml:"bootstrap_concurrency"`
 }
 
 // DefaultListRetryFor is Tailer.ListRetryFor's default.
@@ -216,7 +329,8 @@ const DefaultListRetryFor = 30 * time.Second
 
 func defaultTailer() Tailer {
 	return Tailer{BatchSize: 1000, PollInterval: Duration{time.Second}, HeartbeatInterval: Duration{5 * time.Second},
-		StartEventID: "latest", MetricsAddr: "127.0.0.1:9464", ListRetryFor: Duration{DefaultListRetryFor}}
+		StartEventID: "latest", MetricsAddr: "127.0.0.1:9464", ListRetryFor: Duration{DefaultListRetryFor},
+		BootstrapPage: 1000, BootstrapConcurrency: 4}
 }
 
 // EnsureDefaults fills TransactionalID from the source's name.
@@ -239,6 +353,12 @@ func (t Tailer) Validate() error {
 	}
 	if t.ListRetryFor.Duration < 0 {
 		return fmt.Errorf("tailer.list_retry_for: %s must not be negative", t.ListRetryFor)
+	}
+	if t.BootstrapPage < 1 || t.BootstrapPage > 100000 {
+		return fmt.Errorf("tailer.bootstrap_page: %d must be between 1 and 100000", t.BootstrapPage)
+	}
+	if t.BootstrapConcurrency < 1 || t.BootstrapConcurrency > 64 {
+		return fmt.Errorf("tailer.bootstrap_concurrency: %d must be between 1 and 64", t.BootstrapConcurrency)
 	}
 	if t.TransactionalID == "" {
 		return errors.New("tailer.transactional_id: must not be empty")
@@ -292,9 +412,35 @@ type DatabasePolicy struct {
 	// RPO is the recovery point objective for the database, for alerts and
 	// status. Default 5m.
 	RPO Duration `yaml:"rpo"`
+	// Bootstrap is manual (the default: copying an existing warehouse is
+	// an operator's decision, `hivedr bootstrap`) or auto: the tailer
+	// bootstraps a database of the scope it has never published (a new
+	// database in the policy) and one it started over without a
+	// checkpoint (a discontinuity) by itself.
+	Bootstrap string `yaml:"bootstrap"`
+	// ExternalData is with_data (the default: a bootstrap copies the
+	// files of external tables too) or metadata_only. Managed tables'
+	// files are always copied.
+	ExternalData string `yaml:"external_data"`
 
 	include, exclude []*regexp.Regexp
 }
+
+// The values of DatabasePolicy.Bootstrap and ExternalData.
+const (
+	BootstrapManual = "manual"
+	BootstrapAuto   = "auto"
+	WithData        = "with_data"
+	MetadataOnly    = "metadata_only"
+)
+
+// AutoBootstrap reports whether the tailer bootstraps the database by
+// itself (bootstrap: auto).
+func (d *DatabasePolicy) AutoBootstrap() bool { return d.Bootstrap == BootstrapAuto }
+
+// ExternalWithData reports whether a bootstrap copies external tables'
+// files (external_data: with_data, the default).
+func (d *DatabasePolicy) ExternalWithData() bool { return d.ExternalData != MetadataOnly }
 
 // DefaultRPO is DatabasePolicy.RPO's default.
 const DefaultRPO = 5 * time.Minute
@@ -305,11 +451,17 @@ type PathMapping struct {
 	Target string `yaml:"target"`
 }
 
-// EnsureDefaults fills each database's RPO.
+// EnsureDefaults fills each database's RPO, bootstrap and external_data.
 func (r *Replication) EnsureDefaults() {
 	for i := range r.Databases {
 		if r.Databases[i].RPO.Duration == 0 {
 			r.Databases[i].RPO.Duration = DefaultRPO
+		}
+		if r.Databases[i].Bootstrap == "" {
+			r.Databases[i].Bootstrap = BootstrapManual
+		}
+		if r.Databases[i].ExternalData == "" {
+			r.Databases[i].ExternalData = WithData
 		}
 	}
 }
@@ -384,7 +536,7 @@ func Default() *Config {
 	c.Source.Metastore, c.Source.PostgresDSN = localHMSSrc, localPGSrc
 	c.Kafka.Brokers = []string{localKafka}
 	c.Kafka.ReplicationFactor = 1
-	c.SchemaRegistry = localRegistry
+	c.SchemaRegistry = SchemaRegistry{URL: localRegistry}
 	c.Copyd.CMRoots = []string{localHDFSSrc + "/cmroot/"}
 	c.Applier.Metastore = localHMSDR
 	c.Filesystems = fs.Config{
@@ -417,13 +569,27 @@ func Load(p string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	c := fileDefaults()
-	if c.given, err = decode(b, c); err != nil {
+	c, err := parse(b, osLookup)
+	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", p, err)
 	}
 	c.file = p
+	return c, nil
+}
+
+// parse is Load's work on a file's text: ${NAME} expanded with lookup,
+// decoded over the file defaults, validated.
+func parse(b []byte, lookup func(string) (string, bool)) (*Config, error) {
+	b, err := expandEnv(b, lookup)
+	if err != nil {
+		return nil, err
+	}
+	c := fileDefaults()
+	if c.given, err = decode(b, c); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("config %s: %w", p, err)
+		return nil, err
 	}
 	return c, nil
 }
@@ -438,6 +604,8 @@ func (c *Config) File() string { return c.file }
 // Validate calls it.
 func (c *Config) EnsureDefaults() {
 	c.Tailer.EnsureDefaults(c.Source.Name)
+	c.Kafka.SASL.EnsureDefaults()
+	c.Kafka.TLS.Enabled = c.Kafka.TLS.On() // printed as in effect
 	c.Replication.EnsureDefaults()
 	c.Copyd.EnsureDefaults(c.Replication.PathMappings)
 	c.Applier.EnsureDefaults()
@@ -455,10 +623,8 @@ func (c *Config) Validate() error {
 	if err := c.Kafka.Validate(); err != nil {
 		return err
 	}
-	if c.SchemaRegistry != "" {
-		if u, err := url.Parse(c.SchemaRegistry); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("schema_registry: %q is not an http(s) URL", c.SchemaRegistry)
-		}
+	if err := c.SchemaRegistry.Validate(); err != nil {
+		return err
 	}
 	if err := c.Tailer.Validate(); err != nil {
 		return err
@@ -475,7 +641,7 @@ func (c *Config) Validate() error {
 	if err := c.Filesystems.Validate(); err != nil {
 		return fmt.Errorf("filesystems.%w", err)
 	}
-	return nil
+	return c.checkKerberos()
 }
 
 // Require returns an error naming every section and address in needs that
@@ -506,7 +672,7 @@ func (c *Config) Require(command string, needs ...Section) error {
 				missing = append(missing, key("kafka", "kafka.brokers"))
 			}
 		case SectionSchemaRegistry:
-			if c.SchemaRegistry == "" {
+			if c.SchemaRegistry.URL == "" {
 				missing = append(missing, "schema_registry")
 			}
 		case SectionReplication:
@@ -572,6 +738,16 @@ func (d *DatabasePolicy) compile(key string) error {
 	}
 	if d.RPO.Duration <= 0 {
 		return fmt.Errorf("%s.rpo: %s must be positive", key, d.RPO)
+	}
+	switch d.Bootstrap {
+	case "", BootstrapManual, BootstrapAuto:
+	default:
+		return fmt.Errorf("%s.bootstrap: %q is not %s or %s", key, d.Bootstrap, BootstrapManual, BootstrapAuto)
+	}
+	switch d.ExternalData {
+	case "", WithData, MetadataOnly:
+	default:
+		return fmt.Errorf("%s.external_data: %q is not %s or %s", key, d.ExternalData, WithData, MetadataOnly)
 	}
 	return nil
 }

@@ -131,11 +131,25 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{"applier: {metastore: dr}", `applier.metastore: "dr" is not host:port`},
 		{"applier: {batch_partitions: 0}", "applier.batch_partitions: 0 must be between 1 and 10000"},
 		{"applier: {batch_partitions: 20000}", "applier.batch_partitions: 20000 must be between 1 and 10000"},
+		{"applier: {session_timeout: 500ms}", "applier.session_timeout: 500ms must be between 1s and 30m"},
+		{"copyd: {session_timeout: 1h}", "copyd.session_timeout: 1h0m0s must be between 1s and 30m"},
 		{"replication: {databases: [{name: db, include_tables: ['(']}]}", "replication.databases[0].include_tables[0]"},
 		{"replication: {databases: [{name: a}, {name: b, rpo: -1s}]}", "replication.databases[1].rpo: -1s must be positive"},
+		{"replication: {databases: [{name: a, bootstrap: sometimes}]}", `replication.databases[0].bootstrap: "sometimes" is not manual or auto`},
+		{"replication: {databases: [{name: a, external_data: all}]}", `replication.databases[0].external_data: "all" is not with_data or metadata_only`},
+		{"tailer: {bootstrap_page: 0}", "tailer.bootstrap_page: 0 must be between 1 and 100000"},
+		{"tailer: {bootstrap_concurrency: 100}", "tailer.bootstrap_concurrency: 100 must be between 1 and 64"},
 		{"replication: {source_roots: ['relative/dir']}", "replication.source_roots[0]"},
 		{"replication: {path_mappings: [{source: 'hdfs://a/x/../y', target: 'hdfs://b/'}]}", "replication.path_mappings[0].source"},
 		{"copyd: {target_roots: ['hdfs://dr/a/../b']}", "copyd.target_roots[0]"},
+		{"kerberos: {keytab: /k}", "kerberos.keytab: set without a principal"},
+		{"kerberos: {principal: copyd@R}", "kerberos.keytab: required with principal copyd@R"},
+		{"source: {metastore: 'h:9083', metastore_principal: hive/_HOST@R}", "source.metastore_principal: hive/_HOST@R needs kerberos.principal"},
+		{"applier: {metastore: 'h:9083', metastore_principal: hive/h@R}", "applier.metastore_principal: hive/h@R needs kerberos.principal"},
+		{"filesystems: {hdfs: [{namenodes: ['nn:8020'], webhdfs: 'nn:9870', namenode_principal: nn/_HOST@R}]}", "filesystems.hdfs[0].namenode_principal: nn/_HOST@R needs kerberos.principal"},
+		{"kerberos: {principal: c, keytab: /k}\nfilesystems: {hdfs: [{namenodes: ['nn:8020'], webhdfs: 'nn:9870', user: hive, namenode_principal: nn/_HOST@R}]}", `filesystems.hdfs[0].user: "hive" is not used with namenode_principal`},
+		{"filesystems: {hdfs: [{namenodes: ['nn:8020'], webhdfs: 'nn:9870', user: hive, http_principal: HTTP/_HOST}]}", "filesystems.hdfs[0].http_principal: set without namenode_principal"},
+		{"kerberos: {principal: c, keytab: /k}\nfilesystems: {hdfs: [{namenodes: ['nn:8020'], webhdfs: 'nn:9870', namenode_principal: nn/_HOST@R, data_transfer_protection: privacy}]}", `filesystems.hdfs[0].data_transfer_protection: "privacy" (encrypted data transfer) is not supported`},
 
 		// YAML errors: the key path and the line, never Go type names.
 		{"replication: {databasez: []}", "replication.databasez: unknown key, did you mean databases? (line 1)"},
@@ -276,6 +290,7 @@ func TestFileTuningDefaults(t *testing.T) {
 	def := fileDefaults()
 	if c.Tailer.BatchSize != def.Tailer.BatchSize || c.Copyd.Workers != DefaultCopydWorkers || c.Copyd.MaxBatch != DefaultMaxBatch(DefaultCopydWorkers) ||
 		c.Applier.HaltAfter.Duration != DefaultHaltAfter || c.Applier.LookAhead != DefaultLookAhead || c.Applier.BatchPartitions != DefaultBatchPartitions || c.Kafka.TopicPrefix != "hivedr" ||
+		c.Applier.SessionTimeout.Duration != DefaultSessionTimeout || c.Copyd.SessionTimeout.Duration != DefaultSessionTimeout ||
 		c.Copyd.Group != "hivedr-copyd" || c.Applier.Group != "hivedr-applier" || c.Tailer.MetricsAddr != "127.0.0.1:9464" {
 		t.Errorf("tuning defaults lost: %+v", c)
 	}
@@ -363,7 +378,7 @@ func TestRequire(t *testing.T) {
 	if err := c.Require("hivedr test", all...); err != nil {
 		t.Errorf("the local stack's defaults lack something: %v", err)
 	}
-	c.SchemaRegistry = "" // a Config changed in code: named without a file
+	c.SchemaRegistry = SchemaRegistry{} // a Config changed in code: named without a file
 	if err := c.Require("hivedr test", all...); err == nil || err.Error() != "config: schema_registry: required (hivedr test needs it)" {
 		t.Errorf("Require in code = %v", err)
 	}

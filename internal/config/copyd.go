@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 )
 
 // Copyd tunes the copy daemons.
@@ -15,6 +16,10 @@ type Copyd struct {
 	// hivedr-copyd-<instance>, so it must be unique per daemon and stable
 	// across its restarts. Default: the host name.
 	Instance string `yaml:"instance"`
+	// SessionTimeout is how long the group waits for a daemon that stopped
+	// heartbeating before its manifest partitions move to the others (as
+	// applier.session_timeout). Default 6s.
+	SessionTimeout Duration `yaml:"session_timeout"`
 	// Workers is how many files one daemon copies at once. Default 8.
 	Workers int `yaml:"workers"`
 	// MaxBatch is the most tasks taken per round (one transaction).
@@ -43,6 +48,40 @@ type Copyd struct {
 	CMRoots []string `yaml:"cm_roots"`
 	// MetricsAddr serves /metrics; empty disables. Default 127.0.0.1:9465.
 	MetricsAddr string `yaml:"metrics_addr"`
+	// Preserve is the source file metadata DR copies keep. Default none.
+	Preserve Preserve `yaml:"preserve"`
+}
+
+// Preserve is copyd.preserve: which metadata of a source file its DR copy
+// keeps (HDFS targets; DistCp -p), read from the source file's status at
+// copy time. A copy that cannot keep it fails saying why: the owner needs
+// filesystems.hdfs[].user to be the DR cluster's superuser.
+type Preserve struct {
+	// Owner, Group, Permission and Times keep the owner, the group, the
+	// permission bits and the modification time.
+	Owner      bool `yaml:"owner"`
+	Group      bool `yaml:"group"`
+	Permission bool `yaml:"permission"`
+	Times      bool `yaml:"times"`
+	// Users and Groups map source user and group names to DR ones where
+	// the sites differ; unlisted names are kept.
+	Users  map[string]string `yaml:"users"`
+	Groups map[string]string `yaml:"groups"`
+}
+
+// validate checks p, naming the key at fault.
+func (p Preserve) validate() error {
+	for _, m := range []struct {
+		key   string
+		names map[string]string
+	}{{"copyd.preserve.users", p.Users}, {"copyd.preserve.groups", p.Groups}} {
+		for from, to := range m.names {
+			if from == "" || to == "" || strings.ContainsAny(from+to, ": \t/") {
+				return fmt.Errorf("%s: %q: %q is not a mapping of one name to another", m.key, from, to)
+			}
+		}
+	}
+	return nil
 }
 
 // Defaults and bounds of Copyd (package copyd's Engine and Daemon use them
@@ -60,7 +99,7 @@ func DefaultMaxBatch(workers int) int { return 4 * workers }
 
 func defaultCopyd() Copyd {
 	return Copyd{Group: "hivedr-copyd", Workers: DefaultCopydWorkers, Retries: 5, MetricsAddr: "127.0.0.1:9465",
-		SplitSize: DefaultSplitSize, SplitWorkers: DefaultSplitWorkers}
+		SplitSize: DefaultSplitSize, SplitWorkers: DefaultSplitWorkers, SessionTimeout: Duration{DefaultSessionTimeout}}
 }
 
 // EnsureDefaults fills Instance (the host name), MaxBatch (from Workers)
@@ -87,6 +126,9 @@ func (d Copyd) Validate() error {
 	if d.Instance == "" {
 		return errors.New("copyd.instance: not set and the host name is unknown")
 	}
+	if err := CheckSessionTimeout("copyd.session_timeout", d.SessionTimeout.Duration); err != nil {
+		return err
+	}
 	if d.Workers < 1 || d.Workers > 1024 {
 		return fmt.Errorf("copyd.workers: %d must be between 1 and 1024", d.Workers)
 	}
@@ -106,6 +148,9 @@ func (d Copyd) Validate() error {
 		return fmt.Errorf("copyd.split_workers: %d must be between 1 and 64", d.SplitWorkers)
 	}
 	if err := checkLocations("copyd.target_roots", d.TargetRoots); err != nil {
+		return err
+	}
+	if err := d.Preserve.validate(); err != nil {
 		return err
 	}
 	return checkLocations("copyd.cm_roots", d.CMRoots)

@@ -13,8 +13,9 @@ const Masked = "***"
 
 // MaskedYAML returns c as YAML, every key with the value in effect, with
 // secrets replaced by Masked: the values of keys whose name holds
-// "password", "passwd", "secret" or "token" (filesystems.s3[].secret_key),
-// and passwords inside URLs and DSNs anywhere
+// "password", "passwd", "secret" or "token" (filesystems.s3[].secret_key,
+// kafka.sasl.password), but not the paths of the files that hold them
+// (password_file), and passwords inside URLs and DSNs anywhere
 // (postgres://hive:***@host/db, password=*** in key=value DSNs).
 func (c *Config) MaskedYAML() ([]byte, error) {
 	var n yaml.Node
@@ -57,6 +58,9 @@ func mask(n *yaml.Node) {
 
 func secretKey(k string) bool {
 	k = strings.ToLower(k)
+	if strings.HasSuffix(k, "_file") {
+		return false // the path of a secret (password_file), not the secret
+	}
 	for _, s := range []string{"password", "passwd", "secret", "token"} {
 		if strings.Contains(k, s) {
 			return true

@@ -56,7 +56,10 @@ func decode(b []byte, c *Config) (map[string]bool, error) {
 	return given, root.Decode(c)
 }
 
-var durationType = reflect.TypeOf(Duration{})
+var (
+	durationType = reflect.TypeOf(Duration{})
+	registryType = reflect.TypeOf(SchemaRegistry{})
+)
 
 // check reports the first key under n that t has no field for, or whose
 // value cannot be decoded into its field, named by its path from key.
@@ -76,6 +79,9 @@ func check(n *yaml.Node, t reflect.Type, key string) error {
 			}
 		}
 		return errAt(n, key, "%s is not a duration like 5s or 2m", describe(n))
+	case t == registryType && n.Kind == yaml.ScalarNode:
+		// schema_registry: URL, short for schema_registry: {url: URL}.
+		return check(n, reflect.TypeOf(""), key)
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			return errAt(n, key, "%s, want a mapping of keys", describe(n))
@@ -100,6 +106,20 @@ func check(n *yaml.Node, t reflect.Type, key string) error {
 				return errAt(k, sub, "unknown key%s", suggest(k.Value, fields))
 			}
 			if err := check(v, f, sub); err != nil {
+				return err
+			}
+		}
+		return nil
+	case t.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return errAt(n, key, "%s, want a mapping of names", describe(n))
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if err := check(k, t.Key(), key); err != nil {
+				return err
+			}
+			if err := check(v, t.Elem(), join(key, k.Value)); err != nil {
 				return err
 			}
 		}

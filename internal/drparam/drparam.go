@@ -7,6 +7,7 @@ package drparam
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 )
@@ -132,4 +133,99 @@ func SkippedEvent(key string) (id int64, ok bool) {
 	}
 	id, err := strconv.ParseInt(s, 10, 64)
 	return id, err == nil
+}
+
+// FormatHalt is the value of Halted for a halt on event id of type typ
+// for reason, with detail: "event 42 ADD_PARTITION: missing_object: ...".
+func FormatHalt(id int64, typ, reason, detail string) string {
+	return fmt.Sprintf("event %d %s: %s: %s", id, typ, reason, detail)
+}
+
+// HaltReason returns the reason a Halted value (FormatHalt) names; "" when
+// it names none.
+func HaltReason(v string) string {
+	_, rest, ok := strings.Cut(v, ": ")
+	if !ok {
+		return ""
+	}
+	reason, _, _ := strings.Cut(rest, ": ")
+	return reason
+}
+
+// The keys of a failover (`hivedr failover`), written on a DR database in
+// the one write that also removes Target: from then on the database is
+// the primary, writable by users, and the applier refuses to write into
+// it (halt reason failed_over) whatever its topic still brings.
+const (
+	// FailoverPrefix begins every failover key.
+	FailoverPrefix = OwnPrefix + "failover."
+	// FailedOverAt is when the failover was recorded (RFC 3339, UTC). Its
+	// presence is what marks a failed-over database.
+	FailedOverAt = FailoverPrefix + "at"
+	// FailoverMode is "planned" or "unplanned".
+	FailoverMode = FailoverPrefix + "mode"
+	// FailoverEventID is the source event ID the database reflects: it is
+	// complete up to it (its repl.last.id, or further when heartbeats
+	// showed the source had nothing more for it).
+	FailoverEventID = FailoverPrefix + "event_id"
+	// FailoverSourceTime is the source time (RFC 3339) of FailoverEventID.
+	FailoverSourceTime = FailoverPrefix + "source_time"
+	// FailoverCut is the consistent cut of the set of databases failed
+	// over together: the newest event every one of them reached.
+	FailoverCut = FailoverPrefix + "cut"
+	// FailoverSet names the databases failed over together, comma-separated.
+	FailoverSet = FailoverPrefix + "set"
+	// FailoverRPOEvents is the achieved RPO in events: source events of
+	// the database after FailoverEventID that DR never got ("unknown"
+	// when the source could not be read; failback counts them then).
+	FailoverRPOEvents = FailoverPrefix + "rpo_events"
+	// FailoverRPOSeconds is the achieved RPO in seconds: how much of the
+	// source's history is not on DR (0 when nothing is lost; else from
+	// the source time the replica is complete to the failover time).
+	FailoverRPOSeconds = FailoverPrefix + "rpo_seconds"
+	// FailoverTarget keeps the Target value the database had, so that
+	// failback knows whose replica it was.
+	FailoverTarget = FailoverPrefix + "was_target_for"
+	// FailoverDRLogHead is the DR metastore's notification log head when
+	// the failover was recorded: the reverse pipeline's tailer starts
+	// after it, and failback reads the new primary's changes from it.
+	FailoverDRLogHead = FailoverPrefix + "dr_log_head"
+)
+
+// The keys `hivedr failback` writes on an old primary's database when it
+// makes it the reverse pipeline's replica (beside Target and LastID).
+const (
+	// FailbackAt is when the failback marked the database (RFC 3339, UTC).
+	// A database carrying the reverse pipeline's Target was failed back
+	// already: failback refuses it unless asked to run again.
+	FailbackAt = OwnPrefix + "failback.at"
+	// FailbackDRLogHead is the new primary's log head the failback
+	// resumed the database from (its LastID then).
+	FailbackDRLogHead = OwnPrefix + "failback.dr_log_head"
+)
+
+// The host and agent DR transactions are opened with.
+const (
+	// ReplTxnAgentPrefix begins the host and agent (TXNS.TXN_HOST and
+	// TXN_AGENT_INFO) of every transaction the applier opens on DR to
+	// stand for a source transaction; ReplTxnAgent adds the database.
+	// (Hive 4.0 stores the host and drops the agent.)
+	ReplTxnAgentPrefix = "hivedr-apply:"
+	// maxAgent is the length of those columns (varchar(128)).
+	maxAgent = 128
+)
+
+// ReplTxnAgent is the host and agent of the DR transactions the applier
+// opens for database db (the replication policy they are opened under),
+// so that `hivedr failover` finds those a failed-over database leaves
+// open. A name too long for the column keeps its start and a hash of the
+// whole.
+func ReplTxnAgent(db string) string {
+	a := ReplTxnAgentPrefix + strings.ToLower(db)
+	if len(a) <= maxAgent {
+		return a
+	}
+	h := fnv.New32a()
+	h.Write([]byte(a))
+	return fmt.Sprintf("%s~%08x", a[:maxAgent-9], h.Sum32())
 }

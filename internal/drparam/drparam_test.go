@@ -43,3 +43,27 @@ func TestProgress(t *testing.T) {
 		t.Errorf("the bootstrap keys on DR metastores changed: %q %q %q", BootstrapID, SnapshotState(40), BootstrapDone)
 	}
 }
+
+func TestHaltReason(t *testing.T) {
+	for _, c := range []struct{ v, want string }{
+		{FormatHalt(42, "ADD_PARTITION", "missing_object", "table t: not on DR: a b"), "missing_object"},
+		{FormatHalt(0, "-", "chain_broken", ""), "chain_broken"},
+		{"event 7 X: needs_bootstrap", "needs_bootstrap"},
+		{"garbage", ""},
+	} {
+		if got := HaltReason(c.v); got != c.want {
+			t.Errorf("HaltReason(%q) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+func TestReplTxnAgent(t *testing.T) {
+	if got := ReplTxnAgent("Sales"); got != "hivedr-apply:sales" {
+		t.Errorf("ReplTxnAgent(Sales) = %q", got)
+	}
+	long := strings.Repeat("d", 128)
+	a, b := ReplTxnAgent(long), ReplTxnAgent(long+"x")
+	if len(a) != 128 || len(b) != 128 || a == b || !strings.HasPrefix(a, ReplTxnAgentPrefix+"ddd") {
+		t.Errorf("long names: %q (%d), %q (%d)", a, len(a), b, len(b))
+	}
+}

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 
+	"github.com/hivedr/hivedr/internal/hdfscrc"
+	"github.com/hivedr/hivedr/internal/krb"
 	"github.com/hivedr/hivedr/internal/location"
 )
 
@@ -32,6 +35,11 @@ type Config struct {
 	// S3 lists the S3 endpoints. Each serves the buckets it lists; one
 	// entry may list none and then serves every other bucket.
 	S3 []S3Config `yaml:"s3"`
+
+	// Kerberos is the logged-in principal the kerberized clusters (those
+	// with NameNodePrincipal) are reached as; set by the command after
+	// login, never read from YAML.
+	Kerberos *krb.Client `yaml:"-"`
 }
 
 // HDFSConfig is one HDFS cluster.
@@ -47,8 +55,30 @@ type HDFSConfig struct {
 	// WebHDFS is the active NameNode's HTTP address, host:port or URL;
 	// checksums are read through it. Required.
 	WebHDFS string `yaml:"webhdfs"`
-	// User is the HDFS user to act as (simple authentication). Required.
+	// User is the HDFS user to act as (simple authentication). Required
+	// unless the cluster is kerberized (NameNodePrincipal), where hivedr is
+	// its Kerberos principal and User must be empty.
 	User string `yaml:"user"`
+	// NameNodePrincipal makes the cluster kerberized: the NameNodes'
+	// service principal (dfs.namenode.kerberos.principal, e.g.
+	// nn/_HOST@REALM; _HOST becomes the NameNode's host). RPC then
+	// authenticates with Kerberos as the configuration's kerberos.principal
+	// and WebHDFS with SPNEGO.
+	NameNodePrincipal string `yaml:"namenode_principal"`
+	// HTTPPrincipal is WebHDFS's SPNEGO principal
+	// (dfs.web.authentication.kerberos.principal). Default HTTP/_HOST.
+	HTTPPrincipal string `yaml:"http_principal"`
+	// DataTransferProtection is the cluster's dfs.data.transfer.protection:
+	// "authentication" or "integrity" (SASL with the block access token
+	// on every DataNode connection, for reads, writes and checksums); empty
+	// when the DataNodes use privileged ports instead. "privacy" is not
+	// supported.
+	DataTransferProtection string `yaml:"data_transfer_protection"`
+	// CAFile is a PEM file of the CA certificates an https:// WebHDFS
+	// address is trusted with. Default: the system's roots.
+	CAFile string `yaml:"ca_file"`
+	// Kerberos is set from Config.Kerberos by NewRouter.
+	Kerberos *krb.Client `yaml:"-"`
 	// Concat lets copies to this cluster write a large file as ranges in
 	// parallel, to staging files joined with WebHDFS CONCAT (see
 	// HDFS.CreateSplit). Default false: one stream per file.
@@ -81,8 +111,20 @@ func (c HDFSConfig) validate() error {
 	if c.WebHDFS == "" {
 		return errors.New("webhdfs: required")
 	}
-	if c.User == "" {
-		return errors.New("user: required")
+	if c.NameNodePrincipal != "" {
+		if c.User != "" {
+			return fmt.Errorf("user: %q is not used with namenode_principal (a kerberized cluster knows hivedr by kerberos.principal); remove it", c.User)
+		}
+	} else {
+		if c.User == "" {
+			return errors.New("user: required")
+		}
+		if c.HTTPPrincipal != "" {
+			return errors.New("http_principal: set without namenode_principal (only a kerberized cluster uses SPNEGO)")
+		}
+	}
+	if err := hdfscrc.CheckProtection(c.DataTransferProtection); err != nil {
+		return fmt.Errorf("data_transfer_protection: %w", err)
 	}
 	return nil
 }
@@ -106,10 +148,20 @@ type S3Config struct {
 	Endpoint string `yaml:"endpoint"`
 	// Region signs requests. Default us-east-1.
 	Region string `yaml:"region"`
-	// AccessKey and SecretKey are static credentials; both empty means
-	// anonymous requests.
+	// AccessKey and SecretKey are static credentials. With neither, the
+	// AWS SDK's default credential chain finds them: the environment
+	// (AWS_ACCESS_KEY_ID, ...), the shared files (~/.aws/credentials and
+	// config, profile Profile or AWS_PROFILE), web identity
+	// (AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN: Kubernetes IRSA),
+	// ECS container credentials, then the EC2 instance metadata service.
 	AccessKey string `yaml:"access_key"`
 	SecretKey string `yaml:"secret_key"`
+	// Profile is the shared-files profile the default chain reads;
+	// default AWS_PROFILE, else "default". Not with access_key.
+	Profile string `yaml:"profile"`
+	// Anonymous sends unsigned requests (public buckets) instead of
+	// looking for credentials. Not with access_key or profile.
+	Anonymous bool `yaml:"anonymous"`
 	// PathStyle addresses buckets as endpoint/bucket rather than
 	// bucket.endpoint (needed by most non-AWS servers).
 	PathStyle bool `yaml:"path_style"`
@@ -124,7 +176,28 @@ type S3Config struct {
 	// PartsInFlight bounds the parts of one file uploading at once; a
 	// writer holds at most PartsInFlight+1 parts in memory. Default 2.
 	PartsInFlight int `yaml:"parts_in_flight"`
+	// SSE is the server-side encryption every object written gets:
+	// "AES256" (SSE-S3) or "aws:kms" (SSE-KMS, with SSEKMSKeyID). Empty:
+	// the bucket's default.
+	SSE string `yaml:"sse"`
+	// SSEKMSKeyID is the KMS key (ID, ARN or alias) of SSE aws:kms; empty
+	// uses the account's default key. Only with sse: aws:kms.
+	SSEKMSKeyID string `yaml:"sse_kms_key_id"`
+	// ACL is the canned ACL every object written gets (private,
+	// bucket-owner-full-control, ...). Empty: none sent (the bucket's
+	// object ownership decides).
+	ACL string `yaml:"acl"`
 }
+
+// The values of S3Config.SSE.
+const (
+	SSES3  = "AES256"
+	SSEKMS = "aws:kms"
+)
+
+// s3CannedACLs are the canned ACLs S3 defines for objects.
+var s3CannedACLs = []string{"private", "public-read", "public-read-write", "authenticated-read",
+	"aws-exec-read", "bucket-owner-read", "bucket-owner-full-control"}
 
 // withDefaults returns c with defaults filled in (EnsureDefaults), or an
 // error naming the bad key (Validate).
@@ -159,11 +232,28 @@ func (c S3Config) Validate() error {
 	if (c.AccessKey == "") != (c.SecretKey == "") {
 		return errors.New("access_key, secret_key: give both or neither")
 	}
+	if c.Profile != "" && c.AccessKey != "" {
+		return errors.New("profile: not with access_key (static keys are not looked up in the shared files)")
+	}
+	if c.Anonymous && (c.AccessKey != "" || c.Profile != "") {
+		return errors.New("anonymous: not with access_key or profile")
+	}
 	if c.PartSize < MinS3PartSize {
 		return fmt.Errorf("part_size: %d is below S3's minimum of %d", c.PartSize, MinS3PartSize)
 	}
 	if c.PartsInFlight < 1 {
 		return fmt.Errorf("parts_in_flight: %d, want at least 1", c.PartsInFlight)
+	}
+	switch c.SSE {
+	case "", SSES3, SSEKMS:
+	default:
+		return fmt.Errorf("sse: %q is not %s (SSE-S3) or %s (SSE-KMS)", c.SSE, SSES3, SSEKMS)
+	}
+	if c.SSEKMSKeyID != "" && c.SSE != SSEKMS {
+		return fmt.Errorf("sse_kms_key_id: given with sse %q; it needs sse: %s", c.SSE, SSEKMS)
+	}
+	if c.ACL != "" && !slices.Contains(s3CannedACLs, c.ACL) {
+		return fmt.Errorf("acl: %q is not a canned ACL (%s)", c.ACL, strings.Join(s3CannedACLs, ", "))
 	}
 	for i, b := range c.Buckets {
 		if b == "" || strings.ContainsAny(b, "/") {

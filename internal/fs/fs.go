@@ -2,9 +2,10 @@
 // with implementations for HDFS, S3 and the local filesystem (the last
 // only where filesystems.local allows it). copyd moves and verifies bytes
 // through it (FS, and Splitter for large files written as ranges); the
-// tailer lists the directories of external tables with it (Router.List),
-// the applier lists and removes DR files when it prunes (Router.List,
-// Router.Remove), and `hivedr copy` walks a source tree (Router.Walk).
+// tailer and the bootstrap list the directories of external tables with it
+// (Router.Walk), the applier lists and removes DR files when it prunes
+// (Router.List, Router.Remove), and `hivedr copy` walks a source tree
+// (Router.Walk).
 // Nothing else in hivedr reads or writes data files.
 //
 // Paths are full locations: hdfs://host:port/p, s3://bucket/key, or an
@@ -18,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"time"
 )
 
@@ -33,7 +35,51 @@ type FileInfo struct {
 	// filesystem only). The link is described, not its target: Open and
 	// Checksum refuse to follow it, and Commit replaces the link itself.
 	IsSymlink bool
+	// Owner, Group and Perm are the file's owner, group and permission
+	// bits where the store keeps them (HDFS); empty and 0 elsewhere
+	// (HasPerm false).
+	Owner, Group string
+	Perm         os.FileMode
+	HasPerm      bool
 }
+
+// Meta is the metadata a copy gives its target file before it becomes
+// visible (DistCp -p): each field left zero is left as the store makes it.
+type Meta struct {
+	// Owner and Group, set together or alone (chown needs the HDFS
+	// superuser; chgrp a member of the group who owns the file).
+	Owner, Group string
+	// Perm is the permission bits, when HasPerm.
+	Perm    os.FileMode
+	HasPerm bool
+	// ModTime is the modification time; zero leaves the write's.
+	ModTime time.Time
+}
+
+// IsZero reports whether m sets nothing.
+func (m Meta) IsZero() bool {
+	return m.Owner == "" && m.Group == "" && !m.HasPerm && m.ModTime.IsZero()
+}
+
+// MetaSetter is a Writer or SplitWriter whose store can keep a file's
+// metadata (HDFS). SetMeta is called before Commit; the metadata is set on
+// the staging file, so the target appears with it, never without.
+type MetaSetter interface {
+	SetMeta(m Meta)
+}
+
+// PermissionError is a store's refusal to set metadata the caller asked
+// for (not a transient fault: retrying cannot help).
+type PermissionError struct {
+	Location, Op, User string
+	Err                error
+}
+
+func (e *PermissionError) Error() string {
+	return "keep metadata of " + e.Location + ": user " + e.User + " may not " + e.Op + ": " + e.Err.Error()
+}
+
+func (e *PermissionError) Unwrap() error { return e.Err }
 
 // Checksum is a whole-file checksum as a store reports it.
 type Checksum struct {
@@ -73,6 +119,20 @@ type FS interface {
 	// path and the Writer's Staging value: it deletes the staging file or
 	// aborts the multipart upload. Already gone is not an error.
 	Discard(ctx context.Context, path, staging string) error
+}
+
+// StagedCreator is an FS that names a write's staging file before it
+// creates it, so that a writer can record the name first (copyd's
+// StagingLog) and a crash between creating and recording cannot leave a
+// staging file nobody knows of. HDFS and Local are; S3 is not (the store
+// names a multipart upload when it starts it).
+type StagedCreator interface {
+	// StagingFor returns a new staging location for loc; it creates
+	// nothing.
+	StagingFor(loc string) (string, error)
+	// CreateStaged is Create writing to staging, which StagingFor
+	// returned for loc.
+	CreateStaged(ctx context.Context, loc, staging string, size int64) (Writer, error)
 }
 
 // Writer is a file being written.

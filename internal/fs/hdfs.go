@@ -2,10 +2,13 @@ package fs
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path"
 	"sort"
@@ -17,6 +20,7 @@ import (
 	"github.com/colinmarc/hdfs/v2"
 
 	"github.com/hivedr/hivedr/internal/hdfscrc"
+	"github.com/hivedr/hivedr/internal/krb"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/internal/webhdfs"
 )
@@ -38,9 +42,11 @@ import (
 // and after a failed attempt tries again on the next call.
 type HDFS struct {
 	authority string // canonical (location.CanonicalAuthority)
+	user      string // who the NameNode sees: the user, or the Kerberos principal
 	opts      hdfs.ClientOptions
 	crc       *hdfscrc.Client
 	web       *webhdfs.Client
+	hc        *http.Client
 	// concat: write large files as ranges joined with CONCAT (CreateSplit);
 	// noConcat: the NameNode refused CONCAT, so stop trying.
 	concat   bool
@@ -53,6 +59,7 @@ type HDFS struct {
 var _ FS = (*HDFS)(nil)
 
 // NewHDFS returns the FS of the cluster c describes. It does not connect.
+// A kerberized cluster (c.NameNodePrincipal) needs c.Kerberos.
 func NewHDFS(c HDFSConfig) (*HDFS, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -61,14 +68,72 @@ func NewHDFS(c HDFSConfig) (*HDFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &HDFS{
+	hc, err := c.httpClient()
+	if err != nil {
+		return nil, err
+	}
+	h := &HDFS{
 		authority: auth,
-		opts:      hdfs.ClientOptions{Addresses: c.NameNodes, User: c.User},
-		crc:       hdfscrc.New(c.WebHDFS, c.User, nil),
-		web:       webhdfs.New(c.WebHDFS, c.User, nil),
-		concat:    c.Concat,
-	}, nil
+		user:      c.User,
+		opts: hdfs.ClientOptions{Addresses: c.NameNodes, User: c.User,
+			DataTransferProtection: c.DataTransferProtection},
+		crc:    hdfscrc.New(c.WebHDFS, c.User, hc),
+		web:    webhdfs.New(c.WebHDFS, c.User, hc),
+		concat: c.Concat,
+		hc:     hc,
+	}
+	h.crc.DataTransferProtection = c.DataTransferProtection
+	if c.NameNodePrincipal != "" {
+		// colinmarc/hdfs puts each NameNode's host in for _HOST and takes
+		// the service's realm from krb5.conf, so the pattern goes without
+		// its @REALM.
+		spn, _, _ := strings.Cut(c.NameNodePrincipal, "@")
+		h.opts.KerberosClient = c.Kerberos.GoKrb5()
+		h.opts.KerberosServicePrincipleName = spn
+		h.user = c.Kerberos.Principal()
+	}
+	return h, nil
 }
+
+// httpClient returns the client WebHDFS requests go through: trusting
+// c.CAFile for https, authenticating with SPNEGO on a kerberized cluster;
+// nil (http.DefaultClient) when neither applies.
+func (c HDFSConfig) httpClient() (*http.Client, error) {
+	if c.CAFile == "" && c.NameNodePrincipal == "" {
+		return nil, nil
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("ca_file: %s holds no PEM certificate", c.CAFile)
+		}
+		base.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	var rt http.RoundTripper = base
+	if c.NameNodePrincipal != "" {
+		if c.Kerberos == nil {
+			return nil, fmt.Errorf("namenode_principal: %s needs kerberos.principal and kerberos.keytab (hivedr's own principal)", c.NameNodePrincipal)
+		}
+		spn := c.HTTPPrincipal
+		if spn == "" {
+			spn = DefaultHTTPPrincipal
+		}
+		rt = &krb.Transport{Base: base, Client: c.Kerberos, SPN: spn}
+	}
+	return &http.Client{Transport: rt}, nil
+}
+
+// DefaultHTTPPrincipal is HDFSConfig.HTTPPrincipal's default.
+const DefaultHTTPPrincipal = "HTTP/_HOST"
+
+// HTTPClient returns the client the cluster's WebHDFS requests go through
+// (TLS roots, SPNEGO); nil means http.DefaultClient.
+func (h *HDFS) HTTPClient() *http.Client { return h.hc }
 
 // Close closes the connection to the NameNode, if any. Files still being
 // written lose their lease.
@@ -140,7 +205,11 @@ func (h *HDFS) Stat(ctx context.Context, loc string) (FileInfo, error) {
 	if err != nil {
 		return FileInfo{}, hdfsError("stat", loc, err)
 	}
-	return FileInfo{Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir()}, nil
+	out := FileInfo{Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir(), Perm: fi.Mode().Perm(), HasPerm: true}
+	if hf, ok := fi.(*hdfs.FileInfo); ok {
+		out.Owner, out.Group = hf.Owner(), hf.OwnerGroup()
+	}
+	return out, nil
 }
 
 // Open implements FS.
@@ -222,35 +291,61 @@ func (h *HDFS) FileChecksum(ctx context.Context, loc string) (string, bool, erro
 // the target, with the cluster's default block size and replication.
 // ctx's deadline, if any, bounds the writes to the DataNodes.
 func (h *HDFS) Create(ctx context.Context, loc string, size int64) (Writer, error) {
+	staging, err := h.StagingFor(loc)
+	if err != nil {
+		return nil, err
+	}
+	return h.CreateStaged(ctx, loc, staging, size)
+}
+
+// StagingFor implements StagedCreator: the location of a new staging file
+// beside loc. Nothing is created.
+func (h *HDFS) StagingFor(loc string) (string, error) {
+	p, err := h.path(loc)
+	if err != nil {
+		return "", err
+	}
+	dir, base := path.Split(p)
+	if base == "" {
+		return "", fmt.Errorf("create %s: no file name", loc)
+	}
+	name, err := stagingName(base)
+	if err != nil {
+		return "", err
+	}
+	return h.location(dir + name), nil
+}
+
+// CreateStaged implements StagedCreator: Create, writing to staging, a
+// staging location of loc that StagingFor returned.
+func (h *HDFS) CreateStaged(ctx context.Context, loc, staging string, size int64) (Writer, error) {
 	p, err := h.path(loc)
 	if err != nil {
 		return nil, err
 	}
-	dir, base := path.Split(p)
-	if base == "" {
-		return nil, fmt.Errorf("create %s: no file name", loc)
+	sp, err := h.path(staging)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", loc, err)
+	}
+	if !isStagingFor(p, sp) {
+		return nil, fmt.Errorf("create %s: %s is not one of its staging files", loc, staging)
 	}
 	c, err := h.conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", loc, err)
 	}
-	if err := c.MkdirAll(dir, 0o755); err != nil {
+	if err := c.MkdirAll(path.Dir(p), 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: make parent directories: %w", loc, err)
 	}
-	name, err := stagingName(base)
-	if err != nil {
-		return nil, err
-	}
-	staging := dir + name
 	// Create fails when the name exists, so a staging file is always new.
-	f, err := c.Create(staging)
+	f, err := c.Create(sp)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: staging file %s: %w", loc, staging, err)
+		return nil, fmt.Errorf("create %s: staging file %s: %w", loc, sp, err)
 	}
 	if d, ok := ctx.Deadline(); ok {
 		f.SetDeadline(d)
 	}
-	return &hdfsWriter{fs: h, c: c, loc: loc, path: p, staging: staging, f: f}, nil
+	return &hdfsWriter{fs: h, c: c, loc: loc, path: p, staging: sp, f: f}, nil
 }
 
 // hdfsWriter writes a staging file and renames it into place.
@@ -264,7 +359,11 @@ type hdfsWriter struct {
 	done          bool // committed or aborted
 	committed     bool
 	crc           uint32 // the staging file's COMPOSITE-CRC32C, once committed
+	meta          Meta   // set on the staging file before the rename
 }
+
+// SetMeta implements MetaSetter.
+func (w *hdfsWriter) SetMeta(m Meta) { w.meta = m }
 
 func (w *hdfsWriter) Write(p []byte) (int, error) {
 	if w.closed {
@@ -301,6 +400,9 @@ func (w *hdfsWriter) Commit(ctx context.Context, crc32c uint32) error {
 	if got != crc32c {
 		return &ChecksumError{Location: w.loc, Want: crc32c, Got: got, HasGot: true,
 			Detail: "COMPOSITE-CRC32C of staging file " + w.staging}
+	}
+	if err := w.fs.setMeta(w.c, w.loc, w.staging, w.meta); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("commit %s: %w", w.loc, err)
@@ -554,4 +656,38 @@ func isSnapshotPath(p string) bool {
 		}
 	}
 	return false
+}
+
+// setMeta gives the staging file p of loc the metadata m: owner and group
+// (setOwner), permission bits (setPermission), then the modification time
+// (setTimes: last, since the others do not change it but a later write
+// would). A refusal by the NameNode is a *PermissionError naming the user
+// and what it may not do.
+func (h *HDFS) setMeta(c *hdfs.Client, loc, p string, m Meta) error {
+	refused := func(op string, err error) error {
+		if errors.Is(err, os.ErrPermission) {
+			return &PermissionError{Location: loc, Op: op, User: h.user, Err: err}
+		}
+		return fmt.Errorf("keep metadata of %s: %s on staging file %s: %w", loc, op, p, err)
+	}
+	if m.Owner != "" || m.Group != "" {
+		op := "chown to " + m.Owner + ":" + m.Group + " (changing the owner needs the HDFS superuser)"
+		if m.Owner == "" {
+			op = "chgrp to " + m.Group + " (the user must be the owner and a member of the group, or the superuser)"
+		}
+		if err := c.Chown(p, m.Owner, m.Group); err != nil {
+			return refused(op, err)
+		}
+	}
+	if m.HasPerm {
+		if err := c.Chmod(p, m.Perm); err != nil {
+			return refused(fmt.Sprintf("chmod to %04o", m.Perm), err)
+		}
+	}
+	if !m.ModTime.IsZero() {
+		if err := c.Chtimes(p, m.ModTime, m.ModTime); err != nil {
+			return refused("set the modification time", err)
+		}
+	}
+	return nil
 }

@@ -90,6 +90,7 @@ type hdfsSplitWriter struct {
 	joined      bool // the CONCAT happened
 	committed   bool
 	crc         uint32
+	meta        Meta // set on the joined staging file before the rename
 
 	mu      sync.Mutex
 	written []bool // WriteRange was called (the file may exist)
@@ -215,6 +216,9 @@ func (w *hdfsSplitWriter) Commit(ctx context.Context, crc32c uint32) error {
 		return &ChecksumError{Location: w.loc, Want: crc32c, Got: got, HasGot: true,
 			Detail: "COMPOSITE-CRC32C of joined staging file " + staging}
 	}
+	if err := w.fs.setMeta(w.c, w.loc, staging, w.meta); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("commit %s: %w", w.loc, err)
 	}
@@ -226,6 +230,9 @@ func (w *hdfsSplitWriter) Commit(ctx context.Context, crc32c uint32) error {
 	w.mu.Unlock()
 	return nil
 }
+
+// SetMeta implements MetaSetter.
+func (w *hdfsSplitWriter) SetMeta(m Meta) { w.meta = m }
 
 // Verified implements SplitWriter.
 func (w *hdfsSplitWriter) Verified() (Checksum, bool) {

@@ -146,3 +146,101 @@ func (l *Local) List(ctx context.Context, loc string) ([]string, error) {
 	}
 	return out, nil // os.ReadDir sorts by name
 }
+
+// ListDirs returns the names of the subdirectories directly under the
+// directory dir (on S3, the names of the prefixes dir/name/ some object
+// lies under), in lexical order; a missing directory has none. A name it
+// does not return has no file directly under it, nor deeper: the
+// applier's prune asks once for a table's directory instead of listing
+// every partition's (applier.DirLister).
+func (r *Router) ListDirs(ctx context.Context, dir string) ([]string, error) {
+	f, loc, err := r.Split(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	switch s := f.(type) {
+	case *HDFS:
+		out, err = s.listDirs(ctx, loc)
+	case *S3:
+		out, err = s.listDirs(ctx, loc)
+	case *Local:
+		out, err = s.listDirs(ctx, loc)
+	default:
+		return nil, fmt.Errorf("list %s: %w", dir, ErrNoListing)
+	}
+	if errors.Is(err, ErrNotExist) {
+		return nil, nil
+	}
+	sort.Strings(out)
+	return out, err
+}
+
+func (h *HDFS) listDirs(ctx context.Context, loc string) ([]string, error) {
+	p, err := h.path(loc)
+	if err != nil {
+		return nil, err
+	}
+	c, err := h.conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", loc, err)
+	}
+	infos, err := c.ReadDir(p)
+	if err != nil {
+		return nil, hdfsError("list", loc, err)
+	}
+	var out []string
+	for _, fi := range infos {
+		if fi.IsDir() {
+			out = append(out, fi.Name())
+		}
+	}
+	return out, nil
+}
+
+func (s *S3) listDirs(ctx context.Context, loc string) ([]string, error) {
+	bucket, key, err := s3Path(loc)
+	if err != nil {
+		return nil, err
+	}
+	prefix, delim := strings.Trim(key, "/")+"/", "/"
+	if prefix == "/" {
+		prefix = ""
+	}
+	in := &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix, Delimiter: &delim}
+	var out []string
+	for p := s3.NewListObjectsV2Paginator(s.client, in); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, s3Error("list", loc, err)
+		}
+		for _, cp := range page.CommonPrefixes {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(aws.ToString(cp.Prefix), prefix), "/"))
+		}
+	}
+	return out, nil
+}
+
+func (l *Local) listDirs(ctx context.Context, loc string) ([]string, error) {
+	p, err := localPath(loc)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("list %s: %w", loc, ErrNotExist)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", loc, err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}

@@ -84,3 +84,28 @@ func TestRouterList(t *testing.T) {
 		t.Errorf("Remove on an unconfigured cluster = %v, want an error naming it", err)
 	}
 }
+
+// TestRouterListDirs: the subdirectories directly under a directory, by
+// name; none for a missing one.
+func TestRouterListDirs(t *testing.T) {
+	ctx := context.Background()
+	r, err := NewRouter(Config{Local: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "t")
+	for _, d := range []string{"ds=2", "ds=1/deeper"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ds=3"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ListDirs(ctx, "file://"+dir+"/"); err != nil || !slices.Equal(got, []string{"ds=1", "ds=2"}) {
+		t.Errorf("ListDirs = %q, %v; want ds=1 ds=2", got, err)
+	}
+	if got, err := r.ListDirs(ctx, filepath.Join(dir, "gone")); err != nil || len(got) != 0 {
+		t.Errorf("ListDirs of a missing directory = %q, %v; want nothing", got, err)
+	}
+}

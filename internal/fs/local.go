@@ -183,28 +183,54 @@ func (r ctxReader) Read(p []byte) (int, error) {
 // Create implements FS. The bytes go to a new staging file beside the
 // target, created with O_EXCL so it can be neither an existing file nor a
 // symbolic link planted there.
-func (*Local) Create(ctx context.Context, loc string, size int64) (Writer, error) {
+func (l *Local) Create(ctx context.Context, loc string, size int64) (Writer, error) {
+	staging, err := l.StagingFor(loc)
+	if err != nil {
+		return nil, err
+	}
+	return l.CreateStaged(ctx, loc, staging, size)
+}
+
+// StagingFor implements StagedCreator: the path of a new staging file
+// beside loc. Nothing is created.
+func (*Local) StagingFor(loc string) (string, error) {
+	p, err := localPath(loc)
+	if err != nil {
+		return "", err
+	}
+	dir, base := filepath.Split(p)
+	if base == "" {
+		return "", fmt.Errorf("create %s: no file name", loc)
+	}
+	name, err := stagingName(base)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// CreateStaged implements StagedCreator: Create, writing to staging, a
+// staging path of loc that StagingFor returned.
+func (*Local) CreateStaged(ctx context.Context, loc, staging string, size int64) (Writer, error) {
 	p, err := localPath(loc)
 	if err != nil {
 		return nil, err
 	}
-	dir, base := filepath.Split(p)
-	if base == "" {
-		return nil, fmt.Errorf("create %s: no file name", loc)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	sp, err := localPath(staging)
+	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", loc, err)
 	}
-	name, err := stagingName(base)
-	if err != nil {
-		return nil, err
+	if !isStagingFor(filepath.ToSlash(p), filepath.ToSlash(sp)) {
+		return nil, fmt.Errorf("create %s: %s is not one of its staging files", loc, staging)
 	}
-	staging := filepath.Join(dir, name)
-	f, err := os.OpenFile(staging, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", loc, err)
+	}
+	f, err := os.OpenFile(sp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: staging file: %w", loc, err)
 	}
-	return &localWriter{loc: loc, path: p, staging: staging, f: f, crc: crc32.New(castagnoli)}, nil
+	return &localWriter{loc: loc, path: p, staging: sp, f: f, crc: crc32.New(castagnoli)}, nil
 }
 
 // localWriter writes a staging file and renames it into place.

@@ -31,6 +31,7 @@ func NewRouter(c Config) (*Router, error) {
 		r.local = NewLocal()
 	}
 	for i, hc := range c.HDFS {
+		hc.Kerberos = c.Kerberos
 		h, err := NewHDFS(hc)
 		if err != nil {
 			return nil, fmt.Errorf("hdfs[%d].%w", i, err)

@@ -163,3 +163,28 @@ func TestCRC32CEncoding(t *testing.T) {
 		t.Error("decodeCRC32C accepted a composite checksum")
 	}
 }
+
+func TestS3ConfigValidate(t *testing.T) {
+	for _, tt := range []struct {
+		c   S3Config
+		err string
+	}{
+		{S3Config{SSE: SSES3, ACL: "bucket-owner-full-control"}, ""},
+		{S3Config{SSE: SSEKMS, SSEKMSKeyID: "alias/dr"}, ""},
+		{S3Config{SSE: "aes"}, "sse: \"aes\" is not AES256"},
+		{S3Config{SSE: SSES3, SSEKMSKeyID: "k"}, "sse_kms_key_id: given with sse \"AES256\""},
+		{S3Config{ACL: "world"}, "acl: \"world\" is not a canned ACL"},
+		{S3Config{Profile: "dr"}, ""},
+		{S3Config{Anonymous: true}, ""},
+		{S3Config{Profile: "dr", AccessKey: "a", SecretKey: "s"}, "profile: not with access_key"},
+		{S3Config{Anonymous: true, AccessKey: "a", SecretKey: "s"}, "anonymous: not with access_key or profile"},
+		{S3Config{Anonymous: true, Profile: "dr"}, "anonymous: not with access_key or profile"},
+	} {
+		c := tt.c
+		c.EnsureDefaults()
+		err := c.Validate()
+		if (tt.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("Validate(%+v) = %v, want %q", tt.c, err, tt.err)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -38,6 +39,10 @@ type S3 struct {
 	partSize      int64
 	partsInFlight int
 	parts         sync.Pool // *[]byte of capacity partSize
+	// put is what every object written gets: SSE and canned ACL.
+	sse      types.ServerSideEncryption
+	sseKeyID *string
+	acl      types.ObjectCannedACL
 }
 
 var _ FS = (*S3)(nil)
@@ -56,12 +61,41 @@ func NewS3(c S3Config) (*S3, error) {
 	if c.Endpoint != "" {
 		opts.BaseEndpoint = aws.String(c.Endpoint)
 	}
-	if c.AccessKey != "" {
+	switch {
+	case c.AccessKey != "":
 		opts.Credentials = credentials.NewStaticCredentialsProvider(c.AccessKey, c.SecretKey, "")
-	} else {
+	case c.Anonymous:
 		opts.Credentials = aws.AnonymousCredentials{}
+	default:
+		if opts.Credentials, err = defaultCredentials(c); err != nil {
+			return nil, err
+		}
 	}
-	return NewS3WithClient(s3.New(opts), c.PartSize, c.PartsInFlight)
+	s, err := NewS3WithClient(s3.New(opts), c.PartSize, c.PartsInFlight)
+	if err != nil {
+		return nil, err
+	}
+	s.sse, s.acl = types.ServerSideEncryption(c.SSE), types.ObjectCannedACL(c.ACL)
+	if c.SSEKMSKeyID != "" {
+		s.sseKeyID = aws.String(c.SSEKMSKeyID)
+	}
+	return s, nil
+}
+
+// defaultCredentials is the AWS SDK's default credential chain for c
+// (see S3Config.AccessKey), cached and refreshed before expiry. Loading it
+// reads only the environment and the shared files; the credentials
+// themselves are fetched on the first request, with its context.
+func defaultCredentials(c S3Config) (aws.CredentialsProvider, error) {
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(c.Region)}
+	if c.Profile != "" {
+		opts = append(opts, awsconfig.WithSharedConfigProfile(c.Profile))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(context.Background(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3 %s: AWS default credential chain: %w", c.Endpoint, err)
+	}
+	return cfg.Credentials, nil
 }
 
 // NewS3WithClient returns the FS of the endpoint client talks to, with
@@ -401,8 +435,9 @@ func (s *S3) uploadPart(ctx context.Context, loc, bucket, key, uploadID string, 
 func (s *S3) createUpload(ctx context.Context, loc, bucket, key string) (string, error) {
 	out, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 		Bucket: &bucket, Key: &key,
-		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c,
-		ChecksumType:      types.ChecksumTypeFullObject,
+		ChecksumAlgorithm:    types.ChecksumAlgorithmCrc32c,
+		ChecksumType:         types.ChecksumTypeFullObject,
+		ServerSideEncryption: s.sse, SSEKMSKeyId: s.sseKeyID, ACL: s.acl,
 	})
 	if err != nil {
 		return "", fmt.Errorf("write %s: create multipart upload: %w", loc, err)
@@ -435,10 +470,11 @@ func (w *s3Writer) Commit(ctx context.Context, crc32c uint32) error {
 	if w.uploadID == "" {
 		_, err := w.fs.client.PutObject(ctx, &s3.PutObjectInput{
 			Bucket: &w.bucket, Key: &w.key,
-			Body:              bytes.NewReader(w.buf),
-			ContentLength:     aws.Int64(int64(len(w.buf))),
-			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c,
-			ChecksumCRC32C:    &sum,
+			Body:                 bytes.NewReader(w.buf),
+			ContentLength:        aws.Int64(int64(len(w.buf))),
+			ChecksumAlgorithm:    types.ChecksumAlgorithmCrc32c,
+			ChecksumCRC32C:       &sum,
+			ServerSideEncryption: w.fs.sse, SSEKMSKeyId: w.fs.sseKeyID, ACL: w.fs.acl,
 		})
 		if err != nil {
 			return w.commitError(crc32c, err)

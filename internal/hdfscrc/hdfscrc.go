@@ -14,9 +14,13 @@
 // data), and combines the block CRCs in order. WebHDFS's own GETFILECHECKSUM
 // cannot be used: its DataNode handler always answers MD5-of-MD5.
 //
-// The client speaks the protocol of clusters without Kerberos, block access
-// tokens, SASL data transfer protection or wire encryption, and handles
-// replicated (not erasure-coded) files whose chunk checksums are CRC32C.
+// On kerberized clusters (WebHDFS with SPNEGO through the http.Client given
+// to New) it sends each block's access token, which GET_BLOCK_LOCATIONS
+// returns, and, with DataTransferProtection set, first authenticates to the
+// DataNode with SASL DIGEST-MD5 keyed by that token (sasl.go), protecting
+// the exchange with QOP auth-int under "integrity". Encrypted data
+// transfer ("privacy") is not supported. It handles replicated (not
+// erasure-coded) files whose chunk checksums are CRC32C.
 //
 // Combine, the same arithmetic the block CRCs are joined with, gives the
 // CRC-32C of a concatenation from its parts' CRC-32Cs; copyd uses it for
@@ -29,6 +33,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -56,6 +61,9 @@ type Client struct {
 	// IOTimeout bounds one OP_BLOCK_CHECKSUM exchange with a DataNode,
 	// after connecting.
 	IOTimeout time.Duration
+	// DataTransferProtection is the cluster's dfs.data.transfer.protection:
+	// empty (no SASL handshake), "authentication" or "integrity".
+	DataTransferProtection string
 
 	web *webhdfs.Client
 }
@@ -175,8 +183,12 @@ func (c *Client) blockCRC(ctx context.Context, path string, b locatedBlock) (uin
 		NumBytes:        uint64(b.Block.NumBytes),
 	}
 	var errs []error
+	tok, err := decodeBlockToken(b.BlockToken.URLString)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", prefix, err)
+	}
 	for _, dn := range b.Locations {
-		crc, err := c.askDatanode(ctx, xferAddr(dn), eb)
+		crc, err := c.askDatanode(ctx, xferAddr(dn), eb, tok)
 		if err == nil {
 			return crc, nil
 		}
@@ -188,9 +200,9 @@ func (c *Client) blockCRC(ctx context.Context, path string, b locatedBlock) (uin
 	return 0, fmt.Errorf("%s: %w", prefix, errors.Join(errs...))
 }
 
-// askDatanode sends OP_BLOCK_CHECKSUM for block b to the DataNode at addr
-// and returns the block's CRC-32C.
-func (c *Client) askDatanode(ctx context.Context, addr string, b extendedBlock) (uint32, error) {
+// askDatanode sends OP_BLOCK_CHECKSUM for block b, with its access token,
+// to the DataNode at addr and returns the block's CRC-32C.
+func (c *Client) askDatanode(ctx context.Context, addr string, b extendedBlock, tok blockToken) (uint32, error) {
 	d := net.Dialer{Timeout: c.DialTimeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -207,7 +219,19 @@ func (c *Client) askDatanode(ctx context.Context, addr string, b extendedBlock) 
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	msg, err := exchange(conn, blockChecksumRequest(b))
+	var rw io.ReadWriter = conn
+	if c.DataTransferProtection != ProtectionNone {
+		if err := CheckProtection(c.DataTransferProtection); err != nil {
+			return 0, fmt.Errorf("data transfer protection: %w", err)
+		}
+		if rw, err = saslHandshake(conn, tok, c.DataTransferProtection); err != nil {
+			if ctx.Err() != nil {
+				return 0, fmt.Errorf("%w (%v)", ctx.Err(), err)
+			}
+			return 0, err
+		}
+	}
+	msg, err := exchange(rw, blockChecksumRequest(b, tok))
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, fmt.Errorf("%w (%v)", ctx.Err(), err)
@@ -218,7 +242,7 @@ func (c *Client) askDatanode(ctx context.Context, addr string, b extendedBlock) 
 }
 
 // exchange writes req to conn and reads the varint-delimited answer.
-func exchange(conn net.Conn, req []byte) ([]byte, error) {
+func exchange(conn io.ReadWriter, req []byte) ([]byte, error) {
 	if _, err := conn.Write(req); err != nil {
 		return nil, fmt.Errorf("send OP_BLOCK_CHECKSUM: %w", err)
 	}

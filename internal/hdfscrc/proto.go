@@ -68,13 +68,17 @@ func appendMessage(buf []byte, num protowire.Number, fill func([]byte) []byte) [
 }
 
 // marshalOpBlockChecksum returns an OpBlockChecksumProto asking for the
-// COMPOSITE_CRC of block b.
-func marshalOpBlockChecksum(b extendedBlock) []byte {
+// COMPOSITE_CRC of block b, with block access token tok (empty on clusters
+// without block access tokens).
+func marshalOpBlockChecksum(b extendedBlock, tok blockToken) []byte {
 	msg := appendMessage(nil, 1, func(hdr []byte) []byte { // header: BaseHeaderProto
 		hdr = appendMessage(hdr, 1, func(blk []byte) []byte { // block
 			return appendExtendedBlock(blk, b)
 		})
-		return appendMessage(hdr, 2, appendEmptyToken) // token
+		if tok.empty() {
+			return appendMessage(hdr, 2, appendEmptyToken) // token
+		}
+		return appendMessage(hdr, 2, func(t []byte) []byte { return appendToken(t, tok) })
 	})
 	return appendMessage(msg, 2, func(opts []byte) []byte { // blockChecksumOptions
 		opts = protowire.AppendTag(opts, 1, protowire.VarintType) // blockChecksumType
@@ -86,10 +90,10 @@ func marshalOpBlockChecksum(b extendedBlock) []byte {
 // data transfer port to ask for the COMPOSITE_CRC of block b: the protocol
 // version (2 bytes, big-endian), the opcode (1 byte) and the
 // varint-length-delimited OpBlockChecksumProto.
-func blockChecksumRequest(b extendedBlock) []byte {
+func blockChecksumRequest(b extendedBlock, tok blockToken) []byte {
 	frame := binary.BigEndian.AppendUint16(nil, dataTransferVersion)
 	frame = append(frame, opBlockChecksum)
-	return protowire.AppendBytes(frame, marshalOpBlockChecksum(b))
+	return protowire.AppendBytes(frame, marshalOpBlockChecksum(b, tok))
 }
 
 // blockOpResponse holds the fields of a BlockOpResponseProto that

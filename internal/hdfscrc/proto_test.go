@@ -25,7 +25,7 @@ func TestBlockChecksumRequestGolden(t *testing.T) {
 		BlockID:         1073741825, // 0x40000001
 		GenerationStamp: 1001,       // 0x3e9
 		NumBytes:        1 << 20,
-	})
+	}, blockToken{})
 	want := []byte{
 		0x00, 0x1c, // data transfer version 28
 		0x55,       // opcode 85, BLOCK_CHECKSUM
@@ -123,7 +123,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		{PoolID: "", BlockID: uint64(1<<64 - 5), GenerationStamp: 0, NumBytes: 0}, // negative Java long
 		{PoolID: "p", BlockID: math.MaxUint64, GenerationStamp: math.MaxUint64, NumBytes: 128 << 20},
 	} {
-		frame := blockChecksumRequest(b)
+		frame := blockChecksumRequest(b, blockToken{})
 		got, typ, err := readBlockChecksumRequest(bufio.NewReader(bytes.NewReader(frame)))
 		if err != nil {
 			t.Fatalf("%+v: %v", b, err)

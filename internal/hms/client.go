@@ -6,9 +6,11 @@
 // records is the tailer's.
 //
 // The Thrift types and the generated client come from gohive's
-// hive_metastore package; this package adds only the transport (plain
-// binary protocol over a buffered socket, the metastore's default when SASL
-// and framing are off) and small helpers.
+// hive_metastore package; this package adds only the transport (binary
+// protocol over a buffered socket, the metastore's default when SASL and
+// framing are off, or over Thrift's SASL transport with Kerberos (GSSAPI,
+// QOP auth) when Options.Kerberos is set, for metastores with
+// metastore.sasl.enabled) and small helpers.
 package hms
 
 import (
@@ -18,6 +20,8 @@ import (
 
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/beltran/gohive/hive_metastore"
+
+	"github.com/hivedr/hivedr/internal/krb"
 )
 
 // Client is a connection to one Hive Metastore. It is not safe for
@@ -40,6 +44,12 @@ type Options struct {
 	// MaxMessageSize bounds one Thrift message. Default 256 MiB, enough for
 	// a get_next_notification batch of large partition events.
 	MaxMessageSize int32
+	// Kerberos, when set, authenticates with SASL GSSAPI as its principal
+	// (the metastore must run with metastore.sasl.enabled). Principal is
+	// then the metastore's service principal (hive/_HOST@REALM; _HOST
+	// becomes the address's host).
+	Kerberos  *krb.Client
+	Principal string
 }
 
 func (o *Options) ensureDefaults() {
@@ -68,10 +78,23 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		}
 	}
 	sock := thrift.NewTSocketConf(addr, conf)
-	if err := sock.Open(); err != nil {
-		return nil, fmt.Errorf("connect to hive metastore %s: %w", addr, err)
+	var trans thrift.TTransport
+	if opts.Kerberos != nil {
+		if opts.Principal == "" {
+			return nil, fmt.Errorf("connect to hive metastore %s: Kerberos needs the metastore's principal", addr)
+		}
+		spn := krb.ServicePrincipal(opts.Principal, hostOf(addr))
+		st := newSASLTransport(sock, opts.Kerberos, spn, opts.MaxMessageSize)
+		if err := st.Open(); err != nil {
+			return nil, fmt.Errorf("connect to hive metastore %s as %s: %w", addr, opts.Kerberos.Principal(), err)
+		}
+		trans = st
+	} else {
+		if err := sock.Open(); err != nil {
+			return nil, fmt.Errorf("connect to hive metastore %s: %w", addr, err)
+		}
+		trans = thrift.NewTBufferedTransport(sock, 64<<10)
 	}
-	trans := thrift.NewTBufferedTransport(sock, 64<<10)
 	proto := thrift.NewTBinaryProtocolConf(trans, conf)
 	return &Client{
 		ThriftHiveMetastoreClient: hive_metastore.NewThriftHiveMetastoreClient(thrift.NewTStandardClient(proto, proto)),
@@ -85,3 +108,15 @@ func (c *Client) Addr() string { return c.addr }
 
 // Close closes the connection.
 func (c *Client) Close() error { return c.transport.Close() }
+
+// TableRequest is the get_table_req request for db.name. It announces the
+// INSERT_ONLY_TABLES capability: without it the metastore refuses to
+// return an insert-only transactional table ("Your client does not appear
+// to support insert-only tables"). hivedr reads and writes such tables'
+// metadata and files as they are, so it supports them.
+func TableRequest(db, name string) *hive_metastore.GetTableRequest {
+	return &hive_metastore.GetTableRequest{
+		DbName: db, TblName: name,
+		Capabilities: &hive_metastore.ClientCapabilities{Values: []hive_metastore.ClientCapability{hive_metastore.ClientCapability_INSERT_ONLY_TABLES}},
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -54,7 +55,8 @@ type Source interface {
 // Open returns the reader of the log that src configures: a ThriftSource
 // for source.kind thrift (the default, also for an empty kind), a
 // PostgresSource for postgres. Neither connects yet; the first call does.
-func Open(ctx context.Context, src config.Source) (Source, error) {
+// opts are the metastore's Dial options (Kerberos for a kerberized one).
+func Open(ctx context.Context, src config.Source, opts hms.Options) (Source, error) {
 	switch src.Kind {
 	case config.SourcePostgres:
 		s, err := NewPostgresSource(ctx, src.PostgresDSN)
@@ -63,7 +65,7 @@ func Open(ctx context.Context, src config.Source) (Source, error) {
 		}
 		return s, nil
 	case config.SourceThrift, "":
-		return NewThriftSource(src.Metastore), nil
+		return NewThriftSource(src.Metastore, opts), nil
 	}
 	return nil, fmt.Errorf("source.kind: %q is not %s or %s", src.Kind, config.SourceThrift, config.SourcePostgres)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/hms"
 )
 
 // TestOpen: each source.kind gets its reader, without connecting; a
@@ -13,7 +14,7 @@ import (
 func TestOpen(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range []string{config.SourceThrift, ""} {
-		s, err := Open(ctx, config.Source{Kind: kind, Metastore: "127.0.0.1:1"})
+		s, err := Open(ctx, config.Source{Kind: kind, Metastore: "127.0.0.1:1"}, hms.Options{})
 		if err != nil {
 			t.Fatalf("kind %q: %v", kind, err)
 		}
@@ -22,7 +23,7 @@ func TestOpen(t *testing.T) {
 		}
 		s.Close()
 	}
-	s, err := Open(ctx, config.Source{Kind: config.SourcePostgres, PostgresDSN: "postgres://hive:s3cret@127.0.0.1:1/metastore"})
+	s, err := Open(ctx, config.Source{Kind: config.SourcePostgres, PostgresDSN: "postgres://hive:s3cret@127.0.0.1:1/metastore"}, hms.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +31,11 @@ func TestOpen(t *testing.T) {
 		t.Errorf("postgres: %T %+v, want a PostgresSource with the DSN's password hidden", s, s)
 	}
 	s.Close()
-	if _, err := Open(ctx, config.Source{Kind: config.SourcePostgres, PostgresDSN: "postgres://h:x@[::1"}); err == nil ||
+	if _, err := Open(ctx, config.Source{Kind: config.SourcePostgres, PostgresDSN: "postgres://h:x@[::1"}, hms.Options{}); err == nil ||
 		!strings.HasPrefix(err.Error(), "source.postgres_dsn: ") {
 		t.Errorf("bad DSN: %v; want an error naming source.postgres_dsn", err)
 	}
-	if _, err := Open(ctx, config.Source{Kind: "mysql"}); err == nil || !strings.Contains(err.Error(), `source.kind: "mysql"`) {
+	if _, err := Open(ctx, config.Source{Kind: "mysql"}, hms.Options{}); err == nil || !strings.Contains(err.Error(), `source.kind: "mysql"`) {
 		t.Errorf("kind mysql: %v", err)
 	}
 }

@@ -14,33 +14,20 @@ import (
 // the call after a failure, so a metastore restart costs one poll.
 type ThriftSource struct {
 	addr string
-	c    *hms.Client
+	conn hms.Lazy
 }
 
-// NewThriftSource returns a source for the metastore at addr (host:port).
-// It connects lazily.
-func NewThriftSource(addr string) *ThriftSource { return &ThriftSource{addr: addr} }
-
-func (s *ThriftSource) client(ctx context.Context) (*hms.Client, error) {
-	if s.c != nil {
-		return s.c, nil
-	}
-	c, err := hms.Dial(ctx, s.addr, hms.Options{})
-	if err != nil {
-		return nil, err
-	}
-	s.c = c
-	return c, nil
+// NewThriftSource returns a source for the metastore at addr (host:port),
+// dialed with opts. It connects lazily.
+func NewThriftSource(addr string, opts hms.Options) *ThriftSource {
+	return &ThriftSource{addr: addr, conn: hms.Lazy{Addr: addr, Opts: opts}}
 }
+
+func (s *ThriftSource) client(ctx context.Context) (*hms.Client, error) { return s.conn.Get(ctx) }
 
 // drop forgets a connection whose call failed: Thrift connections are not
 // reusable after a transport error.
-func (s *ThriftSource) drop() {
-	if s.c != nil {
-		s.c.Close()
-		s.c = nil
-	}
-}
+func (s *ThriftSource) drop() { s.conn.Drop() }
 
 // Head implements Source.
 func (s *ThriftSource) Head(ctx context.Context) (int64, error) {

@@ -39,18 +39,26 @@ func CommittedEnd(ctx context.Context, cl *kgo.Client, topic string, partition i
 	}
 }
 
-// ReadCommitted returns the committed data records of [from, end) of one
-// partition, in offset order. end must be a last stable offset (see
-// CommittedEnd) with no transaction open below it, as when the only writer
-// has been fenced or stopped.
-//
-// A read_committed consumer drops aborted records and, by default, control
-// records, so it cannot tell "nothing more" from "not yet". This one keeps
-// control records: a transaction's last offset is its marker, so the read
-// knows it is done when it has seen offset end-1.
+// ReadCommitted returns the committed data records of topic/partition in
+// [from, end), in offset order (transaction markers and aborted records
+// left out). end must be at most the partition's last stable offset.
 func ReadCommitted(ctx context.Context, opts []kgo.Opt, topic string, partition int32, from, end int64) ([]*kgo.Record, error) {
+	var out []*kgo.Record
+	err := EachCommitted(ctx, opts, topic, partition, from, end, func(r *kgo.Record) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// EachCommitted calls fn with each committed data record of
+// topic/partition in [from, end), in offset order, as the fetches bring
+// them: it holds one fetch at a time, not the range. An error of fn stops
+// the read and is returned. end must be at most the partition's last
+// stable offset.
+func EachCommitted(ctx context.Context, opts []kgo.Opt, topic string, partition int32, from, end int64, fn func(*kgo.Record) error) error {
 	if from >= end {
-		return nil, nil
+		return nil
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
@@ -58,24 +66,27 @@ func ReadCommitted(ctx context.Context, opts []kgo.Opt, topic string, partition 
 		kgo.KeepControlRecords(),
 	}, opts...)...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer cl.Close()
-	var out []*kgo.Record
 	for reached := from - 1; reached < end-1; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("read %s/%d [%d, %d): reached only %d: %w", topic, partition, from, end, reached, err)
+			return fmt.Errorf("read %s/%d [%d, %d): reached only %d: %w", topic, partition, from, end, reached, err)
 		}
 		if err := fs.Err(); err != nil {
-			return nil, fmt.Errorf("read %s/%d: %w", topic, partition, err)
+			return fmt.Errorf("read %s/%d: %w", topic, partition, err)
 		}
+		var ferr error
 		fs.EachRecord(func(r *kgo.Record) {
 			reached = max(reached, r.Offset)
-			if !r.Attrs.IsControl() && r.Offset < end {
-				out = append(out, r)
+			if ferr == nil && !r.Attrs.IsControl() && r.Offset < end {
+				ferr = fn(r)
 			}
 		})
+		if ferr != nil {
+			return ferr
+		}
 	}
-	return out, nil
+	return nil
 }

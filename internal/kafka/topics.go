@@ -3,7 +3,8 @@
 // carries, creating them with their settings (Ensure), and reading a
 // partition's committed records in an offset range (CommittedEnd,
 // ReadCommitted: the tailer's checkpoint and chain on start, and `hivedr
-// status`, read from the end backwards).
+// status`, read from the end backwards), and a source's newest checkpoint
+// (NewestCheckpoint: `hivedr status` and `hivedr bootstrap`).
 package kafka
 
 import (
@@ -51,6 +52,12 @@ func (t Topics) Checkpoints() string { return t.Prefix + ".tailer.checkpoints" }
 // Control carries operators' requests to the tailer (BootstrapRequest),
 // keyed by request ID.
 func (t Topics) Control() string { return t.Prefix + ".control" }
+
+// ApplierControl carries operators' requests to running appliers
+// (applier.Control: seek a database's topic, plan its head again), keyed
+// by database. It is separate from Control so neither role reads the
+// other's requests.
+func (t Topics) ApplierControl() string { return t.Prefix + ".applier.control" }
 
 var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 

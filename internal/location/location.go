@@ -295,3 +295,43 @@ func Append(prefix, rel string) string {
 	}
 	return strings.TrimRight(prefix, "/")
 }
+
+// Below returns the path of loc below dir, both written as full
+// locations; ok is false when either does not parse or loc is not
+// strictly under dir (dir itself is not below it).
+func Below(dir, loc string) (rel string, ok bool) {
+	d, err := Parse(dir)
+	if err != nil {
+		return "", false
+	}
+	l, err := Parse(loc)
+	if err != nil {
+		return "", false
+	}
+	rel, ok = l.Rel(d)
+	return rel, ok && rel != ""
+}
+
+// Same reports whether a and b name one location once normalised; two
+// strings of which either does not parse are the same only when equal.
+func Same(a, b string) bool {
+	la, errA := Parse(a)
+	lb, errB := Parse(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return la == lb
+}
+
+// Hidden reports whether rel, a slash-separated path (as Rel returns
+// it), has a segment starting with "." or "_": files Hive's readers skip
+// (staging files, _SUCCESS markers), so replication neither lists nor
+// compares them.
+func Hidden(rel string) bool {
+	for _, seg := range strings.Split(rel, "/") {
+		if strings.HasPrefix(seg, ".") || strings.HasPrefix(seg, "_") {
+			return true
+		}
+	}
+	return false
+}

@@ -211,3 +211,49 @@ func TestCanonicalAuthority(t *testing.T) {
 		}
 	}
 }
+
+func TestBelowSameHidden(t *testing.T) {
+	for _, tt := range []struct {
+		dir, loc, rel string
+		ok            bool
+	}{
+		{"hdfs://nn:8020/w/", "hdfs://NN/w/db/f", "db/f", true},
+		{"hdfs://nn/w", "hdfs://nn/w", "", false},    // the directory itself
+		{"hdfs://nn/w", "hdfs://nn/wx/f", "", false}, // a sibling sharing a name prefix
+		{"hdfs://nn/w", "hdfs://other/w/f", "", false},
+		{"hdfs://nn/w", "hdfs://nn/w/../f", "", false}, // does not parse
+	} {
+		rel, ok := Below(tt.dir, tt.loc)
+		if rel != tt.rel || ok != tt.ok {
+			t.Errorf("Below(%s, %s) = %q, %v; want %q, %v", tt.dir, tt.loc, rel, ok, tt.rel, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		a, b string
+		same bool
+	}{
+		{"hdfs://NN/w/", "hdfs://nn:8020/w", true},
+		{"s3a://b/k", "s3://b/k", true},
+		{"hdfs://nn/w", "hdfs://nn/x", false},
+		{"hdfs://nn/a/../b", "hdfs://nn/a/../b", true}, // unparsable: equal strings
+		{"hdfs://nn/a/../b", "hdfs://nn/b", false},
+	} {
+		if got := Same(tt.a, tt.b); got != tt.same {
+			t.Errorf("Same(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.same)
+		}
+	}
+	for _, tt := range []struct {
+		rel    string
+		hidden bool
+	}{
+		{"a/b/part-0", false},
+		{"_SUCCESS", true},
+		{"a/.hive-staging/f", true},
+		{"a/_tmp/f", true},
+		{"a_b/c.d", false},
+	} {
+		if got := Hidden(tt.rel); got != tt.hidden {
+			t.Errorf("Hidden(%q) = %v, want %v", tt.rel, got, tt.hidden)
+		}
+	}
+}

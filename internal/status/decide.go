@@ -52,7 +52,9 @@ func tailerState(t Tailer) string {
 // case that applies wins: the tailer's broken chain concerns every
 // database in scope and needs a bootstrap whatever else is true; then
 // what could not be read; then the applier's halt (the reason is below
-// the table); then the RPO, the promise made to the database's owners;
+// the table), unless a bootstrap in progress will release it; then the
+// bootstrap in progress (its replica is on its way, its figures below the
+// table); then the RPO, the promise made to the database's owners;
 // then the tailer as the cause upstream of everything the applier does;
 // then the applier's own lag and the DR side.
 func databaseState(tailer string, d Database) string {
@@ -64,8 +66,17 @@ func databaseState(tailer string, d Database) string {
 		return StateChainBroken
 	case !d.known.kafka || !d.known.dr:
 		return StateUnknown
-	case d.Halted != "":
+	case d.Halted != "" && (d.Bootstrap == nil || d.Bootstrap.Halted != ""):
+		// A halt the bootstrap in progress will release (chain_broken,
+		// needs_bootstrap, ... before its BEGIN is applied) is not one.
 		return StateHalted
+	case d.Bootstrap != nil:
+		return StateBootstrapping
+	case d.TopicExists && !d.OnDR && d.LagEvents == 0 && !d.LagEventsPartial:
+		// Its topic applied to the end and no database on DR: the source
+		// dropped it and DR applied the drop. No replica is left to age
+		// (its RPO cannot be breached), nor anything to lag.
+		return StateNotOnDR
 	case breached:
 		return StateRPOBreached
 	case d.InScope && tailer == TailerDown:
@@ -174,6 +185,7 @@ func (t *tally) completes(at time.Time) {
 // fromCheckpoint sets what the tailer's newest checkpoint says.
 func (t *Tailer) fromCheckpoint(cp *schemas.TailerCheckpoint) {
 	t.CheckpointEventID, t.CheckpointWritten, t.CheckpointState = cp.LastEventID, cp.Written, cp.State
+	t.boots = cp.Bootstraps
 }
 
 // fromTally sets what a tally of the database's topic found; partial says

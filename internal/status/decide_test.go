@@ -1,10 +1,13 @@
 package status
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -218,6 +221,15 @@ func TestDecide(t *testing.T) {
 			tailer: TailerRunning, state: StateNotOnDR, age: 2, caughtUp: true,
 		},
 		{
+			// Dropped on the source, the drop applied: its last record is
+			// old, but no replica is left to age past its RPO.
+			name: "dropped, the drop applied",
+			f: func(f *facts) {
+				f.params, f.rpo, f.recs = nil, 30*time.Second, []topicRecord{event(10, 120, before(500)), heartbeat(12, before(400))}
+			},
+			tailer: TailerRunning, state: StateNotOnDR, age: 400, caughtUp: true,
+		},
+		{
 			name:   "not a target",
 			f:      func(f *facts) { delete(f.params, "repl.target.for") },
 			tailer: TailerRunning, state: StateNotTarget, age: 2,
@@ -240,6 +252,49 @@ func TestDecide(t *testing.T) {
 			tailer: TailerNoCheckpoint, state: StateOK, age: 2,
 		},
 	}
+	// Bootstraps: the tailer's side in the checkpoint, the applier's in
+	// the DR parameters.
+	boot := schemas.BootstrapState{Database: "finance", BootstrapID: "finance-119-1772366400000", RequestID: "r1",
+		CutEventID: 119, Phase: schemas.PhaseSnapshot, TablesTotal: 4, TablesDone: 2, PartitionsDone: 30, Files: 40, Seq: 33}
+	applying := func(f *facts) {
+		f.params[drparam.BootstrapID] = boot.BootstrapID
+		f.params[drparam.BootstrapApplied] = drparam.FormatProgress(drparam.Progress{Seq: 10, Tables: 1, Partitions: 8, Files: 9})
+	}
+	tests = append(tests, []struct {
+		name     string
+		f        func(*facts)
+		tailer   string
+		state    string
+		lag      int64
+		age      float64
+		caughtUp bool
+	}{
+		{name: "bootstrapping: the tailer publishes it", f: func(f *facts) { f.cp.Bootstraps = []schemas.BootstrapState{boot} },
+			tailer: TailerRunning, state: StateBootstrapping, age: 2, caughtUp: true},
+		{name: "bootstrapping a database asked for is not caught up", f: func(f *facts) {
+			f.cp.Bootstraps, f.required = []schemas.BootstrapState{boot}, true
+		}, tailer: TailerRunning, state: StateBootstrapping, age: 2},
+		{name: "bootstrapping: the applier applies it", f: applying,
+			tailer: TailerRunning, state: StateBootstrapping, age: 2, caughtUp: true},
+		{name: "bootstrapping over a halt it releases", f: func(f *facts) {
+			f.cp.Bootstraps = []schemas.BootstrapState{boot}
+			f.params[drparam.Halted] = drparam.FormatHalt(120, "ADD_PARTITION", "needs_bootstrap", "")
+		}, tailer: TailerRunning, state: StateBootstrapping, age: 2, caughtUp: true},
+		{name: "halted in its bootstrap", f: func(f *facts) {
+			applying(f)
+			f.params[drparam.Halted] = drparam.FormatHalt(119, "HIVEDR_SNAPSHOT_TABLE", "copy_failed", "f")
+		}, tailer: TailerRunning, state: StateHalted, age: 2},
+		{name: "a halt no bootstrap releases", f: func(f *facts) {
+			f.cp.Bootstraps = []schemas.BootstrapState{boot}
+			f.params[drparam.Halted] = drparam.FormatHalt(120, "ADD_PARTITION", "not_a_replica", "")
+		}, tailer: TailerRunning, state: StateHalted, age: 2},
+		{name: "bootstrap applied, the tailer catching up", f: func(f *facts) {
+			b := boot
+			b.Phase = schemas.PhaseCatchup
+			f.cp.Bootstraps = []schemas.BootstrapState{b}
+			f.params[drparam.BootstrapDone] = boot.BootstrapID
+		}, tailer: TailerRunning, state: StateOK, age: 2, caughtUp: true},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := healthy()
@@ -363,5 +418,64 @@ func TestDownAfter(t *testing.T) {
 		if got := DownAfter(config.Tailer{HeartbeatInterval: d(tt.heartbeat), PollInterval: d(tt.poll)}); got != tt.want {
 			t.Errorf("heartbeat %vs, poll %vs: %s, want %s", tt.heartbeat, tt.poll, got, tt.want)
 		}
+	}
+}
+
+// TestBootstrapFigures: a bootstrapping database carries the tailer's and
+// the applier's figures, in the JSON and below the table.
+func TestBootstrapFigures(t *testing.T) {
+	f := healthy()
+	f.cp.Bootstraps = []schemas.BootstrapState{{Database: "finance", BootstrapID: "finance-119-1772366400000", CutEventID: 119,
+		Phase: schemas.PhaseSnapshot, TablesTotal: 4, TablesDone: 2, PartitionsDone: 30, Files: 40, Bytes: 4096, Seq: 33,
+		Started: now.Add(-80 * time.Second)}}
+	f.params[drparam.BootstrapID] = "finance-119-1772366400000"
+	f.params[drparam.BootstrapApplied] = drparam.FormatProgress(drparam.Progress{Seq: 11, Tables: 1, Partitions: 8, Files: 9})
+	rep := decide(f)
+	b := rep.Databases[0].Bootstrap
+	if b == nil || b.Phase != schemas.PhaseSnapshot || b.TablesTotal != 4 || b.Applied.Tables != 1 || b.PartitionsPublished != 30 ||
+		b.Applied.Partitions != 8 || b.FilesCopied != 9 || b.FilesPublished != 40 || b.AppliedPercent() != 100.0/3 || rep.Total.Bootstrapping != 1 {
+		t.Fatalf("bootstrap %+v, total %+v", b, rep.Total)
+	}
+	if r := b.Rates; len(r) != 4 || r[1].Name != "partitions" || r[1].PerSecond != 0.1 || r[1].ETASeconds == nil || *r[1].ETASeconds != 520 {
+		t.Errorf("rates %+v, want partitions at 0.1/s, 520 s left", r)
+	}
+	var out strings.Builder
+	if err := rep.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"bootstrapping\n", "1 bootstrapping: caught up",
+		"finance finance-119-1772366400000 SNAPSHOT: tables 1/4, partitions 8/30+, files copied 9/40+ (0 B of 4.0 KiB+), applied 33%",
+		// Averages over the 80 s since it started; the partitions' total
+		// extrapolated from the tables published (30 x 4/2).
+		"since it started: tables=1/4 0.0/s eta 4m0s partitions=8/~60 0.1/s eta 8m40s files=9/~80 0.1/s eta 10m31s"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestBootstrapFiguresPast: the tailer is done with a bootstrap the
+// applier is still applying; its totals come from an older checkpoint.
+func TestBootstrapFiguresPast(t *testing.T) {
+	f := healthy()
+	f.params[drparam.BootstrapID] = "finance-119-1772366400000"
+	f.params[drparam.BootstrapApplied] = drparam.FormatProgress(drparam.Progress{Seq: 11, Tables: 1, Partitions: 8, Files: 9})
+	rep := &Report{Time: now, required: map[string]bool{}, Tailer: Tailer{Source: "primary", DownAfter: 15, SourceHeadEventID: f.head}}
+	rep.Tailer.fromCheckpoint(f.cp)
+	rep.Tailer.past = []schemas.BootstrapState{{Database: "finance", BootstrapID: "finance-119-1772366400000", CutEventID: 119,
+		Phase: schemas.PhaseCatchup, TablesTotal: 4, TablesDone: 4, PartitionsDone: 30, Files: 40, Seq: 36}}
+	d := Database{Database: "finance", TopicExists: true, InScope: true, RPO: 300}
+	d.known.kafka, d.known.dr = true, true
+	d.fromParameters(f.params)
+	rep.Databases = []Database{d}
+	for i := range 12 {
+		rep.copies = append(rep.copies, schemas.CopyCompletion{TaskID: fmt.Sprintf("finance-119-1772366400000-s%d-0", i+2), Status: schemas.StatusCopied, Length: 100})
+	}
+	rep.copies = append(rep.copies, schemas.CopyCompletion{TaskID: "sales-3-1772366400000-s2-0", Status: schemas.StatusCopied, Length: 100})
+	rep.summarize()
+	b := rep.Databases[0].Bootstrap
+	if rep.Databases[0].State != StateBootstrapping || b == nil || b.Phase != "PUBLISHED" || b.TablesTotal != 4 || b.PartitionsPublished != 30 ||
+		b.Applied.Partitions != 8 || b.FilesCopied != 12 || b.BytesCopied != 1200 {
+		t.Fatalf("state %s, bootstrap %+v", rep.Databases[0].State, b)
 	}
 }

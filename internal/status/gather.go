@@ -15,7 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/internal/bootstrap"
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/hmslog"
@@ -74,11 +76,15 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 		}
 	}
 
-	dec, err := schemas.DialDecoder(conf.SchemaRegistry)
+	dec, err := connect.Decoder(conf.SchemaRegistry)
 	if err != nil {
 		fail("%v", err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(conf.Kafka.Brokers...), kgo.DialTimeout(5*time.Second))
+	kopts, err := connect.Kafka(conf.Kafka)
+	var cl *kgo.Client
+	if err == nil {
+		cl, err = kgo.NewClient(append(slices.Clone(kopts), kgo.DialTimeout(5*time.Second))...)
+	}
 	if err != nil {
 		fail("kafka %s: %v", brokers, err)
 	}
@@ -91,7 +97,7 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 		td, err := adm.ListTopics(lctx)
 		cancel()
 		if err != nil {
-			fail("kafka %s: list topics: %v (is Kafka up?)", brokers, err)
+			fail("kafka %s: list topics: %v (is Kafka up?)", brokers, connect.Explain(conf, err))
 			kafkaOK = false
 		} else {
 			pat := topics.EventsPattern()
@@ -121,28 +127,102 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 	offsetsOK := false
 	if kafkaOK && dec != nil {
 		wait := max(tailerWait, conf.Tailer.PollInterval.Duration+time.Second)
-		if err := tailerPosition(ctx, conf, cl, dec, topics.Checkpoints(), head, wait, &rep.Tailer); err != nil {
-			fail("tailer checkpoint (%s): %v", topics.Checkpoints(), err)
+		if err := tailerPosition(ctx, conf, cl, kopts, dec, topics.Checkpoints(), head, wait, &rep.Tailer); err != nil {
+			fail("tailer checkpoint (%s): %v", topics.Checkpoints(), connect.Explain(conf, err))
 		}
 	}
 	if kafkaOK {
 		if err := groupOffsets(ctx, conf, adm, rep); err != nil {
-			fail("kafka %s: applier group %s: %v", brokers, conf.Applier.Group, err)
+			fail("kafka %s: applier group %s: %v", brokers, conf.Applier.Group, connect.Explain(conf, err))
 		} else {
 			offsetsOK = true
 		}
 	}
 	// The DR after Kafka: repl.last.id read later is only further on, so
 	// no event counts as applied that is not.
-	if err := drParameters(ctx, conf.Applier.Metastore, rep.Databases); err != nil {
+	if err := drParameters(ctx, conf.Applier.Metastore, conf.DRMetastoreOptions(), rep.Databases); err != nil {
 		fail("DR metastore %s: %v", conf.Applier.Metastore, err)
 	}
 	if offsetsOK && dec != nil {
-		rep.Errors = append(rep.Errors, scanTopics(ctx, conf.Kafka.Brokers, dec, rep.Databases)...)
+		rep.Errors = append(rep.Errors, scanTopics(ctx, kopts, dec, rep.Databases)...)
+	}
+	if kafkaOK && dec != nil && !rep.Tailer.Unknown {
+		if err := pastStates(ctx, conf, cl, kopts, dec, topics.Checkpoints(), rep); err != nil {
+			fail("tailer checkpoints (%s): %v", topics.Checkpoints(), connect.Explain(conf, err))
+		}
+	}
+	if kafkaOK && dec != nil {
+		if err := bootstrapCopies(ctx, conf, kopts, dec, topics.Completions(), rep); err != nil {
+			fail("completions (%s): %v", topics.Completions(), err)
+		}
 	}
 	rep.Time = time.Now()
 	rep.summarize()
 	return rep
+}
+
+// pastCheckpoints is how many checkpoint records pastStates reads back at
+// most: a tailer writes about one a second when quiet, so this reaches
+// about an hour back (more under load, when the applier is rarely long
+// behind the tailer).
+const pastCheckpoints = 4096
+
+// pastStates finds, for each DR database applying a bootstrap that the
+// tailer's newest checkpoint no longer holds (the tailer has published
+// all of it), the bootstrap's last state in the older checkpoints: its
+// totals, which the DR parameters do not have.
+func pastStates(ctx context.Context, conf *config.Config, cl *kgo.Client, kopts []kgo.Opt, dec *schemas.Decoder, topic string, rep *Report) error {
+	want := map[string]bool{}
+	for _, d := range rep.Databases {
+		if id := d.params[drparam.BootstrapID]; id != "" && !slices.ContainsFunc(rep.Tailer.boots, func(b schemas.BootstrapState) bool { return b.BootstrapID == id }) {
+			want[id] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return kafka.CheckpointsBackward(ctx, cl, kopts, topic, conf.Source.Name, dec, pastCheckpoints, func(cp *schemas.TailerCheckpoint) bool {
+		for _, b := range cp.Bootstraps {
+			if want[b.BootstrapID] {
+				rep.Tailer.past = append(rep.Tailer.past, b)
+				delete(want, b.BootstrapID)
+			}
+		}
+		return len(want) > 0
+	})
+}
+
+// bootstrapCopies reads the completions of bootstrap copy tasks written
+// since the earliest bootstrap in progress started (its state's start, or
+// the time its ID names), within scanBudget: the files copied so far.
+func bootstrapCopies(ctx context.Context, conf *config.Config, kopts []kgo.Opt, dec *schemas.Decoder, topic string, rep *Report) error {
+	var since time.Time
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (since.IsZero() || t.Before(since)) {
+			since = t
+		}
+	}
+	for _, b := range append(slices.Clone(rep.Tailer.boots), rep.Tailer.past...) {
+		earliest(b.Started)
+	}
+	for _, d := range rep.Databases {
+		if t, ok := bootstrap.BootstrapStart(d.params[drparam.BootstrapID]); ok {
+			earliest(t)
+		}
+	}
+	if since.IsZero() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, scanBudget)
+	defer cancel()
+	// A minute earlier: clocks of the tailer and the brokers differ.
+	_, err := bootstrap.ReadCompletions(ctx, kopts, dec, topic, since.Add(-time.Minute),
+		func(c *schemas.CopyCompletion) {
+			rep.copies = append(rep.copies, schemas.CopyCompletion{TaskID: c.TaskID, Status: c.Status, Length: c.Length})
+		})
+	return err
 }
 
 // rpo is a database policy's RPO; a policy that was never validated (the
@@ -163,7 +243,7 @@ const defaultRPO = 5 * time.Minute
 func sourceHead(ctx context.Context, conf *config.Config) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	src, err := hmslog.Open(ctx, conf.Source)
+	src, err := hmslog.Open(ctx, conf.Source, conf.SourceMetastoreOptions())
 	if err != nil {
 		return 0, fmt.Errorf("source %s: %w", conf.Source.Name, err)
 	}
@@ -178,11 +258,11 @@ func sourceHead(ctx context.Context, conf *config.Config) (int64, error) {
 // tailerPosition reads the tailer's newest checkpoint, re-reading for up
 // to wait until it reaches head. It stops early on a checkpoint that will
 // not move: CHAIN_BROKEN, or older than DownAfter.
-func tailerPosition(ctx context.Context, conf *config.Config, cl *kgo.Client, dec *schemas.Decoder, topic string, head int64, wait time.Duration, ts *Tailer) error {
+func tailerPosition(ctx context.Context, conf *config.Config, cl *kgo.Client, kopts []kgo.Opt, dec *schemas.Decoder, topic string, head int64, wait time.Duration, ts *Tailer) error {
 	deadline := time.Now().Add(wait)
 	downAfter := DownAfter(conf.Tailer)
 	for {
-		cp, err := readTailerCheckpoint(ctx, cl, conf.Kafka.Brokers, topic, conf.Source.Name, dec)
+		cp, err := kafka.NewestCheckpoint(ctx, cl, kopts, topic, conf.Source.Name, dec)
 		if err != nil {
 			return err
 		}
@@ -202,57 +282,6 @@ func tailerPosition(ctx context.Context, conf *config.Config, cl *kgo.Client, de
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// readTailerCheckpoint returns source's newest committed checkpoint, or
-// nil when there is none (or no checkpoints topic yet).
-func readTailerCheckpoint(ctx context.Context, cl *kgo.Client, brokers []string, topic, source string, dec *schemas.Decoder) (*schemas.TailerCheckpoint, error) {
-	adm := kadm.NewClient(cl)
-	ends, err := adm.ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("list end offsets: %w", err)
-	}
-	end, ok := ends.Lookup(topic, 0)
-	if !ok || errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
-		return nil, nil
-	}
-	if end.Err != nil {
-		return nil, fmt.Errorf("end offset: %w", end.Err)
-	}
-	starts, err := adm.ListStartOffsets(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("list start offsets: %w", err)
-	}
-	start := int64(0)
-	if s, ok := starts.Lookup(topic, 0); ok && s.Err == nil {
-		start = s.Offset
-	}
-	for window := int64(64); end.Offset > start; window *= 4 {
-		from := max(start, end.Offset-window)
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		recs, err := kafka.ReadCommitted(rctx, []kgo.Opt{kgo.SeedBrokers(brokers...)}, topic, 0, from, end.Offset)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("read offsets %d to %d: %w", from, end.Offset, err)
-		}
-		for i := len(recs) - 1; i >= 0; i-- {
-			if string(recs[i].Key) != source {
-				continue
-			}
-			v, err := dec.Decode(ctx, recs[i].Value)
-			if err != nil {
-				return nil, fmt.Errorf("decode the checkpoint at offset %d: %w", recs[i].Offset, err)
-			}
-			if cp, ok := v.(*schemas.TailerCheckpoint); ok {
-				return cp, nil
-			}
-			return nil, fmt.Errorf("record at offset %d is a %T, not a TailerCheckpoint", recs[i].Offset, v)
-		}
-		if from == start {
-			break
-		}
-	}
-	return nil, nil
 }
 
 // groupOffsets fills the applier group's committed offsets, the topics'
@@ -332,7 +361,7 @@ const (
 // Best effort within scanBudget: a topic not read to its end in time has
 // LagEventsPartial set; one whose DR database could not be read has an
 // unknown LagEvents (what is applied past the commit is not known).
-func scanTopics(ctx context.Context, brokers []string, dec *schemas.Decoder, dbs []Database) []string {
+func scanTopics(ctx context.Context, kopts []kgo.Opt, dec *schemas.Decoder, dbs []Database) []string {
 	ctx, cancel := context.WithTimeout(ctx, scanBudget)
 	defer cancel()
 	type scan struct {
@@ -410,7 +439,7 @@ func scanTopics(ctx context.Context, brokers []string, dec *schemas.Decoder, dbs
 		}
 		return s.n < scanLimit
 	}
-	unfinished := readRanges(ctx, brokers, ranges, tallyRecord)
+	unfinished := readRanges(ctx, kopts, ranges, tallyRecord)
 	for topic := range unfinished {
 		s := scans[topic]
 		// The newest record seen is not the topic's newest.
@@ -429,7 +458,7 @@ func scanTopics(ctx context.Context, brokers []string, dec *schemas.Decoder, dbs
 		if len(ranges) == 0 || ctx.Err() != nil {
 			break
 		}
-		readRanges(ctx, brokers, ranges, func(r *kgo.Record) bool {
+		readRanges(ctx, kopts, ranges, func(r *kgo.Record) bool {
 			s := scans[r.Topic]
 			switch header(r, kafka.HeaderType) {
 			case schemas.NameHeartbeat:
@@ -494,7 +523,7 @@ func recordType(r *kgo.Record) string {
 // (fn stopped them, or ctx ended first). A range ends at the topic's last
 // stable offset, or anywhere below it: the read is done when it has seen
 // offset to-1 or any later one.
-func readRanges(ctx context.Context, brokers []string, ranges map[string][2]int64, fn func(*kgo.Record) bool) map[string]bool {
+func readRanges(ctx context.Context, kopts []kgo.Opt, ranges map[string][2]int64, fn func(*kgo.Record) bool) map[string]bool {
 	unfinished := map[string]bool{}
 	offsets := map[string]map[int32]kgo.Offset{}
 	reached := map[string]int64{}
@@ -508,8 +537,8 @@ func readRanges(ctx context.Context, brokers []string, ranges map[string][2]int6
 	if len(offsets) == 0 {
 		return unfinished
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(offsets),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	cl, err := kgo.NewClient(append(slices.Clone(kopts), kgo.ConsumePartitions(offsets),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
 	if err != nil {
 		return unfinished
 	}
@@ -547,13 +576,14 @@ func readRanges(ctx context.Context, brokers []string, ranges map[string][2]int6
 
 // drParameters reads each database's replication parameters from the DR
 // metastore.
-func drParameters(ctx context.Context, addr string, dbs []Database) error {
+func drParameters(ctx context.Context, addr string, opts hms.Options, dbs []Database) error {
 	if len(dbs) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	c, err := hms.Dial(ctx, addr, hms.Options{ConnectTimeout: 5 * time.Second, SocketTimeout: 15 * time.Second})
+	opts.ConnectTimeout, opts.SocketTimeout = 5*time.Second, 15*time.Second
+	c, err := hms.Dial(ctx, addr, opts)
 	if err != nil {
 		return err // hms.Dial names the address
 	}
@@ -578,7 +608,7 @@ func drParameters(ctx context.Context, addr string, dbs []Database) error {
 // fromParameters sets what a DR database's parameters say: it is on the
 // DR, its repl.target.for, repl.last.id, hivedr.halted and skipped events.
 func (d *Database) fromParameters(p map[string]string) {
-	d.OnDR = true
+	d.OnDR, d.params = true, p
 	d.ReplTarget, d.Halted = p[drparam.Target], p[drparam.Halted]
 	d.LastEventID, _ = strconv.ParseInt(p[drparam.LastID], 10, 64)
 	d.Skipped = nil

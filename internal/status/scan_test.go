@@ -119,7 +119,7 @@ func TestScanTopics(t *testing.T) {
 	d.known.kafka, d.known.dr = true, true
 	dbs := []Database{d}
 	start := time.Now()
-	if errs := scanTopics(ctx, brokers, dec, dbs); len(errs) > 0 {
+	if errs := scanTopics(ctx, []kgo.Opt{kgo.SeedBrokers(brokers...)}, dec, dbs); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	// Reading back ends inside the aborted transaction, whose records a
@@ -141,7 +141,7 @@ func TestScanTopics(t *testing.T) {
 	// completes the replica: it was sent at the source head.
 	dbs = []Database{d}
 	dbs[0].LastEventID = 11
-	if errs := scanTopics(ctx, brokers, dec, dbs); len(errs) > 0 {
+	if errs := scanTopics(ctx, []kgo.Opt{kgo.SeedBrokers(brokers...)}, dec, dbs); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	if got := dbs[0]; !got.Complete.Equal(t0.Add(8*time.Second)) || got.LagEvents != 0 || !got.oldestUnapplied.IsZero() {
@@ -150,7 +150,7 @@ func TestScanTopics(t *testing.T) {
 
 	// An unreadable registry: what needs decoding is named, not guessed.
 	dbs = []Database{d}
-	if errs := scanTopics(ctx, brokers, schemas.NewDecoder(&memRegistry{}), dbs); len(errs) == 0 || !dbs[0].Complete.IsZero() {
+	if errs := scanTopics(ctx, []kgo.Opt{kgo.SeedBrokers(brokers...)}, schemas.NewDecoder(&memRegistry{}), dbs); len(errs) == 0 || !dbs[0].Complete.IsZero() {
 		t.Errorf("with no schemas: errors %q, complete %v", errs, dbs[0].Complete)
 	}
 }

@@ -16,6 +16,7 @@ package status
 import (
 	"time"
 
+	"github.com/hivedr/hivedr/internal/bootstrap"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -30,6 +31,11 @@ const (
 	StateUnknown = "unknown"
 	// StateHalted: the database's applier worker halted (hivedr.halted).
 	StateHalted = "HALTED"
+	// StateBootstrapping: a bootstrap of the database is in progress (the
+	// tailer's newest checkpoint holds its BootstrapState, or the DR
+	// database's parameters show one being applied) and nothing stops
+	// it; Database.Bootstrap has its figures.
+	StateBootstrapping = "bootstrapping"
 	// StateRPOBreached: the replica is older than the database's RPO.
 	StateRPOBreached = "rpo_breached"
 	// StateTailerDown: the tailer has written no checkpoint for longer
@@ -89,6 +95,9 @@ type Report struct {
 	// Errors name what could not be reached or read.
 	Errors   []string        `json:"errors,omitempty"`
 	required map[string]bool // databases named with -db
+	// copies are the completions of bootstrap copy tasks since the
+	// earliest bootstrap in progress started (bootstrapCopies).
+	copies []schemas.CopyCompletion
 }
 
 // Tailer is the tailer's position against the source log.
@@ -123,6 +132,10 @@ type Tailer struct {
 	CaughtUp bool `json:"caught_up"`
 	// Unknown: the checkpoint could not be read (see the report's errors).
 	Unknown bool `json:"unknown,omitempty"`
+	// boots are the bootstraps in progress the checkpoint holds; past
+	// the last states of bootstraps older checkpoints held (the tailer is
+	// done with them, the applier is not: pastStates).
+	boots, past []schemas.BootstrapState
 }
 
 // Applier is the applier group and the DR metastore it applies to.
@@ -194,8 +207,14 @@ type Database struct {
 	// the topic's newest data record; zero when unread.
 	Newest     time.Time `json:"newest_record_time,omitzero"`
 	NewestType string    `json:"newest_record_type,omitempty"`
+	// Bootstrap is where the database's bootstrap in progress stands
+	// (phase, tables, partitions, files, applied); nil when none is.
+	Bootstrap *bootstrap.Database `json:"bootstrap,omitempty"`
 	// State is one of the Database states.
 	State string `json:"state"`
+	// params are the DR database's parameters; nil when not read or not
+	// on DR.
+	params map[string]string
 	// known records which systems answered for the database; a database
 	// one of them did not answer for is StateUnknown.
 	known struct{ dr, kafka bool }
@@ -226,6 +245,50 @@ type Total struct {
 	RPOBreached int `json:"rpo_breached"`
 	// Skipped is the number of skipped events of all databases.
 	Skipped int `json:"skipped"`
+	// Bootstrapping is how many databases are being bootstrapped.
+	Bootstrapping int `json:"bootstrapping"`
+}
+
+// bootstraps sets each database's Bootstrap: the bootstraps in progress
+// of the tailer's newest checkpoint and of the DR parameters, folded as
+// `hivedr bootstrap` folds them, with the completions bootstrapCopies
+// read. Pure.
+func (r *Report) bootstraps() {
+	tr := bootstrap.NewTracker("", -1, false)
+	if len(r.Tailer.past) > 0 {
+		tr.ObserveCheckpoint(&schemas.TailerCheckpoint{Bootstraps: r.Tailer.past, RequestsOffset: -1})
+	}
+	// Those the newest checkpoint no longer holds are published.
+	tr.ObserveCheckpoint(&schemas.TailerCheckpoint{State: r.Tailer.CheckpointState, Bootstraps: r.Tailer.boots, RequestsOffset: -1})
+	for i := range r.copies {
+		tr.ObserveCompletion(&r.copies[i])
+	}
+	for _, d := range r.Databases {
+		if d.params != nil {
+			tr.ObserveDRAny(d.Database, d.params)
+		}
+	}
+	figures := map[string]bootstrap.Database{}
+	for _, b := range tr.Databases() {
+		figures[b.Database] = b
+	}
+	for i := range r.Databases {
+		d := &r.Databases[i]
+		d.Bootstrap = nil
+		if b, ok := figures[d.Database]; ok && !b.Done {
+			// A file applied was copied (the completions may be read in
+			// part, or be older than the window read).
+			b.FilesCopied = max(b.FilesCopied, b.Applied.Files)
+			// One look: the rates are averages since the bootstrap
+			// started, the ETAs at those rates.
+			started := b.Started
+			if started.IsZero() {
+				started, _ = bootstrap.BootstrapStart(b.BootstrapID)
+			}
+			b.Rates = bootstrap.Rates(bootstrap.Average(b, started, r.Time))
+			d.Bootstrap = &b
+		}
+	}
 }
 
 // summarize sets the tailer's state, each database's age, Behind and
@@ -243,6 +306,7 @@ func (r *Report) summarize() {
 	}
 	t.State = tailerState(*t)
 
+	r.bootstraps()
 	r.Total = Total{Databases: len(r.Databases)}
 	r.CaughtUp = len(r.Errors) == 0 && t.State == TailerRunning && t.CaughtUp
 	for i := range r.Databases {
@@ -265,12 +329,16 @@ func (r *Report) summarize() {
 		if d.State == StateRPOBreached {
 			r.Total.RPOBreached++
 		}
+		if d.State == StateBootstrapping {
+			r.Total.Bootstrapping++
+		}
 		r.Total.Skipped += len(d.Skipped)
 		switch d.State {
 		case StateOK:
-		case StateNoTopic, StateNotOnDR:
+		case StateNoTopic, StateNotOnDR, StateBootstrapping:
 			// Nothing of it replicated yet (an in-scope database with no
-			// event since the tailer started): fine, unless asked for.
+			// event since the tailer started), or on its way (a bootstrap
+			// going on): fine, unless asked for.
 			if r.required[d.Database] {
 				r.CaughtUp = false
 			}

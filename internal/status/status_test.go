@@ -160,7 +160,7 @@ func TestWriteText(t *testing.T) {
 			dbs: []Database{db("finance", 117, 0, func(d *Database) { d.Halted = "event 118: chain_broken: the tailer stopped" })},
 			want: []string{
 				"tailer (source primary): CHAIN_BROKEN: stopped after event 117 (checkpoint written 1h ago) on a gap in the source log: " +
-					"events after 117 were purged before they were published; bootstrap the databases in scope again; source head 130: 13 events not published",
+					"events after 117 were purged before they were published; repair with hivedr bootstrap -repair-chain, then restart hivedr tail; source head 130: 13 events not published",
 				"chain_broken", "NOT caught up", "halted (", "finance: event 118: chain_broken",
 			},
 		},
@@ -288,7 +288,7 @@ func TestWriteJSONKeys(t *testing.T) {
 			"lag_events_partial newest_record_time newest_record_type on_dr repl_last_id repl_target_for replica_complete_time " +
 			"rpo_seconds skipped state topic topic_exists uncommitted_records"},
 		{"skipped", skipped[0], "event_id note"},
-		{"total", total, "databases halted lag_events lagging rpo_breached skipped"},
+		{"total", total, "bootstrapping databases halted lag_events lagging rpo_breached skipped"},
 	} {
 		var got []string
 		for k := range c.obj {

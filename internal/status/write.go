@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hivedr/hivedr/internal/bootstrap"
 )
 
 // WriteJSON writes the report as one indented JSON object, the output of
@@ -121,8 +123,12 @@ func (r *Report) writeText(w io.Writer) {
 	if !r.CaughtUp {
 		verdict = "NOT caught up"
 	}
-	fmt.Fprintf(w, "\ntotal: %d databases, lag %d events, %d lagging, %d halted, %d over RPO, %d skipped events: %s\n",
-		r.Total.Databases, r.Total.LagEvents, r.Total.Lagging, r.Total.Halted, r.Total.RPOBreached, r.Total.Skipped, verdict)
+	boot := ""
+	if r.Total.Bootstrapping > 0 {
+		boot = fmt.Sprintf(", %d bootstrapping", r.Total.Bootstrapping)
+	}
+	fmt.Fprintf(w, "\ntotal: %d databases, lag %d events, %d lagging, %d halted, %d over RPO, %d skipped events%s: %s\n",
+		r.Total.Databases, r.Total.LagEvents, r.Total.Lagging, r.Total.Halted, r.Total.RPOBreached, r.Total.Skipped, boot, verdict)
 	section := func(title string, lines []string) {
 		if len(lines) == 0 {
 			return
@@ -132,8 +138,11 @@ func (r *Report) writeText(w io.Writer) {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
 	}
-	var halted, skipped []string
+	var halted, skipped, boots []string
 	for _, d := range r.Databases {
+		if d.Bootstrap != nil {
+			boots = append(boots, bootstrap.DatabaseLine(*d.Bootstrap), "  since it started: "+bootstrap.RatesLine(d.Bootstrap.Rates))
+		}
 		if d.Halted != "" {
 			halted = append(halted, d.Database+": "+d.Halted)
 		}
@@ -141,6 +150,7 @@ func (r *Report) writeText(w io.Writer) {
 			skipped = append(skipped, fmt.Sprintf("%s: event %d: %s", d.Database, s.EventID, s.Note))
 		}
 	}
+	section("bootstrapping", boots)
 	section("halted (see the applier's log; `hivedr apply -skip-event db:id` skips an event)", halted)
 	section("skipped events", skipped)
 	section("errors", r.Errors)
@@ -158,8 +168,8 @@ func (r *Report) tailerLine() string {
 		line = "no checkpoint yet (has `hivedr tail` run?)"
 	case TailerChainBroken:
 		line = fmt.Sprintf("CHAIN_BROKEN: stopped after event %d (checkpoint written %s) on a gap in the source log: "+
-			"events after %d were purged before they were published; bootstrap the databases in scope again",
-			t.CheckpointEventID, written, t.CheckpointEventID)
+			"events after %d were purged before they were published; repair with %s, then restart hivedr tail",
+			t.CheckpointEventID, written, t.CheckpointEventID, bootstrap.RepairCommand)
 	case TailerDown:
 		line = fmt.Sprintf("DOWN: checkpoint event %d, written %s (none for over %s: is `hivedr tail` running?)",
 			t.CheckpointEventID, written, short(time.Duration(t.DownAfter*float64(time.Second))))

@@ -5,6 +5,10 @@
 //
 // A test that needs the stack calls Require. When the stack is not up the
 // test fails (it never skips) with a message that says how to start it.
+// The secured stack (`make stack-secure-up`, HIVEDR_STACK_SECURE=1) is
+// RequireSecure's: its env file is $HIVEDR_SECURE_STACK_ENV, else
+// $HIVEDR_SECURE_STACK_DIR/env, else .stack-secure/env in the module's
+// root, and its Kafka clients authenticate as its admin user.
 package testenv
 
 import (
@@ -13,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path"
@@ -29,8 +34,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/connect"
+	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hdfscrc"
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/krb"
 	"github.com/hivedr/hivedr/internal/webhdfs"
 )
 
@@ -52,16 +61,32 @@ type Env struct {
 	owner testing.TB // the test that called Require
 	mu    sync.Mutex
 	admin *kadm.Client // shared by the owner's test and its subtests
+
+	// kafkaOpts authenticate every Kafka client of the env (the secured
+	// stack's admin); none on the plain stack.
+	kafkaOpts []kgo.Opt
+
+	secure bool                   // the secured variant (RequireSecure)
+	krbs   map[string]*krb.Client // logged-in principals, by name
 }
 
 // EnvPath returns where the env file is: $HIVEDR_STACK_ENV if set, else
 // $HIVEDR_STACK_DIR/env, else .stack/env in the module root above the
 // working directory.
-func EnvPath() (string, error) {
-	if p := os.Getenv("HIVEDR_STACK_ENV"); p != "" {
+func EnvPath() (string, error) { return envPath("HIVEDR_STACK_ENV", "HIVEDR_STACK_DIR", ".stack") }
+
+// SecureEnvPath returns where the secured stack's env file is:
+// $HIVEDR_SECURE_STACK_ENV if set, else $HIVEDR_SECURE_STACK_DIR/env, else
+// .stack-secure/env in the module root above the working directory.
+func SecureEnvPath() (string, error) {
+	return envPath("HIVEDR_SECURE_STACK_ENV", "HIVEDR_SECURE_STACK_DIR", ".stack-secure")
+}
+
+func envPath(fileVar, dirVar, dirName string) (string, error) {
+	if p := os.Getenv(fileVar); p != "" {
 		return p, nil
 	}
-	if d := os.Getenv("HIVEDR_STACK_DIR"); d != "" {
+	if d := os.Getenv(dirVar); d != "" {
 		return filepath.Join(d, "env"), nil
 	}
 	dir, err := os.Getwd()
@@ -70,7 +95,7 @@ func EnvPath() (string, error) {
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, ".stack", "env"), nil
+			return filepath.Join(dir, dirName, "env"), nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -86,6 +111,10 @@ func Load() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	return load(path)
+}
+
+func load(path string) (*Env, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read stack env file: %w", err)
@@ -107,6 +136,7 @@ func Load() (*Env, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	e.secure = e.vars["HIVEDR_STACK_SECURE"] == "1"
 	return e, nil
 }
 
@@ -120,6 +150,69 @@ func Require(t testing.TB) *Env {
 	if err != nil {
 		t.Fatalf("local stack is not up: %v; %s", err, howToStart)
 	}
+	if e.Secure() {
+		t.Fatalf("%s is the secured stack's env file; the plain stack's is wanted (unset HIVEDR_STACK_ENV or HIVEDR_STACK_DIR)", e.Path)
+	}
+	e.check(t, howToStart)
+	return e
+}
+
+const howToStartSecure = "start the secured stack with `make stack-secure-up` (and see `make stack-secure-status`)"
+
+// RequireSecure loads the secured stack's env file (SecureEnvPath) and
+// checks that every service's address accepts connections, failing t
+// (never skipping) when it does not. Its Kafka clients (Kafka,
+// KafkaAdmin) authenticate as the stack's admin user.
+func RequireSecure(t testing.TB) *Env {
+	t.Helper()
+	path, err := SecureEnvPath()
+	var e *Env
+	if err == nil {
+		e, err = load(path)
+	}
+	if err != nil {
+		t.Fatalf("secured stack is not up: %v; %s", err, howToStartSecure)
+	}
+	if !e.Secure() {
+		t.Fatalf("%s is not a secured stack's env file (no HIVEDR_STACK_SECURE=1); %s", e.Path, howToStartSecure)
+	}
+	e.check(t, howToStartSecure)
+	if e.kafkaOpts, err = connect.Kafka(e.KafkaConfig(t, "admin")); err != nil {
+		t.Fatalf("secured stack's Kafka: %v", err)
+	}
+	return e
+}
+
+// Secure reports whether e is the secured stack's.
+func (e *Env) Secure() bool { return e.secure }
+
+// KafkaConfig is the secured stack's kafka section for its SCRAM user
+// (admin, tailer, copyd, applier, operator): brokers, SASL with the
+// user's password file, TLS with the stack's CA.
+func (e *Env) KafkaConfig(t testing.TB, user string) config.Kafka {
+	t.Helper()
+	return config.Kafka{Brokers: e.KafkaBrokers(t), TopicPrefix: "hivedr", ReplicationFactor: 1, ManifestPartitions: 1,
+		SASL: config.SASL{Mechanism: e.Get(t, "HIVEDR_KAFKA_SASL_MECHANISM"), User: user,
+			PasswordFile: e.Get(t, "HIVEDR_KAFKA_PASSWORD_FILE_"+strings.ToUpper(user))},
+		TLS: config.TLS{CAFile: e.Get(t, "HIVEDR_TLS_CA")}}
+}
+
+// SchemaRegistry is the stack's schema_registry section: on the secured
+// stack with its CA, client certificate and basic-auth user.
+func (e *Env) SchemaRegistry(t testing.TB) config.SchemaRegistry {
+	t.Helper()
+	r := config.SchemaRegistry{URL: e.Get(t, "HIVEDR_SCHEMA_REGISTRY")}
+	if e.Secure() {
+		r.User, r.PasswordFile = e.Get(t, "HIVEDR_SCHEMA_REGISTRY_USER"), e.Get(t, "HIVEDR_SCHEMA_REGISTRY_PASSWORD_FILE")
+		r.TLS = config.TLS{CAFile: e.Get(t, "HIVEDR_TLS_CA"), CertFile: e.Get(t, "HIVEDR_TLS_CLIENT_CERT"),
+			KeyFile: e.Get(t, "HIVEDR_TLS_CLIENT_KEY")}
+	}
+	return r
+}
+
+// check fails t unless every service's address accepts connections.
+func (e *Env) check(t testing.TB, howToStart string) {
+	t.Helper()
 	e.owner = t
 	for _, key := range []string{
 		"HIVEDR_KAFKA_BROKERS",
@@ -128,20 +221,28 @@ func Require(t testing.TB) *Env {
 		"HIVEDR_HDFS_DR_NAMENODE", "HIVEDR_HDFS_DR_HTTP",
 		"HIVEDR_S3_ENDPOINT",
 	} {
-		addr := e.Get(t, key)
-		if u, err := url.Parse(addr); err == nil && u.Host != "" {
-			addr = u.Host
-		}
-		if i := strings.IndexByte(addr, ','); i >= 0 {
-			addr = addr[:i]
-		}
-		c, err := net.DialTimeout("tcp", addr, 3*time.Second)
-		if err != nil {
-			t.Fatalf("local stack: %s=%s does not answer: %v; %s", key, addr, err, howToStart)
-		}
-		c.Close()
+		e.dialOrFail(t, key, howToStart)
 	}
-	return e
+	if e.secure {
+		e.dialOrFail(t, "HIVEDR_KRB_KDC", howToStart)
+	}
+}
+
+// dialOrFail fails t unless the address in key accepts connections.
+func (e *Env) dialOrFail(t testing.TB, key, how string) {
+	t.Helper()
+	addr := e.Get(t, key)
+	if u, err := url.Parse(addr); err == nil && u.Host != "" {
+		addr = u.Host
+	}
+	if i := strings.IndexByte(addr, ','); i >= 0 {
+		addr = addr[:i]
+	}
+	c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err != nil {
+		t.Fatalf("local stack %s: %s=%s does not answer: %v; %s", e.Path, key, addr, err, how)
+	}
+	c.Close()
 }
 
 // Get returns the value of key, failing t when the env file lacks it.
@@ -169,7 +270,8 @@ func (e *Env) KafkaBrokers(t testing.TB) []string {
 // closed when the test ends.
 func (e *Env) Kafka(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.KafkaBrokers(t)...)}, opts...)...)
+	base := append([]kgo.Opt{kgo.SeedBrokers(e.KafkaBrokers(t)...)}, e.kafkaOpts...)
+	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		t.Fatalf("kafka client: %v", err)
 	}
@@ -193,12 +295,12 @@ func (e *Env) KafkaAdmin(t testing.TB) *kadm.Client {
 }
 
 // HMS connects to the site's metastore; the connection is closed when the
-// test ends.
+// test ends. On the secured stack it authenticates as the test principal.
 func (e *Env) HMS(t testing.TB, site Site) *hms.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := hms.Dial(ctx, e.Get(t, "HIVEDR_HMS_"+string(site)), hms.Options{})
+	c, err := hms.Dial(ctx, e.Get(t, "HIVEDR_HMS_"+string(site)), e.HMSOptions(t))
 	if err != nil {
 		t.Fatalf("%v; %s", err, howToStart)
 	}
@@ -211,7 +313,13 @@ func (e *Env) HMS(t testing.TB, site Site) *hms.Client {
 func (e *Env) HDFS(t testing.TB, site Site) *hdfs.Client {
 	t.Helper()
 	addr := e.Get(t, "HIVEDR_HDFS_"+string(site)+"_NAMENODE")
-	c, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{addr}, User: "hivedr"})
+	opts := hdfs.ClientOptions{Addresses: []string{addr}, User: "hivedr"}
+	if e.secure {
+		spn, _, _ := strings.Cut(e.Get(t, "HIVEDR_HDFS_NN_PRINCIPAL"), "@")
+		opts = hdfs.ClientOptions{Addresses: []string{addr}, KerberosClient: e.Krb(t, TestPrincipal).GoKrb5(),
+			KerberosServicePrincipleName: spn, DataTransferProtection: e.Get(t, "HIVEDR_HDFS_"+string(site)+"_PROTECTION")}
+	}
+	c, err := hdfs.NewClient(opts)
 	if err != nil {
 		t.Fatalf("hdfs client for %s: %v", addr, err)
 	}
@@ -223,8 +331,15 @@ func (e *Env) HDFS(t testing.TB, site Site) *hdfs.Client {
 // HDFS superuser of the local stack (snapshots need one).
 func (e *Env) WebHDFS(t testing.TB, site Site) *webhdfs.Client {
 	t.Helper()
+	if e.secure {
+		return webhdfs.New(e.Get(t, "HIVEDR_HDFS_"+string(site)+"_HTTP"), "", e.httpClient(t, site))
+	}
 	return webhdfs.New(e.Get(t, "HIVEDR_HDFS_"+string(site)+"_HTTP"), e.superuser(), nil)
 }
+
+// HDFSSuperuser is the local stack's HDFS superuser (the user its
+// NameNodes run as; HIVEDR_HDFS_SUPERUSER, default root).
+func (e *Env) HDFSSuperuser() string { return e.superuser() }
 
 func (e *Env) superuser() string {
 	if u, ok := e.vars["HIVEDR_HDFS_SUPERUSER"]; ok && u != "" {
@@ -285,5 +400,22 @@ func WriteHDFS(t testing.TB, c *hdfs.Client, p string, data []byte) {
 // the site's DataNodes.
 func (e *Env) HDFSCRC(t testing.TB, site Site) *hdfscrc.Client {
 	t.Helper()
+	if e.secure {
+		c := hdfscrc.New(e.Get(t, "HIVEDR_HDFS_"+string(site)+"_HTTP"), "", e.httpClient(t, site))
+		c.DataTransferProtection = e.Get(t, "HIVEDR_HDFS_"+string(site)+"_PROTECTION")
+		return c
+	}
 	return hdfscrc.New(e.Get(t, "HIVEDR_HDFS_"+string(site)+"_HTTP"), e.superuser(), nil)
+}
+
+// httpClient returns the WebHDFS client of the secured stack: the stack's
+// CA, SPNEGO as the test principal. It builds it as fs does, from the
+// cluster's fs.HDFSConfig.
+func (e *Env) httpClient(t testing.TB, site Site) *http.Client {
+	t.Helper()
+	h, err := fs.NewHDFS(e.HDFSConfig(t, site, e.Krb(t, TestPrincipal)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.HTTPClient()
 }

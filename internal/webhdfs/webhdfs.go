@@ -28,9 +28,12 @@ type Client struct {
 	hc   *http.Client
 }
 
-// New returns a client for the NameNode HTTP address addr (host:port),
+// New returns a client for the NameNode HTTP address addr (host:port, or a
+// URL: https://host:port for a cluster with dfs.http.policy HTTPS_ONLY),
 // acting as user (sent as user.name; simple authentication). A nil hc means
-// http.DefaultClient.
+// http.DefaultClient. For a kerberized cluster user is empty (no user.name
+// is sent: the NameNode refuses one that differs from the authenticated
+// principal) and hc authenticates with SPNEGO (krb.Transport).
 func New(addr, user string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
@@ -250,6 +253,28 @@ func (c *Client) GetSnapshotList(ctx context.Context, dir string) ([]Snapshot, e
 	return snaps, nil
 }
 
+// GetSnapshottableDirectoryList lists the snapshottable directories
+// (GETSNAPSHOTTABLEDIRECTORYLIST) as absolute paths: every one for a
+// superuser, those the user owns otherwise.
+func (c *Client) GetSnapshottableDirectoryList(ctx context.Context) ([]string, error) {
+	var out struct {
+		List []struct {
+			DirStatus struct {
+				PathSuffix string `json:"pathSuffix"`
+			} `json:"dirStatus"`
+			ParentFullPath string `json:"parentFullPath"`
+		} `json:"SnapshottableDirectoryList"`
+	}
+	if err := c.do(ctx, http.MethodGet, "GETSNAPSHOTTABLEDIRECTORYLIST", "/", nil, &out); err != nil {
+		return nil, err
+	}
+	dirs := make([]string, 0, len(out.List))
+	for _, d := range out.List {
+		dirs = append(dirs, path.Join("/", d.ParentFullPath, d.DirStatus.PathSuffix))
+	}
+	return dirs, nil
+}
+
 // Snapshot diff entry types, as HDFS names them.
 const (
 	DiffCreate = "CREATE"
@@ -300,6 +325,12 @@ type LocatedBlock struct {
 		GenerationStamp int64 `json:"generationStamp"`
 		NumBytes        int64 `json:"numBytes"`
 	} `json:"block"`
+	// BlockToken is the block access token DataNodes of a cluster with
+	// dfs.block.access.token.enable ask for; its URLString is the token in
+	// Hadoop's URL-safe base64 encoding (internal/hdfscrc decodes it).
+	BlockToken struct {
+		URLString string `json:"urlString"`
+	} `json:"blockToken"`
 	StartOffset int64          `json:"startOffset"`
 	IsCorrupt   bool           `json:"isCorrupt"`
 	Locations   []DatanodeInfo `json:"locations"`

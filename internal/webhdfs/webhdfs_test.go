@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 )
@@ -151,5 +152,27 @@ func TestConcat(t *testing.T) {
 	var re *RemoteError
 	if !errors.As(err, &re) || re.Exception != "HadoopIllegalArgumentException" {
 		t.Fatalf("err = %#v", err)
+	}
+}
+
+func TestSnapshottableDirectoryList(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/webhdfs/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if op := r.URL.Query().Get("op"); op != "GETSNAPSHOTTABLEDIRECTORYLIST" || r.URL.Path != "/webhdfs/v1/" {
+			t.Errorf("op %q on %s", op, r.URL.Path)
+		}
+		// (As the stack's NameNode answers.)
+		w.Write([]byte(`{"SnapshottableDirectoryList":[` +
+			`{"dirStatus":{"accessTime":0,"childrenNum":1,"fileId":70575,"group":"supergroup","owner":"hivedr","pathSuffix":"snap","permission":"755","type":"DIRECTORY"},"parentFullPath":"/copytest/a86a52bb","snapshotNumber":0,"snapshotQuota":65536},` +
+			`{"dirStatus":{"pathSuffix":"warehouse","type":"DIRECTORY"},"parentFullPath":"/","snapshotNumber":2,"snapshotQuota":65536}]}`))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dirs, err := New(srv.URL, "hdfs", srv.Client()).GetSnapshottableDirectoryList(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/copytest/a86a52bb/snap", "/warehouse"}; !slices.Equal(dirs, want) {
+		t.Errorf("dirs %v, want %v", dirs, want)
 	}
 }

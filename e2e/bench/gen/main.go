@@ -5,6 +5,7 @@
 //	gen verify -src-nn A -src-http A -src PATH -dst-nn B -dst-http B -dst PATH [-crc]
 //	gen rm     -nn HOST:PORT PATH...
 //	gen mkdir  -nn HOST:PORT PATH...
+//	gen tasks, gen completions: copyd's path through Kafka (copyd.go)
 //
 // gen makes sure the two data sets exist on the source cluster, writing only
 // what is missing: "large", a few big files of random bytes under
@@ -59,6 +60,10 @@ func main() {
 		err = runRm(os.Args[2:], false)
 	case "mkdir":
 		err = runRm(os.Args[2:], true)
+	case "tasks":
+		err = runTasks(os.Args[2:])
+	case "completions":
+		err = runCompletions(os.Args[2:])
 	default:
 		usage()
 	}
@@ -69,7 +74,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: gen gen|verify|rm [flags]; see the package comment")
+	fmt.Fprintln(os.Stderr, "usage: gen gen|verify|rm|mkdir|tasks|completions [flags]; see the package comment")
 	os.Exit(2)
 }
 

@@ -19,7 +19,25 @@
 #     class files are marked version 61 (Java 17), byte code unchanged.
 #     Some of its methods name 4.2-only types (AlterPartitionsEvent ...)
 #     that 4.0.1 never passes, so the JVM's verifier, which would load them,
-#     is off for application classes (-XX:-BytecodeVerificationRemote).
+#     is off for application classes (-XX:-BytecodeVerificationRemote);
+#   - hive-exec 4.0.1's core jar with hadoop-mapreduce-client-core and the
+#     Hive shims, each without dependencies: the metastore validates a
+#     full-ACID table by loading its ORC formats and AcidInputFormat /
+#     AcidOutputFormat, which live there.
+#
+# The listener subclass (below) also puts the transaction's writes (write
+# IDs, tables, partitions, files) into each COMMIT_TXN message, as Hive's
+# REPL DUMP does when it dumps a commit, except for transactions that
+# wrote a database matching HIVEDR_HMS_BARE_COMMIT_DBS (a Java regular
+# expression, default stock_.*; "" for none): their COMMIT_TXN names the
+# transaction only, as Hive's own listener writes it, and a reader must
+# ask the metastore for the writes (get_all_write_event_info).
+#
+# The secured variant (HIVEDR_STACK_SECURE=1, services/kdc.sh) runs both
+# with Kerberos SASL on Thrift (metastore.sasl.enabled, principal
+# hive/localhost from hive.keytab, QOP auth) and makes them kerberized
+# HDFS clients of their cluster (core-site.xml and hdfs-site.xml in their
+# conf directory). Probe then logs in as hivedr-test and speaks SASL GSSAPI.
 #
 # Daemons: hms-src (thrift 127.0.0.1:$HMS_SRC_PORT), hms-dr (:$HMS_DR_PORT).
 # State: $STACK_DIR/hms (dist, jars, tools), $STACK_DIR/hms-src/conf,
@@ -41,7 +59,10 @@ HMS_LISTENER=org.apache.hive.hcatalog.listener.DbNotificationListener
 #                     NOTIFICATION_SEQUENCE row lock, so every later event
 #                     waits forever (restart the metastore).
 HMS_LISTENER_MODE=${HIVEDR_HMS_LISTENER_MODE:-compat}
+HMS_BARE_COMMIT_DBS=${HIVEDR_HMS_BARE_COMMIT_DBS-stock_.*}
 HMS_HEAP=${HMS_HEAP:-768m}
+HMS_KRB_OPTS=()
+if secured hms; then HMS_KRB_OPTS=("-Djava.security.krb5.conf=$KRB5_CONF_FILE"); fi
 
 # JVM flags: Hive 4.0 reflects into JDK internals (DataNucleus, Hadoop's
 # shutdown hooks, Thrift); open them instead of letting it fail at run time.
@@ -118,6 +139,14 @@ EOF
   # and a newer buildReloadMessage). This subclass keeps everything else of
   # the real listener and builds those three messages with 4.0.1's own
   # MessageBuilder, storing them through the listener's own (private) writer.
+  # A COMMIT_TXN message gets the transaction's writes (write ID, database,
+  # table, partition, files of every ACID_WRITE it made), read from the
+  # listener's TXN_WRITE_NOTIFICATION_LOG in the committing transaction:
+  # the stock message names only the transaction, and a reader of the log
+  # would have to ask the metastore for them (REPL DUMP does). A
+  # transaction that wrote a database matching the metastore setting
+  # hivedr.stack.listener.bare.commit.databases gets the stock message, so
+  # that tests can show both on one stack.
   mkdir -p "$HMS_TOOLS/src/hivedr/stack"
   cat >"$HMS_TOOLS/src/hivedr/stack/DbNotificationListener401.java" <<'EOF'
 package hivedr.stack;
@@ -126,14 +155,22 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hive.metastore.api.MetaException;
 import org.apache.hadoop.hive.metastore.api.NotificationEvent;
 import org.apache.hadoop.hive.metastore.api.TxnType;
+import org.apache.hadoop.hive.metastore.api.WriteEventInfo;
 import org.apache.hadoop.hive.metastore.events.AbortTxnEvent;
 import org.apache.hadoop.hive.metastore.events.CommitTxnEvent;
 import org.apache.hadoop.hive.metastore.events.ListenerEvent;
 import org.apache.hadoop.hive.metastore.events.ReloadEvent;
+import org.apache.hadoop.hive.metastore.messaging.CommitTxnMessage;
 import org.apache.hadoop.hive.metastore.messaging.EventMessage;
 import org.apache.hadoop.hive.metastore.messaging.MessageBuilder;
 import org.apache.hadoop.hive.metastore.messaging.MessageEncoder;
@@ -160,10 +197,22 @@ public class DbNotificationListener401 extends DbNotificationListener {
   }
 
   private final MessageEncoder encoder;
+  // Databases whose transactions' COMMIT_TXN names no writes (null: none).
+  private final Pattern bareCommits;
 
   public DbNotificationListener401(Configuration conf) throws MetaException {
     super(conf);
     encoder = MessageFactory.getDefaultInstance(conf);
+    String bare = conf.get("hivedr.stack.listener.bare.commit.databases", "");
+    bareCommits = bare.isEmpty() ? null : Pattern.compile(bare);
+  }
+
+  private boolean bare(List<WriteEventInfo> writes) {
+    if (bareCommits == null) return false;
+    for (WriteEventInfo w : writes) {
+      if (bareCommits.matcher(w.getDatabase()).matches()) return true;
+    }
+    return false;
   }
 
   private NotificationEvent event(EventMessage.EventType type, EventMessage msg) {
@@ -178,11 +227,42 @@ public class DbNotificationListener401 extends DbNotificationListener {
     return me;
   }
 
+  // The writes a committing transaction made, as the ACID_WRITE events
+  // recorded them (the listener's own TXN_WRITE_NOTIFICATION_LOG rows), read
+  // in the metastore's transaction that commits it.
+  private static List<WriteEventInfo> writes(long txnId, Connection conn) throws SQLException {
+    List<WriteEventInfo> out = new ArrayList<>();
+    try (PreparedStatement st = conn.prepareStatement("SELECT \"WNL_WRITEID\", \"WNL_DATABASE\", \"WNL_TABLE\", "
+        + "\"WNL_PARTITION\", \"WNL_TABLE_OBJ\", \"WNL_PARTITION_OBJ\", \"WNL_FILES\" "
+        + "FROM \"TXN_WRITE_NOTIFICATION_LOG\" WHERE \"WNL_TXNID\" = ? ORDER BY \"WNL_ID\"")) {
+      st.setLong(1, txnId);
+      try (ResultSet rs = st.executeQuery()) {
+        while (rs.next()) {
+          String files = rs.getString(7);
+          WriteEventInfo w = new WriteEventInfo(rs.getLong(1), rs.getString(2), rs.getString(3), files == null ? "" : files);
+          String part = rs.getString(4);
+          if (part != null && !part.isEmpty()) w.setPartition(part);
+          w.setTableObj(rs.getString(5));
+          String partObj = rs.getString(6);
+          if (partObj != null && !partObj.isEmpty()) w.setPartitionObj(partObj);
+          out.add(w);
+        }
+      }
+    }
+    return out;
+  }
+
   @Override
   public void onCommitTxn(CommitTxnEvent e, Connection conn, SQLGenerator gen) throws MetaException {
     if (e.getTxnType() == TxnType.READ_ONLY) return;
-    NotificationEvent ev = event(EventMessage.EventType.COMMIT_TXN,
-        MessageBuilder.getInstance().buildCommitTxnMessage(e.getTxnId()));
+    CommitTxnMessage msg = MessageBuilder.getInstance().buildCommitTxnMessage(e.getTxnId());
+    try {
+      List<WriteEventInfo> w = writes(e.getTxnId(), conn);
+      if (!w.isEmpty() && !bare(w)) msg.addWriteEventInfo(w);
+    } catch (SQLException x) {
+      throw failed(x);
+    }
+    NotificationEvent ev = event(EventMessage.EventType.COMMIT_TXN, msg);
     try {
       ADD_LOG.invoke((DbNotificationListener) this, ev, (ListenerEvent) e, conn, gen);
     } catch (Throwable t) {
@@ -218,20 +298,45 @@ public class DbNotificationListener401 extends DbNotificationListener {
 }
 EOF
   cat >"$HMS_TOOLS/src/Probe.java" <<'EOF'
+import java.security.PrivilegedExceptionAction;
+import java.util.Map;
+import javax.security.sasl.Sasl;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hive.metastore.api.ThriftHiveMetastore;
+import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.thrift.protocol.TBinaryProtocol;
+import org.apache.thrift.transport.TSaslClientTransport;
 import org.apache.thrift.transport.TSocket;
+import org.apache.thrift.transport.TTransport;
 
+/** Probe HOST PORT [CLIENT_PRINCIPAL KEYTAB SERVER_PRINCIPAL]: one call; SASL GSSAPI when a principal is given. */
 public class Probe {
-  public static void main(String[] args) throws Exception {
-    TSocket s = new TSocket(args[0], Integer.parseInt(args[1]), 5000);
-    s.open();
-    try {
-      ThriftHiveMetastore.Client c = new ThriftHiveMetastore.Client(new TBinaryProtocol(s));
-      System.out.println(c.get_current_notificationEventId().getEventId());
-    } finally {
-      s.close();
+  static long call(String host, int port, String[] server) throws Exception {
+    TTransport t = new TSocket(host, port, 5000);
+    if (server != null) {
+      t = new TSaslClientTransport("GSSAPI", null, server[0], server[1], Map.of(Sasl.QOP, "auth"), null, t);
     }
+    t.open();
+    try {
+      return new ThriftHiveMetastore.Client(new TBinaryProtocol(t)).get_current_notificationEventId().getEventId();
+    } finally {
+      t.close();
+    }
+  }
+
+  public static void main(String[] args) throws Exception {
+    String host = args[0];
+    int port = Integer.parseInt(args[1]);
+    if (args.length < 5) {
+      System.out.println(call(host, port, null));
+      return;
+    }
+    Configuration conf = new Configuration();
+    conf.set("hadoop.security.authentication", "kerberos");
+    UserGroupInformation.setConfiguration(conf);
+    UserGroupInformation ugi = UserGroupInformation.loginUserFromKeytabAndReturnUGI(args[2], args[3]);
+    String[] server = args[4].split("[/@]");
+    System.out.println(ugi.doAs((PrivilegedExceptionAction<Long>) () -> call(host, port, server)));
   }
 }
 EOF
@@ -246,9 +351,12 @@ hms_install() {
   command -v psql >/dev/null 2>&1 || apt_install postgresql-client
   mvn_classpath "$STACK_LIB_DIR/hms" "$HMS_CP_FILE"
   cp=$(cat "$HMS_CP_FILE")
-  dist_tgz=$(tr ':' '\n' <<<"$cp" | grep -m1 'hive-standalone-metastore-server-.*-bin\.tar\.gz$') ||
+  # grep reads a process substitution, not a pipe: under pipefail, grep -m1
+  # exiting early made tr die of SIGPIPE and the lookup fail (seen on a
+  # loaded machine).
+  dist_tgz=$(grep -m1 'hive-standalone-metastore-server-.*-bin\.tar\.gz$' < <(tr ':' '\n' <<<"$cp")) ||
     die "hms: the metastore distribution is missing from $HMS_CP_FILE"
-  hcat_jar=$(tr ':' '\n' <<<"$cp" | grep -m1 '/hive-hcatalog-server-extensions-[^/]*\.jar$') ||
+  hcat_jar=$(grep -m1 '/hive-hcatalog-server-extensions-[^/]*\.jar$' < <(tr ':' '\n' <<<"$cp")) ||
     die "hms: hive-hcatalog-server-extensions is missing from $HMS_CP_FILE"
 
   stamp="$HMS_DIST/.unpacked-$(basename "$dist_tgz")"
@@ -337,6 +445,10 @@ hms_write_conf() {
   <property><name>metastore.warehouse.external.dir</name><value>$nn/external</value></property>
 
   <property><name>metastore.transactional.event.listeners</name><value>$listener</value></property>
+  <!-- The listener subclass leaves the writes out of the COMMIT_TXN of a
+       transaction that wrote a database matching this, as Hive's own
+       listener does for every commit (HIVEDR_HMS_BARE_COMMIT_DBS). -->
+  <property><name>hivedr.stack.listener.bare.commit.databases</name><value>$HMS_BARE_COMMIT_DBS</value></property>
   <!-- Lets any user read the notification log (4.0's key has "metastore."
        twice; the hive.* name is its alias). -->
   <property><name>metastore.metastore.event.db.notification.api.auth</name><value>false</value></property>
@@ -348,13 +460,22 @@ hms_write_conf() {
        store tables exactly as it is told. -->
   <property><name>metastore.metadata.transformer.class</name><value> </value></property>
 
+  <!-- open_txns deletes the transactions it just opened, and retries,
+       when its database transaction took longer than this (default 1 s,
+       so that no reader sees a later transaction ID before an earlier
+       one). On a loaded two-core machine it took 1.2 s, and a replicated
+       open (REPL LOAD's, hivedr's) then left its source-to-replica mapping
+       pointing at the deleted transaction: write-ID allocation failed with
+       "not all input txns in open state". -->
+  <property><name>metastore.txn.opentxn.timeout</name><value>30000</value></property>
+
   <!-- Background work that needs Hive's query engine (absent here). -->
   <property><name>metastore.compactor.initiator.on</name><value>false</value></property>
   <property><name>metastore.compactor.cleaner.on</name><value>false</value></property>
   <property><name>metastore.compactor.worker.threads</name><value>0</value></property>
   <property><name>hive.metastore.runworker.in</name><value>hs2</value></property>
   <property><name>metastore.stats.auto.analyze</name><value>none</value></property>
-  <property><name>metastore.metrics.enabled</name><value>false</value></property>
+  <property><name>metastore.metrics.enabled</name><value>false</value></property>$(hms_secure_props)
   <!-- Defaults minus HiveProtoEventsCleanerTask (lives in hive-exec: its
        absence stops every housekeeping task), the metrics tasks (metrics are
        off) and PartitionManagementTask (partition discovery would add
@@ -364,6 +485,7 @@ hms_write_conf() {
 </configuration>
 EOF
   mv "$conf/metastore-site.xml.tmp" "$conf/metastore-site.xml"
+  if secured hms; then hms_secure_hadoop_conf "$side" "$conf"; fi
   cat >"$conf/metastore-log4j2.properties" <<'EOF'
 # generated by e2e/stack/services/hms.sh: everything to stdout (the daemon log)
 status = WARN
@@ -389,12 +511,54 @@ logger.datanucleus.level = WARN
 EOF
 }
 
+# hms_secure_props prints the secured variant's metastore-site.xml
+# properties (nothing on the plain stack). Its heredocs and
+# hms_secure_hadoop_conf's end SECURED: compose/ mirrors the plain stack.
+hms_secure_props() {
+  secured hms || return 0
+  cat <<SECURED
+
+  <!-- secured variant: Kerberos SASL (GSSAPI) on Thrift -->
+  <property><name>metastore.sasl.enabled</name><value>true</value></property>
+  <property><name>metastore.kerberos.principal</name><value>hive/localhost@$KRB_REALM</value></property>
+  <property><name>metastore.kerberos.keytab.file</name><value>$KRB_KEYTABS/hive.keytab</value></property>
+  <property><name>hadoop.security.authentication</name><value>kerberos</value></property>
+  <property><name>hadoop.rpc.protection</name><value>authentication</value></property>
+SECURED
+}
+
+# hms_secure_hadoop_conf SIDE CONFDIR writes the core-site.xml and
+# hdfs-site.xml that make the metastore a kerberized client of its HDFS
+# (SASL data transfer with either protection the clusters use).
+hms_secure_hadoop_conf() {
+  cat >"$2/core-site.xml" <<SECURED
+<?xml version="1.0"?>
+<!-- generated by e2e/stack/services/hms.sh (secured variant) -->
+<configuration>
+  <property><name>hadoop.security.authentication</name><value>kerberos</value></property>
+  <property><name>hadoop.rpc.protection</name><value>authentication</value></property>
+  <!-- change management wants the metastore user's primary group; user
+       hive exists only as a principal, not on this machine -->
+  <property><name>hadoop.user.group.static.mapping.overrides</name><value>dr.who=;hive=hive</value></property>
+</configuration>
+SECURED
+  cat >"$2/hdfs-site.xml" <<SECURED
+<?xml version="1.0"?>
+<!-- generated by e2e/stack/services/hms.sh (secured variant) -->
+<configuration>
+  <property><name>dfs.namenode.kerberos.principal</name><value>nn/localhost@$KRB_REALM</value></property>
+  <property><name>dfs.data.transfer.protection</name><value>authentication,integrity</value></property>
+  <property><name>dfs.block.access.token.enable</name><value>true</value></property>
+</configuration>
+SECURED
+}
+
 # hms_java prints the java command line prefix shared by server and tools.
 hms_java() {
   local side=$1
   printf '%s\0' "$(java17)/bin/java" "-Xmx$HMS_HEAP" -Xms128m -XX:+UseSerialGC \
     -XX:TieredStopAtLevel=1 -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote "${HMS_JVM_OPENS[@]}" \
-    -Djava.net.preferIPv4Stack=true -Dlog4j2.formatMsgNoLookups=true \
+    -Djava.net.preferIPv4Stack=true -Dlog4j2.formatMsgNoLookups=true "${HMS_KRB_OPTS[@]}" \
     -Dlog4j.configurationFile="$STACK_DIR/hms-$side/conf/metastore-log4j2.properties" \
     -cp "$STACK_DIR/hms-$side/conf:$HMS_CLASSPATH"
 }
@@ -425,8 +589,14 @@ hms_schema() {
   log "hms-$side: schema version $v"
 }
 
-hms_probe() { "$(java17)/bin/java" -Xmx64m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
-  -cp "$HMS_TOOLS/classes:$HMS_CLASSPATH" Probe "$HOST" "$1"; }
+hms_probe() {
+  local -a krb=()
+  if secured hms; then
+    krb=("hivedr-test@$KRB_REALM" "$KRB_KEYTABS/hivedr-test.keytab" "hive/localhost@$KRB_REALM")
+  fi
+  "$(java17)/bin/java" -Xmx64m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC "${HMS_KRB_OPTS[@]}" \
+    -cp "$HMS_TOOLS/classes:$HMS_CLASSPATH" Probe "$HOST" "$1" "${krb[@]}"
+}
 
 hms_start() {
   local side=$1 svc=hms-$1 port
@@ -434,9 +604,7 @@ hms_start() {
   hms_write_conf "$side"
   hms_schema "$side"
   if ! is_running "$svc"; then
-    if port_open "$port"; then
-      die "$svc: port $port is already in use by another process (not started by this stack)"
-    fi
+    ports_free "$port" || die "$svc: port $port is already in use by another process (not started by this stack)"
     log "$svc: starting Hive Metastore $HIVE_VERSION on $HOST:$port"
     local -a java
     mapfile -d '' java < <(hms_java "$side")
@@ -489,4 +657,5 @@ svc_hms_env() {
   echo "HIVEDR_HMS_SRC_EXTERNAL=$(hms_nn src)/external"
   echo "HIVEDR_HMS_DR_EXTERNAL=$(hms_nn dr)/external"
   echo "HIVEDR_HMS_SRC_CMROOT=$(hms_nn src)/cmroot"
+  if secured hms; then echo "HIVEDR_HMS_SASL=1"; fi
 }

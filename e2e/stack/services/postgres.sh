@@ -14,14 +14,11 @@ PG_SOCK=$PG_DIR/sock
 # hivedr_test holds tests' own synthetic notification logs (one schema each).
 PG_DATABASES=(metastore_src metastore_dr hivedr_test)
 
-# pg_bindir prints the newest /usr/lib/postgresql/<version>/bin with a server.
+# pg_bindir prints /usr/lib/postgresql/$POSTGRES_VERSION/bin (lib.sh pins
+# the major) when it holds a server.
 pg_bindir() {
-  local d best
-  # The glob sorts 9 after 15; pick the highest version explicitly.
-  best=$(for d in /usr/lib/postgresql/*/bin; do
-    [ -x "$d/postgres" ] && [ -x "$d/initdb" ] && echo "$d"
-  done | sort -t/ -k4,4n | tail -n 1)
-  [ -n "$best" ] && echo "$best"
+  local d=/usr/lib/postgresql/$POSTGRES_VERSION/bin
+  [ -x "$d/postgres" ] && [ -x "$d/initdb" ] && echo "$d"
 }
 
 pg_install() {
@@ -39,8 +36,8 @@ pg_install() {
   fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-    postgresql postgresql-client >&2 || die "apt-get install postgresql failed"
-  pg_bindir >/dev/null || die "no postgres server under /usr/lib/postgresql/*/bin after installing postgresql"
+    "postgresql-$POSTGRES_VERSION" "postgresql-client-$POSTGRES_VERSION" >&2 || die "apt-get install postgresql-$POSTGRES_VERSION failed"
+  pg_bindir >/dev/null || die "no postgres server under /usr/lib/postgresql/$POSTGRES_VERSION/bin after installing postgresql-$POSTGRES_VERSION"
 }
 
 # as_postgres CMD... runs CMD as the postgres OS user (exec, no extra parent).

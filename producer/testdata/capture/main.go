@@ -3,6 +3,7 @@
 // logged event as one JSON fixture for the producer's decode tests.
 //
 //	go run ./producer/testdata/capture -hms 127.0.0.1:19083 -out producer/testdata/events
+//	go run ./producer/testdata/capture -acid -hms 127.0.0.1:19083 -out producer/testdata/acid
 //
 // It works only on databases it owns (cap_sales and cap_archive), which it
 // drops first if a previous run left them behind. Steps the metastore
@@ -49,13 +50,14 @@ func main() {
 	out := flag.String("out", "producer/testdata/events", "directory for the fixtures")
 	warehouse := flag.String("warehouse", "hdfs://127.0.0.1:18020/warehouse", "managed warehouse root")
 	external := flag.String("external", "hdfs://127.0.0.1:18020/external", "root for external tables; must lie outside the managed warehouse")
+	acid := flag.Bool("acid", false, "capture the transactional script (acid.go) instead, into -out (use producer/testdata/acid)")
 	flag.Parse()
-	if err := run(*addr, *out, *warehouse, *external); err != nil {
+	if err := run(*addr, *out, *warehouse, *external, *acid); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(addr, out, warehouse, external string) error {
+func run(addr, out, warehouse, external string, acid bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	c, err := hms.Dial(ctx, addr, hms.Options{})
@@ -66,7 +68,7 @@ func run(addr, out, warehouse, external string) error {
 
 	// Leftovers of an earlier run are dropped before the capture starts,
 	// so their events fall before the starting event ID.
-	for _, db := range []string{salesDB, archiveDB} {
+	for _, db := range []string{salesDB, archiveDB, acidDB, acidOtherDB} {
 		_ = c.DropDatabase(ctx, db, true, true)
 	}
 	cur, err := c.GetCurrentNotificationEventId(ctx)
@@ -77,7 +79,12 @@ func run(addr, out, warehouse, external string) error {
 	log.Printf("capturing after event %d", start)
 
 	s := &steps{ctx: ctx, c: c, addr: addr, warehouse: warehouse, external: external}
-	s.script()
+	if acid {
+		defer s.acidCleanup()
+		s.acidScript()
+	} else {
+		s.script()
+	}
 
 	var events []*hive_metastore.NotificationEvent
 	s.do("read notifications", func() error {
@@ -115,6 +122,8 @@ type steps struct {
 	warehouse string
 	external  string
 	failed    int
+	// openTxn is a transaction the script left open (acid.go).
+	openTxn int64
 }
 
 func (s *steps) do(name string, f func() error) {
@@ -216,7 +225,7 @@ var acidCapabilities = []string{"HIVEFULLACIDREAD", "HIVEFULLACIDWRITE", "HIVEMA
 // table reads a table with get_table_req (Hive 4 removed get_table).
 func (s *steps) table(db, name string) (*hive_metastore.Table, error) {
 	r, err := s.c.GetTableReq(s.ctx, &hive_metastore.GetTableRequest{
-		DbName: db, TblName: name, ProcessorCapabilities: acidCapabilities, ProcessorIdentifier: strp("hivedr-capture"),
+		DbName: db, TblName: name, Capabilities: hms.TableRequest(db, name).Capabilities, ProcessorCapabilities: acidCapabilities, ProcessorIdentifier: strp("hivedr-capture"),
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,238 @@
+package applier
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/beltran/gohive/hive_metastore"
+
+	"github.com/hivedr/hivedr/internal/acid"
+	"github.com/hivedr/hivedr/internal/location"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// Transactional (ACID) tables.
+//
+// Guarantee 3 (committed states only) for them is kept the way Hive's own
+// REPL LOAD keeps it: the DR metastore replays each source transaction as
+// a replicated one of its own, with the source's write IDs, and a DR
+// reader that asks for valid write IDs sees exactly the writes whose
+// commits were applied.
+//
+//   - ALLOC_WRITE_ID opens, on DR, a transaction standing for the source's
+//     (open_txns with the replication policy and the source transaction
+//     ID: type REPL_CREATED, idempotent) and allocates the source's write
+//     IDs to it for the table (allocate_table_write_ids with
+//     srcTxnToWriteIdList). Until it commits, those write IDs are open on
+//     DR too, so any file under their delta directories is invisible.
+//   - COMMIT_TXN carries the transaction's writes (write ID, table,
+//     partition, files: from the message, or read by the tailer from the
+//     source metastore). Its files are copied first (data before
+//     metadata: the commit waits for them, keeping their delta_/base_
+//     names so the write IDs stay meaningful); then commit_txn with the
+//     writes of this database makes them visible at once. A transaction
+//     that wrote two databases is committed in each as that database's
+//     worker reaches the commit; one that only allocated here is
+//     committed here without writes.
+//   - ABORT_TXN aborts the DR transaction: its write IDs become aborted
+//     ones, as on the source; its files were never copied.
+//   - A write that left a base (base_N: an INSERT OVERWRITE, a major
+//     compaction) makes the deltas and bases it covers obsolete: they are
+//     removed after its commit, never before, so a DR reader always sees
+//     either the old deltas or the new base.
+//
+// The replication policy naming the DR transactions is the DR database's
+// name, as REPL LOAD's is, so each database's worker has transactions of
+// its own. A replayed event is a no-op on the metastore: open_txns returns
+// the transaction already opened for the source's, allocation returns the
+// write IDs already given, and commit and abort of a source transaction
+// that DR no longer has open do nothing. A crash between a commit and the
+// watermark therefore re-runs only the prune of obsolete files, which is
+// idempotent too.
+
+// ReplAllocate opens (or finds) the DR transactions standing for the
+// source's and allocates the source's write IDs to them for DB.Table.
+type ReplAllocate struct {
+	Policy    string
+	DB, Table string
+	Txns      []schemas.TxnWriteID
+}
+
+// ReplCommit commits the DR transaction standing for source transaction
+// SrcTxn with the writes it made in this database.
+type ReplCommit struct {
+	Policy string
+	SrcTxn int64
+	Writes []*hive_metastore.WriteEventInfo
+}
+
+// ReplAbort aborts the DR transaction standing for SrcTxn.
+type ReplAbort struct {
+	Policy string
+	SrcTxn int64
+}
+
+// PruneObsolete removes, under the DR table or partition directory Dir,
+// the files of the delta_, delete_delta_ and base_ directories that a
+// base of write ID Base covers: deltas whose write IDs all lie at or
+// below Base, and older bases.
+type PruneObsolete struct {
+	Dir  string
+	Base int64
+}
+
+func (ReplAllocate) isAction()  {}
+func (ReplCommit) isAction()    {}
+func (ReplAbort) isAction()     {}
+func (PruneObsolete) isAction() {}
+
+func (a ReplAllocate) String() string {
+	return fmt.Sprintf("allocate write ids %v of %s.%s (policy %s)", a.Txns, a.DB, a.Table, a.Policy)
+}
+
+func (a ReplCommit) String() string {
+	return fmt.Sprintf("commit replicated transaction %d (policy %s, %d writes)", a.SrcTxn, a.Policy, len(a.Writes))
+}
+
+func (a ReplAbort) String() string {
+	return fmt.Sprintf("abort replicated transaction %d (policy %s)", a.SrcTxn, a.Policy)
+}
+
+func (a PruneObsolete) String() string {
+	return fmt.Sprintf("prune what base_%d covers under %s", a.Base, a.Dir)
+}
+
+// allocWriteIDs plans an ALLOC_WRITE_ID.
+func (p *planner) allocWriteIDs(a *schemas.WriteIDAllocation) Decision {
+	tk := tableKey(a.Database, a.Table)
+	if tk.DB != p.db {
+		return halt(ReasonDecode, "%s event %d names table %s on the topic of %s", p.ev.EventType, p.ev.EventID, tk, p.db)
+	}
+	tbl := p.in.Replica.Tables[tk]
+	if tbl == nil {
+		return p.missing(objKey{db: tk.DB, table: tk.Name}, "%s does not exist on DR", tk)
+	}
+	if s := stamp(tbl.Parameters); s > p.ev.EventID {
+		return p.laterIncarnation(tk, s)
+	}
+	if len(a.Allocations) == 0 {
+		return p.noop(ReasonTransaction, "%s of %s allocates nothing", p.ev.EventType, tk)
+	}
+	return apply(ReplAllocate{Policy: p.db, DB: tk.DB, Table: tk.Name, Txns: a.Allocations})
+}
+
+// commitTxn plans a COMMIT_TXN: the writes of this database, once their
+// files are copied, then the prune of what their bases made obsolete.
+func (p *planner) commitTxn(t *schemas.Transaction) Decision {
+	if len(t.TxnIDs) != 1 {
+		return halt(ReasonDecode, "%s event %d names %d transactions, want 1", p.ev.EventType, p.ev.EventID, len(t.TxnIDs))
+	}
+	byURI := make(map[string]schemas.FileRef, len(p.ev.Files))
+	for _, f := range p.ev.Files {
+		byURI[f.URI] = f
+	}
+	var (
+		writes []*hive_metastore.WriteEventInfo
+		prunes []Action
+		waits  []string
+		mine   int
+	)
+	for _, w := range t.WriteIDs {
+		tk := tableKey(w.Database, w.Table)
+		if tk.DB != p.db {
+			continue // another database's worker commits it there
+		}
+		mine++
+		obj := objKey{db: tk.DB, table: tk.Name}
+		tbl := p.in.Replica.Tables[tk]
+		if tbl == nil {
+			if s := p.supersededBy(obj); s != nil {
+				continue // its allocation was left out too: nothing to commit there
+			}
+			return halt(ReasonMissingObject, "%s does not exist on DR (write %d of transaction %d)", tk, w.WriteID, t.TxnIDs[0])
+		}
+		files := make([]schemas.FileRef, 0, len(w.Files))
+		for _, u := range w.Files {
+			f, ok := byURI[u]
+			if !ok {
+				return halt(ReasonDecode, "%s event %d: file %s of the write to %s is not among the event's files", p.ev.EventType, p.ev.EventID, u, tk)
+			}
+			files = append(files, f)
+		}
+		if d, ok := p.filesReady(obj, files); !ok {
+			switch {
+			case d.Outcome == Wait && d.Reason == ReasonWaitingForFiles:
+				waits = append(waits, d.WaitTasks...)
+				continue
+			case d.Outcome == NoOp: // the table goes later: leave the write out
+				continue
+			}
+			return d
+		}
+		info, base, err := p.writeInfo(w, files)
+		if err != nil {
+			return pathHalt(err)
+		}
+		writes = append(writes, info)
+		if base != nil {
+			prunes = append(prunes, *base)
+		}
+	}
+	if mine == 0 {
+		// It allocated here (the tailer publishes a commit to the
+		// databases it allocated in as well as those it wrote) and wrote
+		// elsewhere, or nothing: its write IDs here become committed ones
+		// without data, as on the source. A database where it did not
+		// allocate has no DR transaction for it, and the commit does
+		// nothing there.
+		return apply(ReplCommit{Policy: p.db, SrcTxn: t.TxnIDs[0]})
+	}
+	if len(waits) > 0 {
+		return waitFiles(waits)
+	}
+	// The commit first: the obsolete deltas go only once the base that
+	// covers them is visible.
+	return apply(append([]Action{ReplCommit{Policy: p.db, SrcTxn: t.TxnIDs[0], Writes: writes}}, prunes...)...)
+}
+
+// writeInfo is the DR's record of one write: its files as DR names them,
+// each as uri#checksum#cmroot#subdir (the metastore reads the sub-directory
+// from it), joined as the source's commit joins them; and the prune its
+// base calls for, if it wrote one.
+func (p *planner) writeInfo(w schemas.TableWriteID, files []schemas.FileRef) (*hive_metastore.WriteEventInfo, *PruneObsolete, error) {
+	entries := make([]string, 0, len(files))
+	var base *PruneObsolete
+	for _, f := range files {
+		dr, err := p.mapLocation(f.URI)
+		if err != nil {
+			return nil, nil, err
+		}
+		entries = append(entries, dr+"#"+f.Checksum+"##"+f.Subdir)
+		if dir, n, ok := baseDir(dr); ok && (base == nil || n > base.Base) {
+			base = &PruneObsolete{Dir: dir, Base: n}
+		}
+	}
+	info := &hive_metastore.WriteEventInfo{WriteId: w.WriteID, Database: strings.ToLower(w.Database), Table: strings.ToLower(w.Table),
+		Files: strings.Join(entries, "]")}
+	if w.Partition != "" {
+		info.Partition = &w.Partition
+	}
+	return info, base, nil
+}
+
+// baseDir returns, for a file inside a base_N directory, the directory
+// holding that base (the table's or partition's) and N.
+func baseDir(file string) (dir string, n int64, ok bool) {
+	parent := path.Dir(strings.TrimSuffix(file, "/"))
+	d, ok := acid.ParseDir(path.Base(parent))
+	if !ok || d.Kind != acid.Base {
+		return "", 0, false
+	}
+	n = d.Max
+	l, err := location.Parse(file)
+	if err != nil {
+		return "", 0, false
+	}
+	return l.Dir().Dir().String(), n, true
+}

@@ -1,0 +1,184 @@
+package applier
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// burst is a database a with one partitioned table t and n ADD_PARTITION
+// events on it, a file each, from event 3 on.
+func burst(n int) (all, adds []*schemas.Event) {
+	t := srcTable("a", "t", []string{"ds"}, "x int")
+	all = []*schemas.Event{createDB(1, "a"), createTable(2, t)}
+	for i := 1; i <= n; i++ {
+		p := srcPart(t, fmt.Sprintf("%04d", i))
+		adds = append(adds, addParts(int64(2+i), t, []schemas.Partition{p}, partFile(p, "f")))
+	}
+	return at(append(all, adds...)...), adds
+}
+
+// TestApplierRunsEvents: 250 ADD_PARTITION events of one table, queued
+// together with a heartbeat after every tenth (the tailer's, chained to
+// the event before it), are applied in runs of up to
+// applier.batch_partitions (100): a handful of add_partitions calls and
+// watermark writes instead of 250 of each, every partition stamped with
+// its own event, and the hivedr_applier_batch_events histogram says so.
+func TestApplierRunsEvents(t *testing.T) {
+	f := newKFix(t, "a")
+	all, adds := burst(250)
+	f.complete(schemas.StatusCopied, nil, all...)
+	var items []any
+	for i, ev := range chained(all) {
+		items = append(items, ev)
+		if i%10 == 9 {
+			items = append(items, &schemas.Heartbeat{Database: "a", ScannedEventID: ev.EventID, ScannedEventTime: ev.EventTime,
+				Sent: time.Now(), Source: "src", PreviousEventID: id(ev.EventID)})
+		}
+	}
+	for len(items) > 0 {
+		k := min(50, len(items))
+		f.publish(items[:k]...)
+		items = items[k:]
+	}
+	r := f.start("g", t.TempDir(), func(c *Config) { c.BatchPartitions = 100 })
+	f.waitMark("a", 252)
+	// (The metrics follow the metastore calls.)
+	waitFor(t, "252 events counted", func() (bool, string) {
+		_, n := r.histogram(t, "hivedr_applier_batch_events", map[string]string{"db": "a"})
+		return n == 252, fmt.Sprintf("%v counted", n)
+	})
+	r.stop(t)
+	for i, ev := range adds {
+		p := f.ms.part("a", "t", fmt.Sprintf("%04d", i+1))
+		if p == nil || stamp(p.Parameters) != ev.EventID {
+			t.Fatalf("partition %04d: %v, want it at event %d", i+1, p, ev.EventID)
+		}
+	}
+	batches := f.addBatches()
+	var sum int
+	for _, n := range batches {
+		sum += n
+		if n > 100 {
+			t.Errorf("an add_partitions of %d partitions, past batch_partitions 100", n)
+		}
+	}
+	if sum != 250 || len(batches) > 10 {
+		t.Errorf("add_partitions calls %v: want 250 partitions in far fewer than 250 calls", batches)
+	}
+	marks := f.ms.marksOf("a")
+	checkMarks(t, "a", marks, idsOf("a", all), false)
+	if len(marks) > 12 {
+		t.Errorf("the watermark moved %d times for 252 events", len(marks))
+	}
+	count, sumEvents := r.histogram(t, "hivedr_applier_batch_events", map[string]string{"db": "a"})
+	if sumEvents != 252 || count >= 252 {
+		t.Errorf("hivedr_applier_batch_events: %v plans of %v events, want 252 events in fewer plans", count, sumEvents)
+	}
+	if v, _ := r.metric(t, "hivedr_applier_events_total", map[string]string{"db": "a", "type": string(schemas.EventAddPartition), "result": "applied"}); v != 250 {
+		t.Errorf("%v ADD_PARTITION events counted applied, want 250", v)
+	}
+	t.Logf("250 events in add_partitions calls of %v, %d watermark writes", batches, len(marks))
+}
+
+// TestApplierRunKilledMidRun: the applier dies after a run's
+// add_partitions succeeded and before its watermark was written (the
+// call never returns): its offsets are not committed, and the next
+// applier plans the run again over partitions stamped past the DR
+// database's stale watermark: every one a no-op (a strict metastore
+// would refuse adding one twice), no halt, and the rest applies.
+func TestApplierRunKilledMidRun(t *testing.T) {
+	f := newKFix(t, "a")
+	all, adds := burst(60)
+	f.complete(schemas.StatusCopied, nil, all...)
+	f.publishAll(60, all)
+	stuck := make(chan struct{})
+	var once sync.Once
+	f.ms.setHook(func(ctx context.Context, op string) error {
+		if op == "AlterDatabase" && len(f.addBatches()) == 1 {
+			once.Do(func() { close(stuck) })
+			<-ctx.Done() // the process dies here
+			return ctx.Err()
+		}
+		return nil
+	})
+	r1 := f.start("g", t.TempDir(), func(c *Config) { c.BatchPartitions = 20 })
+	<-stuck
+	r1.stop(t)
+	f.ms.setHook(nil)
+	first := f.addBatches()
+	if len(first) != 1 || f.ms.mark("a") >= adds[first[0]-1].EventID {
+		t.Fatalf("at the kill: add_partitions %v, DR database at %d", first, f.ms.mark("a"))
+	}
+
+	r2 := f.start("g", t.TempDir(), func(c *Config) { c.BatchPartitions = 20 })
+	f.waitMark("a", 62)
+	r2.stop(t)
+	if got := f.addBatches(); got[0] != first[0] || slices.Contains(got[1:], 0) {
+		t.Errorf("add_partitions of %v over both runs", got)
+	}
+	var sum int
+	for _, n := range f.addBatches() {
+		sum += n
+	}
+	if sum != 60 {
+		t.Errorf("%d partitions added over both runs, want 60 (each once)", sum)
+	}
+	if v, _ := r2.metric(t, "hivedr_applier_events_total", map[string]string{"db": "a", "type": string(schemas.EventAddPartition), "result": string(ReasonAlreadyApplied)}); v != float64(first[0]) {
+		t.Errorf("the second applier found %v events applied, want the %d of the killed run", v, first[0])
+	}
+	if v := r2.sum(t, "hivedr_applier_halted", nil); v != 0 {
+		t.Errorf("halted: %v", v)
+	}
+	for i, ev := range adds {
+		if p := f.ms.part("a", "t", fmt.Sprintf("%04d", i+1)); p == nil || stamp(p.Parameters) != ev.EventID {
+			t.Errorf("partition %04d: %v", i+1, p)
+		}
+	}
+}
+
+// histogram returns a histogram's sample count and sum for the series
+// with exactly labels.
+func (r *running) histogram(t *testing.T, name string, labels map[string]string) (count uint64, sum float64) {
+	t.Helper()
+	h := r.series(t, name, labels).GetHistogram()
+	return h.GetSampleCount(), h.GetSampleSum()
+}
+
+// TestApplierLookAheadBytes: a database whose head waits for its files
+// reads ahead only as far as applier.look_ahead_bytes allows (past it,
+// after the poll that crossed it: a poll brings up to 1000 records), then
+// pauses its topic; once the files are copied everything applies, the
+// topic fetched again as the queue drains.
+func TestApplierLookAheadBytes(t *testing.T) {
+	f := newKFix(t, "a")
+	all, adds := burst(3000)
+	f.complete(schemas.StatusCopied, nil, all[:2]...)
+	recs := f.publishRecs(500, all)
+	var size int64
+	for _, r := range recs {
+		size += int64(len(r.Key) + len(r.Value))
+	}
+	limit := size / 8
+	r := f.start("g", t.TempDir(), func(c *Config) { c.LookAheadBytes = limit; c.BatchPartitions = 50 })
+	f.waitWaiting(r, "a", 2)
+	waitFor(t, "the queue paused", func() (bool, string) {
+		n, _ := r.metric(t, "hivedr_applier_lag_events", map[string]string{"db": "a"})
+		return n > 0, fmt.Sprintf("%v queued", n)
+	})
+	// Whatever arrives after the pause is at most one poll's records.
+	for range 5 {
+		n, _ := r.metric(t, "hivedr_applier_lag_events", map[string]string{"db": "a"})
+		if max := 1500.0; n > max {
+			t.Fatalf("%v events queued with look_ahead_bytes %d (1/8 of the topic's %d bytes), want at most %v", n, limit, size, max)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	f.complete(schemas.StatusCopied, nil, adds...)
+	f.waitMark("a", 3002)
+}

@@ -1,0 +1,340 @@
+package failover
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/user"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hivedr/hivedr/applier"
+	"github.com/hivedr/hivedr/internal/bootstrap"
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/connect"
+	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/hmslog"
+	"github.com/hivedr/hivedr/internal/kafka"
+)
+
+// CheckReverse lists what is wrong with rev as the reverse of the forward
+// pipeline fwd: its source must be fwd's DR metastore and its DR fwd's
+// source metastore, under a name and topic prefix of its own, with the
+// databases in its scope, and its tailer, when it has no checkpoint yet,
+// starting at the DR log position the failover recorded (drLogHead, the
+// oldest of the set) or before it.
+func CheckReverse(fwd, rev *config.Config, dbs []string, drLogHead int64) []string {
+	var out []string
+	if rev.Source.Kind != config.SourceThrift || rev.Source.Metastore != fwd.Applier.Metastore {
+		out = append(out, fmt.Sprintf("source.metastore is %q: the reverse pipeline reads the forward DR metastore %s (kind thrift)", rev.Source.Metastore, fwd.Applier.Metastore))
+	}
+	if rev.Applier.Metastore != fwd.Source.Metastore {
+		out = append(out, fmt.Sprintf("applier.metastore is %q: the reverse pipeline writes into the old primary's metastore %s", rev.Applier.Metastore, fwd.Source.Metastore))
+	}
+	if rev.Source.Name == fwd.Source.Name {
+		out = append(out, fmt.Sprintf("source.name %q is the forward pipeline's: the reverse one needs its own (it marks its replicas with it)", rev.Source.Name))
+	}
+	if rev.Kafka.TopicPrefix == fwd.Kafka.TopicPrefix {
+		out = append(out, fmt.Sprintf("kafka.topic_prefix %q is the forward pipeline's: the reverse one needs its own topics", rev.Kafka.TopicPrefix))
+	}
+	if rev.Applier.Group == fwd.Applier.Group {
+		out = append(out, fmt.Sprintf("applier.group %q is the forward pipeline's", rev.Applier.Group))
+	}
+	for _, db := range dbs {
+		if _, ok := rev.Replication.Scope(db); !ok {
+			out = append(out, fmt.Sprintf("replication.databases does not hold %s", db))
+		}
+	}
+	if start, err := strconv.ParseInt(rev.Tailer.StartEventID, 10, 64); err != nil || start > drLogHead {
+		out = append(out, fmt.Sprintf("tailer.start_event_id is %q: a reverse tailer without a checkpoint starts after %d, the DR log's head when the failover was recorded", rev.Tailer.StartEventID, drLogHead))
+	}
+	return out
+}
+
+// Changed collects the tables of db that events after event after
+// change (lower case), counting the events; database-level events count
+// under "".
+func Changed(into map[string]int, evs []hmslog.RawEvent, db string, after int64) {
+	for _, e := range evs {
+		if e.EventID > after && strings.EqualFold(e.Database, db) {
+			into[strings.ToLower(e.Table)]++
+		}
+	}
+}
+
+// BackDatabase is what failback decided for one database.
+type BackDatabase struct {
+	Database string `json:"database"`
+	// EventID and DRLogHead are the failover's record: the old source's
+	// event DR reflected, and the DR log's head.
+	EventID   int64 `json:"failover_event_id"`
+	DRLogHead int64 `json:"dr_log_head"`
+	// SourceChanged are the old primary's tables changed after EventID
+	// (events DR never got: the unplanned loss, or writes after the
+	// failover), with their event counts; SourceEvents their total.
+	SourceChanged map[string]int `json:"source_changed"`
+	SourceEvents  int            `json:"source_events_after_failover_event"`
+	// DRChanged are the new primary's tables changed since the failover.
+	DRChanged map[string]int `json:"dr_changed"`
+	// Moved are the tables re-bootstrapped (changed on either side); the
+	// rest resume incrementally from DRLogHead.
+	Moved     []string `json:"moved_tables"`
+	Unchanged int      `json:"unchanged_tables"`
+	RequestID string   `json:"bootstrap_request_id,omitempty"`
+}
+
+// BackReport is the outcome of a failback.
+type BackReport struct {
+	Databases []BackDatabase `json:"databases"`
+	// MovedTables counts the tables moved, over every database.
+	MovedTables int     `json:"moved_tables"`
+	Seconds     float64 `json:"seconds"`
+}
+
+// Moved is the union of the tables changed on either side, sorted; ""
+// (database-level events) is not a table.
+func Moved(src, dr map[string]int) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range []map[string]int{src, dr} {
+		for t := range m {
+			if t != "" && !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CheckOldPrimary refuses an old primary's database that failback cannot
+// make the reverse pipeline's replica: not there (params nil), the
+// replica of another pipeline, or this reverse pipeline's replica already
+// (failback ran: it runs once, unless again). revMark is the reverse
+// pipeline's drparam.TargetMark.
+func CheckOldPrimary(db string, params map[string]string, revMark string, again bool) error {
+	switch t := params[drparam.Target]; {
+	case params == nil:
+		return fmt.Errorf("database %s: not on the old primary (bootstrap it there with the reverse pipeline instead)", db)
+	case t != "" && t != revMark:
+		return fmt.Errorf("database %s on the old primary is a replica of %q already", db, t)
+	case t == revMark && !again:
+		at := params[drparam.FailbackAt]
+		if at == "" {
+			at = "an unknown time"
+		}
+		return fmt.Errorf("database %s on the old primary is the reverse pipeline's replica already (failed back at %s, from DR log event %s): "+
+			"a failback runs once; add -again to mark it and request its tables' bootstrap again", db, at, params[drparam.FailbackDRLogHead])
+	}
+	return nil
+}
+
+// BackOptions are what `hivedr failback` was asked.
+type BackOptions struct {
+	// Databases are the failed-over databases to fail back.
+	Databases []string
+	// Again fails back a database whose old primary is the reverse
+	// pipeline's replica already (an earlier failback marked it): marked
+	// again at the failover's DR log head, its changed tables requested
+	// again.
+	Again bool
+	Log   *slog.Logger
+}
+
+// Failback makes the old primary (fwd's source) the replica of the new
+// one (fwd's DR) through the reverse pipeline rev, for the failed-over
+// databases opts names: it checks rev (CheckReverse) and each old
+// primary's database (CheckOldPrimary), reads both logs after the
+// failover's record, marks each old-primary database as rev's replica at
+// the DR log's recorded head (so the reverse applier applies every DR
+// event after it) and writes one table-scoped bootstrap request per
+// database with changed tables to rev's control topic. The reverse
+// pipeline's daemons do the rest; this returns once the requests are
+// written.
+func Failback(ctx context.Context, fwd, rev *config.Config, opts BackOptions) (*BackReport, error) {
+	start := time.Now()
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dbs := opts.Databases
+	dr, err := hms.Dial(ctx, fwd.Applier.Metastore, fwd.DRMetastoreOptions())
+	if err != nil {
+		return nil, fmt.Errorf("the new primary (forward DR) metastore: %w", err)
+	}
+	defer dr.Close()
+	old, err := hms.Dial(ctx, fwd.Source.Metastore, fwd.SourceMetastoreOptions())
+	if err != nil {
+		return nil, fmt.Errorf("the old primary's metastore: %w", err)
+	}
+	defer old.Close()
+
+	rep := &BackReport{}
+	var minEvent, minHead int64 = -1, -1
+	for _, db := range dbs {
+		p, err := drParams(ctx, dr, db)
+		if err != nil {
+			return nil, err
+		}
+		r, ok, err := ReadRecord(p)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("database %s: %w", db, err)
+		case !ok:
+			return nil, fmt.Errorf("database %s: not failed over on DR (no %s): nothing to fail back", db, drparam.FailedOverAt)
+		case r.WasTargetFor != drparam.TargetMark(fwd.Source.Name):
+			return nil, fmt.Errorf("database %s: failed over from %q, not from this pipeline's source %s", db, r.WasTargetFor, fwd.Source.Name)
+		}
+		op, err := drParams(ctx, old, db)
+		if err != nil {
+			return nil, fmt.Errorf("old primary: %w", err)
+		}
+		if err := CheckOldPrimary(db, op, drparam.TargetMark(rev.Source.Name), opts.Again); err != nil {
+			return nil, err
+		}
+		rep.Databases = append(rep.Databases, BackDatabase{Database: db, EventID: r.EventID, DRLogHead: r.DRLogHead,
+			SourceChanged: map[string]int{}, DRChanged: map[string]int{}})
+		if minEvent < 0 || r.EventID < minEvent {
+			minEvent = r.EventID
+		}
+		if minHead < 0 || r.DRLogHead < minHead {
+			minHead = r.DRLogHead
+		}
+	}
+	if probs := CheckReverse(fwd, rev, dbs, minHead); len(probs) > 0 {
+		return nil, fmt.Errorf("the reverse configuration %s: %s", rev.File(), strings.Join(probs, "; "))
+	}
+
+	// Both logs after the failover.
+	if err := scanLog(ctx, fwd.Source, fwd.SourceMetastoreOptions(), minEvent, func(evs []hmslog.RawEvent) {
+		for i := range rep.Databases {
+			d := &rep.Databases[i]
+			Changed(d.SourceChanged, evs, d.Database, d.EventID)
+		}
+	}); err != nil {
+		return nil, fmt.Errorf("the old primary's log after event %d: %w", minEvent, err)
+	}
+	if err := scanLog(ctx, rev.Source, rev.SourceMetastoreOptions(), minHead, func(evs []hmslog.RawEvent) {
+		for i := range rep.Databases {
+			d := &rep.Databases[i]
+			Changed(d.DRChanged, evs, d.Database, d.DRLogHead)
+		}
+	}); err != nil {
+		return nil, fmt.Errorf("the new primary's log after event %d: %w", minHead, err)
+	}
+
+	kopts, err := connect.Kafka(rev.Kafka)
+	if err != nil {
+		return nil, fmt.Errorf("the reverse pipeline's %w", err)
+	}
+	cl, err := kgo.NewClient(kopts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka %s: %w", strings.Join(rev.Kafka.Brokers, ","), err)
+	}
+	defer cl.Close()
+	serde, err := connect.Serde(ctx, rev.SchemaRegistry)
+	if err != nil {
+		return nil, err
+	}
+	by := requestedBy()
+	for i := range rep.Databases {
+		d := &rep.Databases[i]
+		for _, n := range d.SourceChanged {
+			d.SourceEvents += n
+		}
+		d.Moved = Moved(d.SourceChanged, d.DRChanged)
+		tables, err := dr.GetAllTables(ctx, d.Database)
+		if err != nil {
+			return nil, fmt.Errorf("tables of %s on the new primary: %w", d.Database, err)
+		}
+		for _, t := range tables {
+			if !contains(d.Moved, strings.ToLower(t)) {
+				d.Unchanged++
+			}
+		}
+		// The old primary's database becomes the reverse pipeline's
+		// replica at the DR log's recorded head.
+		odb, err := old.GetDatabase(ctx, d.Database)
+		if err != nil {
+			return nil, fmt.Errorf("old primary: get database %s: %w", d.Database, err)
+		}
+		if odb.Parameters == nil {
+			odb.Parameters = map[string]string{}
+		}
+		odb.Parameters[drparam.Target] = drparam.TargetMark(rev.Source.Name)
+		odb.Parameters[drparam.LastID] = strconv.FormatInt(d.DRLogHead, 10)
+		odb.Parameters[drparam.FailbackAt] = time.Now().UTC().Format(time.RFC3339)
+		odb.Parameters[drparam.FailbackDRLogHead] = strconv.FormatInt(d.DRLogHead, 10)
+		delete(odb.Parameters, drparam.Halted)
+		if err := old.AlterDatabase(ctx, d.Database, odb); err != nil {
+			return nil, fmt.Errorf("old primary: mark %s a replica of %s: %w", d.Database, rev.Source.Name, err)
+		}
+		// A reverse applier that ran before the mark halted the database
+		// (not_a_replica); it plans the database's head again now.
+		c := applier.Control{Kind: applier.ControlReplan, Database: d.Database, By: by, At: time.Now().UTC()}
+		if err := applier.SendControl(ctx, cl, kafka.Topics{Prefix: rev.Kafka.TopicPrefix}, rev.Kafka.ReplicationFactor, c); err != nil {
+			return nil, fmt.Errorf("ask the reverse applier to plan %s again: %w", d.Database, err)
+		}
+		if len(d.Moved) > 0 {
+			o, err := bootstrap.Options{Databases: []string{d.Database}, Tables: d.Moved}.Validate()
+			if err != nil {
+				return nil, fmt.Errorf("bootstrap request for %s: %w", d.Database, err)
+			}
+			req := bootstrap.Request(o, rev.Source.Name, by, time.Now())
+			if _, err := bootstrap.Write(ctx, cl, serde, kafka.Topics{Prefix: rev.Kafka.TopicPrefix}, rev.Kafka, &req); err != nil {
+				return nil, err
+			}
+			d.RequestID = req.RequestID
+		}
+		rep.MovedTables += len(d.Moved)
+		log.Info("failing back", "db", d.Database, "moved_tables", d.Moved, "unchanged_tables", d.Unchanged, "source_events_after_failover", d.SourceEvents)
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// scanLog hands fn the log of src after event after, in pages, to its
+// head.
+func scanLog(ctx context.Context, src config.Source, opts hms.Options, after int64, fn func([]hmslog.RawEvent)) error {
+	s, err := hmslog.Open(ctx, src, opts)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for {
+		evs, err := s.Next(ctx, after, 1000)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		fn(evs)
+		after = evs[len(evs)-1].EventID
+	}
+}
+
+func requestedBy() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return name + "@" + host
+}

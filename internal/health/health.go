@@ -1,0 +1,189 @@
+// Package health serves a daemon's liveness and readiness on its HTTP
+// (metrics) address: /healthz answers while the process serves HTTP at
+// all, /readyz runs the role's readiness checks.
+//
+// A check is a named function: nil when its condition holds. Some probe a
+// dependency (a Kafka broker answers, a metastore answers a Thrift call),
+// others read the role's own metrics (the tailer is RUNNING, no database
+// halted), so a role needs no extra state for its probes: what its metrics
+// say is what readiness says.
+package health
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Check is one readiness condition of a role.
+type Check struct {
+	// Name says what is checked: "kafka", "dr_metastore", "not_halted".
+	Name string
+	// Run returns nil when the condition holds, else what is wrong.
+	Run func(ctx context.Context) error
+}
+
+// DefaultTimeout bounds each check of one /readyz request.
+const DefaultTimeout = 3 * time.Second
+
+// Result is one check's outcome.
+type Result struct {
+	Name string
+	Err  error
+}
+
+// Run runs checks at once, each bounded by timeout, and returns their
+// results in the checks' order. A check that does not return in time
+// fails with "timed out after ..." (its goroutine is left to finish).
+func Run(ctx context.Context, checks []Check, timeout time.Duration) []Result {
+	out := make([]Result, len(checks))
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- c.Run(cctx) }()
+			var err error
+			select {
+			case err = <-done:
+			case <-cctx.Done():
+				err = fmt.Errorf("timed out after %s", timeout)
+			}
+			out[i] = Result{Name: c.Name, Err: err}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// Mount adds /healthz and /readyz to mux. /healthz is 200 "ok" while the
+// process serves. /readyz is 200 when every check holds and 503 when one
+// does not; either way its body has a line per check, "ok NAME" or "fail
+// NAME: what is wrong", so a person reading it (or a probe's event in
+// Kubernetes) sees the cause.
+func Mount(mux *http.ServeMux, checks []Check) {
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		res := Run(r.Context(), checks, DefaultTimeout)
+		var b strings.Builder
+		code := http.StatusOK
+		for _, x := range res {
+			if x.Err != nil {
+				code = http.StatusServiceUnavailable
+				fmt.Fprintf(&b, "fail %s: %v\n", x.Name, x.Err)
+			} else {
+				fmt.Fprintf(&b, "ok %s\n", x.Name)
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(code)
+		fmt.Fprint(w, b.String())
+	})
+}
+
+// StateIs fails unless the gauge vector name, gathered from g, is 1 for
+// label=want: the tailer's hivedr_tailer_state{state="RUNNING"}.
+func StateIs(g prometheus.Gatherer, name, label, want string) func(context.Context) error {
+	return func(context.Context) error {
+		mf, err := family(g, name)
+		if err != nil {
+			return err
+		}
+		var current []string
+		for _, m := range metrics(mf) {
+			if gaugeValue(m) == 1 {
+				current = append(current, labelValue(m, label))
+			}
+		}
+		if slices.Contains(current, want) {
+			return nil
+		}
+		if len(current) == 0 {
+			return fmt.Errorf("%s: no %s yet, want %s", name, label, want)
+		}
+		return fmt.Errorf("%s is %s, want %s", label, strings.Join(current, ","), want)
+	}
+}
+
+// NoneSet fails while any series of the gauge vector name, gathered from
+// g, is non-zero, naming their labels: the applier's
+// hivedr_applier_halted{db,reason}. A metric with no series holds.
+func NoneSet(g prometheus.Gatherer, name, what string) func(context.Context) error {
+	return func(context.Context) error {
+		mf, err := family(g, name)
+		if err != nil {
+			return err
+		}
+		var set []string
+		for _, m := range metrics(mf) {
+			if gaugeValue(m) != 0 {
+				set = append(set, labelString(m))
+			}
+		}
+		if len(set) == 0 {
+			return nil
+		}
+		slices.Sort(set)
+		return fmt.Errorf("%d %s: %s", len(set), what, strings.Join(set, ", "))
+	}
+}
+
+// family returns the gathered family called name, or nil when it has no
+// series yet.
+func family(g prometheus.Gatherer, name string) (*dto.MetricFamily, error) {
+	mfs, err := g.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gather metrics: %w", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf, nil
+		}
+	}
+	return nil, nil
+}
+
+func metrics(mf *dto.MetricFamily) []*dto.Metric {
+	if mf == nil {
+		return nil
+	}
+	return mf.Metric
+}
+
+func gaugeValue(m *dto.Metric) float64 {
+	if m.Gauge == nil {
+		return 0
+	}
+	return m.Gauge.GetValue()
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.Label {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// labelString is a series' labels as db=finance reason=chain_broken.
+func labelString(m *dto.Metric) string {
+	parts := make([]string, 0, len(m.Label))
+	for _, l := range m.Label {
+		parts = append(parts, l.GetName()+"="+l.GetValue())
+	}
+	return strings.Join(parts, " ")
+}
