@@ -114,7 +114,7 @@ type Applier struct {
 	// controls are operators' requests read from the control topic, for
 	// the poll loop (runControls); wakePoll ends the poll in progress so
 	// it acts on them at once. Both under mu.
-	controls []Control
+	controls []schemas.ApplierControl
 	wakePoll context.CancelFunc
 	// controlReady closes once the control reader knows the offset it
 	// reads from: a request published after that reaches this applier.
@@ -227,7 +227,7 @@ type SkipMetastore interface {
 // worker finds it when it plans that event. It refuses a database that
 // is not this pipeline's replica and an event the replica is already
 // past. A running applier reads it on its next plan of the event; a
-// worker halted on it must plan again (ControlReplan).
+// worker halted on it must plan again (schemas.ControlReplan).
 func RecordSkip(ctx context.Context, ms SkipMetastore, source, operator string, s Skip) error {
 	db, err := ms.GetDatabase(ctx, s.DB)
 	if err != nil {

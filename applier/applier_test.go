@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/drparam"
+	hivehms "github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/state"
 	"github.com/hivedr/hivedr/schemas"
@@ -261,7 +262,7 @@ func (f *fakeHMS) AlterTableWithEnvironmentContext(ctx context.Context, db, name
 			if pk.TableKey == k {
 				delete(f.parts, pk)
 				p.DbName, p.TableName = nk.DB, nk.Name
-				f.parts[PartKey{nk, pk.Values}] = p
+				f.parts[PartKey{TableKey: nk, Values: pk.Values}] = p
 			}
 		}
 	}
@@ -309,7 +310,7 @@ func (f *fakeHMS) GetPartitionsByNamesReq(ctx context.Context, req *hms.GetParti
 		want[n] = true
 	}
 	for pk, p := range f.parts {
-		if pk.TableKey == tk && want[PartitionName(t.PartitionKeys, p.Values)] {
+		if pk.TableKey == tk && want[hivehms.PartitionName(t.PartitionKeys, p.Values)] {
 			res.Partitions = append(res.Partitions, clone(p))
 		}
 	}
@@ -346,7 +347,7 @@ func (f *fakeHMS) EachPartitionName(ctx context.Context, db, table string, fn fu
 	}
 	for pk, p := range f.parts {
 		if pk.TableKey == tk {
-			fn(PartitionName(t.PartitionKeys, p.Values))
+			fn(hivehms.PartitionName(t.PartitionKeys, p.Values))
 		}
 	}
 	return nil
@@ -450,7 +451,7 @@ func (f *fakeHMS) DropPartitionsReq(ctx context.Context, req *hms.DropPartitions
 		want[n] = true
 	}
 	for pk, p := range f.parts {
-		if pk.TableKey == tk && want[PartitionName(t.PartitionKeys, p.Values)] {
+		if pk.TableKey == tk && want[hivehms.PartitionName(t.PartitionKeys, p.Values)] {
 			drop = append(drop, pk)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -338,7 +339,7 @@ func (r *run) decision() Decision {
 		if p.dropped {
 			drop.Values = append(drop.Values, p.values)
 			if keys != nil {
-				drop.Names = append(drop.Names, PartitionName(keys, p.values))
+				drop.Names = append(drop.Names, hms.PartitionName(keys, p.values))
 			}
 		}
 		switch {

@@ -16,7 +16,7 @@ func TestRunKey(t *testing.T) {
 	other := srcTable("sales", "other", []string{"dt"}, "x int")
 	moved := renamedTo(srcOrders, "archive", "orders")
 	b := newBootstrap("b1", "sales", 10)
-	orders := TableKey{"sales", "orders"}
+	orders := TableKey{DB: "sales", Name: "orders"}
 	for _, c := range []struct {
 		name string
 		db   string
@@ -32,8 +32,8 @@ func TestRunKey(t *testing.T) {
 		{"insert", "sales", insertInto(1, srcOrders, &srcP1), orders, 1, true},
 		{"insert overwrite", "sales", insertOverwrite(1, srcOrders, &srcP1), orders, 1, true},
 		{"alter table", "sales", alterTable(1, srcOrders, withParam(srcOrders, "k", "v")), orders, 1, true},
-		{"truncate table", "sales", truncateTable(1, srcCustomers), TableKey{"sales", "customers"}, 1, true},
-		{"another table", "sales", addParts(1, other, []schemas.Partition{srcPart(other, "1")}), TableKey{"sales", "other"}, 1, true},
+		{"truncate table", "sales", truncateTable(1, srcCustomers), TableKey{DB: "sales", Name: "customers"}, 1, true},
+		{"another table", "sales", addParts(1, other, []schemas.Partition{srcPart(other, "1")}), TableKey{DB: "sales", Name: "other"}, 1, true},
 		{"rename", "sales", alterTable(1, srcOrders, renamedTo(srcOrders, "sales", "o2")), TableKey{}, 0, false},
 		{"rename across databases", "archive", alterTable(1, srcOrders, moved), TableKey{}, 0, false},
 		{"create table", "sales", createTable(1, srcOrders), TableKey{}, 0, false},
@@ -355,10 +355,10 @@ func TestPlanRunsAroundCrossDatabaseRename(t *testing.T) {
 	}
 	check := func(t *testing.T, what string, ms *memMS) {
 		t.Helper()
-		if len(ms.tables) != 2 || ms.tables[TableKey{"archive", "orders"}] == nil || len(ms.parts) != 5 {
+		if len(ms.tables) != 2 || ms.tables[TableKey{DB: "archive", Name: "orders"}] == nil || len(ms.parts) != 5 {
 			t.Fatalf("%s:\n%s", what, ms.dump())
 		}
-		if p := ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}]; p == nil || p.Parameters["k"] != "v" {
+		if p := ms.parts[PartKey{TableKey: TableKey{DB: "archive", Name: "orders"}, Values: "2024-01-01"}]; p == nil || p.Parameters["k"] != "v" {
 			t.Errorf("%s: the renamed table's altered partition: %v", what, p)
 		}
 		if ms.dbs["sales"].Parameters[drparam.LastID] != "20" || ms.dbs["archive"].Parameters[drparam.LastID] != "22" {

@@ -10,6 +10,7 @@ import (
 	hms "github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/drparam"
+	hivehms "github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -244,7 +245,7 @@ func (m *memMS) inventory(db, id string, tables []string, all bool) *Inventory {
 		}
 	}
 	for _, n := range tables {
-		tk := TableKey{db, n}
+		tk := TableKey{DB: db, Name: n}
 		tb := m.tables[tk]
 		if tb == nil {
 			continue
@@ -261,7 +262,7 @@ func (m *memMS) inventory(db, id string, tables []string, all bool) *Inventory {
 		}
 		sort.Slice(keys, func(i, j int) bool { return keys[i].Values < keys[j].Values })
 		for _, pk := range keys {
-			inv.Stale[n] = append(inv.Stale[n], StalePartition{Name: PartitionName(tb.PartitionKeys, m.parts[pk].Values), Values: m.parts[pk].Values})
+			inv.Stale[n] = append(inv.Stale[n], StalePartition{Name: hivehms.PartitionName(tb.PartitionKeys, m.parts[pk].Values), Values: m.parts[pk].Values})
 		}
 	}
 	return inv
@@ -892,10 +893,10 @@ func TestPlanBootstrapConverges(t *testing.T) {
 	if db.Parameters[drparam.LastID] != "26" || db.Parameters[drparam.BootstrapDone] != "b1" || db.Parameters[drparam.BootstrapID] != "" {
 		t.Errorf("database %v", db.Parameters)
 	}
-	if o := ms.tables[TableKey{"sales", "orders"}]; o.Parameters[drparam.LastID] != "22" || o.Parameters["comment"] != "v2" {
+	if o := ms.tables[TableKey{DB: "sales", Name: "orders"}]; o.Parameters[drparam.LastID] != "22" || o.Parameters["comment"] != "v2" {
 		t.Errorf("orders %v: event 22 rolled the snapshot back or was lost", o.Parameters)
 	}
-	if c := ms.tables[TableKey{"sales", "customers"}]; c.Parameters[drparam.LastID] != "23" || c.Parameters["z"] != "1" {
+	if c := ms.tables[TableKey{DB: "sales", Name: "customers"}]; c.Parameters[drparam.LastID] != "23" || c.Parameters["z"] != "1" {
 		t.Errorf("customers %v: event 23 was not applied over the snapshot", c.Parameters)
 	}
 	if _, ok := ms.files[drRoot+"sales.db/customers/x"]; ok {
@@ -929,11 +930,11 @@ func TestPlanBootstrapTableScoped(t *testing.T) {
 	ms := newMemMS()
 	ms.copyAhead(topic, nil)
 	runAll(t, ms, []*seqWorker{{db: "sales", events: topic}}, nil, pol)
-	c := ms.tables[TableKey{"sales", "customers"}]
+	c := ms.tables[TableKey{DB: "sales", Name: "customers"}]
 	if c == nil || c.Parameters["k"] != "v" || c.Parameters[drparam.LastID] != "16" {
 		t.Fatalf("customers not brought by its bootstrap:\n%s", ms.dump())
 	}
-	if o := ms.tables[TableKey{"sales", "orders"}]; o == nil || o.Parameters[drparam.BootstrapID] != "" || len(ms.parts) != 2 {
+	if o := ms.tables[TableKey{DB: "sales", Name: "orders"}]; o == nil || o.Parameters[drparam.BootstrapID] != "" || len(ms.parts) != 2 {
 		t.Errorf("the table-scoped bootstrap touched orders:\n%s", ms.dump())
 	}
 	if ms.dbs["sales"].Parameters[drparam.LastID] != "17" {

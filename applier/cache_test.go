@@ -12,7 +12,7 @@ func TestCacheApply(t *testing.T) {
 	db := &hive_metastore.Database{Name: "sales"}
 	orders := &hive_metastore.Table{DbName: "sales", TableName: "orders"}
 	p1 := &hive_metastore.Partition{Values: []string{"1"}}
-	ok := TableKey{"sales", "orders"}
+	ok := TableKey{DB: "sales", Name: "orders"}
 	pk := partKey(ok, []string{"1"})
 
 	c := newCache("Sales")
@@ -22,7 +22,7 @@ func TestCacheApply(t *testing.T) {
 	}
 	// Other databases are never cached.
 	c.apply([]Action{CreateTable{Table: &hive_metastore.Table{DbName: "archive", TableName: "x"}}})
-	if _, known := c.tables[TableKey{"archive", "x"}]; known {
+	if _, known := c.tables[TableKey{DB: "archive", Name: "x"}]; known {
 		t.Error("cached a table of another database")
 	}
 	c.apply([]Action{DropPartitions{DB: "sales", Table: "orders", Values: [][]string{{"1"}}}})
@@ -83,8 +83,8 @@ func TestReadUsesCache(t *testing.T) {
 		table: &hive_metastore.Table{DbName: "sales", TableName: "orders", PartitionKeys: []*hive_metastore.FieldSchema{{Name: "dt"}}}}
 	x := &executor{ms: ms, cache: newCache("sales")}
 	touched := Touched{Databases: []string{"sales", "archive"},
-		Tables:     []TableKey{{"sales", "orders"}, {"sales", "missing"}},
-		Partitions: []PartKey{partKey(TableKey{"sales", "orders"}, []string{"1"})}}
+		Tables:     []TableKey{{DB: "sales", Name: "orders"}, {DB: "sales", Name: "missing"}},
+		Partitions: []PartKey{partKey(TableKey{DB: "sales", Name: "orders"}, []string{"1"})}}
 	for i, want := range []int{5, 1} { // sales, archive, orders, missing, partitions; then archive only
 		ms.reads = 0
 		r, err := x.read(context.Background(), touched)
@@ -94,7 +94,7 @@ func TestReadUsesCache(t *testing.T) {
 		if ms.reads != want {
 			t.Errorf("read %d: %d metastore calls, want %d", i, ms.reads, want)
 		}
-		if r.Databases["sales"] == nil || r.Tables[TableKey{"sales", "orders"}] == nil || r.Tables[TableKey{"sales", "missing"}] != nil || len(r.Partitions) != 0 {
+		if r.Databases["sales"] == nil || r.Tables[TableKey{DB: "sales", Name: "orders"}] == nil || r.Tables[TableKey{DB: "sales", Name: "missing"}] != nil || len(r.Partitions) != 0 {
 			t.Errorf("read %d: %+v", i, r)
 		}
 	}
@@ -128,7 +128,7 @@ func TestReadWholeTable(t *testing.T) {
 	ms := &countingMS{db: &hive_metastore.Database{Name: "sales"}, table: tb}
 	c := newCache("sales")
 	x := &executor{ms: ms, cache: c}
-	ok := TableKey{"sales", "orders"}
+	ok := TableKey{DB: "sales", Name: "orders"}
 	p1 := &hive_metastore.Partition{Values: []string{"1"}}
 	c.apply([]Action{CreateTable{Table: tb}, AddPartitions{DB: "sales", Table: "orders", Parts: []*hive_metastore.Partition{p1}}})
 	c.parts = map[PartKey]*hive_metastore.Partition{} // (as when the objects' bound is passed)

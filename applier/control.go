@@ -4,83 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/schemas"
 )
-
-// ControlKind says what a Control asks of a running applier.
-type ControlKind string
-
-// The kinds of Control.
-const (
-	// ControlSeek: consume the database's topic from Control.Offset (the
-	// group's committed offset moves there too). `hivedr replay
-	// -coordinate` sends it.
-	ControlSeek ControlKind = "seek"
-	// ControlReplan: stop the database's worker and start it again at the
-	// head of its queue, reading the DR state afresh, so a skip recorded
-	// on the DR database (hivedr.skipped.<id>) since takes effect, on a
-	// halted worker too. `hivedr replay -skip-event` sends it.
-	ControlReplan ControlKind = "replan"
-)
-
-// ControlType is the hivedr.type header of a Control record.
-const ControlType = "io.hivedr.ApplierControl"
-
-// Control is an operator's request to the running appliers, a JSON value
-// on kafka.Topics.ApplierControl keyed by database. Every applier reads
-// the topic from its end as of its start (a request made while none runs
-// has nothing to act on: the tool acts on the group itself then), and
-// acts on the databases whose topics it owns.
-type Control struct {
-	Kind     ControlKind `json:"kind"`
-	Database string      `json:"database"`
-	// Offset of the database's topic to consume from (seek).
-	Offset int64 `json:"offset,omitempty"`
-	// EventID is the event the request is about (the first at Offset
-	// for a seek, the skipped one for a replan), for the log.
-	EventID int64     `json:"event_id,omitempty"`
-	By      string    `json:"by,omitempty"`
-	At      time.Time `json:"at"`
-}
-
-// ControlRecord makes the record that carries c.
-func ControlRecord(topics kafka.Topics, c Control) (*kgo.Record, error) {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	return &kgo.Record{Topic: topics.ApplierControl(), Key: []byte(c.Database), Value: b,
-		Headers: []kgo.RecordHeader{{Key: kafka.HeaderType, Value: []byte(ControlType)}}}, nil
-}
-
-// EnsureControlTopic creates the applier control topic if it is missing.
-func EnsureControlTopic(ctx context.Context, adm *kadm.Client, topics kafka.Topics, rf int16) error {
-	_, err := kafka.Ensure(ctx, adm, kafka.Spec{Name: topics.ApplierControl(), Partitions: 1, ReplicationFactor: rf, Retention: 7 * 24 * time.Hour})
-	return err
-}
-
-// SendControl publishes c on the applier control topic of topics
-// (creating the topic with replication factor rf if it is missing), for
-// the running applier that owns c's database. An applier that is not
-// running never sees it: it reads the topic from its end as of its start.
-func SendControl(ctx context.Context, cl *kgo.Client, topics kafka.Topics, rf int16, c Control) error {
-	if err := EnsureControlTopic(ctx, kadm.NewClient(cl), topics, rf); err != nil {
-		return err
-	}
-	rec, err := ControlRecord(topics, c)
-	if err != nil {
-		return err
-	}
-	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		return fmt.Errorf("publish the request on %s: %w", rec.Topic, err)
-	}
-	return nil
-}
 
 // readControl reads the control topic from its end as of now, queueing
 // each request and waking the poll loop, which acts on it (runControls)
@@ -92,7 +22,7 @@ func (a *Applier) readControl(ctx context.Context) error {
 		return fmt.Errorf("kafka client: %w", err)
 	}
 	adm := kadm.NewClient(seed)
-	if err := EnsureControlTopic(ctx, adm, a.cfg.Topics, a.cfg.ReplicationFactor); err != nil {
+	if err := kafka.EnsureApplierControlTopic(ctx, adm, a.cfg.Topics, a.cfg.ReplicationFactor); err != nil {
 		seed.Close()
 		return err
 	}
@@ -116,7 +46,7 @@ func (a *Applier) readControl(ctx context.Context) error {
 			return nil
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			var c Control
+			var c schemas.ApplierControl
 			if err := json.Unmarshal(r.Value, &c); err != nil || c.Database == "" {
 				a.log.Warn("ignoring a control record that is not a request", "topic", topic, "offset", r.Offset, "err", err)
 				return
@@ -158,11 +88,11 @@ func (a *Applier) runControls(cl *kgo.Client) {
 		}
 		head, had := a.retire(cl, topic)
 		switch c.Kind {
-		case ControlSeek:
+		case schemas.ControlSeek:
 			cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: {0: {Epoch: -1, Offset: c.Offset}}})
 			a.log.Warn("seeking a database's topic as an operator asked", "db", c.Database, "offset", c.Offset,
 				"event_id", c.EventID, "by", c.By, "had_worker", had)
-		case ControlReplan:
+		case schemas.ControlReplan:
 			if !had {
 				a.log.Info("replan requested for a database without a worker here", "db", c.Database, "by", c.By)
 				continue

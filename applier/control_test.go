@@ -8,16 +8,17 @@ import (
 	"time"
 
 	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/schemas"
 )
 
 // control publishes an operator's request, as `hivedr replay` does.
-func (f *kfix) control(c Control) {
+func (f *kfix) control(c schemas.ApplierControl) {
 	f.t.Helper()
-	if err := EnsureControlTopic(context.Background(), f.adm, f.topics, 1); err != nil {
+	if err := kafka.EnsureApplierControlTopic(context.Background(), f.adm, f.topics, 1); err != nil {
 		f.t.Fatal(err)
 	}
-	rec, err := ControlRecord(f.topics, c)
+	rec, err := kafka.ApplierControlRecord(f.topics, c)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestControlReplanTakesSkip(t *testing.T) {
 	if err := RecordSkip(context.Background(), f.ms, "src", "op@host", Skip{DB: "a", EventID: 3}); err != nil {
 		t.Fatal(err)
 	}
-	f.control(Control{Kind: ControlReplan, Database: "a", EventID: 3, By: "op@host"})
+	f.control(schemas.ApplierControl{Kind: schemas.ControlReplan, Database: "a", EventID: 3, By: "op@host"})
 	f.waitMark("a", 4)
 	params := f.ms.db("a").Parameters
 	if note := params[drparam.SkippedPrefix+"3"]; !strings.Contains(note, "requested by op@host") || !strings.Contains(note, "skipped ALTER_TABLE event 3") {
@@ -84,7 +85,7 @@ func TestControlSeekRedrives(t *testing.T) {
 	waitControlReader(t, r)
 	applied := func() float64 { return r.sum(t, "hivedr_applier_events_total", map[string]string{"db": "a"}) }
 	n := applied()
-	f.control(Control{Kind: ControlSeek, Database: "a", Offset: recs[1].Offset, EventID: 2})
+	f.control(schemas.ApplierControl{Kind: schemas.ControlSeek, Database: "a", Offset: recs[1].Offset, EventID: 2})
 	waitFor(t, "events 2 to 4 handled again", func() (bool, string) {
 		return applied() >= n+3, fmt.Sprintf("%v handled, %v before the seek", applied(), n)
 	})

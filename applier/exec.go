@@ -254,7 +254,7 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 				continue
 			}
 			unknown = append(unknown, k)
-			names = append(names, PartitionName(tb.PartitionKeys, strings.Split(k.Values, "/")))
+			names = append(names, hms.PartitionName(tb.PartitionKeys, strings.Split(k.Values, "/")))
 		}
 		if len(names) == 0 {
 			continue
@@ -360,7 +360,7 @@ func (x *executor) inventory(ctx context.Context, db, id string, tables []string
 						inv.More = true
 						break
 					}
-					inv.Stale[k.Name] = append(inv.Stale[k.Name], StalePartition{Name: PartitionName(t.PartitionKeys, p.Values), Values: p.Values})
+					inv.Stale[k.Name] = append(inv.Stale[k.Name], StalePartition{Name: hms.PartitionName(t.PartitionKeys, p.Values), Values: p.Values})
 					stale++
 				}
 			}
@@ -545,43 +545,6 @@ func (x *executor) prune(ctx context.Context, a PruneFiles) error {
 		}
 	}
 	return nil
-}
-
-// PartitionName is the metastore's name of a partition,
-// k1=v1/k2=v2, with the escaping Hive applies to path names.
-func PartitionName(keys []*hive_metastore.FieldSchema, values []string) string {
-	var b strings.Builder
-	for i, v := range values {
-		if i > 0 {
-			b.WriteByte('/')
-		}
-		k := ""
-		if i < len(keys) {
-			k = keys[i].Name
-		}
-		b.WriteString(escapePathName(strings.ToLower(k)))
-		b.WriteByte('=')
-		if v == "" {
-			v = "__HIVE_DEFAULT_PARTITION__"
-		}
-		b.WriteString(escapePathName(v))
-	}
-	return b.String()
-}
-
-// escapePathName escapes the characters Hive's FileUtils.escapePathName
-// escapes, as %XX.
-func escapePathName(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c == 0x7f || strings.IndexByte("\"#%'*/:=?\\{[]^", c) >= 0 {
-			fmt.Fprintf(&b, "%%%02X", c)
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
 }
 
 var _ Metastore = (*hms.Client)(nil)

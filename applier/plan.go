@@ -2,7 +2,6 @@ package applier
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -35,25 +34,17 @@ func (c Copy) OK() bool {
 	return c.Status == schemas.StatusCopied || c.Status == schemas.StatusSkippedIdentical
 }
 
-// TableKey names a table; names are lower case, as the metastore keeps them.
-type TableKey struct{ DB, Name string }
+// TableKey, PartKey and Touched are the names of DR objects Plan reads
+// (schemas.Touches says which for an event).
+type (
+	TableKey = schemas.TableKey
+	PartKey  = schemas.PartKey
+	Touched  = schemas.Touched
+)
 
-// PartKey names a partition: its table and its values joined by "/".
-type PartKey struct {
-	TableKey
-	Values string
-}
+func tableKey(db, name string) TableKey { return schemas.NewTableKey(db, name) }
 
-func tableKey(db, name string) TableKey {
-	return TableKey{strings.ToLower(db), strings.ToLower(name)}
-}
-
-func partKey(t TableKey, values []string) PartKey {
-	return PartKey{t, strings.Join(values, "/")}
-}
-
-func (k TableKey) String() string { return k.DB + "." + k.Name }
-func (k PartKey) String() string  { return k.TableKey.String() + " partition [" + k.Values + "]" }
+func partKey(t TableKey, values []string) PartKey { return schemas.NewPartKey(t, values) }
 
 // Replica is what the DR metastore holds of the objects an event touches
 // (see Touches); a missing entry means the object does not exist.
@@ -182,83 +173,7 @@ type Decision struct {
 	Results []Reason
 }
 
-// Touched lists the DR objects whose state Plan needs for an event.
-type Touched struct {
-	Databases  []string
-	Tables     []TableKey
-	Partitions []PartKey
-}
-
-// merge adds what o names and t does not.
-func (t *Touched) merge(o Touched) {
-	for _, d := range o.Databases {
-		if !slices.Contains(t.Databases, d) {
-			t.Databases = append(t.Databases, d)
-		}
-	}
-	for _, k := range o.Tables {
-		if !slices.Contains(t.Tables, k) {
-			t.Tables = append(t.Tables, k)
-		}
-	}
-	t.Partitions = append(t.Partitions, o.Partitions...)
-}
-
-// Touches says which DR objects Plan reads for ev arriving on db's topic.
-func Touches(db string, ev *schemas.Event) Touched {
-	var t Touched
-	addDB := func(name string) {
-		name = strings.ToLower(name)
-		for _, d := range t.Databases {
-			if d == name {
-				return
-			}
-		}
-		t.Databases = append(t.Databases, name)
-	}
-	addTable := func(tb *schemas.Table) {
-		if tb != nil && tb.Name != "" {
-			t.Tables = append(t.Tables, tableKey(tb.Database, tb.Name))
-			addDB(tb.Database)
-		}
-	}
-	addDB(db)
-	switch p := ev.Payload.(type) {
-	case *schemas.TableChange:
-		addTable(p.Before)
-		addTable(p.After)
-	case *schemas.PartitionChange:
-		tk := eventTable(ev, p.Table)
-		t.Tables = append(t.Tables, tk)
-		for _, ps := range [][]schemas.Partition{p.Before, p.After} {
-			for _, part := range ps {
-				t.Partitions = append(t.Partitions, partKey(tk, part.Values))
-			}
-		}
-	case *schemas.InsertData:
-		tk := eventTable(ev, p.Table)
-		t.Tables = append(t.Tables, tk)
-		if p.Partition != nil {
-			t.Partitions = append(t.Partitions, partKey(tk, p.Partition.Values))
-		}
-	case *schemas.WriteIDAllocation:
-		t.Tables = append(t.Tables, tableKey(p.Database, p.Table))
-	case *schemas.Transaction:
-		for _, w := range p.WriteIDs {
-			if k := tableKey(w.Database, w.Table); strings.EqualFold(k.DB, db) && !slices.Contains(t.Tables, k) {
-				t.Tables = append(t.Tables, k)
-			}
-		}
-	}
-	return t
-}
-
-func eventTable(ev *schemas.Event, t *schemas.Table) TableKey {
-	if t != nil && t.Name != "" {
-		return tableKey(t.Database, t.Name)
-	}
-	return tableKey(ev.Database, ev.Table)
-}
+func eventTable(ev *schemas.Event, t *schemas.Table) TableKey { return schemas.EventTable(ev, t) }
 
 // Plan decides what one event does to the replica. It does no I/O: the
 // worker reads the state Touches names, asks Plan, and runs the actions.
@@ -1337,7 +1252,7 @@ func renamed(ev *schemas.Event, obj objKey) objKey {
 		return obj
 	}
 	before, after := tableKey(c.Before.Database, c.Before.Name), tableKey(c.After.Database, c.After.Name)
-	if before != (TableKey{obj.db, obj.table}) || before == after {
+	if before != (TableKey{DB: obj.db, Name: obj.table}) || before == after {
 		return obj
 	}
 	obj.db, obj.table = after.DB, after.Name
@@ -1363,7 +1278,7 @@ func removes(ev *schemas.Event, obj objKey) bool {
 	if obj.table == "" {
 		return false
 	}
-	tk := TableKey{obj.db, obj.table}
+	tk := TableKey{DB: obj.db, Name: obj.table}
 	switch c := ev.Payload.(type) {
 	case *schemas.TableChange:
 		if c.Before == nil || tableKey(c.Before.Database, c.Before.Name) != tk {

@@ -1189,9 +1189,9 @@ func (m *memMS) dump() string {
 // view is what the worker reads for evs: the objects Touches names.
 func (m *memMS) view(db string, evs ...*schemas.Event) Replica {
 	r := drState()
-	tch := Touches(db, evs[0])
+	tch := schemas.Touches(db, evs[0])
 	for _, ev := range evs[1:] {
-		tch.merge(Touches(db, ev))
+		tch.Merge(schemas.Touches(db, ev))
 	}
 	for _, d := range tch.Databases {
 		if v := m.dbs[d]; v != nil {
@@ -1261,7 +1261,7 @@ func (m *memMS) apply(a Action) error {
 					np := *p
 					np.DbName, np.TableName = nk.DB, nk.Name
 					delete(m.parts, pk)
-					m.parts[PartKey{nk, pk.Values}] = &np
+					m.parts[PartKey{TableKey: nk, Values: pk.Values}] = &np
 				}
 			}
 		}
@@ -1656,11 +1656,11 @@ func TestPlanConverges(t *testing.T) {
 	if !slices.Equal(tables, []string{"sales.old", "sales.orders"}) {
 		t.Fatalf("tables %v", tables)
 	}
-	o := ms.tables[TableKey{"sales", "orders"}]
+	o := ms.tables[TableKey{DB: "sales", Name: "orders"}]
 	if o.PartitionKeys[0].Name != "region" || o.Sd.Cols[1].Name != "total" || o.Parameters["comment"] != "" {
 		t.Errorf("orders is not the new incarnation: %s", js(o))
 	}
-	if o := ms.tables[TableKey{"sales", "old"}]; len(o.Sd.Cols) != 2 || o.Sd.Location != drRoot+"sales.db/customers" {
+	if o := ms.tables[TableKey{DB: "sales", Name: "old"}]; len(o.Sd.Cols) != 2 || o.Sd.Location != drRoot+"sales.db/customers" {
 		t.Errorf("sales.old is not the renamed srcCustomers: %s", js(o))
 	}
 	var parts []string
@@ -1714,7 +1714,7 @@ func TestPlanConvergesWithLostFiles(t *testing.T) {
 	c := copyOutcomes{"12-1": schemas.StatusSourceGone, "14-0": schemas.StatusSourceGone,
 		"17-0": schemas.StatusFailed, "19-0": schemas.StatusSourceGone, "21-0": schemas.StatusSourceGone}
 	ms := checkConverges(t, "sales", evs, c)
-	if _, ok := ms.tables[TableKey{"sales", "ctas"}]; !ok || len(ms.tables) != 1 || len(ms.parts) != 0 {
+	if _, ok := ms.tables[TableKey{DB: "sales", Name: "ctas"}]; !ok || len(ms.tables) != 1 || len(ms.parts) != 0 {
 		t.Errorf("final state:\n%s", ms.dump())
 	}
 
@@ -1763,11 +1763,11 @@ func TestPlanCrossDatabaseRename(t *testing.T) {
 	}
 	check := func(t *testing.T, what string, ms *memMS) {
 		t.Helper()
-		tb := ms.tables[TableKey{"archive", "orders"}]
+		tb := ms.tables[TableKey{DB: "archive", Name: "orders"}]
 		if tb == nil || len(ms.tables) != 1 || tb.Parameters["k"] != "v" || tb.Sd.Location != drRoot+"sales.db/orders" {
 			t.Fatalf("%s:\n%s", what, ms.dump())
 		}
-		if len(ms.parts) != 2 || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}] == nil {
+		if len(ms.parts) != 2 || ms.parts[PartKey{TableKey: TableKey{DB: "archive", Name: "orders"}, Values: "2024-01-01"}] == nil {
 			t.Errorf("%s: partitions did not move:\n%s", what, ms.dump())
 		}
 		if ms.dbs["sales"].Parameters[drparam.LastID] != "14" || ms.dbs["archive"].Parameters[drparam.LastID] != "16" {
@@ -1817,7 +1817,7 @@ func TestPlanCrossDatabaseRename(t *testing.T) {
 		t.Fatalf("destination worker again: %s %s (%s) %v", s.d.Outcome, s.d.Reason, s.d.WaitDB, actionNames(s.d.Actions))
 	}
 	stepOnce(t, ms, ws, nil, testPolicy{}) // 13: add partitions
-	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Apply || ms.tables[TableKey{"archive", "orders"}] == nil {
+	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Apply || ms.tables[TableKey{DB: "archive", Name: "orders"}] == nil {
 		t.Fatalf("source worker: %s %s %s", s.d.Outcome, s.d.Reason, s.d.Detail)
 	}
 	if s := stepOnce(t, ms, wa, nil, testPolicy{}); s.d.Outcome != NoOp || wa.pos != 2 || ms.dbs["archive"].Parameters[drparam.LastID] != "14" {
@@ -1840,7 +1840,7 @@ func TestPlanCrossDatabaseRename(t *testing.T) {
 			stepOnce(t, ms, wa, nil, testPolicy{}) // 11: create archive, at 11 < 13
 		}
 	}
-	if ms.tables[TableKey{"sales", "orders"}] == nil || ms.tables[TableKey{"archive", "orders"}] != nil {
+	if ms.tables[TableKey{DB: "sales", Name: "orders"}] == nil || ms.tables[TableKey{DB: "archive", Name: "orders"}] != nil {
 		t.Fatalf("the source worker renamed before archive was marked:\n%s", ms.dump())
 	}
 }
@@ -1945,10 +1945,10 @@ func TestPlanCrossDatabaseRenameOntoADroppedName(t *testing.T) {
 		for k := range ms.parts {
 			parts = append(parts, k.String())
 		}
-		if !slices.Equal(parts, []string{"archive.orders partition [2024-01-01]"}) || ms.parts[PartKey{TableKey{"archive", "orders"}, "2024-01-01"}].Parameters[drparam.LastID] != "14" {
+		if !slices.Equal(parts, []string{"archive.orders partition [2024-01-01]"}) || ms.parts[PartKey{TableKey: TableKey{DB: "archive", Name: "orders"}, Values: "2024-01-01"}].Parameters[drparam.LastID] != "14" {
 			t.Errorf("%s: the renamed table got the old table's partitions: %v\n%s", what, parts, ms.dump())
 		}
-		if tb := ms.tables[TableKey{"archive", "orders"}]; tb == nil || len(ms.tables) != 1 || tb.Parameters[drparam.LastID] != "21" || tb.Sd.Cols[0].Name != "id" {
+		if tb := ms.tables[TableKey{DB: "archive", Name: "orders"}]; tb == nil || len(ms.tables) != 1 || tb.Parameters[drparam.LastID] != "21" || tb.Sd.Cols[0].Name != "id" {
 			t.Errorf("%s: archive.orders is not the renamed sales.orders:\n%s", what, ms.dump())
 		}
 		if _, ok := ms.files[drRoot+"sales.db/orders/dt=2024-01-01/a"]; !ok {
@@ -2105,20 +2105,20 @@ func TestPlanFixtures(t *testing.T) {
 	if !slices.Equal(tables, []string{"cap_archive.clients", "cap_sales.orders"}) {
 		t.Fatalf("tables %v", tables)
 	}
-	o := ms.tables[TableKey{"cap_sales", "orders"}]
+	o := ms.tables[TableKey{DB: "cap_sales", Name: "orders"}]
 	if o.Sd.Location != "hdfs://dr:9000/external/cap_sales.db/orders" || len(o.Sd.Cols) != 4 || o.Sd.Cols[3].Name != "channel" ||
 		len(o.PartitionKeys) != 2 || o.TableType != "EXTERNAL_TABLE" || o.Sd.SerdeInfo == nil ||
 		o.Sd.SerdeInfo.SerializationLib != "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe" ||
 		o.ID != nil || o.WriteId != -1 || o.CatName == nil || *o.CatName != "hive" || o.Parameters[drparam.LastID] != "183" {
 		t.Errorf("cap_sales.orders: %s", js(o))
 	}
-	c := ms.tables[TableKey{"cap_archive", "clients"}]
+	c := ms.tables[TableKey{DB: "cap_archive", Name: "clients"}]
 	if c.DbName != "cap_archive" || c.TableName != "clients" || c.Sd.Location != "hdfs://dr:9000/external/cap_sales.db/customers" ||
 		c.Parameters[drparam.LastID] != "194" {
 		t.Errorf("cap_archive.clients: %s", js(c))
 	}
-	eu := ms.parts[PartKey{TableKey{"cap_sales", "orders"}, "2024-01-01/eu"}]
-	us := ms.parts[PartKey{TableKey{"cap_sales", "orders"}, "2024-01-02/us"}]
+	eu := ms.parts[PartKey{TableKey: TableKey{DB: "cap_sales", Name: "orders"}, Values: "2024-01-01/eu"}]
+	us := ms.parts[PartKey{TableKey: TableKey{DB: "cap_sales", Name: "orders"}, Values: "2024-01-02/us"}]
 	if len(ms.parts) != 2 || eu == nil || us == nil {
 		t.Fatalf("partitions:\n%s", ms.dump())
 	}
@@ -2167,7 +2167,7 @@ func TestPlanCrossDatabaseRenameOntoARenamedName(t *testing.T) {
 	}
 	check := func(t *testing.T, what string, ms *memMS) {
 		t.Helper()
-		kept, renamed := ms.tables[TableKey{"archive", "orders_2023"}], ms.tables[TableKey{"archive", "orders"}]
+		kept, renamed := ms.tables[TableKey{DB: "archive", Name: "orders_2023"}], ms.tables[TableKey{DB: "archive", Name: "orders"}]
 		if kept == nil || renamed == nil || len(ms.tables) != 2 {
 			t.Fatalf("%s: the destination's renamed table is lost:\n%s", what, ms.dump())
 		}
@@ -2202,7 +2202,7 @@ func TestPlanCrossDatabaseRenameOntoARenamedName(t *testing.T) {
 		stepOnce(t, ms, wa, nil, testPolicy{})
 		stepOnce(t, ms, ws, nil, testPolicy{})
 	}
-	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Wait || s.d.WaitDB != "archive" || ms.tables[TableKey{"sales", "orders"}] == nil {
+	if s := stepOnce(t, ms, ws, nil, testPolicy{}); s.d.Outcome != Wait || s.d.WaitDB != "archive" || ms.tables[TableKey{DB: "sales", Name: "orders"}] == nil {
 		t.Fatalf("source worker with archive at 13: %s %s (%s)", s.d.Outcome, s.d.Reason, s.d.WaitDB)
 	}
 	stepOnce(t, ms, wa, nil, testPolicy{}) // 15: the rename away
@@ -2269,7 +2269,7 @@ func TestPlanAcidFixtures(t *testing.T) {
 	// its last event.
 	for _, k := range []string{"cap_acid.orders", "cap_acid.events", "cap_acid_other.ledger"} {
 		db, name, _ := strings.Cut(k, ".")
-		if ms.tables[TableKey{db, name}] == nil {
+		if ms.tables[TableKey{DB: db, Name: name}] == nil {
 			t.Errorf("table %s missing on DR", k)
 		}
 	}

@@ -1,6 +1,9 @@
 package applier
 
-import "github.com/hivedr/hivedr/schemas"
+import (
+	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/schemas"
+)
 
 // Reason is the short label of a Decision: why an event is applied, is a
 // no-op, waits or halts. It is also the label of the applier's metrics
@@ -86,13 +89,13 @@ const (
 	ReasonNotAReplica Reason = "not_a_replica"
 	// ReasonDatabaseMissing: the DR database does not exist and the event
 	// does not create it.
-	ReasonDatabaseMissing Reason = "database_missing"
+	ReasonDatabaseMissing Reason = drparam.HaltDatabaseMissing
 	// ReasonMissingObject: a table or partition the event changes is not
 	// on the DR, and no later event removes it.
-	ReasonMissingObject Reason = "missing_object"
+	ReasonMissingObject Reason = drparam.HaltMissingObject
 	// ReasonEntersScope: a table renamed into the scope from a database
 	// that is not replicated (its files were never copied).
-	ReasonEntersScope Reason = "enters_scope"
+	ReasonEntersScope Reason = drparam.HaltEntersScope
 	// ReasonAcidWriteAtCommit: an ACID write, applied with its
 	// transaction's COMMIT_TXN (which lists the same write).
 	ReasonAcidWriteAtCommit Reason = "acid_write_at_commit"
@@ -117,15 +120,15 @@ const (
 	ReasonUnknownError Reason = "unknown"
 	// ReasonChainBroken: the topic lost records (see CheckChain), or a
 	// bootstrap's records are not consecutive (a record of it is lost).
-	ReasonChainBroken Reason = "chain_broken"
+	ReasonChainBroken Reason = drparam.HaltChainBroken
 	// ReasonNeedsBootstrap: a tailer started without a checkpoint past the
 	// DR database's position (HIVEDR_DISCONTINUITY): events in between may
 	// never have been published.
-	ReasonNeedsBootstrap Reason = "needs_bootstrap"
+	ReasonNeedsBootstrap Reason = drparam.HaltNeedsBootstrap
 	// ReasonBootstrapNotBegun: a TABLE, PARTITION or END record of a
 	// bootstrap whose BEGIN the DR database has not seen (the group's
 	// offset was moved into the middle of the bootstrap).
-	ReasonBootstrapNotBegun Reason = "bootstrap_not_begun"
+	ReasonBootstrapNotBegun Reason = drparam.HaltBootstrapNotBegun
 	// ReasonUndecodableRecord: a record of the topic does not decode.
 	ReasonUndecodableRecord Reason = "undecodable_record"
 	// ReasonMetastoreRefused: the DR metastore refused an action for a
@@ -162,14 +165,7 @@ func errorReason(k schemas.EventErrorKind) Reason {
 // bootstrap is the cure for; the others (a record that does not decode, a
 // location outside the roots, the metastore refusing, ...) need the
 // operator whatever follows.
-func (r Reason) ReleasedByBootstrap() bool {
-	switch r {
-	case ReasonChainBroken, ReasonNeedsBootstrap, ReasonBootstrapNotBegun,
-		ReasonDatabaseMissing, ReasonMissingObject, ReasonEntersScope:
-		return true
-	}
-	return false
-}
+func (r Reason) ReleasedByBootstrap() bool { return drparam.ReleasedByBootstrap(string(r)) }
 
 // replannable reports whether a halt for r may end by itself when more of
 // the topic is read: its record is planned again with the longer

@@ -605,9 +605,9 @@ func (w *worker) countBootstrap(evs []*schemas.Event) {
 // bootstrap partition records covering n queue items) and plans them.
 func (w *worker) decide(ctx context.Context, x *executor, evs []*schemas.Event, n int) (decision, error) {
 	ev := evs[0]
-	touched := Touches(w.db, ev)
+	touched := schemas.Touches(w.db, ev)
 	for _, e := range evs[1:] {
-		touched.merge(Touches(w.db, e))
+		touched.Merge(schemas.Touches(w.db, e))
 	}
 	rep, err := x.read(ctx, touched)
 	if err != nil {
@@ -669,7 +669,7 @@ func (w *worker) step(ctx context.Context, evs []*schemas.Event, n int) (Decisio
 	// Another database's worker may change this one's objects around an
 	// event naming both (a cross-database rename): forget what is cached
 	// once it is done, whatever happened.
-	if len(Touches(w.db, ev).Databases) > 1 {
+	if len(schemas.Touches(w.db, ev).Databases) > 1 {
 		defer w.cache.reset()
 	}
 	dd, err := w.decide(ctx, x, evs, n)

@@ -9,7 +9,7 @@ import (
 
 // Snapshots reads the current state of the source metastore for a
 // bootstrap: what the snapshot records carry. The Thrift implementation is
-// internal/hmssnap; it converts the metastore's objects with the same
+// MetastoreReader; it converts the metastore's objects with the same
 // reader the tailer uses on events (TableFromThriftJSON, ...), so an
 // object a bootstrap brings equals the one an event would.
 type Snapshots interface {

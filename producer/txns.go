@@ -38,7 +38,7 @@ import (
 // than as a commit of fewer writes than it made.
 
 // TxnWrites reads source transactions from the source metastore
-// (internal/hmssnap, over Thrift).
+// (MetastoreReader, over Thrift).
 type TxnWrites interface {
 	// TxnWrites returns the writes source transaction txnID made, as the
 	// metastore's write-notification log holds them

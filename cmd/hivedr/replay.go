@@ -19,6 +19,7 @@ import (
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/replay"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // runReplay is `hivedr replay`: it re-drives (or fast-forwards) one
@@ -144,7 +145,7 @@ func moveTopic(ctx context.Context, conf *config.Config, cl *kgo.Client, kopts [
 		return err
 	}
 	if how == replay.MoveSeek {
-		c := applier.Control{Kind: applier.ControlSeek, Database: db, Offset: target, EventID: from, By: operator(), At: time.Now().UTC()}
+		c := schemas.ApplierControl{Kind: schemas.ControlSeek, Database: db, Offset: target, EventID: from, By: operator(), At: time.Now().UTC()}
 		if err := sendControl(ctx, conf, cl, c); err != nil {
 			return err
 		}
@@ -170,7 +171,7 @@ func skipRunning(ctx context.Context, conf *config.Config, cl *kgo.Client, skips
 		if err := applier.RecordSkip(ctx, ms, conf.Source.Name, operator(), s); err != nil {
 			return err
 		}
-		c := applier.Control{Kind: applier.ControlReplan, Database: s.DB, EventID: s.EventID, By: operator(), At: time.Now().UTC()}
+		c := schemas.ApplierControl{Kind: schemas.ControlReplan, Database: s.DB, EventID: s.EventID, By: operator(), At: time.Now().UTC()}
 		if err := sendControl(ctx, conf, cl, c); err != nil {
 			return err
 		}
@@ -179,6 +180,6 @@ func skipRunning(ctx context.Context, conf *config.Config, cl *kgo.Client, skips
 	return nil
 }
 
-func sendControl(ctx context.Context, conf *config.Config, cl *kgo.Client, c applier.Control) error {
-	return applier.SendControl(ctx, cl, kafka.Topics{Prefix: conf.Kafka.TopicPrefix}, conf.Kafka.ReplicationFactor, c)
+func sendControl(ctx context.Context, conf *config.Config, cl *kgo.Client, c schemas.ApplierControl) error {
+	return kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: conf.Kafka.TopicPrefix}, conf.Kafka.ReplicationFactor, c)
 }

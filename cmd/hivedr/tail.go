@@ -16,7 +16,6 @@ import (
 	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hmslog"
-	"github.com/hivedr/hivedr/internal/hmssnap"
 	"github.com/hivedr/hivedr/internal/retry"
 	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
@@ -122,7 +121,7 @@ func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
 	// Bootstraps read the source metastore's objects over Thrift, and
 	// commits that name no writes read them there.
 	if conf.Source.Metastore != "" {
-		snaps := hmssnap.New(conf.Source.Metastore, conf.SourceMetastoreOptions())
+		snaps := producer.NewMetastoreReader(conf.Source.Metastore, conf.SourceMetastoreOptions())
 		defer snaps.Close()
 		pc.Snapshots, pc.Txns = snaps, snaps
 	}

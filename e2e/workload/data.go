@@ -7,7 +7,7 @@ import (
 
 	"github.com/beltran/gohive/hive_metastore"
 
-	"github.com/hivedr/hivedr/applier"
+	"github.com/hivedr/hivedr/internal/hms"
 )
 
 // fieldSep and the other text-format details are those of Hive's default
@@ -88,5 +88,5 @@ func partitionName(keys []*hive_metastore.FieldSchema, vals []string) (string, e
 			return "", fmt.Errorf("partition key %s: empty value", k.Name)
 		}
 	}
-	return applier.PartitionName(keys, vals), nil
+	return hms.PartitionName(keys, vals), nil
 }

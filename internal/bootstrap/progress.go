@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hivedr/hivedr/applier"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -363,7 +362,7 @@ func (t *Tracker) observeDR(d *Database, params map[string]string) {
 	}
 	d.Halted = ""
 	if h := params[drparam.Halted]; h != "" && !d.Done {
-		if params[drparam.BootstrapID] == id || !applier.Reason(drparam.HaltReason(h)).ReleasedByBootstrap() {
+		if params[drparam.BootstrapID] == id || !drparam.ReleasedByBootstrap(drparam.HaltReason(h)) {
 			d.Halted = h
 		}
 	}
@@ -384,7 +383,7 @@ func (t *Tracker) observeDR(d *Database, params map[string]string) {
 func (t *Tracker) ObserveHalts(halted map[string]string) {
 	for _, d := range t.dbs {
 		d.metricHalt = ""
-		if r, ok := halted[d.Database]; ok && !d.Done && !applier.Reason(r).ReleasedByBootstrap() {
+		if r, ok := halted[d.Database]; ok && !d.Done && !drparam.ReleasedByBootstrap(r) {
 			d.metricHalt = r
 		}
 	}

@@ -25,7 +25,6 @@ import (
 	"github.com/beltran/gohive/hive_metastore"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hivedr/hivedr/applier"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/drparam"
@@ -35,6 +34,7 @@ import (
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/status"
 	"github.com/hivedr/hivedr/internal/verify"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // OwnerParam, on a drill's scratch database on the source, names the
@@ -501,8 +501,8 @@ func replan(ctx context.Context, conf *config.Config, db, by string) error {
 		return fmt.Errorf("kafka %s: %w", strings.Join(conf.Kafka.Brokers, ","), err)
 	}
 	defer cl.Close()
-	c := applier.Control{Kind: applier.ControlReplan, Database: db, By: by, At: time.Now().UTC()}
-	return applier.SendControl(ctx, cl, kafka.Topics{Prefix: conf.Kafka.TopicPrefix}, conf.Kafka.ReplicationFactor, c)
+	c := schemas.ApplierControl{Kind: schemas.ControlReplan, Database: db, By: by, At: time.Now().UTC()}
+	return kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: conf.Kafka.TopicPrefix}, conf.Kafka.ReplicationFactor, c)
 }
 
 // table is a drill's scratch table: managed, text, partitioned by day.

@@ -152,6 +152,33 @@ func HaltReason(v string) string {
 	return reason
 }
 
+// The halt reasons a bootstrap of the database releases (the applier's
+// Reason of the same names; a halted worker whose topic then brings a
+// bootstrap's BEGIN skips the records before it): a topic that lost
+// records, a tailer started over a gap, records of a bootstrap not begun,
+// and objects missing on DR. The other halts (a record that does not
+// decode, a location outside the roots, the metastore refusing, ...) need
+// the operator whatever follows.
+const (
+	HaltChainBroken       = "chain_broken"
+	HaltNeedsBootstrap    = "needs_bootstrap"
+	HaltBootstrapNotBegun = "bootstrap_not_begun"
+	HaltDatabaseMissing   = "database_missing"
+	HaltMissingObject     = "missing_object"
+	HaltEntersScope       = "enters_scope"
+)
+
+// ReleasedByBootstrap reports whether a bootstrap of the database
+// releases a halt for reason (a HaltReason).
+func ReleasedByBootstrap(reason string) bool {
+	switch reason {
+	case HaltChainBroken, HaltNeedsBootstrap, HaltBootstrapNotBegun,
+		HaltDatabaseMissing, HaltMissingObject, HaltEntersScope:
+		return true
+	}
+	return false
+}
+
 // The keys of a failover (`hivedr failover`), written on a DR database in
 // the one write that also removes Target: from then on the database is
 // the primary, writable by users, and the applier refuses to write into

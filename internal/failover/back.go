@@ -13,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hivedr/hivedr/applier"
 	"github.com/hivedr/hivedr/internal/bootstrap"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/connect"
@@ -21,6 +20,7 @@ import (
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // CheckReverse lists what is wrong with rev as the reverse of the forward
@@ -278,8 +278,8 @@ func Failback(ctx context.Context, fwd, rev *config.Config, opts BackOptions) (*
 		}
 		// A reverse applier that ran before the mark halted the database
 		// (not_a_replica); it plans the database's head again now.
-		c := applier.Control{Kind: applier.ControlReplan, Database: d.Database, By: by, At: time.Now().UTC()}
-		if err := applier.SendControl(ctx, cl, kafka.Topics{Prefix: rev.Kafka.TopicPrefix}, rev.Kafka.ReplicationFactor, c); err != nil {
+		c := schemas.ApplierControl{Kind: schemas.ControlReplan, Database: d.Database, By: by, At: time.Now().UTC()}
+		if err := kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: rev.Kafka.TopicPrefix}, rev.Kafka.ReplicationFactor, c); err != nil {
 			return nil, fmt.Errorf("ask the reverse applier to plan %s again: %w", d.Database, err)
 		}
 		if len(d.Moved) > 0 {

@@ -54,7 +54,7 @@ func (t Topics) Checkpoints() string { return t.Prefix + ".tailer.checkpoints" }
 func (t Topics) Control() string { return t.Prefix + ".control" }
 
 // ApplierControl carries operators' requests to running appliers
-// (applier.Control: seek a database's topic, plan its head again), keyed
+// (schemas.ApplierControl: seek a database's topic, plan its head again), keyed
 // by database. It is separate from Control so neither role reads the
 // other's requests.
 func (t Topics) ApplierControl() string { return t.Prefix + ".applier.control" }

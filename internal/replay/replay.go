@@ -2,7 +2,7 @@
 // (`hivedr replay`): it finds the first record at or after an event ID by
 // binary search over offsets (Search), checks who owns the topic in the
 // group (Owners), and commits the new offset for an idle group (Commit)
-// or asks the running applier to seek (applier.ControlSeek).
+// or asks the running applier to seek (schemas.ControlSeek).
 package replay
 
 import (
@@ -213,7 +213,7 @@ const (
 	// only from a group without members.
 	MoveCommit Move = iota
 	// MoveSeek asks the member owning the topic to seek
-	// (applier.ControlSeek on the applier control topic).
+	// (schemas.ControlSeek on the applier control topic).
 	MoveSeek
 )
 

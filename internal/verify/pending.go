@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hivedr/hivedr/applier"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -102,7 +101,7 @@ func (p *pending) add(db string, ev *schemas.Event) {
 	case schemas.EventAllocWriteID, schemas.EventCommitTxn, schemas.EventAbortTxn:
 		p.txns = true
 	}
-	for _, t := range applier.Touches(db, ev).Tables {
+	for _, t := range schemas.Touches(db, ev).Tables {
 		if t.DB == db {
 			p.tables[t.Name] = true
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/beltran/gohive/hive_metastore"
 
-	"github.com/hivedr/hivedr/applier"
 	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/fs"
@@ -436,7 +435,7 @@ func (r *run) pages(ctx context.Context, ms Metastore, db, table string, keys []
 		}
 		names := make([]string, len(page))
 		for i, p := range page {
-			names[i] = applier.PartitionName(keys, p.Values)
+			names[i] = hms.PartitionName(keys, p.Values)
 			if names[i] <= lastName {
 				return false, nil // not in name order: the filter may skip some
 			}

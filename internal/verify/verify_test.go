@@ -10,9 +10,9 @@ import (
 
 	"github.com/beltran/gohive/hive_metastore"
 
-	"github.com/hivedr/hivedr/applier"
 	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -183,7 +183,7 @@ func (m *fakeMS) GetTableReq(_ context.Context, req *hive_metastore.GetTableRequ
 }
 
 func (m *fakeMS) name(db, table string, p *hive_metastore.Partition) string {
-	return applier.PartitionName(m.tables[db+"."+table].PartitionKeys, p.Values)
+	return hms.PartitionName(m.tables[db+"."+table].PartitionKeys, p.Values)
 }
 
 func (m *fakeMS) GetPartitionNames(_ context.Context, db, table string, _ int16) ([]string, error) {

@@ -1,10 +1,4 @@
-// Package hmssnap reads the source metastore's current objects for the
-// tailer's bootstraps over Thrift (producer.Snapshots), and the writes of
-// source transactions whose COMMIT_TXN names none (producer.TxnWrites). Each object is
-// serialized with Thrift's TJSONProtocol, the form the notification log
-// embeds, and read with the tailer's own reader, so a table a bootstrap
-// publishes is exactly what an event about it would carry.
-package hmssnap
+package producer
 
 import (
 	"context"
@@ -16,26 +10,32 @@ import (
 	"github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/hms"
-	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
 
-// Source reads one metastore. It connects lazily and reconnects on the
+// MetastoreReader reads the source metastore's current objects over
+// Thrift for the tailer's bootstraps (Snapshots), and the writes of source
+// transactions whose COMMIT_TXN names none (TxnWrites). Each object is
+// serialized with Thrift's TJSONProtocol, the form the notification log
+// embeds, and read with the tailer's own reader, so a table a bootstrap
+// publishes is exactly what an event about it would carry.
+//
+// It reads one metastore. It connects lazily and reconnects on the
 // call after a failure. Safe for use by one goroutine at a time (calls
 // are serialized).
-type Source struct {
+type MetastoreReader struct {
 	addr string
 	mu   sync.Mutex
 	conn hms.Lazy
 }
 
 // New returns a reader of the metastore at addr (host:port).
-func New(addr string, opts hms.Options) *Source {
-	return &Source{addr: addr, conn: hms.Lazy{Addr: addr, Opts: opts}}
+func NewMetastoreReader(addr string, opts hms.Options) *MetastoreReader {
+	return &MetastoreReader{addr: addr, conn: hms.Lazy{Addr: addr, Opts: opts}}
 }
 
 // Close releases the connection.
-func (s *Source) Close() error {
+func (s *MetastoreReader) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.conn.Drop()
@@ -45,7 +45,7 @@ func (s *Source) Close() error {
 // call runs fn with a connection; a transport failure drops it (a Thrift
 // connection is not reusable after one). The metastore's own answers
 // (NoSuchObjectException, MetaException) keep it.
-func (s *Source) call(ctx context.Context, what string, fn func(c *hms.Client) error) error {
+func (s *MetastoreReader) call(ctx context.Context, what string, fn func(c *hms.Client) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := s.conn.Get(ctx)
@@ -61,20 +61,20 @@ func (s *Source) call(ctx context.Context, what string, fn func(c *hms.Client) e
 	}
 	var nso *hive_metastore.NoSuchObjectException
 	if errors.As(err, &nso) {
-		return fmt.Errorf("%s on %s: %w: %v", what, s.addr, producer.ErrNoSuchObject, err)
+		return fmt.Errorf("%s on %s: %w: %v", what, s.addr, ErrNoSuchObject, err)
 	}
 	return fmt.Errorf("%s on %s: %w", what, s.addr, err)
 }
 
-// tjson serializes a Thrift object as the notification log does.
-func tjson(ctx context.Context, v thrift.TStruct) (string, error) {
+// thriftJSON serializes a Thrift object as the notification log does.
+func thriftJSON(ctx context.Context, v thrift.TStruct) (string, error) {
 	ser := thrift.NewTSerializer()
 	ser.Protocol = thrift.NewTJSONProtocolFactory().GetProtocol(ser.Transport)
 	return ser.WriteString(ctx, v)
 }
 
-// Database implements producer.Snapshots.
-func (s *Source) Database(ctx context.Context, name string) (*schemas.Database, error) {
+// Database implements Snapshots.
+func (s *MetastoreReader) Database(ctx context.Context, name string) (*schemas.Database, error) {
 	var d *hive_metastore.Database
 	if err := s.call(ctx, "get_database "+name, func(c *hms.Client) (err error) {
 		d, err = c.GetDatabase(ctx, name)
@@ -82,15 +82,15 @@ func (s *Source) Database(ctx context.Context, name string) (*schemas.Database, 
 	}); err != nil {
 		return nil, err
 	}
-	text, err := tjson(ctx, d)
+	text, err := thriftJSON(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("serialize database %s: %w", name, err)
 	}
-	return producer.DatabaseFromThriftJSON(text)
+	return DatabaseFromThriftJSON(text)
 }
 
-// Tables implements producer.Snapshots.
-func (s *Source) Tables(ctx context.Context, db string) ([]string, error) {
+// Tables implements Snapshots.
+func (s *MetastoreReader) Tables(ctx context.Context, db string) ([]string, error) {
 	var names []string
 	err := s.call(ctx, "get_all_tables "+db, func(c *hms.Client) (err error) {
 		names, err = c.GetAllTables(ctx, db)
@@ -99,8 +99,8 @@ func (s *Source) Tables(ctx context.Context, db string) ([]string, error) {
 	return names, err
 }
 
-// Table implements producer.Snapshots.
-func (s *Source) Table(ctx context.Context, db, name string) (*schemas.Table, error) {
+// Table implements Snapshots.
+func (s *MetastoreReader) Table(ctx context.Context, db, name string) (*schemas.Table, error) {
 	var t *hive_metastore.Table
 	if err := s.call(ctx, "get_table "+db+"."+name, func(c *hms.Client) error {
 		res, err := c.GetTableReq(ctx, hms.TableRequest(db, name))
@@ -111,18 +111,18 @@ func (s *Source) Table(ctx context.Context, db, name string) (*schemas.Table, er
 	}); err != nil {
 		return nil, err
 	}
-	text, err := tjson(ctx, t)
+	text, err := thriftJSON(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("serialize table %s.%s: %w", db, name, err)
 	}
-	return producer.TableFromThriftJSON(text)
+	return TableFromThriftJSON(text)
 }
 
-// PartitionNames implements producer.Snapshots: the metastore streams
+// PartitionNames implements Snapshots: the metastore streams
 // every name of the table (get_partition_names has no offset) and the
 // page is kept as they come, so memory holds limit names whatever the
 // table's size.
-func (s *Source) PartitionNames(ctx context.Context, db, table, after string, limit int) ([]string, bool, error) {
+func (s *MetastoreReader) PartitionNames(ctx context.Context, db, table, after string, limit int) ([]string, bool, error) {
 	page := hms.NewNamesAfter(after, limit)
 	err := s.call(ctx, "get_partition_names "+db+"."+table, func(c *hms.Client) error {
 		page = hms.NewNamesAfter(after, limit) // (a retried call starts over)
@@ -135,8 +135,8 @@ func (s *Source) PartitionNames(ctx context.Context, db, table, after string, li
 	return names, more, nil
 }
 
-// Partitions implements producer.Snapshots.
-func (s *Source) Partitions(ctx context.Context, db, table string, names []string) ([]schemas.Partition, error) {
+// Partitions implements Snapshots.
+func (s *MetastoreReader) Partitions(ctx context.Context, db, table string, names []string) ([]schemas.Partition, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -152,11 +152,11 @@ func (s *Source) Partitions(ctx context.Context, db, table string, names []strin
 	}
 	out := make([]schemas.Partition, 0, len(parts))
 	for _, p := range parts {
-		text, err := tjson(ctx, p)
+		text, err := thriftJSON(ctx, p)
 		if err != nil {
 			return nil, fmt.Errorf("serialize a partition of %s.%s: %w", db, table, err)
 		}
-		sp, err := producer.PartitionFromThriftJSON(text)
+		sp, err := PartitionFromThriftJSON(text)
 		if err != nil {
 			return nil, fmt.Errorf("a partition of %s.%s: %w", db, table, err)
 		}
@@ -165,8 +165,8 @@ func (s *Source) Partitions(ctx context.Context, db, table string, names []strin
 	return out, nil
 }
 
-// TxnWrites implements producer.TxnWrites: get_all_write_event_info.
-func (s *Source) TxnWrites(ctx context.Context, txnID int64) ([]producer.TxnWrite, error) {
+// TxnWrites implements TxnWrites: get_all_write_event_info.
+func (s *MetastoreReader) TxnWrites(ctx context.Context, txnID int64) ([]TxnWrite, error) {
 	var infos []*hive_metastore.WriteEventInfo
 	err := s.call(ctx, fmt.Sprintf("get_all_write_event_info %d", txnID), func(c *hms.Client) (err error) {
 		infos, err = c.AllWriteEventInfo(ctx, txnID)
@@ -175,9 +175,9 @@ func (s *Source) TxnWrites(ctx context.Context, txnID int64) ([]producer.TxnWrit
 	if err != nil {
 		return nil, err
 	}
-	out := make([]producer.TxnWrite, len(infos))
+	out := make([]TxnWrite, len(infos))
 	for i, w := range infos {
-		out[i] = producer.TxnWrite{Database: w.Database, Table: w.Table, WriteID: w.WriteId, Files: w.Files}
+		out[i] = TxnWrite{Database: w.Database, Table: w.Table, WriteID: w.WriteId, Files: w.Files}
 		if w.Partition != nil {
 			out[i].Partition = *w.Partition
 		}
@@ -185,8 +185,8 @@ func (s *Source) TxnWrites(ctx context.Context, txnID int64) ([]producer.TxnWrit
 	return out, nil
 }
 
-// TxnHighWaterMark implements producer.TxnWrites: get_open_txns.
-func (s *Source) TxnHighWaterMark(ctx context.Context) (int64, error) {
+// TxnHighWaterMark implements TxnWrites: get_open_txns.
+func (s *MetastoreReader) TxnHighWaterMark(ctx context.Context) (int64, error) {
 	var hwm int64
 	err := s.call(ctx, "get_open_txns", func(c *hms.Client) error {
 		o, err := c.GetOpenTxns(ctx)

@@ -1,0 +1,43 @@
+package schemas
+
+import "time"
+
+// ApplierControlKind says what an ApplierControl asks of a running
+// applier.
+type ApplierControlKind string
+
+// The kinds of ApplierControl.
+const (
+	// ControlSeek: consume the database's topic from Offset (the group's
+	// committed offset moves there too). `hivedr replay -coordinate`
+	// sends it.
+	ControlSeek ApplierControlKind = "seek"
+	// ControlReplan: stop the database's worker and start it again at the
+	// head of its queue, reading the DR state afresh, so a skip recorded
+	// on the DR database (hivedr.skipped.<id>) since takes effect, on a
+	// halted worker too. `hivedr replay -skip-event` sends it.
+	ControlReplan ApplierControlKind = "replan"
+)
+
+// ApplierControlType is the hivedr.type header of an ApplierControl
+// record.
+const ApplierControlType = "io.hivedr.ApplierControl"
+
+// ApplierControl is an operator's request to the running appliers, a JSON
+// value on the applier control topic (kafka.Topics.ApplierControl) keyed
+// by database. Every applier reads the topic from its end as of its start
+// (a request made while none runs has nothing to act on: the tool acts on
+// the group itself then), and acts on the databases whose topics it owns.
+// It is JSON, not Avro: only hivedr's own tools write it and only the
+// applier reads it.
+type ApplierControl struct {
+	Kind     ApplierControlKind `json:"kind"`
+	Database string             `json:"database"`
+	// Offset of the database's topic to consume from (seek).
+	Offset int64 `json:"offset,omitempty"`
+	// EventID is the event the request is about (the first at Offset
+	// for a seek, the skipped one for a replan), for the log.
+	EventID int64     `json:"event_id,omitempty"`
+	By      string    `json:"by,omitempty"`
+	At      time.Time `json:"at"`
+}
