@@ -93,6 +93,21 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 	if kafkaOK {
 		defer cl.Close()
 		adm = kadm.NewClient(cl)
+	}
+	// The tailer's position before the topics: it creates a database's
+	// topic before the transaction that holds the database's first event
+	// and its checkpoint commits, so every database with an event up to
+	// the checkpoint read here is in the listing after it. (Listed first,
+	// a database the tailer published to while status waited for its
+	// checkpoint had no topic yet, which is no lag: status said caught up
+	// with that database's events unapplied.)
+	if kafkaOK && dec != nil {
+		wait := max(tailerWait, conf.Tailer.PollInterval.Duration+time.Second)
+		if err := tailerPosition(ctx, conf, cl, kopts, dec, topics.Checkpoints(), head, wait, &rep.Tailer); err != nil {
+			fail("tailer checkpoint (%s): %v", topics.Checkpoints(), connect.Explain(conf, err))
+		}
+	}
+	if kafkaOK {
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		td, err := adm.ListTopics(lctx)
 		cancel()
@@ -125,12 +140,6 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 	sort.Slice(rep.Databases, func(i, j int) bool { return rep.Databases[i].Database < rep.Databases[j].Database })
 
 	offsetsOK := false
-	if kafkaOK && dec != nil {
-		wait := max(tailerWait, conf.Tailer.PollInterval.Duration+time.Second)
-		if err := tailerPosition(ctx, conf, cl, kopts, dec, topics.Checkpoints(), head, wait, &rep.Tailer); err != nil {
-			fail("tailer checkpoint (%s): %v", topics.Checkpoints(), connect.Explain(conf, err))
-		}
-	}
 	if kafkaOK {
 		if err := groupOffsets(ctx, conf, adm, rep); err != nil {
 			fail("kafka %s: applier group %s: %v", brokers, conf.Applier.Group, connect.Explain(conf, err))
