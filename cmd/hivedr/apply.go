@@ -45,6 +45,7 @@ func runApply(args []string, _, stderr io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
+	logKafka(log, conf)
 	if *metricsAddr != "" {
 		conf.Applier.MetricsAddr = *metricsAddr
 	}

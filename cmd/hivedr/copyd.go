@@ -28,6 +28,7 @@ func runCopyd(args []string, _, stderr io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
+	logKafka(log, conf)
 	if *metricsAddr != "" {
 		conf.Copyd.MetricsAddr = *metricsAddr
 	}

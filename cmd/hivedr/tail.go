@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -57,6 +58,12 @@ func dialSerde(ctx context.Context, reg config.SchemaRegistry, log *slog.Logger)
 	return s, err
 }
 
+// logKafka says once, as a daemon starts, which brokers it reaches and
+// who it is to them (connect.Explain names it again in a refusal).
+func logKafka(log *slog.Logger, conf *config.Config) {
+	log.Info("kafka", "brokers", strings.Join(conf.Kafka.Brokers, ","), "as", conf.Kafka.Security())
+}
+
 // kafkaOpts are the options every Kafka client of a command starts from
 // (connect.Kafka).
 func kafkaOpts(conf *config.Config) ([]kgo.Opt, error) { return connect.Kafka(conf.Kafka) }
@@ -70,6 +77,7 @@ func runTail(args []string, _, stderr io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
+	logKafka(log, conf)
 	if *metricsAddr != "" {
 		conf.Tailer.MetricsAddr = *metricsAddr
 	}

@@ -3,6 +3,8 @@ package config
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -217,17 +219,46 @@ func (s SASL) SecretToken() (string, error) {
 
 // Principal names who s authenticates as, for errors and logs (never the
 // secret): `SCRAM-SHA-512 user "tailer"`, `GSSAPI principal
-// "hivedr@EXAMPLE.COM"`, or "no SASL (anonymous)".
+// "hivedr@EXAMPLE.COM"`, `an OAUTHBEARER token of subject "tailer"`, or
+// "no SASL (anonymous)".
 func (s SASL) Principal() string {
 	switch s.Mechanism {
 	case "":
 		return "no SASL (anonymous)"
 	case SASLOAuthBearer:
+		if sub := s.tokenSubject(); sub != "" {
+			return fmt.Sprintf("an OAUTHBEARER token of subject %q", sub)
+		}
 		return "an OAUTHBEARER token"
 	case SASLGSSAPI:
 		return fmt.Sprintf("GSSAPI principal %q", s.Kerberos.Principal)
 	}
 	return fmt.Sprintf("%s user %q", s.Mechanism, s.User)
+}
+
+// tokenSubject is the sub claim of the OAUTHBEARER token when it is a
+// JWT, read without checking its signature (the broker does that): who
+// the token says it is, for errors and logs; "" when it cannot be read.
+func (s SASL) tokenSubject() string {
+	tok, err := s.SecretToken()
+	if err != nil {
+		return ""
+	}
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return ""
+	}
+	var claims struct {
+		Sub string `json:"sub"`
+	}
+	if json.Unmarshal(payload, &claims) != nil {
+		return ""
+	}
+	return claims.Sub
 }
 
 // checkSecret checks that exactly one of a secret's value and its file

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,6 +85,11 @@ schema_registry:
 		{Kafka{TLS: TLS{CertFile: "/c.pem"}}, "SSL as the client certificate /c.pem"},
 		{Kafka{SASL: SASL{Mechanism: SASLPlain, User: "u"}}, `SASL_PLAINTEXT as PLAIN user "u"`},
 		{Kafka{SASL: SASL{Mechanism: SASLOAuthBearer}, TLS: TLS{Enabled: true}}, "SASL_SSL as an OAUTHBEARER token"},
+		// A JWT names its subject (the signature is the broker's to check);
+		// the token itself is never printed.
+		{Kafka{SASL: SASL{Mechanism: SASLOAuthBearer, Token: "eyJhbGciOiJSUzI1NiJ9." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"tailer","exp":1}`)) + ".c2ln"}},
+			`SASL_PLAINTEXT as an OAUTHBEARER token of subject "tailer"`},
+		{Kafka{SASL: SASL{Mechanism: SASLOAuthBearer, Token: "not-a-jwt"}}, "SASL_PLAINTEXT as an OAUTHBEARER token"},
 		{Kafka{SASL: SASL{Mechanism: SASLGSSAPI, Kerberos: Kerberos{Principal: "hivedr@EX.COM"}}}, `SASL_PLAINTEXT as GSSAPI principal "hivedr@EX.COM"`},
 	} {
 		if got := c.k.Security(); got != c.want {
