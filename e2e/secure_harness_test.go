@@ -55,6 +55,9 @@ type securePipeline struct {
 	// secrets are every password and keytab key the stack holds, to
 	// look for in outputs (noSecretIn).
 	secrets map[string]string
+	// aclConf is the file `hivedr acls -apply` runs on as the stack's
+	// admin (SCRAM): the pipeline's own, unless it reaches Kafka otherwise.
+	aclConf string
 }
 
 // Roles of the secured stack: each is a Kafka SCRAM user and the Kerberos
@@ -116,7 +119,21 @@ func secureConf(t *testing.T, env *testenv.Env) func(*pipelineConf) {
 	}
 }
 
-func newSecurePipeline(t *testing.T, env *testenv.Env, dbs []string, start int64) *securePipeline {
+// newSecurePipeline makes a pipeline on the secured stack: secureConf,
+// then opts (which may change what it set).
+// kafkaGSSAPI makes a secured pipeline's file speak to Kafka with SASL
+// GSSAPI (Kerberos) instead of SCRAM: each process as its principal
+// ${HIVEDR_PRINCIPAL} with ${HIVEDR_KEYTAB}, the identity it uses for
+// HDFS and the metastores too. The secured broker maps hivedr-<role>@realm
+// to Kafka user <role>, so the roles' ACLs are the same.
+func kafkaGSSAPI(t *testing.T, env *testenv.Env) func(*pipelineConf) {
+	return func(c *pipelineConf) {
+		c.kafkaSecurity = fmt.Sprintf(`  sasl: {mechanism: GSSAPI, kerberos: {principal: "${HIVEDR_PRINCIPAL}", keytab: "${HIVEDR_KEYTAB}", krb5_conf: %q}}
+  tls: {ca_file: %q}`, env.Get(t, "HIVEDR_KRB5_CONF"), env.Get(t, "HIVEDR_TLS_CA"))
+	}
+}
+
+func newSecurePipeline(t *testing.T, env *testenv.Env, dbs []string, start int64, opts ...func(*pipelineConf)) *securePipeline {
 	t.Helper()
 	regPassword := readSecret(t, env.Get(t, "HIVEDR_SCHEMA_REGISTRY_PASSWORD_FILE"))
 	// The test process (and the tools it runs) is the operator.
@@ -124,8 +141,20 @@ func newSecurePipeline(t *testing.T, env *testenv.Env, dbs []string, start int64
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	p := newPipeline(t, env, dbs, start, secureConf(t, env))
-	sp := &securePipeline{pipeline: p, secrets: map[string]string{"registry password": regPassword}}
+	// The ACLs are granted as the stack's admin, a SCRAM user: with opts
+	// that change how the roles reach Kafka, from a copy of the file that
+	// reaches it as secureConf does.
+	var scram, final string
+	all := append([]func(*pipelineConf){secureConf(t, env), func(c *pipelineConf) { scram = c.kafkaSecurity }}, opts...)
+	p := newPipeline(t, env, dbs, start, append(all, func(c *pipelineConf) { final = c.kafkaSecurity })...)
+	sp := &securePipeline{pipeline: p, secrets: map[string]string{"registry password": regPassword}, aclConf: p.conf}
+	if final != scram {
+		y, err := os.ReadFile(p.conf)
+		if err != nil || !strings.Contains(string(y), final) {
+			t.Fatalf("the pipeline's file %s does not hold its kafka keys (%v)", p.conf, err)
+		}
+		sp.aclConf = writeFile(t, "acls.yaml", strings.Replace(string(y), final, scram, 1))
+	}
 	sp.setRoles()
 	for _, u := range []string{"admin", roleTailer, roleCopyd, roleApplier, roleOperator} {
 		sp.secrets["kafka "+u+" password"] = readSecret(t, env.Get(t, "HIVEDR_KAFKA_PASSWORD_FILE_"+strings.ToUpper(u)))
@@ -157,6 +186,7 @@ func (p *securePipeline) setRoles() {
 func (p *securePipeline) reverseOf(start int64, dbs ...string) *securePipeline {
 	p.t.Helper()
 	r := &securePipeline{pipeline: reverseOf(p.t, p.pipeline, start, dbs...), secrets: p.secrets}
+	r.aclConf = r.conf
 	r.setRoles()
 	r.grantACLs()
 	return r
@@ -166,7 +196,7 @@ func (p *securePipeline) reverseOf(start int64, dbs ...string) *securePipeline {
 // stack's admin, and removes the ACLs it made when the test ends.
 func (p *securePipeline) grantACLs() {
 	t := p.t
-	out, code := runHivedrEnv(t, kafkaAs(p.env, t, "admin"), "acls", "-config", p.conf, "-apply")
+	out, code := runHivedrEnv(t, kafkaAs(p.env, t, "admin"), "acls", "-config", p.aclConf, "-apply")
 	if code != 0 {
 		t.Fatalf("hivedr acls -apply exited %d:\n%s", code, out)
 	}

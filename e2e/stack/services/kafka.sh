@@ -7,8 +7,10 @@
 #   CONTROLLER $HOST:$KAFKA_CONTROLLER_PORT  the KRaft quorum
 #
 # In the secured variant (lib.sh) the client listener is SASL_SSL with
-# SCRAM-SHA-512 users, the controller's SASL_SSL with PLAIN, and the
-# StandardAuthorizer enforces the ACLs `hivedr acls -apply` grants.
+# SCRAM-SHA-512 users, GSSAPI (Kerberos, the KDC's kafka/$HOST) and
+# OAUTHBEARER (JWTs signed by the stack's own key, kafka_oauth), the
+# controller's SASL_SSL with PLAIN, and the StandardAuthorizer enforces
+# the ACLs `hivedr acls -apply` grants.
 #
 # $STACK_DIR/kafka holds the resolved classpath, the generated
 # server.properties and log4j2.properties, and data/ (log and metadata dir).
@@ -43,9 +45,12 @@ KAFKA_USERS=(admin tailer copyd applier operator)
 
 # kafka_secured_settings prints what the secured variant adds to
 # server.properties, after (so instead of) the plain listeners: SASL_SSL
-# (SCRAM-SHA-512, certificates from tls.sh, client certificates verified
-# when given) and the StandardAuthorizer, under which nothing is allowed
-# without an ACL but to the super users. (Its heredoc is SECURED: compose/
+# (SCRAM-SHA-512 and GSSAPI, certificates from tls.sh, client certificates
+# verified when given) and the StandardAuthorizer, under which nothing is
+# allowed without an ACL but to the super users. A Kerberos principal
+# hivedr-<role>@realm is Kafka user <role>, the role's SCRAM user, so one
+# set of ACLs holds for both mechanisms; any other principal is its short
+# name (Kafka's DEFAULT rule). (Its heredoc is SECURED: compose/
 # mirrors the plain stack only; deploy/compose_test.go skips it.)
 kafka_secured_settings() {
   local ks broker admin
@@ -57,9 +62,18 @@ listeners=SASL_SSL://$HOST:$KAFKA_PORT,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT
 advertised.listeners=SASL_SSL://$HOST:$KAFKA_PORT,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT
 listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL
 inter.broker.listener.name=SASL_SSL
-sasl.enabled.mechanisms=SCRAM-SHA-512
+sasl.enabled.mechanisms=SCRAM-SHA-512,GSSAPI,OAUTHBEARER
 sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$admin";
+sasl.kerberos.service.name=kafka
+listener.name.sasl_ssl.gssapi.sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="$KRB_KEYTABS/kafka.keytab" principal="kafka/$HOST@$KRB_REALM";
+sasl.kerberos.principal.to.local.rules=RULE:[1:\$1@\$0](hivedr-.*@$KRB_REALM)s/hivedr-(.*)@.*/\$1/,DEFAULT
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;
+listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+sasl.oauthbearer.jwt.validator.class=org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator
+sasl.oauthbearer.jwks.endpoint.url=file://$KAFKA_DIR/jwks.json
+sasl.oauthbearer.expected.issuer=$KAFKA_OAUTH_ISSUER
+sasl.oauthbearer.expected.audience=$KAFKA_OAUTH_AUDIENCE
 sasl.mechanism.controller.protocol=PLAIN
 listener.name.controller.sasl.enabled.mechanisms=PLAIN
 listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="$broker" user_broker="$broker";
@@ -76,8 +90,41 @@ allow.everyone.if.no.acl.found=false
 SECURED
 }
 
+# The secured variant's OAUTHBEARER: the broker validates JWTs (RS256)
+# against the public key in kafka/jwks.json, the stack's stand-in for an
+# identity provider's JWKS endpoint. sasl.oauthbearer.jwt.validator.class
+# must name BrokerJwtValidator: with Kafka 4.1.1's default
+# (DefaultJwtValidator, built without a key resolver by the callback
+# handler) the broker checks a token's claims but not its signature, and
+# took a token signed by any key (seen here, TestSecureKafkaOAuthBearer). the token's sub is the Kafka user, so
+# the roles' ACLs hold for tokens too. The private key,
+# secrets/kafka-oauth-key.pem, is made once; the tests mint tokens with it
+# as an identity provider would (iss and aud below, a short exp).
+KAFKA_OAUTH_ISSUER=https://idp.hivedr.test
+KAFKA_OAUTH_AUDIENCE=hivedr-kafka
+KAFKA_OAUTH_KID=hivedr-stack
+
+# kafka_oauth makes the signing key once and writes the JWKS of its public
+# half (n and e base64url, as RFC 7517 spells them).
+kafka_oauth() {
+  local key=$SECRETS_DIR/kafka-oauth-key.pem hex n
+  if [ ! -s "$key" ]; then
+    (umask 077 && openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$key.tmp" 2>>"$(logfile kafka)") ||
+      die "kafka: making the OAUTHBEARER signing key failed"
+    mv "$key.tmp" "$key"
+  fi
+  hex=$(openssl rsa -in "$key" -noout -modulus 2>/dev/null | cut -d= -f2)
+  [ -n "$hex" ] || die "kafka: the OAUTHBEARER signing key $key has no modulus"
+  # hex to bytes with bash's printf (\xHH each), then base64url.
+  n=$(printf '%b' "$(printf '%s' "$hex" | sed 's/../\\x&/g')" | base64 -w0 | tr '+/' '-_' | tr -d '=')
+  printf '{"keys": [{"kty": "RSA", "use": "sig", "alg": "RS256", "kid": "%s", "n": "%s", "e": "AQAB"}]}\n' \
+    "$KAFKA_OAUTH_KID" "$n" >"$KAFKA_DIR/jwks.json.tmp"
+  mv "$KAFKA_DIR/jwks.json.tmp" "$KAFKA_DIR/jwks.json"
+}
+
 kafka_write_config() {
   mkdir -p "$KAFKA_DATA"
+  if secured kafka; then kafka_oauth; fi
   (umask 077 && cat >"$KAFKA_DIR/server.properties.tmp") <<EOF
 # generated by e2e/stack/services/kafka.sh; rewritten on every start
 process.roles=broker,controller
@@ -212,7 +259,13 @@ svc_kafka_up() {
     kafka_write_config
     kafka_format
     log "starting kafka $KAFKA_VERSION on $HOST:$KAFKA_PORT"
-    start_daemon kafka "$(kafka_java)" "${KAFKA_HEAP[@]}" \
+    local secure=()
+    if secured kafka; then
+      # Kerberos for GSSAPI; the one JWKS URL the OAUTHBEARER validator may read.
+      secure=(-Djava.security.krb5.conf="$KRB5_CONF_FILE"
+        -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="file://$KAFKA_DIR/jwks.json")
+    fi
+    start_daemon kafka "$(kafka_java)" "${KAFKA_HEAP[@]}" "${secure[@]}" \
       -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
       -Djava.awt.headless=true \
       -Dlog4j2.configurationFile="$KAFKA_DIR/log4j2.properties" \
@@ -258,7 +311,7 @@ svc_kafka_down() { stop_daemon kafka; }
 
 svc_kafka_status() {
   if kafka_ready; then
-    echo "kafka: up ($HOST:$KAFKA_PORT$(secured kafka && echo " SASL_SSL, SCRAM-SHA-512, ACLs"), controller $HOST:$KAFKA_CONTROLLER_PORT)"
+    echo "kafka: up ($HOST:$KAFKA_PORT$(secured kafka && echo " SASL_SSL, SCRAM-SHA-512, GSSAPI and OAUTHBEARER, ACLs"), controller $HOST:$KAFKA_CONTROLLER_PORT)"
   else
     echo "kafka: down"
     return 1
@@ -271,6 +324,10 @@ svc_kafka_env() {
   local u U
   echo "HIVEDR_KAFKA_SASL_MECHANISM=SCRAM-SHA-512"
   echo "HIVEDR_KAFKA_ADMIN_CONFIG=$KAFKA_DIR/admin.yaml"
+  echo "HIVEDR_KAFKA_OAUTH_KEY=$SECRETS_DIR/kafka-oauth-key.pem"
+  echo "HIVEDR_KAFKA_OAUTH_KID=$KAFKA_OAUTH_KID"
+  echo "HIVEDR_KAFKA_OAUTH_ISSUER=$KAFKA_OAUTH_ISSUER"
+  echo "HIVEDR_KAFKA_OAUTH_AUDIENCE=$KAFKA_OAUTH_AUDIENCE"
   for u in "${KAFKA_USERS[@]}"; do
     U=$(echo "$u" | tr a-z A-Z)
     echo "HIVEDR_KAFKA_PASSWORD_FILE_$U=$SECRETS_DIR/kafka-$u"

@@ -10,6 +10,8 @@
 #   nn.keytab       nn/localhost, HTTP/localhost   both NameNodes (RPC; SPNEGO)
 #   dn.keytab       dn/localhost, HTTP/localhost   both DataNodes
 #   hive.keytab     hive/localhost                 both metastores
+#   kafka.keytab    kafka/$HOST                    the broker's GSSAPI (Kafka
+#                   clients ask for kafka/<the broker's address>)
 #   hivedr-tailer.keytab, hivedr-copyd.keytab, hivedr-applier.keytab,
 #   hivedr-operator.keytab
 #                   one principal per hivedr role, as Kafka has one SCRAM
@@ -115,6 +117,12 @@ _kdc_create() {
     _kdc_kadmin "ktadd -norandkey -k $KRB_KEYTABS/hive.keytab hive/localhost@$KRB_REALM"
     touch "$KDC_DIR/.created"
   fi
+  # Added after the first realms were made: a realm without it gets it.
+  if [ ! -s "$KRB_KEYTABS/kafka.keytab" ]; then
+    krb_env kadmin.local -r "$KRB_REALM" -q "getprinc kafka/$HOST@$KRB_REALM" 2>/dev/null | grep -q "^Principal: " ||
+      _kdc_kadmin "addprinc -randkey kafka/$HOST@$KRB_REALM"
+    _kdc_kadmin "ktadd -norandkey -k $KRB_KEYTABS/kafka.keytab kafka/$HOST@$KRB_REALM"
+  fi
   for p in "${KRB_ROLES[@]}"; do
     [ -s "$KRB_KEYTABS/$p.keytab" ] && continue
     [ "$fresh" = 1 ] || log "kdc: adding principal $p@$KRB_REALM (this realm was made without it)"
@@ -172,4 +180,5 @@ svc_kdc_env() {
   echo "HIVEDR_HDFS_NN_PRINCIPAL=nn/localhost@$KRB_REALM"
   echo "HIVEDR_HDFS_HTTP_PRINCIPAL=HTTP/localhost@$KRB_REALM"
   echo "HIVEDR_HMS_PRINCIPAL=hive/localhost@$KRB_REALM"
+  echo "HIVEDR_KAFKA_PRINCIPAL=kafka/$HOST@$KRB_REALM"
 }
