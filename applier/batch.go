@@ -11,21 +11,25 @@ import (
 	"github.com/hivedr/hivedr/schemas"
 )
 
-// Runs: consecutive events of one database on one table, applied as one
-// plan (one add_partitions, one alter_partitions, at most one drop and
-// one alter_table, and one watermark write), instead of five metastore
-// calls per event.
+// Runs: consecutive events of one database on its tables, applied as one
+// plan (per table one add_partitions, one alter_partitions, at most one
+// drop and one alter_table; one watermark write), instead of five
+// metastore calls per event.
 //
 // What may join a run (RunKey): ADD_PARTITION, ALTER_PARTITION(S),
 // DROP_PARTITION, INSERT, and an ALTER_TABLE that keeps the table's name,
-// of one table, of the topic's database only, carrying no tailer error.
+// of a table of the topic's database, carrying no tailer error. Events of
+// several tables interleave in one run (a warehouse loading many tables
+// at once): each event changes only its own table, so the tables' parts
+// of a run are independent, and each is folded and written as a
+// one-table run would be.
 // planRun then plans each event in order against the replica as the
 // previous events of the run leave it (Plan, unchanged, on an overlay of
 // the state read) and takes the longest prefix whose events are all
 // applied or no-ops and whose actions only change that table and its
 // partitions (no create, drop or rename of a table, no partition
 // rename); a drop of a partition that an earlier event of the run
-// touched ends the run before it, as do an event an operator skips and
+// touched (on that table) ends the run before it, as do an event an operator skips and
 // a broken chain. The worker marks the run's offsets together once its
 // actions succeeded (with the tailer's heartbeats between the run's
 // events, whose chain the event before each satisfies: worker.following).
@@ -52,13 +56,17 @@ import (
 //     beyond the watermark (the worker writes the run's watermark before
 //     it plans anything else), so a rename, always planned alone, is
 //     never replayed behind another rename.
-//   - Crash within the run's actions. They run as prunes first, then the
-//     partition drops, adds and alters, then the table's alter, then the
-//     watermark. Prunes before metadata, as for one event: once an object
+//   - Crash within the run's actions. They run as prunes first, then,
+//     table by table, the partition drops, adds and alters and the
+//     table's alter, then the watermark. Prunes before metadata, as for one event: once an object
 //     carries its stamp a re-run skips it, so its prune must not come
-//     after. The table's alter last: a table stamped past an event makes
-//     that event a no-op for its partitions (laterIncarnation), so were
-//     it first, a crash before the partition calls would lose them.
+//     after. The table's alter after its partitions: a table stamped past
+//     an event makes that event a no-op for its partitions
+//     (laterIncarnation), so were it first, a crash before the partition
+//     calls would lose them. A stamp on one table says nothing of
+//     another, so the tables' parts may come in any order; a crash
+//     between two tables replays the first's events as no-ops and
+//     applies the second's.
 //   - Order. The replica goes from the state before the run to the state
 //     after it; the events inside are folded (a partition added then
 //     altered is added as altered), which is the state the source had at
@@ -77,13 +85,13 @@ import (
 //     itself), and the source worker's watermark moves past the rename
 //     with the rename's own plan. Both workers read each other's
 //     watermarks only around the rename, which runs never cover. A run's
-//     table is of the worker's own database, which no other worker writes
-//     until this one marks the rename's previous event.
+//     tables are of the worker's own database, which no other worker
+//     writes until this one marks the rename's previous event.
 //   - Halts name the event. An event that halts is never inside a run: the
 //     run ends before it, and the next plan has it first.
 
 // RunKey says whether ev, on db's topic, may be planned in one run with
-// its neighbours: the table its run is of, and how many partitions (at
+// its neighbours: the table it changes, and how many partitions (at
 // least 1) it counts for against the run's size bound.
 func RunKey(db string, ev *schemas.Event) (TableKey, int, bool) {
 	if ev == nil || ev.Snapshot != nil || len(ev.Errors) > 0 || len(ev.Databases) > 1 {
@@ -139,12 +147,13 @@ func planRun(in Input) Decision {
 	if !ok || in.Skip || in.AcceptGap || (d.Outcome != Apply && d.Outcome != NoOp) {
 		return d
 	}
-	r := newRun(db, tk, in.Replica)
-	if !r.add(in.Event, d) {
+	r := newRun(db, in.Replica)
+	if !r.add(tk, in.Event, d) {
 		return d
 	}
 	for i, ev := range in.Batch {
-		if k, _, ok := RunKey(db, ev); !ok || k != tk || r.dropsTouched(ev) {
+		k, _, ok := RunKey(db, ev)
+		if !ok || r.dropsTouched(k, ev) {
 			break
 		}
 		cur := r.view.Databases[db]
@@ -153,7 +162,7 @@ func planRun(in Input) Decision {
 		}
 		e := Plan(Input{DB: in.DB, Source: in.Source, Event: ev, Replica: r.view, Copies: in.Copies,
 			Later: later[i+1:], Policy: in.Policy})
-		if (e.Outcome != Apply && e.Outcome != NoOp) || !r.add(ev, e) {
+		if (e.Outcome != Apply && e.Outcome != NoOp) || !r.add(k, ev, e) {
 			break
 		}
 	}
@@ -165,8 +174,7 @@ func planRun(in Input) Decision {
 
 // run folds the decisions of a run's events into one.
 type run struct {
-	db    string
-	table TableKey
+	db string
 	// before is the replica as read; view is it with the run's actions
 	// so far applied (what the next event is planned on).
 	before, view Replica
@@ -174,12 +182,19 @@ type run struct {
 	results      []Reason
 	applied      bool
 
-	prunes  []Action
+	prunes []Action
+	tables map[TableKey]*runTable
+	order  []TableKey     // tables, first touched first
+	mark   *AlterDatabase // the last watermark
+}
+
+// runTable is what a run does to one table and its partitions.
+type runTable struct {
+	key     TableKey
 	parts   map[string]*runPart
 	order   []string // partition values, first touched first
 	touched map[string]bool
 	tbl     *hive_metastore.Table // the table's last definition written
-	mark    *AlterDatabase        // the last watermark
 }
 
 // runPart is what the run does to one partition: dropped first (it
@@ -191,7 +206,7 @@ type runPart struct {
 	obj     *hive_metastore.Partition
 }
 
-func newRun(db string, tk TableKey, r Replica) *run {
+func newRun(db string, r Replica) *run {
 	v := Replica{Databases: map[string]*hive_metastore.Database{}, Tables: map[TableKey]*hive_metastore.Table{},
 		Partitions: map[PartKey]*hive_metastore.Partition{}}
 	for k, o := range r.Databases {
@@ -203,45 +218,59 @@ func newRun(db string, tk TableKey, r Replica) *run {
 	for k, o := range r.Partitions {
 		v.Partitions[k] = o
 	}
-	return &run{db: db, table: tk, before: r, view: v, parts: map[string]*runPart{}, touched: map[string]bool{}}
+	return &run{db: db, before: r, view: v, tables: map[TableKey]*runTable{}}
 }
 
-// dropsTouched reports whether ev drops a partition an earlier event of
-// the run touched: replayed over a crash, that earlier event would find
-// its partition gone (see the header).
-func (r *run) dropsTouched(ev *schemas.Event) bool {
+// table is the run's record of tk, made when first touched.
+func (r *run) table(tk TableKey) *runTable {
+	t := r.tables[tk]
+	if t == nil {
+		t = &runTable{key: tk, parts: map[string]*runPart{}, touched: map[string]bool{}}
+		r.tables[tk] = t
+		r.order = append(r.order, tk)
+	}
+	return t
+}
+
+// dropsTouched reports whether ev, on table tk, drops a partition an
+// earlier event of the run touched: replayed over a crash, that earlier
+// event would find its partition gone (see the header).
+func (r *run) dropsTouched(tk TableKey, ev *schemas.Event) bool {
 	c, ok := ev.Payload.(*schemas.PartitionChange)
-	if !ok || ev.EventType != schemas.EventDropPartition {
+	t := r.tables[tk]
+	if !ok || ev.EventType != schemas.EventDropPartition || t == nil {
 		return false
 	}
 	for _, p := range c.Before {
-		if r.touched[strings.Join(p.Values, "/")] {
+		if t.touched[strings.Join(p.Values, "/")] {
 			return true
 		}
 	}
 	return false
 }
 
-// add folds ev's decision d into the run, and reports false (changing
-// nothing) when d does something a run does not hold.
-func (r *run) add(ev *schemas.Event, d Decision) bool {
+// add folds the decision d of ev, an event on table tk (RunKey), into the
+// run, and reports false (changing nothing) when d does something a run
+// does not hold: anything but prunes, the watermark last, and changes of
+// tk and its partitions.
+func (r *run) add(tk TableKey, ev *schemas.Event, d Decision) bool {
 	for i, a := range d.Actions {
 		switch a := a.(type) {
 		case PruneFiles:
 		case AddPartitions:
-			if tableKey(a.DB, a.Table) != r.table {
+			if tableKey(a.DB, a.Table) != tk {
 				return false
 			}
 		case AlterPartitions:
-			if tableKey(a.DB, a.Table) != r.table {
+			if tableKey(a.DB, a.Table) != tk {
 				return false
 			}
 		case DropPartitions:
-			if tableKey(a.DB, a.Table) != r.table {
+			if tableKey(a.DB, a.Table) != tk {
 				return false
 			}
 		case AlterTable:
-			if tableKey(a.DB, a.Name) != r.table || tableKey(a.Table.DbName, a.Table.TableName) != r.table {
+			if tableKey(a.DB, a.Name) != tk || tableKey(a.Table.DbName, a.Table.TableName) != tk {
 				return false
 			}
 		case AlterDatabase:
@@ -252,33 +281,34 @@ func (r *run) add(ev *schemas.Event, d Decision) bool {
 			return false
 		}
 	}
+	t := r.table(tk)
 	for _, a := range d.Actions {
 		switch a := a.(type) {
 		case PruneFiles:
 			r.prunes = append(r.prunes, a)
 		case AddPartitions:
-			r.write(a.Parts)
+			r.write(t, a.Parts)
 		case AlterPartitions:
-			r.write(a.Parts)
+			r.write(t, a.Parts)
 		case DropPartitions:
 			for _, v := range a.Values {
-				p := r.part(v)
-				if r.before.Partitions[partKey(r.table, v)] != nil {
+				p := t.part(v)
+				if r.before.Partitions[partKey(tk, v)] != nil {
 					p.dropped = true
 				}
 				p.obj = nil
-				delete(r.view.Partitions, partKey(r.table, v))
+				delete(r.view.Partitions, partKey(tk, v))
 			}
 		case AlterTable:
-			r.tbl = a.Table
-			r.view.Tables[r.table] = a.Table
+			t.tbl = a.Table
+			r.view.Tables[tk] = a.Table
 		case AlterDatabase:
 			r.mark = &a
 			r.view.Databases[r.db] = a.DB
 		}
 	}
 	for _, v := range touchedValues(ev) {
-		r.touched[v] = true
+		t.touched[v] = true
 	}
 	r.events = append(r.events, ev)
 	if d.Outcome == Apply {
@@ -290,20 +320,20 @@ func (r *run) add(ev *schemas.Event, d Decision) bool {
 	return true
 }
 
-func (r *run) write(parts []*hive_metastore.Partition) {
+func (r *run) write(t *runTable, parts []*hive_metastore.Partition) {
 	for _, np := range parts {
-		r.part(np.Values).obj = np
-		r.view.Partitions[partKey(r.table, np.Values)] = np
+		t.part(np.Values).obj = np
+		r.view.Partitions[partKey(t.key, np.Values)] = np
 	}
 }
 
-func (r *run) part(values []string) *runPart {
+func (t *runTable) part(values []string) *runPart {
 	k := strings.Join(values, "/")
-	p := r.parts[k]
+	p := t.parts[k]
 	if p == nil {
 		p = &runPart{values: values}
-		r.parts[k] = p
-		r.order = append(r.order, k)
+		t.parts[k] = p
+		t.order = append(t.order, k)
 	}
 	return p
 }
@@ -327,15 +357,42 @@ func touchedValues(ev *schemas.Event) []string {
 }
 
 // decision is the run's actions in the order the header argues for:
-// prunes, partition drops, adds, alters, the table's alter, the watermark.
+// prunes; then, table by table in the order the run first touched them,
+// the partition drops, adds and alters and the table's alter; the
+// watermark last.
 func (r *run) decision() Decision {
 	acts := append([]Action(nil), r.prunes...)
+	names := make([]string, 0, len(r.order))
+	for _, tk := range r.order {
+		acts = append(acts, r.tables[tk].actions(r.before)...)
+		names = append(names, tk.String())
+	}
+	if r.mark != nil {
+		acts = append(acts, *r.mark)
+	}
+	first, last := r.events[0], r.events[len(r.events)-1]
+	d := Decision{Outcome: NoOp, Reason: ReasonAlreadyApplied, Actions: acts, Covered: len(r.events) - 1, Results: r.results,
+		Detail: fmt.Sprintf("%d events on %s (%d..%d) in one plan", len(r.events), strings.Join(names, ", "), first.EventID, last.EventID)}
+	if r.applied {
+		d.Outcome, d.Reason = Apply, ReasonApplied
+	}
+	return d
+}
+
+// actions are what the run does to t: one drop, one add and one alter of
+// partitions, and the table's alter last (see the header), given the
+// replica as read.
+func (t *runTable) actions(before Replica) []Action {
+	var acts []Action
 	var drop DropPartitions
 	var add, alter []*hive_metastore.Partition
-	keys := r.keys()
-	for _, k := range r.order {
-		p := r.parts[k]
-		existed := r.before.Partitions[partKey(r.table, p.values)] != nil
+	var keys []*hive_metastore.FieldSchema // (nil when the replica has no table: the drop then goes by values)
+	if tb := before.Tables[t.key]; tb != nil {
+		keys = tb.PartitionKeys
+	}
+	for _, k := range t.order {
+		p := t.parts[k]
+		existed := before.Partitions[partKey(t.key, p.values)] != nil
 		if p.dropped {
 			drop.Values = append(drop.Values, p.values)
 			if keys != nil {
@@ -351,38 +408,20 @@ func (r *run) decision() Decision {
 		}
 	}
 	if len(drop.Values) > 0 {
-		drop.DB, drop.Table = r.table.DB, r.table.Name
+		drop.DB, drop.Table = t.key.DB, t.key.Name
 		if len(drop.Names) != len(drop.Values) {
 			drop.Names = nil
 		}
 		acts = append(acts, drop)
 	}
 	if len(add) > 0 {
-		acts = append(acts, AddPartitions{DB: r.table.DB, Table: r.table.Name, Parts: add})
+		acts = append(acts, AddPartitions{DB: t.key.DB, Table: t.key.Name, Parts: add})
 	}
 	if len(alter) > 0 {
-		acts = append(acts, AlterPartitions{DB: r.table.DB, Table: r.table.Name, Parts: alter})
+		acts = append(acts, AlterPartitions{DB: t.key.DB, Table: t.key.Name, Parts: alter})
 	}
-	if r.tbl != nil {
-		acts = append(acts, AlterTable{DB: r.table.DB, Name: r.table.Name, Table: r.tbl})
+	if t.tbl != nil {
+		acts = append(acts, AlterTable{DB: t.key.DB, Name: t.key.Name, Table: t.tbl})
 	}
-	if r.mark != nil {
-		acts = append(acts, *r.mark)
-	}
-	first, last := r.events[0], r.events[len(r.events)-1]
-	d := Decision{Outcome: NoOp, Reason: ReasonAlreadyApplied, Actions: acts, Covered: len(r.events) - 1, Results: r.results,
-		Detail: fmt.Sprintf("%d events on %s (%d..%d) in one plan", len(r.events), r.table, first.EventID, last.EventID)}
-	if r.applied {
-		d.Outcome, d.Reason = Apply, ReasonApplied
-	}
-	return d
-}
-
-// keys are the run's table's partition keys, as the replica holds it
-// (nil when it is not there: the drop then goes by values).
-func (r *run) keys() []*hive_metastore.FieldSchema {
-	if t := r.before.Tables[r.table]; t != nil {
-		return t.PartitionKeys
-	}
-	return nil
+	return acts
 }

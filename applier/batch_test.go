@@ -227,10 +227,17 @@ func TestPlanRun(t *testing.T) {
 			actions: []string{"alter database sales"},
 		},
 		{
-			name: "events of another table end the run",
-			ev:   add(11, srcP1), batch: []*schemas.Event{insertInto(12, srcCustomers, nil)},
-			state: base(drTable(srcCustomers, 5)), outcome: Apply, covered: 0,
-			actions: []string{"add partitions sales.orders [2024-01-01]", "alter database sales"},
+			name: "events of other tables of the database join the run: each table's calls in the order first touched, one watermark",
+			ev:   add(11, srcP1), batch: []*schemas.Event{insertInto(12, srcCustomers, nil), add(13, srcP2)},
+			state: base(drTable(srcCustomers, 5)), outcome: Apply, covered: 2,
+			results: []Reason{ReasonApplied, ReasonApplied, ReasonApplied},
+			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter table sales.customers", "alter database sales"},
+		},
+		{
+			name: "a drop of a partition another table's event touched does not end the run",
+			ev:   insertInto(11, srcCustomers, nil), batch: []*schemas.Event{dropParts(12, srcOrders, srcP1)},
+			state: base(drTable(srcCustomers, 5), drPart(srcOrders, srcP1, 5)), outcome: Apply, covered: 1,
+			actions: []string{"alter table sales.customers", "drop partitions sales.orders [[2024-01-01]]", "alter database sales"},
 		},
 	}
 	for _, c := range cases {
@@ -321,6 +328,63 @@ func TestPlanRunsConverge(t *testing.T) {
 	}
 	if plans >= len(evs)-6 {
 		t.Errorf("%d plans for %d events: the runs did not form", plans, len(evs))
+	}
+	t.Logf("%d events in %d plans", len(evs), plans)
+}
+
+// TestPlanRunsOfSeveralTablesConverge: a load that interleaves three
+// tables of one database (adds, inserts, an insert overwrite, alters of a
+// partition and of a table, drops, one of a partition another table's
+// event touched) forms runs across the tables, and converges however it
+// is re-driven, a crash after any prefix of any run's actions included
+// (checkConverges): each table's part of a run is written as a one-table
+// run would be.
+func TestPlanRunsOfSeveralTablesConverge(t *testing.T) {
+	a := srcTable("sales", "a", []string{"dt"}, "x int")
+	b := srcTable("sales", "b", []string{"dt"}, "y string")
+	evs := []*schemas.Event{createDB(10, "sales"), createTable(11, a), createTable(12, b), createTable(13, srcCustomers)}
+	id := int64(14)
+	next := func() int64 { id++; return id - 1 }
+	pt := func(tb *schemas.Table, i int) schemas.Partition { return srcPart(tb, fmt.Sprintf("%02d", i)) }
+	for i := 1; i <= 4; i++ {
+		evs = append(evs,
+			addParts(next(), a, []schemas.Partition{pt(a, i)}, partFile(pt(a, i), "f")),
+			addParts(next(), b, []schemas.Partition{pt(b, i)}, partFile(pt(b, i), "f")),
+			insertInto(next(), srcCustomers, nil, srcCustomers.Location+fmt.Sprintf("/c%d", i)))
+	}
+	evs = append(evs,
+		insertInto(next(), a, ptr(pt(a, 1)), partFile(pt(a, 1), "g")),
+		dropParts(next(), b, pt(b, 2)),
+		alterPart(next(), a, pt(a, 2), partWithParam(pt(a, 2), "k", "v")),
+		insertOverwrite(next(), b, ptr(pt(b, 3)), partFile(pt(b, 3), "h")),
+		alterTable(next(), srcCustomers, withParam(srcCustomers, "k", "v")),
+		dropParts(next(), a, pt(a, 4)),
+		addParts(next(), b, []schemas.Partition{pt(b, 2)}, partFile(pt(b, 2), "i")),
+		insertInto(next(), srcCustomers, nil, srcCustomers.Location+"/c9"),
+	)
+	ms := checkConverges(t, "sales", evs, nil)
+	var parts []string
+	for k, p := range ms.parts {
+		parts = append(parts, k.Name+"/"+k.Values+"@"+p.Parameters[drparam.LastID])
+	}
+	slices.Sort(parts)
+	want := []string{"a/01@26", "a/02@28", "a/03@20", "b/01@15", "b/02@32", "b/03@29", "b/04@24"}
+	if !slices.Equal(parts, want) {
+		t.Errorf("partitions %v, want %v", parts, want)
+	}
+
+	w := &seqWorker{db: "sales", events: evs}
+	got := newMemMS()
+	got.copyAhead(evs, nil)
+	var plans int
+	for w.pos < len(evs) {
+		stepOnce(t, got, w, nil, testPolicy{})
+		plans++
+	}
+	// The creates are plans of their own; the rest is one run, but for
+	// the drop of a.04, which an earlier event of the run touched.
+	if plans > 4+2 {
+		t.Errorf("%d plans for %d events: the runs across tables did not form", plans, len(evs))
 	}
 	t.Logf("%d events in %d plans", len(evs), plans)
 }

@@ -1438,10 +1438,10 @@ func (w *seqWorker) next() []*schemas.Event {
 		}
 		return evs
 	}
-	tk, n, ok := RunKey(w.db, evs[0])
+	_, n, ok := RunKey(w.db, evs[0])
 	for ok && max > 1 && w.pos+len(evs) < len(w.events) {
-		k, m, ok := RunKey(w.db, w.events[w.pos+len(evs)])
-		if !ok || k != tk || n+m > max {
+		_, m, ok := RunKey(w.db, w.events[w.pos+len(evs)])
+		if !ok || n+m > max {
 			break
 		}
 		n, evs = n+m, w.events[w.pos:w.pos+len(evs)+1]

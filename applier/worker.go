@@ -164,8 +164,8 @@ func (w *worker) run() {
 // is a bootstrap's SNAPSHOT_PARTITION record, the consecutive records
 // after it in the queue that are partition records of the same bootstrap
 // and table, up to BatchPartitions records; when head may start a run of
-// events on one table (RunKey), the consecutive events after it that may
-// join it, up to BatchPartitions partitions (transaction markers between
+// events on the database's tables (RunKey), the consecutive events after
+// it that may join it, up to BatchPartitions partitions (transaction markers between
 // them included, a heartbeat ends it). Only what the queue holds is
 // taken; the plan decides how many of them it covers (Decision.Covered).
 func (w *worker) batch(head *item) []*item {
@@ -179,13 +179,13 @@ func (w *worker) batch(head *item) []*item {
 			return 1, ok && k == key && 1+n < w.a.cfg.BatchPartitions
 		}, false)...)
 	}
-	tk, n0, ok := RunKey(w.db, head.ev)
+	_, n0, ok := RunKey(w.db, head.ev)
 	if !ok {
 		return items
 	}
 	return append(items, w.following(func(ev *schemas.Event, n int) (int, bool) {
-		k, m, ok := RunKey(w.db, ev)
-		return m, ok && k == tk && n0+n+m <= w.a.cfg.BatchPartitions
+		_, m, ok := RunKey(w.db, ev)
+		return m, ok && n0+n+m <= w.a.cfg.BatchPartitions
 	}, true)...)
 }
 
