@@ -78,7 +78,8 @@ bench-tail: stack-up
 ## synthetic workload with files written straight into a notification log (workload.Synth):
 ## BENCH_LAG_RATE events/s (default 100) for BENCH_LAG_SECONDS (default 60) over BENCH_LAG_DBS
 ## databases (default 10) of BENCH_LAG_TABLES_PER_DB tables (default 4); BENCH_LAG_FILE_SHARE of the
-## steps bring a file (default 1); BENCH_LAG_DRAIN_SECONDS (default 120) bounds the wait after it
+## steps bring a file (default 1); BENCH_LAG_COPY_WORKERS copyd's workers (default 8);
+## BENCH_LAG_DRAIN_SECONDS (default 120) bounds the wait after it
 .PHONY: bench-lag
 bench-lag: stack-up
 	$(GO) test -tags benchlag -count=1 -run '^TestPipelineLag$$' -v -timeout 120m ./e2e/

@@ -53,6 +53,7 @@ func TestPipelineLag(t *testing.T) {
 	perDB := int(envNumber(t, "BENCH_LAG_TABLES_PER_DB", 4))
 	drainFor := time.Duration(envNumber(t, "BENCH_LAG_DRAIN_SECONDS", 120) * float64(time.Second))
 	fileShare := envShare(t, "BENCH_LAG_FILE_SHARE", 1)
+	copyWorkers := int(envNumber(t, "BENCH_LAG_COPY_WORKERS", 8))
 	const rows, addShare, initialParts, targetP99 = 20, 0.4, 4, 5.0
 	u := uniq(t)
 	var dbs []string
@@ -64,10 +65,11 @@ func TestPipelineLag(t *testing.T) {
 	ss := newSynthSource(t, wl.SynthSpec{Databases: dbs, TablesPerDB: perDB, InitialPartitions: initialParts, Rows: rows})
 	t.Cleanup(func() { ss.removeData(context.Background()) })
 	p := ss.p
-	// The tailer's default batch (1,000) and copyd's default workers; the
+	// The tailer's default batch (1,000), copyd with
+	// BENCH_LAG_COPY_WORKERS workers (default 8, copyd's default); the
 	// pipeline's 200 ms poll.
 	p.editConfig("  batch_size: 200\n", "  batch_size: 1000\n")
-	p.editConfig("  workers: 4\n", "  workers: 8\n")
+	p.editConfig("  workers: 4\n", fmt.Sprintf("  workers: %d\n", copyWorkers))
 	p.startTail()
 	p.startCopyd()
 	p.startApply("-log-level", "debug")
@@ -270,8 +272,8 @@ func TestPipelineLag(t *testing.T) {
 		100*fileShare)
 	pf("            a statistics-only ALTER_PARTITION); files of %d rows on the source HDFS, written before the run (%d files in %s, not timed)",
 		rows, files, staged.Round(time.Second))
-	pf("            tailer poll %s batch 1000, copyd 8 workers over %d manifest partitions, applier one worker per database; %d CPUs",
-		p.cfg.Tailer.PollInterval.Duration, p.cfg.Kafka.ManifestPartitions, runtime.NumCPU())
+	pf("            tailer poll %s batch 1000, copyd %d workers over %d manifest partitions, applier one worker per database; %d CPUs",
+		p.cfg.Tailer.PollInterval.Duration, copyWorkers, p.cfg.Kafka.ManifestPartitions, runtime.NumCPU())
 	pf("            load average (1/5/15 min): %s before, %s after the run, %s after the drain (shared machine)", loadStart, loadRun, loadEnd)
 	pf("workload    %d events in %.1f s = %.1f events/s achieved (target %.0f), %.1f per database; by type: %s",
 		len(evs), runDur.Seconds(), achieved, rate, achieved/float64(ndb), fmtCounts(types))
