@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/beltran/gohive/hive_metastore"
@@ -73,9 +74,12 @@ type Config struct {
 	// applies (fetching of its topic pauses beyond it). Default 10000
 	// (config.DefaultLookAhead).
 	LookAhead int
-	// LookAheadBytes bounds the same by the records' encoded size (their
-	// Kafka values): a bootstrap's records carry whole Thrift objects, and
-	// ten thousand of them decoded hold hundreds of MB. Default 16 MiB
+	// LookAheadBytes bounds what all the workers buffer together, by the
+	// records' encoded size (their Kafka keys and values): each worker's
+	// share is it divided among the running workers, at least
+	// MinLookAheadShare (lookAheadShare). A bootstrap's records carry
+	// whole Thrift objects, and a backlog of a million events over ten
+	// databases held 880 MiB with 16 MiB for each worker. Default 16 MiB
 	// (config.DefaultLookAheadBytes).
 	LookAheadBytes int64
 	// BatchPartitions is the most consecutive SNAPSHOT_PARTITION records
@@ -107,6 +111,9 @@ type Applier struct {
 
 	mu      sync.Mutex
 	workers map[string]*worker // by topic
+	// running counts the workers, for lookAheadShare (read without mu:
+	// a worker's push holds its own lock).
+	running atomic.Int64
 	cl      *kgo.Client
 
 	fetchErrLogged map[string]time.Time // by topic and error; the poll loop's own
@@ -431,6 +438,9 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 		// returns, which waits this long when nothing is new (franz-go's
 		// default is 5 s): a new database's first event would wait for it.
 		kgo.FetchMaxWait(500 * time.Millisecond),
+		// A fetch response waits in the client until polled, beside what
+		// the workers buffer: 16 MiB, not franz-go's 50.
+		kgo.FetchMaxBytes(16<<20),
 		kgo.AutoCommitMarks(),
 		kgo.AutoCommitInterval(time.Second),
 		kgo.BlockRebalanceOnPoll(),
@@ -603,6 +613,22 @@ func fatal(fs kgo.Fetches, group string) error {
 	return nil
 }
 
+// MinLookAheadShare is the least of LookAheadBytes a worker may buffer,
+// however many workers share it: a run or a bootstrap batch needs a few
+// hundred records at hand.
+const MinLookAheadShare = 256 << 10
+
+// lookAheadShare is what one worker may buffer of LookAheadBytes: the
+// total divided among the running workers, at least MinLookAheadShare,
+// so the applier's memory does not grow with the number of databases it
+// applies (but by MinLookAheadShare beyond LookAheadBytes/
+// MinLookAheadShare of them). A worker over its share pauses its topic;
+// a share that shrinks as workers start is caught up with at the
+// worker's next push.
+func (a *Applier) lookAheadShare() int64 {
+	return max(a.cfg.LookAheadBytes/max(1, a.running.Load()), MinLookAheadShare)
+}
+
 func (a *Applier) dispatch(ctx context.Context, topic string, partition int32, recs []*kgo.Record) {
 	db := strings.TrimPrefix(topic, a.cfg.Topics.Prefix+".events.")
 	a.mu.Lock()
@@ -610,7 +636,11 @@ func (a *Applier) dispatch(ctx context.Context, topic string, partition int32, r
 	if w == nil {
 		w = newWorker(ctx, a, db, topic, partition)
 		a.workers[topic] = w
-		go w.run()
+		a.running.Add(1)
+		go func() {
+			defer a.running.Add(-1)
+			w.run()
+		}()
 	}
 	a.mu.Unlock()
 	items := make([]*item, 0, len(recs))
@@ -623,15 +653,16 @@ func (a *Applier) dispatch(ctx context.Context, topic string, partition int32, r
 // decode turns an event-topic record into an item; an undecodable record
 // becomes an item that halts the worker when it reaches it.
 func (a *Applier) decode(ctx context.Context, r *kgo.Record) *item {
-	it := &item{rec: r, size: int64(len(r.Key) + len(r.Value))}
+	// What is kept of the record is what marking its offset needs, in a
+	// record of its own: franz-go's records of a batch share one
+	// allocation, and their strings point into the fetch response, which
+	// would stay in memory for as long as one record of it is queued.
+	it := &item{rec: &kgo.Record{Topic: strings.Clone(r.Topic), Partition: r.Partition, Offset: r.Offset,
+		LeaderEpoch: r.LeaderEpoch, Timestamp: r.Timestamp, Attrs: r.Attrs}, size: int64(len(r.Key) + len(r.Value))}
 	if r.Attrs.IsControl() {
 		it.control = true
 		return it
 	}
-	// The record stays only for its offset: its key, value and headers
-	// point into the fetch's decompressed batch, which would stay in
-	// memory for as long as any record of it is queued.
-	defer func() { r.Key, r.Value, r.Headers = nil, nil, nil }()
 	v, err := a.cfg.Codec.Decode(ctx, r.Value)
 	switch v := v.(type) {
 	case *schemas.Event:

@@ -182,3 +182,18 @@ func TestApplierLookAheadBytes(t *testing.T) {
 	f.complete(schemas.StatusCopied, nil, adds...)
 	f.waitMark("a", 3002)
 }
+
+// TestLookAheadShare: the workers share applier.look_ahead_bytes, each
+// its part of it, never less than MinLookAheadShare.
+func TestLookAheadShare(t *testing.T) {
+	a := &Applier{cfg: Config{LookAheadBytes: 16 << 20}}
+	for _, c := range []struct {
+		running int64
+		want    int64
+	}{{0, 16 << 20}, {1, 16 << 20}, {2, 8 << 20}, {10, (16 << 20) / 10}, {64, MinLookAheadShare}, {1000, MinLookAheadShare}} {
+		a.running.Store(c.running)
+		if got := a.lookAheadShare(); got != c.want {
+			t.Errorf("%d workers: share %d, want %d", c.running, got, c.want)
+		}
+	}
+}

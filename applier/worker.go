@@ -74,7 +74,8 @@ func newWorker(parent context.Context, a *Applier, db, topic string, partition i
 	}
 }
 
-// push appends items. Beyond LookAhead events or LookAheadBytes it pauses
+// push appends items. Beyond LookAhead events or its share of
+// LookAheadBytes (lookAheadShare) it pauses
 // fetching of the topic; pop resumes it once the queue is at most half
 // full by both. Both decide under w.mu, so a pause is never made on a
 // count that a concurrent pop has already drained (the topic would stay
@@ -100,14 +101,14 @@ func (w *worker) push(items []*item) {
 
 // full reports whether the queue is past its look-ahead; under w.mu.
 func (w *worker) full() bool {
-	return w.events > w.a.cfg.LookAhead || w.bytes > w.a.cfg.LookAheadBytes
+	return w.events > w.a.cfg.LookAhead || w.bytes > w.a.lookAheadShare()
 }
 
 // drained reports whether the queue is down to half its look-ahead, by
 // events and by bytes: a paused topic is fetched again; under w.mu.
 // (<=: with LookAhead 1, half is 0.)
 func (w *worker) drained() bool {
-	return w.events <= w.a.cfg.LookAhead/2 && w.bytes <= w.a.cfg.LookAheadBytes/2
+	return w.events <= w.a.cfg.LookAhead/2 && w.bytes <= w.a.lookAheadShare()/2
 }
 
 func (w *worker) stop() { w.cancel() }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
@@ -16,7 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	wl "github.com/hivedr/hivedr/e2e/workload"
+	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/testenv"
 )
@@ -34,72 +39,126 @@ import (
 // password or a keytab key.
 func TestSecureKafkaGSSAPI(t *testing.T) {
 	env := testenv.RequireSecure(t)
-	u := uniq(t)
-	db := "sg_sales_" + u
-	ctx := ctxFor(t, 10*time.Minute)
-	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
-	srcFS, drFS := pipelineFS(t, env)
-	p := newSecurePipeline(t, env, []string{db}, currentEventID(t, ctx, src), kafkaGSSAPI(t, env))
-	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
-	spec := wl.TableSpec{Columns: []string{"id bigint", "note string"}, PartitionKeys: []string{"dt"}}
-	p.startAll()
-	if err := w.CreateDatabase(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.CreateTable(ctx, db, "orders", spec); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.AddPartitions(ctx, db, "orders", [][]string{{"2026-12-01"}, {"2026-12-02"}}, 30); err != nil {
-		t.Fatal(err)
-	}
-	p.converge(ctx, src, dr, srcFS, drFS, 3*time.Minute)
-	eventually(t, 2*time.Minute, "applier caught up", func() bool { return p.caughtUp(ctx) })
-	for _, pr := range []*proc{p.tail, p.copyd, p.apply} {
-		// The daemons say whom they reach Kafka as when they start.
-		if out := strings.ReplaceAll(pr.out.String(), `\"`, `"`); !strings.Contains(out, `GSSAPI principal "hivedr-`+roleName(pr.name)) {
-			t.Errorf("hivedr %s did not say it reached Kafka with GSSAPI as hivedr-%s:\n%s", pr.name, roleName(pr.name), tail(out, 15))
-		}
-	}
-	topic := kafka.Topics{Prefix: p.prefix}.Events(db)
-	out, code := runHivedrEnv(t, nil, "cat", "-config", p.conf, "-n", "1", topic)
+	r := newSASLRun(t, env, "sg_sales_", kafkaGSSAPI(t, env), nil)
+	r.converge(func(role string) string { return `GSSAPI principal "hivedr-` + role })
+	out, code := runHivedrEnv(t, nil, "cat", "-config", r.p.conf, "-n", "1", r.topic)
 	if code != 0 || !strings.Contains(out, `"type":"io.hivedr.MetastoreEvent"`) {
 		t.Fatalf("hivedr cat over GSSAPI as the operator exited %d:\n%s", code, out)
 	}
+	r.leaveWorkForApplier()
+	r.refused("copyd's principal", krbAs(env, t, testenv.CopydPrincipal, env.Keytab(t, testenv.CopydPrincipal)),
+		"AUTHORIZATION_FAILED", `GSSAPI principal "`+testenv.CopydPrincipal+"@"+env.Get(t, "HIVEDR_KRB_REALM"))
+	r.finish()
+}
 
-	// Work left for the applier, then the applier as copyd's principal.
-	p.apply.stop(t)
-	adm := env.KafkaAdmin(t)
-	before := mustEnds(t, ctx, adm, topic)
-	if _, err := w.AddPartitions(ctx, db, "orders", [][]string{{"2026-12-03"}}, 40); err != nil {
+// saslRun is the scenario of the TestSecureKafka* tests: a secured
+// pipeline reaching Kafka one way (opts), a database with partitions and
+// files replicated, then an applier started with a wrong identity, and the
+// right one finishing the work.
+type saslRun struct {
+	t       *testing.T
+	ctx     context.Context
+	env     *testenv.Env
+	p       *securePipeline
+	w       *wl.Source
+	db      string
+	topic   string
+	src, dr *hms.Client
+	srcFS   *fs.HDFS
+	drFS    *fs.HDFS
+	offsets string // the applier group's, before the refusals
+	adm     *kadm.Client
+}
+
+// newSASLRun makes the pipeline for a database named prefix+uniq; setRoles
+// (if any) adds to the daemons' environments once it exists.
+func newSASLRun(t *testing.T, env *testenv.Env, prefix string, opt func(*pipelineConf), setRoles func(p *securePipeline)) *saslRun {
+	r := &saslRun{t: t, env: env, db: prefix + uniq(t), ctx: ctxFor(t, 10*time.Minute),
+		src: env.HMS(t, testenv.Source), dr: env.HMS(t, testenv.DR), adm: env.KafkaAdmin(t)}
+	r.srcFS, r.drFS = pipelineFS(t, env)
+	r.p = newSecurePipeline(t, env, []string{r.db}, currentEventID(t, r.ctx, r.src), opt)
+	if setRoles != nil {
+		setRoles(r.p)
+	}
+	r.w = wl.NewSource(r.src, r.srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	r.topic = kafka.Topics{Prefix: r.p.prefix}.Events(r.db)
+	return r
+}
+
+// converge starts the daemons, writes a table with two partitions and
+// their files, waits for DR to equal the source and the group to be
+// caught up, and checks that each daemon said who it is to Kafka (said:
+// what its log names, given its role).
+func (r *saslRun) converge(said func(role string) string) {
+	t, ctx := r.t, r.ctx
+	spec := wl.TableSpec{Columns: []string{"id bigint", "note string"}, PartitionKeys: []string{"dt"}}
+	r.p.startAll()
+	if err := r.w.CreateDatabase(ctx, r.db); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.w.CreateTable(ctx, r.db, "orders", spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.w.AddPartitions(ctx, r.db, "orders", [][]string{{"2026-12-01"}, {"2026-12-02"}}, 30); err != nil {
+		t.Fatal(err)
+	}
+	r.p.converge(ctx, r.src, r.dr, r.srcFS, r.drFS, 3*time.Minute)
+	eventually(t, 2*time.Minute, "applier caught up", func() bool { return r.p.caughtUp(ctx) })
+	for _, pr := range []*proc{r.p.tail, r.p.copyd, r.p.apply} {
+		// The daemons say whom they reach Kafka as when they start.
+		want := said(roleName(pr.name))
+		if out := strings.ReplaceAll(pr.out.String(), `\"`, `"`); !strings.Contains(out, want) {
+			t.Errorf("hivedr %s did not say it reached Kafka as %s:\n%s", pr.name, want, tail(out, 15))
+		}
+	}
+}
+
+// leaveWorkForApplier stops the applier and adds a partition that the
+// tailer publishes and copyd copies: what is left is the applier's.
+func (r *saslRun) leaveWorkForApplier() {
+	t, ctx := r.t, r.ctx
+	r.p.apply.stop(t)
+	before := mustEnds(t, ctx, r.adm, r.topic)
+	if _, err := r.w.AddPartitions(ctx, r.db, "orders", [][]string{{"2026-12-03"}}, 40); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 2*time.Minute, "the new events published", func() bool {
-		p.checkAliveOf(p.tail, p.copyd)
-		return mustEnds(t, ctx, adm, topic) > before
+		r.p.checkAliveOf(r.p.tail, r.p.copyd)
+		return mustEnds(t, ctx, r.adm, r.topic) > before
 	})
-	applierGroup := p.prefix + "-applier"
-	offsets := groupOffsets(t, ctx, adm, applierGroup)
-	pr := startHivedrEnv(t, "apply", append(roleEnv(env, t, roleApplier),
-		krbAs(env, t, testenv.CopydPrincipal, env.Keytab(t, testenv.CopydPrincipal))...),
-		"apply", "-config", p.conf, "-state-dir", filepath.Join(t.TempDir(), "apply"))
-	if code := pr.wait(t, 2*time.Minute); code != 1 {
-		t.Fatalf("hivedr apply as copyd's principal exited %d, want 1:\n%s", code, tail(pr.out.String(), 30))
-	}
-	refused := strings.ReplaceAll(pr.out.String(), `\"`, `"`)
-	for _, want := range []string{"AUTHORIZATION_FAILED", `GSSAPI principal "` + testenv.CopydPrincipal + "@" + env.Get(t, "HIVEDR_KRB_REALM")} {
-		if !strings.Contains(refused, want) {
-			t.Errorf("the refused applier's error does not say %q:\n%s", want, tail(refused, 15))
-		}
-	}
-	p.noSecretIn("hivedr apply as copyd", pr.out.String())
-	if got := groupOffsets(t, ctx, adm, applierGroup); got != offsets {
-		t.Errorf("the refused applier moved the group's offsets: %s -> %s", offsets, got)
-	}
+	r.offsets = groupOffsets(t, ctx, r.adm, r.p.prefix+"-applier")
+}
 
-	p.startApply()
-	p.converge(ctx, src, dr, srcFS, drFS, 3*time.Minute)
-	eventually(t, 2*time.Minute, "applier caught up", func() bool { return p.caughtUp(ctx) })
-	p.daemonsPrintedNoSecret()
+// refused starts the applier as itself with change added to its
+// environment, and checks that it exits 1 saying each of want, prints no
+// secret, and leaves the group's offsets where they were.
+func (r *saslRun) refused(name string, change []string, want ...string) {
+	r.t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+		pr := startHivedrEnv(t, "apply", append(roleEnv(r.env, t, roleApplier), change...),
+			"apply", "-config", r.p.conf, "-state-dir", filepath.Join(t.TempDir(), "apply"))
+		if code := pr.wait(t, 2*time.Minute); code != 1 {
+			t.Fatalf("hivedr apply with %s exited %d, want 1:\n%s", name, code, tail(pr.out.String(), 30))
+		}
+		out := strings.ReplaceAll(pr.out.String(), `\"`, `"`)
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("hivedr apply with %s does not say %q:\n%s", name, w, tail(out, 15))
+			}
+		}
+		r.p.noSecretIn("hivedr apply with "+name, pr.out.String())
+		if got := groupOffsets(t, r.ctx, r.adm, r.p.prefix+"-applier"); got != r.offsets {
+			t.Errorf("the refused applier moved the group's offsets: %s -> %s", r.offsets, got)
+		}
+	})
+}
+
+// finish starts the applier as itself: it applies what was left, and no
+// daemon printed a secret.
+func (r *saslRun) finish() {
+	r.p.startApply()
+	r.p.converge(r.ctx, r.src, r.dr, r.srcFS, r.drFS, 3*time.Minute)
+	eventually(r.t, 2*time.Minute, "applier caught up", func() bool { return r.p.caughtUp(r.ctx) })
+	r.p.daemonsPrintedNoSecret()
 }
 
 // roleName is the secured stack's role of a daemon's command.
@@ -125,11 +184,6 @@ func roleName(cmd string) string {
 // the work with its own.
 func TestSecureKafkaOAuthBearer(t *testing.T) {
 	env := testenv.RequireSecure(t)
-	u := uniq(t)
-	db := "so_sales_" + u
-	ctx := ctxFor(t, 10*time.Minute)
-	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
-	srcFS, drFS := pipelineFS(t, env)
 	idp := newTokenIssuer(t, env)
 	tokens := t.TempDir()
 	tokenFor := func(name, sub string, ttl time.Duration, key *rsa.PrivateKey) string {
@@ -140,46 +194,18 @@ func TestSecureKafkaOAuthBearer(t *testing.T) {
 		return p
 	}
 	t.Setenv("HIVEDR_KAFKA_TOKEN_FILE", tokenFor("operator", roleOperator, time.Hour, nil))
-	p := newSecurePipeline(t, env, []string{db}, currentEventID(t, ctx, src), func(c *pipelineConf) {
+	r := newSASLRun(t, env, "so_sales_", func(c *pipelineConf) {
 		c.kafkaSecurity = fmt.Sprintf(`  sasl: {mechanism: OAUTHBEARER, token_file: "${HIVEDR_KAFKA_TOKEN_FILE}"}
   tls: {ca_file: %q}`, env.Get(t, "HIVEDR_TLS_CA"))
-	})
-	for cmd, role := range map[string]string{"tail": roleTailer, "copyd": roleCopyd, "apply": roleApplier} {
-		p.roleEnv[cmd] = append(p.roleEnv[cmd], "HIVEDR_KAFKA_TOKEN_FILE="+tokenFor(role, role, time.Hour, nil))
-	}
-	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
-	spec := wl.TableSpec{Columns: []string{"id bigint", "note string"}, PartitionKeys: []string{"dt"}}
-	p.startAll()
-	if err := w.CreateDatabase(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.CreateTable(ctx, db, "orders", spec); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.AddPartitions(ctx, db, "orders", [][]string{{"2026-12-01"}, {"2026-12-02"}}, 30); err != nil {
-		t.Fatal(err)
-	}
-	p.converge(ctx, src, dr, srcFS, drFS, 3*time.Minute)
-	eventually(t, 2*time.Minute, "applier caught up", func() bool { return p.caughtUp(ctx) })
-	for _, pr := range []*proc{p.tail, p.copyd, p.apply} {
-		if out := strings.ReplaceAll(pr.out.String(), `\"`, `"`); !strings.Contains(out, `OAUTHBEARER token of subject "`+roleName(pr.name)+`"`) {
-			t.Errorf("hivedr %s did not say it reached Kafka with an OAUTHBEARER token of %s:\n%s", pr.name, roleName(pr.name), tail(out, 15))
+	}, func(p *securePipeline) {
+		for cmd, role := range map[string]string{"tail": roleTailer, "copyd": roleCopyd, "apply": roleApplier} {
+			f := tokenFor(role, role, time.Hour, nil)
+			p.roleEnv[cmd] = append(p.roleEnv[cmd], "HIVEDR_KAFKA_TOKEN_FILE="+f)
+			p.secrets[role+"'s token"] = readSecret(t, f)
 		}
-	}
-
-	p.apply.stop(t)
-	adm := env.KafkaAdmin(t)
-	topic := kafka.Topics{Prefix: p.prefix}.Events(db)
-	before := mustEnds(t, ctx, adm, topic)
-	if _, err := w.AddPartitions(ctx, db, "orders", [][]string{{"2026-12-03"}}, 40); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 2*time.Minute, "the new events published", func() bool {
-		p.checkAliveOf(p.tail, p.copyd)
-		return mustEnds(t, ctx, adm, topic) > before
 	})
-	applierGroup := p.prefix + "-applier"
-	offsets := groupOffsets(t, ctx, adm, applierGroup)
+	r.converge(func(role string) string { return `OAUTHBEARER token of subject "` + role + `"` })
+	r.leaveWorkForApplier()
 	other, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -188,42 +214,14 @@ func TestSecureKafkaOAuthBearer(t *testing.T) {
 		name, token string
 		want        []string
 	}{
-		{"expired token", tokenFor("expired", roleApplier, -time.Minute, nil), []string{"SASL_AUTHENTICATION_FAILED", `subject "applier"`}},
-		{"token of another key", tokenFor("forged", roleApplier, time.Hour, other), []string{"SASL_AUTHENTICATION_FAILED", `subject "applier"`}},
+		{"an expired token", tokenFor("expired", roleApplier, -time.Minute, nil), []string{"SASL_AUTHENTICATION_FAILED", `subject "applier"`}},
+		{"a token of another key", tokenFor("forged", roleApplier, time.Hour, other), []string{"SASL_AUTHENTICATION_FAILED", `subject "applier"`}},
 		{"the operator's token", tokenFor("operator-as-applier", roleOperator, time.Hour, nil), []string{"AUTHORIZATION_FAILED", `subject "operator"`}},
 	} {
-		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
-			pr := startHivedrEnv(t, "apply", append(roleEnv(env, t, roleApplier), "HIVEDR_KAFKA_TOKEN_FILE="+c.token),
-				"apply", "-config", p.conf, "-state-dir", filepath.Join(t.TempDir(), "apply"))
-			if code := pr.wait(t, 2*time.Minute); code != 1 {
-				t.Fatalf("hivedr apply with the %s exited %d, want 1:\n%s", c.name, code, tail(pr.out.String(), 30))
-			}
-			out := strings.ReplaceAll(pr.out.String(), `\"`, `"`)
-			for _, w := range c.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("hivedr apply with the %s does not say %q:\n%s", c.name, w, tail(out, 15))
-				}
-			}
-			if tok := strings.TrimSpace(readSecret(t, c.token)); strings.Contains(pr.out.String(), tok) {
-				t.Errorf("hivedr apply printed its token")
-			}
-			if got := groupOffsets(t, ctx, adm, applierGroup); got != offsets {
-				t.Errorf("the refused applier moved the group's offsets: %s -> %s", offsets, got)
-			}
-		})
+		r.p.secrets[c.name] = readSecret(t, c.token)
+		r.refused(c.name, []string{"HIVEDR_KAFKA_TOKEN_FILE=" + c.token}, c.want...)
 	}
-
-	p.startApply()
-	p.converge(ctx, src, dr, srcFS, drFS, 3*time.Minute)
-	eventually(t, 2*time.Minute, "applier caught up", func() bool { return p.caughtUp(ctx) })
-	for cmd := range p.roleEnv {
-		for _, kv := range p.roleEnv[cmd] {
-			if f, ok := strings.CutPrefix(kv, "HIVEDR_KAFKA_TOKEN_FILE="); ok {
-				p.secrets[cmd+"'s token"] = readSecret(t, f)
-			}
-		}
-	}
-	p.daemonsPrintedNoSecret()
+	r.finish()
 }
 
 // tokenIssuer mints JWTs as the secured stack's identity provider: RS256

@@ -38,8 +38,10 @@ type Applier struct {
 	// LookAhead is the most events of one database read ahead of the one
 	// being applied. Default 10000.
 	LookAhead int `yaml:"look_ahead"`
-	// LookAheadBytes bounds the same read-ahead by the records' encoded
-	// size (Kafka values): fetching a database's topic pauses past
+	// LookAheadBytes bounds what the applier reads ahead, over all its
+	// databases together, by the records' encoded size: each database's
+	// worker may hold its share (the total divided among the running
+	// workers, at least 256 KiB), and fetching its topic pauses past
 	// either bound. Default 16 MiB.
 	LookAheadBytes int64 `yaml:"look_ahead_bytes"`
 	// BatchPartitions is the most partitions one metastore call adds or
