@@ -440,7 +440,7 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 		kgo.FetchMaxWait(500 * time.Millisecond),
 		// A fetch response waits in the client until polled, beside what
 		// the workers buffer: 16 MiB, not franz-go's 50.
-		kgo.FetchMaxBytes(16<<20),
+		kgo.FetchMaxBytes(16 << 20),
 		kgo.AutoCommitMarks(),
 		kgo.AutoCommitInterval(time.Second),
 		kgo.BlockRebalanceOnPoll(),
