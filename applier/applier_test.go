@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/thrift/lib/go/thrift"
 	hms "github.com/beltran/gohive/hive_metastore"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -1410,6 +1411,50 @@ func (r *racyHMS) CreateTable(ctx context.Context, t *hms.Table) error {
 		return err
 	}
 	return exists("table %s.%s", t.DbName, t.TableName)
+}
+
+// lateHMS is a fakeHMS whose first CreateDatabase is lost in transit
+// (the client times out) and still runs on the metastore: the retry finds
+// it running and is refused with a MetaException, as the real metastore
+// refused "Unable to create database managed directory" under load, and
+// the lost call then completes.
+type lateHMS struct {
+	*fakeHMS
+	calls atomic.Int32
+}
+
+func (l *lateHMS) CreateDatabase(ctx context.Context, db *hms.Database) error {
+	switch l.calls.Add(1) {
+	case 1:
+		return thrift.NewTTransportException(thrift.TIMED_OUT, "read tcp 127.0.0.1:1->127.0.0.1:2: i/o timeout")
+	case 2:
+		if err := l.fakeHMS.CreateDatabase(ctx, db); err != nil { // the first call, ending late
+			return err
+		}
+		return &hms.MetaException{Message: "Unable to create database managed directory, failed to create database " + db.Name}
+	}
+	return l.fakeHMS.CreateDatabase(ctx, db)
+}
+
+// TestApplierReplansAfterLossInTransit: a refusal that follows a call of
+// the same plan lost in transit makes the worker read the DR state again
+// and plan again, instead of halting the database.
+func TestApplierReplansAfterLossInTransit(t *testing.T) {
+	f := newKFix(t, "a")
+	ta := srcTable("a", "t", nil, "x int")
+	f.publishAll(2, at(createDB(1, "a"), createTable(2, ta)))
+	late := &lateHMS{fakeHMS: f.ms}
+	r := f.start("g", t.TempDir(), func(c *Config) {
+		c.Dial = func(context.Context) (Metastore, func() error, error) { return late, func() error { return nil }, nil }
+	})
+	f.waitMark("a", 2)
+	r.stop(t)
+	if n := late.calls.Load(); n != 2 {
+		t.Errorf("%d create_database calls, want 2 (lost, refused; then the plan made again finds the database)", n)
+	}
+	if f.ms.table("a", "t") == nil {
+		t.Error("DR table a.t missing: the database halted at its create")
+	}
 }
 
 // TestApplierReplansOnConflict: an object that exists (or is gone) against

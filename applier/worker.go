@@ -340,6 +340,9 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 		waitStart    time.Time
 		backoff      = 500 * time.Millisecond
 		conflicts    int
+		// inTransit: a call of this plan failed in transit (a timeout, a
+		// reset): the metastore may still be running it, or have run it.
+		inTransit bool
 	)
 	endWait := func() {
 		if waitReason != "" {
@@ -360,21 +363,33 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 		}
 		if err != nil {
 			var refused *RefusedError
-			if errors.As(err, &refused) && isConflict(refused) && conflicts < maxConflicts {
+			if errors.As(err, &refused) && (isConflict(refused) || inTransit) && conflicts < maxConflicts {
 				// The object is there (or gone) though the plan read it
 				// otherwise: most likely a call of a killed applier that
 				// the metastore finished after this one read the state
-				// (the soak found it). Read again and plan again.
+				// (the soak found it). Or a call this worker made earlier
+				// and lost in transit is still running on the metastore,
+				// and its twin is refused for it: a create_database that
+				// timed out under load, run again while the first still
+				// made the database's directory, was refused "Unable to
+				// create database managed directory" (make bench-idle, 20
+				// databases of 500 tables at once). Read again and plan
+				// again; after a loss in transit, once the backoff let the
+				// first call end.
 				conflicts++
 				w.log.Warn("the DR metastore changed under the plan; reading it again", "event_id", ev.EventID,
-					"type", ev.EventType, "err", err, "attempt", conflicts)
+					"type", ev.EventType, "err", err, "attempt", conflicts, "after_a_call_lost_in_transit", inTransit)
 				w.cache.reset()
+				if inTransit && !sleep(ctx, backoff) {
+					return false
+				}
 				continue
 			}
 			if errors.As(err, &refused) {
 				return w.halt(ctx, ev, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused, Detail: err.Error()})
 			}
 			w.log.Warn("apply failed; retrying", "event_id", ev.EventID, "type", ev.EventType, "err", err, "retry_in", backoff)
+			inTransit = true
 			w.reconnect()
 			if !sleep(ctx, backoff) {
 				return false
@@ -704,7 +719,8 @@ func toCopy(c state.Completion) Copy {
 
 // maxConflicts bounds how often one event is planned again because the
 // DR metastore said an object exists (or does not) against what the plan
-// read; beyond it the database halts (metastore_refused).
+// read, or refused a call after one of the plan's was lost in transit;
+// beyond it the database halts (metastore_refused).
 const maxConflicts = 3
 
 func (w *worker) reconnect() {
