@@ -147,7 +147,12 @@ func ReadWriteIDs(ctx context.Context, ms Metastore, tables []string) (map[strin
 	if err != nil {
 		return nil, fmt.Errorf("get_open_txns: %w", err)
 	}
-	txns := ValidTxnList(o)
+	return readValid(ctx, ms, tables, ValidTxnList(o))
+}
+
+// readValid asks ms for the tables' write-ID states under the
+// ValidTxnList txns.
+func readValid(ctx context.Context, ms Metastore, tables []string, txns string) (map[string]WriteIDs, error) {
 	r, err := ms.GetValidWriteIds(ctx, &hive_metastore.GetValidWriteIdsRequest{FullTableNames: tables, ValidTxnList: &txns})
 	if err != nil {
 		return nil, fmt.Errorf("get_valid_write_ids %v: %w", tables, err)
