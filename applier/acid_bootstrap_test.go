@@ -295,7 +295,7 @@ func TestPlanWriteIDs(t *testing.T) {
 			writeIDs: state(3, []int64{2}, nil), outcome: Apply, actions: []string{prune, "alter table sales.orders", progress}},
 		{name: "DR's write ids behind: the table made anew", ev: rec(w3), state: drState(begun(), drACID(orders, 30)),
 			writeIDs: state(2, []int64{2}, nil), outcome: Apply,
-			actions:  []string{prune, "remove sales.orders with its write-id bookkeeping (data kept)", "create table sales.orders", set("[2]"), progress},
+			actions: []string{prune, "remove sales.orders with its write-id bookkeeping (data kept)", "create table sales.orders", set("[2]"), progress},
 			check: func(t *testing.T, d Decision) {
 				if tb := d.Actions[2].(CreateTable).Table; tb.Parameters[drparam.BootstrapNew] != "b1" {
 					t.Errorf("remade table not marked new: %v", tb.Parameters)

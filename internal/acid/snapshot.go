@@ -19,6 +19,16 @@ type Txns struct {
 	invalid map[int64]bool
 }
 
+// NewTxns is the transaction list with high-water mark hwm and the open
+// or aborted transactions invalid below it.
+func NewTxns(hwm int64, invalid ...int64) Txns {
+	t := Txns{HighWaterMark: hwm, invalid: make(map[int64]bool, len(invalid))}
+	for _, id := range invalid {
+		t.invalid[id] = true
+	}
+	return t
+}
+
 // Committed reports whether transaction id had committed when the list
 // was taken.
 func (t Txns) Committed(id int64) bool { return id <= t.HighWaterMark && !t.invalid[id] }
@@ -31,12 +41,8 @@ func ReadSnapshot(ctx context.Context, ms Metastore, tables []string) (Txns, map
 	if err != nil {
 		return Txns{}, nil, fmt.Errorf("get_open_txns: %w", err)
 	}
-	txns := Txns{HighWaterMark: o.TxnHighWaterMark, invalid: make(map[int64]bool, len(o.OpenTxns))}
-	for _, id := range o.OpenTxns {
-		txns.invalid[id] = true
-	}
 	w, err := readValid(ctx, ms, tables, ValidTxnList(o))
-	return txns, w, err
+	return NewTxns(o.TxnHighWaterMark, o.OpenTxns...), w, err
 }
 
 // visibility is the suffix the compactor gives the directories it

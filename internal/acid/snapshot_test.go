@@ -29,7 +29,7 @@ func TestReadSnapshot(t *testing.T) {
 // transaction committed in the reader's list; otherwise what it replaces
 // is.
 func TestVisibleIn(t *testing.T) {
-	txns := Txns{HighWaterMark: 50, invalid: map[int64]bool{42: true}}
+	txns := NewTxns(50, 42)
 	names := []string{"delta_0000001_0000001_0000", "delta_0000002_0000002_0000", "delta_0000003_0000003_0000"}
 	w := WriteIDs{HighWaterMark: 3}
 	for _, tc := range []struct {
