@@ -169,7 +169,7 @@ func delta(dir string, w int64) string {
 
 func drACID(t *schemas.Table, last int64) *hms.Table {
 	tb := drTable(t, last)
-	tb.TableType = "MANAGED_TABLE"
+	tb.TableType, tb.OwnerType = "MANAGED_TABLE", hms.PrincipalType_USER
 	tb.Parameters = map[string]string{"transactional": "true", drparam.LastID: itoa(last)}
 	return tb
 }

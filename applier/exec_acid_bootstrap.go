@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"path"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +16,7 @@ import (
 	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/location"
 )
 
 // WriteIDStates is the part of the DR metastore's API that reads and sets
@@ -221,8 +222,12 @@ func (x *executor) resetWriteIDs(ctx context.Context, a ResetWriteIDs, cur *hive
 	moved := *cur
 	moved.TableName = scratch
 	if cur.Sd != nil {
+		l, err := location.Parse(cur.Sd.Location)
+		if err != nil {
+			return &RefusedError{Op: op, Err: fmt.Errorf("its location: %w", err)}
+		}
 		sd := *cur.Sd
-		sd.Location = path.Dir(strings.TrimSuffix(cur.Sd.Location, "/")) + "/" + scratch
+		sd.Location = location.Append(l.Dir().String(), scratch) // beside it: not a path the table's data is under
 		moved.Sd = &sd
 	}
 	env := &hive_metastore.EnvironmentContext{Properties: map[string]string{"DO_NOT_UPDATE_STATS": "true"}}
@@ -248,11 +253,13 @@ func (x *executor) drTable(ctx context.Context, db, name string) (*hive_metastor
 }
 
 // scratchName is the name a transactional table is renamed to before it
-// is dropped: unique (the time, in ms), short enough for any table name.
+// is dropped: unique (the time and a random number: the name's
+// bookkeeping stays behind, and a second rename onto it would collide),
+// short enough for any table name.
 func scratchName(table string, now time.Time) string {
 	h := fnv.New32a()
 	h.Write([]byte(strings.ToLower(table)))
-	return fmt.Sprintf("hivedr_dropped_%08x_%s", h.Sum32(), strconv.FormatInt(now.UnixMilli(), 36))
+	return fmt.Sprintf("hivedr_dropped_%08x_%s_%s", h.Sum32(), strconv.FormatInt(now.UnixMilli(), 36), strconv.FormatUint(uint64(rand.Uint32()), 36))
 }
 
 // dropTable drops DR table a.DB.Name, keeping its data; a transactional
