@@ -149,3 +149,81 @@ func TestAcidBootstrap(t *testing.T) {
 	}
 	t.Logf("allocations of %s after the restart: %v", r.db1, results)
 }
+
+// TestAcidBootstrapOpenAtCut: with tailer.bootstrap_open_txn_wait 0 a
+// table whose transaction is open at the listing is published with that
+// write ID marked open, and DR aborts it; when the transaction commits,
+// the applier halts the database needs_bootstrap, naming the table, the
+// write ID and the command. Bootstrapping the database again (its DR
+// table holds another write-ID state now) makes the table anew with the
+// source's state: DR converges.
+func TestAcidBootstrapOpenAtCut(t *testing.T) {
+	u := uniq(t)
+	env := testenv.Require(t)
+	pt := &pipelineTest{ctx: ctxFor(t, 15*time.Minute), src: env.HMS(t, testenv.Source), dr: env.HMS(t, testenv.DR)}
+	pt.srcFS, pt.drFS = pipelineFS(t, env)
+	pt.w = wl.NewSource(pt.src, pt.srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	pt.pipeline = &pipeline{t: t}
+	r := &acidRig{pipelineTest: pt, db1: "acidcut_a_" + u, db2: "acidcut_b_" + u, wrote: map[int64][]string{}}
+	r.setUp(t)
+	r.round()
+	open, err := r.w.OpenTxn(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	openWrites := []acidWrite{{0, -1, false}}
+	r.write(open, openWrites...)
+	orders := r.tables[0]
+	id, err := open.WriteID(r.ctx, orders.db, orders.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.pipeline = newPipeline(t, env, []string{r.db1, r.db2}, currentEventID(t, r.ctx, r.src))
+	r.withTailer("bootstrap_open_txn_wait: 0s")
+	r.startAll()
+	r.requestBootstrap([]string{r.db1, r.db2}, nil)
+	eventually(t, 5*time.Minute, "both bootstraps done on DR", func() bool {
+		r.checkAlive()
+		return bootstrapDone(r.ctx, r.dr, r.db1) != "" && bootstrapDone(r.ctx, r.dr, r.db2) != ""
+	})
+	w, err := wl.ValidWriteIDs(r.ctx, r.dr, []string{orders.full()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := w[orders.full()]; !slices.Contains(st.Aborted, id) {
+		t.Fatalf("%s on DR after the bootstrap: %s; want write id %d, open at the listing, aborted", orders.full(), st, id)
+	}
+	if !strings.Contains(r.tail.out.String(), "publishing a transactional table with write IDs still open") {
+		t.Errorf("the tailer did not say it published %s with write id %d open", orders.full(), id)
+	}
+	r.notOnDR(open.Files())
+
+	// The transaction commits: DR cannot make that write visible.
+	r.end(open, true, openWrites...)
+	var halt string
+	eventually(t, 2*time.Minute, "the applier halts "+r.db1+" needs_bootstrap", func() bool {
+		halt = grepLines(r.apply.out.String(), "reason=needs_bootstrap")
+		return strings.Contains(halt, "db="+r.db1)
+	})
+	for _, want := range []string{fmt.Sprintf("write id %d of %s", id, orders.full()), "hivedr bootstrap -db " + r.db1} {
+		if !strings.Contains(halt, want) {
+			t.Errorf("the halt does not name %q:\n%s", want, halt)
+		}
+	}
+	t.Logf("halted: %s", halt)
+
+	// The repair the halt names.
+	r.requestBootstrap([]string{r.db1}, nil)
+	first := bootstrapDone(r.ctx, r.dr, r.db1)
+	eventually(t, 5*time.Minute, r.db1+"'s second bootstrap done on DR", func() bool {
+		r.checkAlive()
+		d := bootstrapDone(r.ctx, r.dr, r.db1)
+		return d != "" && d != first
+	})
+	r.round()
+	r.converge(5 * time.Minute)
+	if got := r.drOpenReplTxns(); len(got) != 0 {
+		t.Errorf("DR has open transactions of the applier %v after every source transaction ended", got)
+	}
+	verifyClean(t, r.conf, r.db1, r.db2)
+}
