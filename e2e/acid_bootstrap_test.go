@@ -14,6 +14,20 @@ import (
 	"github.com/hivedr/hivedr/schemas"
 )
 
+// newAcidSource is an acidRig's databases and tables on the source, with
+// no pipeline yet (the daemons start after the history a bootstrap
+// brings; pipeline is a placeholder for the rig's helpers until then).
+func newAcidSource(t *testing.T, env *testenv.Env, prefix string) *acidRig {
+	u := uniq(t)
+	pt := &pipelineTest{ctx: ctxFor(t, 15*time.Minute), src: env.HMS(t, testenv.Source), dr: env.HMS(t, testenv.DR)}
+	pt.srcFS, pt.drFS = pipelineFS(t, env)
+	pt.w = wl.NewSource(pt.src, pt.srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	pt.pipeline = &pipeline{t: t}
+	r := &acidRig{pipelineTest: pt, db1: prefix + "_a_" + u, db2: prefix + "_b_" + u, wrote: map[int64][]string{}}
+	r.setUp(t)
+	return r
+}
+
 // TestAcidBootstrap bootstraps two databases of transactional tables
 // (full ACID and insert-only, partitioned and not) that already have a
 // history (commits, aborts, a transaction writing both databases, one
@@ -28,14 +42,8 @@ import (
 // reader sees are the same, byte for byte; the allocations the snapshot
 // covered were not replayed; no DR transaction of the applier is open.
 func TestAcidBootstrap(t *testing.T) {
-	u := uniq(t)
 	env := testenv.Require(t)
-	pt := &pipelineTest{ctx: ctxFor(t, 15*time.Minute), src: env.HMS(t, testenv.Source), dr: env.HMS(t, testenv.DR)}
-	pt.srcFS, pt.drFS = pipelineFS(t, env)
-	pt.w = wl.NewSource(pt.src, pt.srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
-	pt.pipeline = &pipeline{t: t} // (the daemons start after the history)
-	r := &acidRig{pipelineTest: pt, db1: "acidboot_a_" + u, db2: "acidboot_b_" + u, wrote: map[int64][]string{}}
-	r.setUp(t)
+	r := newAcidSource(t, env, "acidboot")
 
 	// The history the bootstrap brings.
 	r.round()
@@ -79,7 +87,7 @@ func TestAcidBootstrap(t *testing.T) {
 	var prog drparam.Progress
 	poll(t, 5*time.Minute, 5*time.Millisecond, "a table of "+r.db1+"'s bootstrap applied on DR", func() bool {
 		r.checkAlive()
-		d := drDatabase(t, pt, r.db1)
+		d := drDatabase(t, r.pipelineTest, r.db1)
 		if d == nil || d.Parameters[drparam.BootstrapID] == "" {
 			return false
 		}
@@ -158,14 +166,8 @@ func TestAcidBootstrap(t *testing.T) {
 // table holds another write-ID state now) makes the table anew with the
 // source's state: DR converges.
 func TestAcidBootstrapOpenAtCut(t *testing.T) {
-	u := uniq(t)
 	env := testenv.Require(t)
-	pt := &pipelineTest{ctx: ctxFor(t, 15*time.Minute), src: env.HMS(t, testenv.Source), dr: env.HMS(t, testenv.DR)}
-	pt.srcFS, pt.drFS = pipelineFS(t, env)
-	pt.w = wl.NewSource(pt.src, pt.srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
-	pt.pipeline = &pipeline{t: t}
-	r := &acidRig{pipelineTest: pt, db1: "acidcut_a_" + u, db2: "acidcut_b_" + u, wrote: map[int64][]string{}}
-	r.setUp(t)
+	r := newAcidSource(t, env, "acidcut")
 	r.round()
 	open, err := r.w.OpenTxn(r.ctx)
 	if err != nil {
