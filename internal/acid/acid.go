@@ -96,6 +96,12 @@ func ReplicaName(name string) string {
 	return name[:strings.LastIndex(name, "_v")]
 }
 
+// StagingName is the hidden name under which the directory name a
+// compactor wrote is copied to DR before it is published (renamed to its
+// ReplicaName in one step): Hive's readers skip names starting with a dot,
+// so no reader sees a compaction's output half copied.
+func StagingName(name string) string { return ".hivedr-compacted." + name }
+
 // MetadataFile is the file a compactor leaves in the directories it
 // writes, saying what they hold; a base with it is a compacted one, read
 // as soon as every write ID up to it is decided.
@@ -345,4 +351,10 @@ func ValidTxnList(o *hive_metastore.GetOpenTxnsResponse) string {
 // transactional one (full ACID or insert-only).
 func Transactional(params map[string]string) bool {
 	return strings.EqualFold(params["transactional"], "true")
+}
+
+// IsDir reports whether name is an ACID directory's name.
+func IsDir(name string) bool {
+	_, ok := ParseDir(name)
+	return ok
 }
