@@ -107,6 +107,29 @@ func StagingName(name string) string { return ".hivedr-compacted." + name }
 // as soon as every write ID up to it is decided.
 const MetadataFile = "_metadata_acid"
 
+// IsMetadata reports whether rel, a path below a table or partition
+// directory, is the MetadataFile of an ACID directory there: hidden, yet
+// part of what a reader reads (it tells a compacted base from an
+// overwrite's), so listings that skip hidden names keep it.
+func IsMetadata(rel string) bool {
+	dir, name, ok := strings.Cut(rel, "/")
+	return ok && name == MetadataFile && IsDir(dir)
+}
+
+// Compacted returns, for the paths below one table or partition directory
+// (rel), a Compacted predicate for View: the directories holding a
+// MetadataFile.
+func Compacted(rels []string) func(name string) bool {
+	set := map[string]bool{}
+	for _, rel := range rels {
+		if IsMetadata(rel) {
+			dir, _, _ := strings.Cut(rel, "/")
+			set[dir] = true
+		}
+	}
+	return func(name string) bool { return set[name] }
+}
+
 // Obsolete reports whether the ACID directory name is covered by a base
 // of write ID base (and is not that base itself): a delta whose write IDs
 // all lie at or below it, or an older base.
