@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/beltran/gohive/hive_metastore"
+
 	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/schemas"
@@ -106,5 +108,49 @@ func TestListCompaction(t *testing.T) {
 	if files, errs, err := l.list(context.Background(), ev); err != nil || len(files) > 0 || len(errs) != 1 ||
 		errs[0].Kind != schemas.ErrPathOutsideRoots || len(f.asked) != 0 {
 		t.Errorf("outside the roots: files %v, errors %+v, asked %v, err %v", files, errs, f.asked, err)
+	}
+}
+
+// TestCompleteCompactions: an in-scope compaction gets its directory from
+// the source metastore (the table's, or the partition's); an excluded or
+// out-of-scope one is not read; one whose object is gone keeps none; no
+// source metastore to read from is an error on the event.
+func TestCompleteCompactions(t *testing.T) {
+	snaps := newMemSnaps(t)
+	snaps.addTable(&hive_metastore.Table{DbName: "sales", TableName: "orders",
+		Sd: &hive_metastore.StorageDescriptor{Location: "hdfs://src:8020/warehouse/sales.db/orders", SerdeInfo: &hive_metastore.SerDeInfo{}}}, 2)
+	compaction := func(db, table, part string) schemas.Event {
+		return schemas.Event{EventID: 5, EventType: schemas.EventCommitCompaction, Database: db, Table: table, Databases: []string{db},
+			Payload: &schemas.Compaction{TxnID: 9, Database: db, Table: table, Partition: part}}
+	}
+	evs := []schemas.Event{
+		compaction("sales", "orders", ""),
+		compaction("sales", "orders", "ds=002"),
+		compaction("sales", "orders", "ds=404"),
+		compaction("finance", "tmp_x", ""),
+		compaction("hr", "people", ""),
+	}
+	tl := txnTailer(t, nil, nil)
+	tl.cfg.Snapshots = snaps
+	if err := tl.completeCompactions(context.Background(), evs); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"hdfs://src:8020/warehouse/sales.db/orders", "hdfs://src:8020/warehouse/sales.db/orders/ds=002", "", "", ""}
+	for i, ev := range evs {
+		if got := ev.Payload.(*schemas.Compaction).Location; got != want[i] || len(ev.Errors) > 0 {
+			t.Errorf("event %d: location %q, errors %+v; want %q", i, got, ev.Errors, want[i])
+		}
+	}
+	if snaps.reads["finance.tmp_x"] != 0 || snaps.reads["hr.people"] != 0 {
+		t.Errorf("read out-of-scope tables: %v", snaps.reads)
+	}
+
+	tl.cfg.Snapshots = nil
+	evs = []schemas.Event{compaction("sales", "orders", "")}
+	if err := tl.completeCompactions(context.Background(), evs); err != nil {
+		t.Fatal(err)
+	}
+	if errs := evs[0].Errors; len(errs) != 1 || errs[0].Kind != schemas.ErrListingFailed {
+		t.Errorf("without a source metastore: errors %+v, want one LISTING_FAILED", errs)
 	}
 }
