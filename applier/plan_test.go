@@ -2383,19 +2383,52 @@ func TestPlanCrossDatabaseRenameOntoARenamedName(t *testing.T) {
 // and checks the DR write-ID state and files: committed writes valid with
 // their files, the aborted write aborted with none, the open one open with
 // none, and the deltas the base covers gone.
+// completeCompaction does to a captured COMMIT_COMPACTION what the tailer
+// does: the compacted partition's location (from its captured
+// ADD_PARTITION) and the base the compactor's transaction wrote there
+// (the capture writes no file; the compactor writes one data file and
+// its metadata file), with their copy tasks.
+func completeCompaction(t *testing.T, evs []*schemas.Event, ev *schemas.Event) {
+	t.Helper()
+	c := ev.Payload.(*schemas.Compaction)
+	for _, o := range evs {
+		pc, ok := o.Payload.(*schemas.PartitionChange)
+		if !ok || o.EventType != schemas.EventAddPartition || !strings.EqualFold(pc.Table.Name, c.Table) || pc.Table.Database != c.Database {
+			continue
+		}
+		for _, part := range pc.After {
+			if "dt="+part.Values[0] == c.Partition {
+				c.Location = part.Location
+			}
+		}
+	}
+	if c.Location == "" {
+		t.Fatalf("no captured partition %s of %s.%s", c.Partition, c.Database, c.Table)
+	}
+	dir := fmt.Sprintf("base_%07d_v%07d", 1, c.TxnID)
+	c.Dirs = []string{dir}
+	for i, name := range []string{"000000_0", acid.MetadataFile} {
+		ev.Files = append(ev.Files, schemas.FileRef{URI: c.Location + "/" + dir + "/" + name, Subdir: dir, TaskID: fmt.Sprintf("%d-%d", ev.EventID, i)})
+	}
+}
+
 func TestPlanAcidFixtures(t *testing.T) {
 	evs := fixtureEventsIn(t, "acid")
-	var commits, opens int
+	var commits, opens, compactions int
 	for _, ev := range evs {
 		switch ev.EventType {
 		case schemas.EventCommitTxn:
 			commits++
 		case schemas.EventOpenTxn:
 			opens++
+		case schemas.EventCommitCompaction:
+			compactions++
+			completeCompaction(t, evs, ev)
 		}
 	}
-	if commits != 2 || opens != 4 {
-		t.Fatalf("%d commits and %d opens captured, want 2 and 4", commits, opens)
+	// Three commits: two of writers, one of the compactor's transaction.
+	if commits != 3 || opens != 5 || compactions != 1 {
+		t.Fatalf("%d commits, %d opens and %d compactions captured, want 3, 5 and 1", commits, opens, compactions)
 	}
 	ms := runFixtures(t, evs, evs[len(evs)-1].EventID)
 	want := map[string]string{
@@ -2414,7 +2447,8 @@ func TestPlanAcidFixtures(t *testing.T) {
 	}
 	sort.Strings(files)
 	wantFiles := []string{
-		"cap_acid.db/events/dt=2024-01-01/delta_0000001_0000001_0000/000000_0",
+		"cap_acid.db/events/dt=2024-01-01/base_0000001/000000_0",
+		"cap_acid.db/events/dt=2024-01-01/base_0000001/" + acid.MetadataFile,
 		"cap_acid.db/orders/base_0000003/bucket_00000_0",
 		"cap_acid_other.db/ledger/dt=2024-01-01/delta_0000001_0000001_0000/bucket_00000_0",
 	}
