@@ -668,7 +668,7 @@ func TestPlan(t *testing.T) {
 			later: []*schemas.Event{dropParts(60, srcOrders, srcP1)},
 			state: ordersState, outcome: NoOp, reason: ReasonSuperseded, actions: []string{"alter database sales"}},
 		{name: "compaction of a partition a bootstrap stamped later", ev: compaction(50, &srcP1, "base_0000004_v0000123"),
-			state: drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 55)),
+			state:   drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 55)),
 			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
 		{name: "compaction of an object gone from the source", ev: func() *schemas.Event {
 			ev := compaction(50, &srcP1)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-
 )
 
 // ErrExist marks a rename whose target is already there.
