@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -75,18 +76,24 @@ func runTail(args []string, _, stderr io.Writer) int {
 		"one transaction per batch. Exits 3 when the chain of events is broken (purged log), after\n"+
 		"serving its metrics for tailer.chain_broken_linger (default 60s; SIGTERM ends it at once).", stderr)
 	metricsAddr := fl.String("metrics-addr", "", "serve /metrics here, overriding tailer.metrics_addr")
-	linger := fl.Duration("chain-broken-linger", -1, "on CHAIN_BROKEN, serve /metrics this long before exiting 3, overriding tailer.chain_broken_linger (0: exit at once)")
+	linger := fl.Duration("chain-broken-linger", 0, "on CHAIN_BROKEN, serve /metrics this long before exiting 3, overriding tailer.chain_broken_linger (0: exit at once)")
 	conf, log, ok := setup(fl, cf, args, stderr)
 	if !ok {
 		return exitUsage
 	}
-	logKafka(log, conf)
 	if *metricsAddr != "" {
 		conf.Tailer.MetricsAddr = *metricsAddr
 	}
-	if *linger >= 0 {
-		conf.Tailer.ChainBrokenLinger.Duration = *linger
+	fl.Visit(func(f *flag.Flag) {
+		if f.Name == "chain-broken-linger" {
+			conf.Tailer.ChainBrokenLinger.Duration = *linger
+		}
+	})
+	if conf.Tailer.ChainBrokenLinger.Duration < 0 {
+		fmt.Fprintf(stderr, "hivedr tail: -chain-broken-linger %s must not be negative\n", *linger)
+		return exitUsage
 	}
+	logKafka(log, conf)
 	ctx, stop := signalContext()
 	defer stop()
 	if err := tail(ctx, conf, log); err != nil && ctx.Err() == nil {

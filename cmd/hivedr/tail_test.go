@@ -101,3 +101,13 @@ func TestHealthTailerLingersOnChainBroken(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestTailChainBrokenLingerFlag: a negative -chain-broken-linger is a
+// usage error naming the flag.
+func TestTailChainBrokenLingerFlag(t *testing.T) {
+	var stderr strings.Builder
+	if code := runTail([]string{"-chain-broken-linger", "-5s"}, io.Discard, &stderr); code != exitUsage ||
+		!strings.Contains(stderr.String(), "-chain-broken-linger -5s must not be negative") {
+		t.Errorf("runTail -chain-broken-linger -5s: exit %d, stderr %q; want %d naming the flag", code, stderr.String(), exitUsage)
+	}
+}
