@@ -31,12 +31,15 @@ test: vet tools unit stack-up stack-secure-up e2e
 tools:
 	bash deploy/tools.sh
 
-## image: the OCI image of hivedr, bin/hivedr-image.tar (an OCI image layout; no Docker engine
-## needed): a static binary on an empty base, non-root, CA certificates; `docker load -i` reads it
+## image: the OCI image of hivedr, IMAGE_OUT (default bin/hivedr-image.tar; an OCI image layout; no
+## Docker engine needed): a static binary (built to IMAGE_BIN) on an empty base, non-root, CA
+## certificates; `docker load -i` reads it. TestImageBuildsAndRuns runs this recipe.
 GOARCH_IMAGE ?= $(shell $(GO) env GOARCH)
+IMAGE_BIN    ?= bin/linux-$(GOARCH_IMAGE)/hivedr
+IMAGE_OUT    ?= bin/hivedr-image.tar
 image:
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_IMAGE) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/linux-$(GOARCH_IMAGE)/hivedr ./cmd/hivedr
-	$(GO) run ./deploy/image -binary bin/linux-$(GOARCH_IMAGE)/hivedr -arch $(GOARCH_IMAGE) -out bin/hivedr-image.tar \
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_IMAGE) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN) ./cmd/hivedr
+	$(GO) run ./deploy/image -binary $(IMAGE_BIN) -arch $(GOARCH_IMAGE) -out $(IMAGE_OUT) \
 		-version $(VERSION) -commit $(COMMIT) -date $(DATE)
 
 ## unit: tests that need no stack (kfake and pure code only)

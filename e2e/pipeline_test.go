@@ -114,6 +114,8 @@ tailer:
   heartbeat_interval: 2s
   start_event_id: "$START"
   metrics_addr: ""
+  # Exit at once on CHAIN_BROKEN (TestTailerChainBroken tests the linger).
+  chain_broken_linger: 0s
 copyd:
   group: $PREFIX-copyd
   instance: $PREFIX

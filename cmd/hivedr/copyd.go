@@ -81,7 +81,7 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		return err
 	}
 	m := copyd.NewMetrics()
-	if err := serveHTTP(ctx, "copyd", conf.Copyd.MetricsAddr, m, copydChecks(conf), log); err != nil {
+	if _, err := serveHTTP(ctx, "copyd", conf.Copyd.MetricsAddr, m, copydChecks(conf), log); err != nil {
 		return err
 	}
 	eng, err := copyd.NewEngine(copyd.EngineConfig{

@@ -316,6 +316,12 @@ type Tailer struct {
 	// meanwhile); then the event carries LISTING_FAILED and the applier
 	// halts that database alone. Default 30s.
 	ListRetryFor Duration `yaml:"list_retry_for"`
+	// ChainBrokenLinger is how long a tailer stopped on CHAIN_BROKEN keeps
+	// serving /metrics, /healthz and /readyz before it exits 3, so that
+	// Prometheus scrapes hivedr_tailer_state{state="CHAIN_BROKEN"} (at
+	// least two scrape intervals; a SIGTERM ends it at once). 0 exits at
+	// once. Default 60s.
+	ChainBrokenLinger Duration `yaml:"chain_broken_linger"`
 	// BootstrapPage is the most partition records one bootstrap
 	// transaction publishes (a page of the snapshot). Default 1000.
 	BootstrapPage int `yaml:"bootstrap_page"`
@@ -327,10 +333,14 @@ type Tailer struct {
 // DefaultListRetryFor is Tailer.ListRetryFor's default.
 const DefaultListRetryFor = 30 * time.Second
 
+// DefaultChainBrokenLinger is Tailer.ChainBrokenLinger's default: two
+// scrape intervals of 30 s.
+const DefaultChainBrokenLinger = 60 * time.Second
+
 func defaultTailer() Tailer {
 	return Tailer{BatchSize: 1000, PollInterval: Duration{time.Second}, HeartbeatInterval: Duration{5 * time.Second},
 		StartEventID: "latest", MetricsAddr: "127.0.0.1:9464", ListRetryFor: Duration{DefaultListRetryFor},
-		BootstrapPage: 1000, BootstrapConcurrency: 4}
+		ChainBrokenLinger: Duration{DefaultChainBrokenLinger}, BootstrapPage: 1000, BootstrapConcurrency: 4}
 }
 
 // EnsureDefaults fills TransactionalID from the source's name.
@@ -353,6 +363,9 @@ func (t Tailer) Validate() error {
 	}
 	if t.ListRetryFor.Duration < 0 {
 		return fmt.Errorf("tailer.list_retry_for: %s must not be negative", t.ListRetryFor)
+	}
+	if t.ChainBrokenLinger.Duration < 0 {
+		return fmt.Errorf("tailer.chain_broken_linger: %s must not be negative", t.ChainBrokenLinger)
 	}
 	if t.BootstrapPage < 1 || t.BootstrapPage > 100000 {
 		return fmt.Errorf("tailer.bootstrap_page: %d must be between 1 and 100000", t.BootstrapPage)

@@ -137,6 +137,7 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{"replication: {databases: [{name: a}, {name: b, rpo: -1s}]}", "replication.databases[1].rpo: -1s must be positive"},
 		{"replication: {databases: [{name: a, bootstrap: sometimes}]}", `replication.databases[0].bootstrap: "sometimes" is not manual or auto`},
 		{"replication: {databases: [{name: a, external_data: all}]}", `replication.databases[0].external_data: "all" is not with_data or metadata_only`},
+		{"tailer: {chain_broken_linger: -1s}", "tailer.chain_broken_linger: -1s must not be negative"},
 		{"tailer: {bootstrap_page: 0}", "tailer.bootstrap_page: 0 must be between 1 and 100000"},
 		{"tailer: {bootstrap_concurrency: 100}", "tailer.bootstrap_concurrency: 100 must be between 1 and 64"},
 		{"replication: {source_roots: ['relative/dir']}", "replication.source_roots[0]"},
@@ -291,7 +292,8 @@ func TestFileTuningDefaults(t *testing.T) {
 	if c.Tailer.BatchSize != def.Tailer.BatchSize || c.Copyd.Workers != DefaultCopydWorkers || c.Copyd.MaxBatch != DefaultMaxBatch(DefaultCopydWorkers) ||
 		c.Applier.HaltAfter.Duration != DefaultHaltAfter || c.Applier.LookAhead != DefaultLookAhead || c.Applier.BatchPartitions != DefaultBatchPartitions || c.Kafka.TopicPrefix != "hivedr" ||
 		c.Applier.SessionTimeout.Duration != DefaultSessionTimeout || c.Copyd.SessionTimeout.Duration != DefaultSessionTimeout ||
-		c.Copyd.Group != "hivedr-copyd" || c.Applier.Group != "hivedr-applier" || c.Tailer.MetricsAddr != "127.0.0.1:9464" {
+		c.Copyd.Group != "hivedr-copyd" || c.Applier.Group != "hivedr-applier" || c.Tailer.MetricsAddr != "127.0.0.1:9464" ||
+		c.Tailer.ChainBrokenLinger.Duration != DefaultChainBrokenLinger {
 		t.Errorf("tuning defaults lost: %+v", c)
 	}
 	if c.Tailer.TransactionalID != "hivedr-tailer-prod" {
@@ -308,7 +310,7 @@ func TestFileTuningDefaults(t *testing.T) {
 	}
 
 	c, err = Load(write(t, `
-tailer: {metrics_addr: ""}
+tailer: {metrics_addr: "", chain_broken_linger: 0s}
 copyd: {workers: 2, split_size: 0, retries: 0, metrics_addr: ""}
 applier: {metrics_addr: ""}
 filesystems: {s3: [{endpoint: "https://s3.example"}]}
@@ -318,6 +320,9 @@ filesystems: {s3: [{endpoint: "https://s3.example"}]}
 	}
 	if c.Tailer.MetricsAddr != "" || c.Copyd.MetricsAddr != "" || c.Applier.MetricsAddr != "" {
 		t.Errorf("metrics_addr \"\" (disabled) became %q %q %q", c.Tailer.MetricsAddr, c.Copyd.MetricsAddr, c.Applier.MetricsAddr)
+	}
+	if c.Tailer.ChainBrokenLinger.Duration != 0 {
+		t.Errorf("chain_broken_linger 0s (exit at once) became %s", c.Tailer.ChainBrokenLinger)
 	}
 	if c.Copyd.SplitSize != 0 || c.Copyd.Retries != 0 || c.Copyd.MaxBatch != 8 {
 		t.Errorf("copyd = %+v; want split_size 0, retries 0, max_batch 4 x 2", c.Copyd)
