@@ -113,6 +113,9 @@ func (l *lister) list(ctx context.Context, ev *schemas.Event) ([]schemas.FileRef
 		files []schemas.FileRef
 		errs  []schemas.EventError
 	)
+	if c, ok := ev.Payload.(*schemas.Compaction); ok {
+		return l.listCompaction(ctx, ev, c)
+	}
 	for _, dir := range listDirs(ev) {
 		found, _, e, err := l.listDir(ctx, dir, fmt.Sprintf("event %d %s", ev.EventID, ev.EventType), "databases", ev.Databases)
 		if err != nil {
@@ -132,6 +135,16 @@ func (l *lister) list(ctx context.Context, ev *schemas.Event) ([]schemas.FileRef
 // and their total size, or the error entry the record carries instead.
 // The error is ctx's only.
 func (l *lister) listDir(ctx context.Context, dir, what string, attrs ...any) ([]schemas.FileRef, int64, *schemas.EventError, error) {
+	return l.listDirKeep(ctx, dir, what, dataFile, attrs...)
+}
+
+// dataFile keeps what is not hidden (a name below the directory starting
+// with . or _): the files a reader of the directory reads.
+func dataFile(rel string) bool { return !location.Hidden(rel) }
+
+// listDirKeep is listDir keeping the files whose path below dir keep
+// accepts.
+func (l *lister) listDirKeep(ctx context.Context, dir, what string, keep func(rel string) bool, attrs ...any) ([]schemas.FileRef, int64, *schemas.EventError, error) {
 	d, err := l.pol.CheckSourceRoot(dir)
 	if err != nil {
 		return nil, 0, &schemas.EventError{Kind: schemas.ErrPathOutsideRoots, Path: dir,
@@ -143,7 +156,7 @@ func (l *lister) listDir(ctx context.Context, dir, what string, attrs ...any) ([
 	)
 	start := l.now()
 	for attempt, wait := 1, listBackoffFirst; ; attempt, wait = attempt+1, min(2*wait, listBackoffMax) {
-		found, size, err = l.walk(ctx, dir, d)
+		found, size, err = l.walk(ctx, dir, d, keep)
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
 			return found, size, nil, nil
 		}
@@ -170,9 +183,9 @@ func (l *lister) listDir(ctx context.Context, dir, what string, attrs ...any) ([
 // directory asked for: a store fault no retry mends.
 var errStrayed = errors.New("the listing strayed outside the directory")
 
-// walk lists the data files under dir (d: its canonical form) once, and
-// their total size.
-func (l *lister) walk(ctx context.Context, dir string, d location.Location) ([]schemas.FileRef, int64, error) {
+// walk lists the files under dir (d: its canonical form) that keep
+// accepts once, and their total size.
+func (l *lister) walk(ctx context.Context, dir string, d location.Location, keep func(rel string) bool) ([]schemas.FileRef, int64, error) {
 	var (
 		files []schemas.FileRef
 		total int64
@@ -186,7 +199,7 @@ func (l *lister) walk(ctx context.Context, dir string, d location.Location) ([]s
 		if !ok || rel == "" {
 			return fmt.Errorf("%w: listed file %s is not under %s", errStrayed, loc, dir)
 		}
-		if location.Hidden(rel) {
+		if !keep(rel) {
 			return nil
 		}
 		files = append(files, schemas.FileRef{URI: loc})

@@ -595,8 +595,8 @@ type prepared struct {
 // prepare decodes, routes and encodes the copy tasks of evs on all cores,
 // results in the order of evs. Between decoding and routing, the
 // transaction events go through txns in log order (completeTxns), which
-// may read the source metastore; txns as the batch leaves it is
-// returned.
+// may read the source metastore, as do compactions (completeCompactions);
+// txns as the batch leaves it is returned.
 func (t *Tailer) prepare(ctx context.Context, evs []hmslog.RawEvent, txns *txnTable) ([]prepared, *txnTable, error) {
 	decoded := make([]schemas.Event, len(evs))
 	parallel(len(evs), func(i int) {
@@ -605,6 +605,9 @@ func (t *Tailer) prepare(ctx context.Context, evs []hmslog.RawEvent, txns *txnTa
 	})
 	txns, err := t.completeTxns(ctx, decoded, txns)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := t.completeCompactions(ctx, decoded); err != nil {
 		return nil, nil, err
 	}
 	out := make([]prepared, len(evs))

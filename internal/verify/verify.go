@@ -820,12 +820,14 @@ type fileInfo struct {
 
 // listFiles returns the data files under dir by name relative to it,
 // leaving out hidden and staging names (a component starting with "." or
-// "_", which Hive's readers skip). A missing directory holds none.
+// "_", which Hive's readers skip) but for a compactor's metadata file in
+// an ACID directory, which tells readers how to read it. A missing
+// directory holds none.
 func listFiles(ctx context.Context, files Files, dir string) (map[string]fileInfo, error) {
 	dir = strings.TrimSuffix(dir, "/")
 	out := map[string]fileInfo{}
 	err := files.Walk(ctx, dir, func(loc string, size int64) error {
-		if rel, ok := location.Below(dir, loc); ok && !location.Hidden(rel) {
+		if rel, ok := location.Below(dir, loc); ok && (!location.Hidden(rel) || acid.IsMetadata(rel)) {
 			out[rel] = fileInfo{loc, size}
 		}
 		return nil
