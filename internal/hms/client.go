@@ -117,6 +117,32 @@ func (c *Client) Close() error { return c.transport.Close() }
 func TableRequest(db, name string) *hive_metastore.GetTableRequest {
 	return &hive_metastore.GetTableRequest{
 		DbName: db, TblName: name,
-		Capabilities: &hive_metastore.ClientCapabilities{Values: []hive_metastore.ClientCapability{hive_metastore.ClientCapability_INSERT_ONLY_TABLES}},
+		Capabilities:          &hive_metastore.ClientCapabilities{Values: []hive_metastore.ClientCapability{hive_metastore.ClientCapability_INSERT_ONLY_TABLES}},
+		ProcessorCapabilities: ProcessorCapabilities(), ProcessorIdentifier: processorIdentifier(),
 	}
+}
+
+// ProcessorCapabilities are what hivedr tells a Hive 4 metastore it can
+// read and write, as Hive's own clients do: the metastore's metadata
+// transformer refuses transactional tables to a client that declares
+// none. (A replica must still run without a transformer that rewrites
+// tables, such as Hive 4's default one, which turns managed tables that
+// are not transactional into external ones: see the README.)
+func ProcessorCapabilities() []string {
+	return []string{"HIVEFULLACIDREAD", "HIVEFULLACIDWRITE", "HIVEMANAGEDINSERTREAD", "HIVEMANAGEDINSERTWRITE",
+		"EXTREAD", "EXTWRITE", "HIVEMANAGESTATS", "HIVECACHEINVALIDATE"}
+}
+
+// processorIdentifier names hivedr to the metastore beside its
+// capabilities.
+func processorIdentifier() *string {
+	id := "hivedr"
+	return &id
+}
+
+// CreateTable creates t with create_table_req, declaring hivedr's
+// ProcessorCapabilities (the plain create_table declares none).
+func (c *Client) CreateTable(ctx context.Context, t *hive_metastore.Table) error {
+	return c.CreateTableReq(ctx, &hive_metastore.CreateTableRequest{Table: t, ProcessorCapabilities: ProcessorCapabilities(),
+		ProcessorIdentifier: processorIdentifier()})
 }
