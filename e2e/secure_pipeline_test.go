@@ -250,7 +250,7 @@ func TestSecureRefusals(t *testing.T) {
 		{"applier as copyd's user", "apply", as(roleApplier, kafkaAs(env, t, roleCopyd)...), 1,
 			[]string{"AUTHORIZATION_FAILED", `user "copyd"`}},
 		{"copyd as the applier's user", "copyd", as(roleCopyd, kafkaAs(env, t, roleApplier)...), 1,
-			[]string{"TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "hivedr-copyd-" + p.prefix, `user "applier"`}},
+			[]string{"TRANSACTIONAL_ID_AUTHORIZATION_FAILED", kafka.Topics{Prefix: p.prefix}.CopydTransactionalID(p.prefix), `user "applier"`}},
 		{"tailer as the operator", "tail", as(roleTailer, kafkaAs(env, t, roleOperator)...), 1,
 			[]string{"TOPIC_AUTHORIZATION_FAILED", `user "operator"`}},
 		{"applier with the tailer's keytab", "apply", as(roleApplier, "HIVEDR_KEYTAB="+env.Keytab(t, testenv.TailerPrincipal)), 2,

@@ -13,8 +13,9 @@ type Copyd struct {
 	// hivedr-copyd.
 	Group string `yaml:"group"`
 	// Instance names this daemon; its transactional ID is
-	// hivedr-copyd-<instance>, so it must be unique per daemon and stable
-	// across its restarts. Default: the host name.
+	// <kafka.topic_prefix>-copyd-<instance> (hivedr-copyd-<instance> with
+	// the default prefix), so it must be unique per daemon of the pipeline
+	// and stable across its restarts. Default: the host name.
 	Instance string `yaml:"instance"`
 	// SessionTimeout is how long the group waits for a daemon that stopped
 	// heartbeating before its manifest partitions move to the others (as
