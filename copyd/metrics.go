@@ -100,4 +100,4 @@ func (m *Metrics) dirsKept(ch fs.DirChange) {
 		m.repaired.WithLabelValues("directory").Inc()
 	}
 }
-func (m *Metrics) moved(n int)            { m.transferred.Add(float64(n)) }
+func (m *Metrics) moved(n int) { m.transferred.Add(float64(n)) }
