@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -681,7 +682,19 @@ func (h *HDFS) setMeta(ctx context.Context, c *hdfs.Client, loc, p string, m Met
 		if m.Owner == "" {
 			op = "chgrp to " + m.Group + " (the user must be the owner and a member of the group, or the superuser)"
 		}
-		if err := c.Chown(p, m.Owner, m.Group); err != nil {
+		owner, group := m.Owner, m.Group
+		if owner == "" || group == "" {
+			// The NameNode takes an empty name as a name (colinmarc/hdfs
+			// sends it as given), not as "unchanged": send the one kept as
+			// it is now.
+			fi, err := c.Stat(p)
+			if err != nil {
+				return fmt.Errorf("keep metadata of %s: %s: %w", loc, op, err)
+			}
+			cur := statInfo(fi)
+			owner, group = cmp.Or(owner, cur.Owner), cmp.Or(group, cur.Group)
+		}
+		if err := c.Chown(p, owner, group); err != nil {
 			return refused(op, err)
 		}
 	}
