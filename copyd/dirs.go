@@ -30,11 +30,11 @@ import (
 // moment. An existing one whose owner, group or permission bits differ
 // from its source directory's (made by the DR metastore, by an older
 // copyd, by hand) gets them: once per directory per Engine (a daemon run),
-// after which the metadata wanted is cached. Only the directory a file is
-// written into is looked at again for each new file, since the DR
-// metastore may have dropped and made it again (a dropped partition added
-// once more); when copyd has to make it again, the directories above it
-// are checked again too. A change of a source directory's metadata after
+// after which the metadata wanted is cached. Only the directory a new file
+// is written into is looked at again (one NameNode call; none when the
+// target file exists already), since the DR metastore may have dropped
+// and made it again (a dropped partition added once more); when copyd has
+// to make it again, the directories above it are checked again too. A change of a source directory's metadata after
 // the cache took it is followed by the next daemon run. Directory
 // modification times are not kept: every file renamed into a directory
 // changes its time.
@@ -175,6 +175,11 @@ func (e *Engine) keepDirs(ctx context.Context, src, tgt string, to candidate) (d
 	}
 	leaf := pairs[len(pairs)-1]
 	if want, ok := e.dirs.get(leaf.tgt); ok {
+		if to.Exists {
+			// The target file was there a moment ago, so its directory
+			// was not made again since it was checked.
+			return done, nil
+		}
 		ch, err := keep(leaf.tgt, want)
 		if err != nil || ch != fs.DirMade {
 			return done, err

@@ -265,13 +265,18 @@ func TestSkipIdenticalRepairsMeta(t *testing.T) {
 		t.Errorf("hivedr_copyd_metadata_repairs_total{object=file} = %v, want 1", v)
 	}
 
-	// Again: nothing differs, nothing is set.
+	// Again: nothing differs, nothing is set, and the directories, known
+	// now and holding the file, are not looked at.
+	keepdirs := countCalls(f.dr.callLog(), "keepdir")
 	c = f.e.Copy(ctx, tk)
 	if c.Status != schemas.StatusSkippedIdentical || strings.Contains(c.Verification, "repaired") {
 		t.Fatalf("second copy: %s %q", c.Status, c.Verification)
 	}
 	if n := countCalls(f.dr.callLog(), "setmeta"); n != 1 {
 		t.Errorf("%d setmeta calls after the second copy; want still 1", n)
+	}
+	if n := countCalls(f.dr.callLog(), "keepdir"); n != keepdirs {
+		t.Errorf("the second copy looked at %d directories; want none", n-keepdirs)
 	}
 
 	// A refusal fails at once, naming who may not do what.
