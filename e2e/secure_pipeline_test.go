@@ -321,6 +321,12 @@ func TestSecureRefusals(t *testing.T) {
 					return true
 				})
 				pr.stop(t)
+				for _, line := range strings.Split(output(), "\n") {
+					if strings.Contains(line, c.want[0]) {
+						t.Logf("hivedr %s said: %s", c.daemon, line)
+						break
+					}
+				}
 			} else if code := pr.wait(t, 2*time.Minute); code != c.code {
 				t.Fatalf("hivedr %s exited %d, want %d:\n%s", c.daemon, code, c.code, tail(pr.out.String(), 30))
 			}
