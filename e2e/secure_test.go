@@ -141,7 +141,8 @@ func fileMetadataHDFS(t *testing.T, env *testenv.Env, ids fileMetaIdentities) {
 	ctx := ctxFor(t, 3*time.Minute)
 	u := uniq(t)
 	srcNN, drNN := env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE"), env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")
-	engine := func(asSuper bool) *copyd.Engine {
+	keepAll := copyd.Preserve{Owner: true, Group: true, Perm: true, Times: true, Users: map[string]string{"etl": "etl_dr"}}
+	engine := func(asSuper bool, keep copyd.Preserve) *copyd.Engine {
 		c := ids.fs(asSuper)
 		c.HDFS[1].Concat = true
 		r, err := fs.NewRouter(c)
@@ -152,15 +153,14 @@ func fileMetadataHDFS(t *testing.T, env *testenv.Env, ids fileMetaIdentities) {
 		eng, err := copyd.NewEngine(copyd.EngineConfig{
 			SourceRoots: []string{"hdfs://" + srcNN + "/securemeta/"}, TargetRoots: []string{"hdfs://" + drNN + "/securemeta/"},
 			SplitSize: 1 << 20, SplitWorkers: 2, Retries: 1, InitialBackoff: time.Millisecond,
-			Preserve: copyd.Preserve{Owner: true, Group: true, Perm: true, Times: true,
-				Users: map[string]string{"etl": "etl_dr"}},
+			Preserve: keep,
 		}, r, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return eng
 	}
-	asSuper, asUser := engine(true), engine(false)
+	asSuper, asUser := engine(true, keepAll), engine(false, keepAll)
 	src, dr, srcWeb, drWeb := ids.srcAdmin, ids.drAdmin, env.WebHDFS(t, testenv.Source), env.WebHDFS(t, testenv.DR)
 	dir := "/securemeta/" + u
 	t.Cleanup(func() { src.RemoveAll(dir); dr.RemoveAll(dir) })
@@ -250,6 +250,21 @@ func fileMetadataHDFS(t *testing.T, env *testenv.Env, ids fileMetaIdentities) {
 			t.Fatalf("copy: %s %s %q; want SKIPPED_IDENTICAL with the metadata repaired", c.Status, c.Error, c.Verification)
 		}
 		check(t, p, hdfsMeta{owner: "etl_dr", group: "analysts", perm: 0o640, mtime: mtime})
+	})
+
+	// Only the group: the owner stays the writer's (the NameNode would
+	// take an empty owner for a name, so it is sent as it is).
+	t.Run("group only", func(t *testing.T) {
+		p := dir + "/grouponly"
+		write(t, p, 100, hdfsMeta{owner: "etl", group: "analysts", perm: 0o640})
+		c := engine(true, copyd.Preserve{Group: true}).Copy(ctx, copyTask("grouponly", p))
+		if c.Status != schemas.StatusCopied {
+			t.Fatalf("copy: %s %s", c.Status, c.Error)
+		}
+		got := statMeta(t, dr, p, false)
+		if got.group != "analysts" || got.owner == "" || got.owner == "etl" || got.owner == "etl_dr" {
+			t.Errorf("DR %s: %s; want group analysts and the writer as owner", p, got)
+		}
 	})
 
 	t.Run("refused", func(t *testing.T) {
