@@ -50,11 +50,14 @@ unit:
 e2e:
 	$(GO) test -count=1 -timeout 50m -v ./e2e/
 
-## fuzz: each fuzz target of a decoder of untrusted input for FUZZTIME (default 30s); crashers land
+## fuzz: each fuzz target of a decoder of untrusted input (notifications, Thrift JSON, Avro, config,
+## locations, and the DataNode and NameNode bytes internal/hdfscrc reads) for FUZZTIME (default 30s); crashers land
 ## in the package's testdata/fuzz and run in every `make unit` from then on
 FUZZTIME ?= 30s
 FUZZ_TARGETS = ./producer:FuzzDecode ./producer:FuzzThriftJSON ./schemas:FuzzDecode \
-	./internal/config:FuzzParse ./internal/location:FuzzParse
+	./internal/config:FuzzParse ./internal/location:FuzzParse \
+	./internal/hdfscrc:FuzzBlockOpResponse ./internal/hdfscrc:FuzzReadDelimited ./internal/hdfscrc:FuzzDecodeBlockToken \
+	./internal/hdfscrc:FuzzDigestChallenge ./internal/hdfscrc:FuzzSASLHandshake ./internal/hdfscrc:FuzzUnwrap
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \

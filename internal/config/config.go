@@ -90,20 +90,22 @@ func (c *Config) SetKerberos(kc *krb.Client) {
 // SASL GSSAPI as the logged-in principal when source.metastore_principal
 // is set.
 func (c *Config) SourceMetastoreOptions() hms.Options {
-	return metastoreOptions(c.kc, c.Source.MetastorePrincipal)
+	return metastoreOptions(c.kc, c.Source.MetastorePrincipal, "source.metastore_principal")
 }
 
 // DRMetastoreOptions returns hms.Options for the DR metastore, as
 // SourceMetastoreOptions does with applier.metastore_principal.
 func (c *Config) DRMetastoreOptions() hms.Options {
-	return metastoreOptions(c.kc, c.Applier.MetastorePrincipal)
+	return metastoreOptions(c.kc, c.Applier.MetastorePrincipal, "applier.metastore_principal")
 }
 
-func metastoreOptions(kc *krb.Client, principal string) hms.Options {
+// metastoreOptions are the options of a metastore whose principal is
+// principal, held by the configuration key key.
+func metastoreOptions(kc *krb.Client, principal, key string) hms.Options {
 	if principal == "" || kc == nil {
-		return hms.Options{}
+		return hms.Options{PrincipalKey: key}
 	}
-	return hms.Options{Kerberos: kc, Principal: principal}
+	return hms.Options{Kerberos: kc, Principal: principal, PrincipalKey: key}
 }
 
 // checkKerberos checks that every service principal given has a client

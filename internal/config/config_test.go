@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -472,6 +473,43 @@ func TestReplicationRPO(t *testing.T) {
 	for db, want := range map[string]time.Duration{"fin": 30 * time.Second, "hr": DefaultRPO, "other": 0} {
 		if got := c.Replication.RPO(db); got != want {
 			t.Errorf("RPO(%s) = %s, want %s", db, got, want)
+		}
+	}
+}
+
+// TestCopydPreserve: copyd.preserve parses into its flags and name
+// mappings, defaults to keeping nothing, and refuses mappings that are
+// not one name to another, or that nothing would use.
+func TestCopydPreserve(t *testing.T) {
+	c, err := Load(write(t, "copyd:\n  preserve:\n    owner: true\n    group: true\n    permission: true\n    times: true\n"+
+		"    users: {etl: etl_dr, svc: svc_dr}\n    groups: {analysts: dr_analysts}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Preserve{Owner: true, Group: true, Permission: true, Times: true,
+		Users: map[string]string{"etl": "etl_dr", "svc": "svc_dr"}, Groups: map[string]string{"analysts": "dr_analysts"}}
+	if !reflect.DeepEqual(c.Copyd.Preserve, want) {
+		t.Errorf("copyd.preserve = %+v, want %+v", c.Copyd.Preserve, want)
+	}
+	if c, err := Load(write(t, "copyd: {workers: 2}\n")); err != nil || !reflect.DeepEqual(c.Copyd.Preserve, Preserve{}) {
+		t.Errorf("default copyd.preserve = %+v, %v; want nothing kept", c.Copyd.Preserve, err)
+	}
+	if c, err := Load(write(t, "copyd: {preserve: {permission: true}}\n")); err != nil || !c.Copyd.Preserve.Permission || c.Copyd.Preserve.Owner {
+		t.Errorf("permission only: %+v, %v", c.Copyd.Preserve, err)
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"copyd: {preserve: {owner: true, users: {etl: ''}}}", `copyd.preserve.users: "etl": "" is not a mapping of one name to another`},
+		{"copyd: {preserve: {owner: true, users: {'a:b': c}}}", `copyd.preserve.users: "a:b": "c" is not a mapping`},
+		{"copyd: {preserve: {group: true, groups: {g: 'x y'}}}", `copyd.preserve.groups: "g": "x y" is not a mapping`},
+		{"copyd: {preserve: {group: true, users: {etl: etl_dr}}}", "copyd.preserve.users: given without copyd.preserve.owner: true"},
+		{"copyd: {preserve: {owner: true, groups: {a: b}}}", "copyd.preserve.groups: given without copyd.preserve.group: true"},
+		{"copyd: {preserve: {owner: maybe}}", `copyd.preserve.owner: "maybe" is not true or false`},
+		{"copyd: {preserve: {mode: true}}", "copyd.preserve.mode: unknown key"},
+		{"copyd: {preserve: {owner: true, users: [etl]}}", "copyd.preserve.users: a list, want a mapping"},
+	} {
+		p := write(t, tt.yaml)
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Load(%q) err = %v, want it to say %q", tt.yaml, err, tt.want)
 		}
 	}
 }

@@ -10,7 +10,9 @@
 // protocol over a buffered socket, the metastore's default when SASL and
 // framing are off, or over Thrift's SASL transport with Kerberos (GSSAPI,
 // QOP auth) when Options.Kerberos is set, for metastores with
-// metastore.sasl.enabled) and small helpers.
+// metastore.sasl.enabled) and small helpers. A connection without Kerberos
+// to a metastore that requires it fails on its first call with a
+// SASLRequiredError saying so and naming the keys to set (plain.go).
 package hms
 
 import (
@@ -50,6 +52,11 @@ type Options struct {
 	// becomes the address's host).
 	Kerberos  *krb.Client
 	Principal string
+	// PrincipalKey is the configuration key that would hold Principal
+	// (source.metastore_principal, applier.metastore_principal), named
+	// when a metastore that requires Kerberos is reached without
+	// (SASLRequiredError).
+	PrincipalKey string
 }
 
 func (o *Options) ensureDefaults() {
@@ -93,7 +100,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		if err := sock.Open(); err != nil {
 			return nil, fmt.Errorf("connect to hive metastore %s: %w", addr, err)
 		}
-		trans = thrift.NewTBufferedTransport(sock, 64<<10)
+		trans = thrift.NewTBufferedTransport(&plainSocket{TTransport: sock, addr: addr, key: opts.PrincipalKey}, 64<<10)
 	}
 	proto := thrift.NewTBinaryProtocolConf(trans, conf)
 	return &Client{
