@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// Checks of a bootstrap resumed after kill -9: what the restarted process
+// did again, counted, against what was left at the kill.
+
+// checkpointBefore is the source's newest committed checkpoint written
+// before at (nil when none); with a zero at, the newest. A tailer killed
+// before at wrote every checkpoint it committed before at, and its
+// restart writes none before at: so it is the state the kill left, even
+// if the broker completed the killed tailer's last commit after the kill.
+func checkpointBefore(t *testing.T, p *pipeline, s *schemas.Serde, source string, at time.Time) *schemas.TailerCheckpoint {
+	t.Helper()
+	var cp *schemas.TailerCheckpoint
+	for _, d := range readTopic(t, p.env, s, kafka.Topics{Prefix: p.prefix}.Checkpoints()) {
+		if c, ok := d.value.(*schemas.TailerCheckpoint); ok && c.Source == source && (at.IsZero() || c.Written.Before(at)) {
+			cp = c
+		}
+	}
+	return cp
+}
+
+// publishedAfter counts the records of bootstrap id past seq in a
+// database topic's events: TABLE records and partitions (what a tailer
+// restarted at seq published).
+func publishedAfter(evs []*schemas.Event, id string, seq int64) (tables, parts int64) {
+	for _, e := range evs {
+		if e.Snapshot == nil || e.Snapshot.BootstrapID != id || e.Snapshot.Seq <= seq {
+			continue
+		}
+		switch e.EventType {
+		case schemas.EventSnapshotTable:
+			tables++
+		case schemas.EventSnapshotPartition:
+			if pc, ok := e.Payload.(*schemas.PartitionChange); ok {
+				parts += int64(len(pc.After))
+			}
+		}
+	}
+	return tables, parts
+}
+
+// checkResumeReads checks what a tailer restarted inside db's snapshot
+// read from the source metastore (m, its metrics once the snapshot's END
+// is published) against what the killed tailer had left (k, its
+// bootstrap in the last checkpoint it committed; evs, the topic's
+// events). Every table it read is one it published after k or the table
+// in progress at k: no finished table is read again. Every partition it
+// read it published after k (the page in flight at the kill is among
+// them). It listed a table's partition names once at most, and started
+// the listing of at most the table in progress at k again.
+func checkResumeReads(t *testing.T, m map[string]float64, k *schemas.BootstrapState, evs []*schemas.Event, db string) {
+	t.Helper()
+	if k == nil || k.Phase != schemas.PhaseSnapshot || k.Seq == 0 {
+		t.Fatalf("the killed tailer's last checkpoint holds %s's bootstrap as %+v: want it inside the snapshot", db, k)
+	}
+	inProgress := int64(0)
+	if k.TableInProgress != "" {
+		inProgress = 1
+	}
+	leftTables, leftParts := publishedAfter(evs, k.BootstrapID, k.Seq)
+	if leftTables+leftParts == 0 {
+		t.Fatalf("nothing of bootstrap %s published after record %d: the kill left nothing to resume", k.BootstrapID, k.Seq)
+	}
+	series := func(name string) int64 {
+		v, ok := m[fmt.Sprintf("%s{db=%q}", name, db)]
+		if !ok {
+			t.Errorf("the restarted tailer exposes no %s of %s", name, db)
+		}
+		return int64(v)
+	}
+	tables := series("hivedr_tailer_bootstrap_tables_read_total")
+	parts := series("hivedr_tailer_bootstrap_partitions_read_total")
+	listings := series("hivedr_tailer_bootstrap_partition_listings_total")
+	relisted := int64(metricSum(m, "hivedr_tailer_bootstrap_relisted_tables_total"))
+	t.Logf("killed at record %d (%d tables published, in progress %q after %q); after it %d tables and %d partitions were published; "+
+		"the restarted tailer read %d tables and %d partitions, listed partition names %d times, %d of them again",
+		k.Seq, len(k.PublishedTables), k.TableInProgress, k.DonePartition, leftTables, leftParts, tables, parts, listings, relisted)
+	if tables > leftTables+inProgress {
+		t.Errorf("the restarted tailer read %d tables; want at most the %d it published plus %d in progress at the kill: it read finished tables again",
+			tables, leftTables, inProgress)
+	}
+	if parts > leftParts {
+		t.Errorf("the restarted tailer read %d partitions; want at most the %d it published", parts, leftParts)
+	}
+	if listings > tables {
+		t.Errorf("the restarted tailer listed partition names %d times for %d tables read: want once a table at most", listings, tables)
+	}
+	if relisted > inProgress {
+		t.Errorf("the restarted tailer listed %d tables' partitions again, want at most %d (the table in progress at the kill)", relisted, inProgress)
+	}
+}
+
+// copydKill is what a test saw of a copy daemon killed with -9 and
+// restarted.
+type copydKill struct {
+	killed    map[string]float64 // its metrics just before the kill
+	restarted time.Time          // just before the new daemon started
+	newLog    string             // the new daemon's output
+}
+
+// checkCopydResume checks a copy daemon's kill -9 and restart against the
+// committed completions: the kill landed inside the bootstrap's copies
+// (tasks of bootstrap id completed before it and after it); the files
+// the killed daemon had finished without committing their completions
+// (at most its windows: manifest partitions x max_batch) were completed
+// SKIPPED_IDENTICAL after the restart, not copied again; and the copies
+// it had in progress (at most copyd.workers) are the only writes the new
+// daemon discarded.
+//
+// The killed daemon's hivedr_copyd_files_total (F), read just before the
+// kill, counts every task it finished; the completions it committed (C)
+// are those finished before the restart. F - C tasks were finished and
+// not committed: delivered again, each finds its file in place. (A
+// completion committed between the scrape and the kill only lowers F - C;
+// a commit the killed daemon aborted itself, or a new session, may have
+// had it finish a task twice: those are allowed for, a window each.)
+func checkCopydResume(t *testing.T, cfg *config.Config, comps []*schemas.CopyCompletion, id string, k copydKill) {
+	t.Helper()
+	workers := cfg.Copyd.Workers
+	maxBatch := cfg.Copyd.MaxBatch
+	if maxBatch <= 0 {
+		maxBatch = config.DefaultMaxBatch(workers)
+	}
+	window := int64(cfg.Kafka.ManifestPartitions) * int64(maxBatch)
+	var bootBefore, bootAfter, committedBefore int64
+	after := map[schemas.CopyStatus]int64{}
+	var afterBytes int64
+	for _, c := range comps {
+		boot := strings.HasPrefix(c.TaskID, id+"-s")
+		if c.Finished.Before(k.restarted) {
+			committedBefore++
+			if boot {
+				bootBefore++
+			}
+			continue
+		}
+		after[c.Status]++
+		if c.Status == schemas.StatusCopied {
+			afterBytes += max(c.Length, 0)
+		}
+		if boot {
+			bootAfter++
+		}
+	}
+	t.Logf("copy tasks of bootstrap %s completed before the copyd kill: %d, after it: %d; every completion after the restart by status: %v (%d bytes copied)",
+		id, bootBefore, bootAfter, after, afterBytes)
+	if bootBefore == 0 || bootAfter == 0 {
+		t.Errorf("the copyd kill did not land inside the bootstrap's copies: %d of its tasks completed before, %d after", bootBefore, bootAfter)
+	}
+	finished := int64(metricSum(k.killed, "hivedr_copyd_files_total"))
+	redone := int64(k.killed[`hivedr_copyd_transactions_total{outcome="aborted"}`] + k.killed["hivedr_copyd_session_restarts_total"])
+	uncommitted := finished - committedBefore - redone*window
+	skipped := after[schemas.StatusSkippedIdentical]
+	t.Logf("the killed copyd had finished %d tasks and committed %d (aborted commits and new sessions: %d): %d finished and not committed (window %d); "+
+		"after the restart %d completed SKIPPED_IDENTICAL",
+		finished, committedBefore, redone, finished-committedBefore, window, skipped)
+	if uncommitted > window {
+		t.Errorf("the killed copyd held %d finished tasks it had not committed, more than its windows hold (%d)", uncommitted, window)
+	}
+	if skipped < uncommitted {
+		t.Errorf("%d tasks were finished before the kill and not committed, but only %d completed SKIPPED_IDENTICAL after the restart: finished files were copied again",
+			uncommitted, skipped)
+	}
+	discarded := int64(strings.Count(k.newLog, "discarded an interrupted write"))
+	t.Logf("the restarted copyd discarded %d interrupted writes (copies in progress at the kill, copied again)", discarded)
+	if discarded > int64(workers) {
+		t.Errorf("the restarted copyd discarded %d interrupted writes, more than the %d copies (copyd.workers) in progress at once", discarded, workers)
+	}
+}
