@@ -311,7 +311,8 @@ func TestBootstrapTailerKill9(t *testing.T) {
 	pt.w = wl.NewSource(pt.src, pt.srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
 	bootstrapSource(t, env, pt, db, 120)
 	pt.pipeline = newPipeline(t, env, []string{db}, currentEventID(t, pt.ctx, pt.src))
-	pt.setTailer(t, "bootstrap_page: 5")
+	const page = 5
+	pt.setTailer(t, fmt.Sprintf("bootstrap_page: %d", page))
 	pt.startAll()
 	s := serde(t, env)
 	rng := testRand(t)
@@ -344,7 +345,7 @@ func TestBootstrapTailerKill9(t *testing.T) {
 	// what the killed one had left (the records published twice are
 	// counted below).
 	checkResumeReads(t, m, bootstrapOf(checkpointBefore(t, pt.pipeline, s, pt.cfg.Source.Name, restart), db),
-		events(readTopic(t, pt.env, s, kafka.Topics{Prefix: pt.prefix}.Events(db))), db)
+		events(readTopic(t, pt.env, s, kafka.Topics{Prefix: pt.prefix}.Events(db))), db, page)
 	tables, parts, _ := snapshotRecords(t, pt.pipeline, s, db)
 	if tables != 5 || parts != 160 {
 		t.Errorf("END counts %d tables and %d partitions; want 5 and 160", tables, parts)

@@ -226,7 +226,8 @@ func TestBootstrapWarehouse(t *testing.T) {
 	tailMetrics, copydMetrics := p.withTailerMetrics(), p.withCopydMetrics()
 	// Pages of 200 partitions: the snapshot takes some 30 transactions,
 	// so the kill lands inside it.
-	p.withTailer("bootstrap_page: 200")
+	const page = 200
+	p.withTailer(fmt.Sprintf("bootstrap_page: %d", page))
 	p.startAll()
 	adm := env.KafkaAdmin(t)
 	topics := kafka.Topics{Prefix: p.prefix}
@@ -305,7 +306,7 @@ func TestBootstrapWarehouse(t *testing.T) {
 	// Nor read twice: the restarted tailer read no table the killed one had
 	// finished, and listed again at most the table in progress at the kill.
 	killedAt := bootstrapOf(checkpointBefore(t, p, serde(t, env), p.cfg.Source.Name, tailRestart), db)
-	checkResumeReads(t, m, killedAt, evs, db)
+	checkResumeReads(t, m, killedAt, evs, db, page)
 	for id, objs := range counts {
 		var twice []string
 		tables := 0
