@@ -205,9 +205,9 @@ func snapshotObjects(evs []*schemas.Event) (counts map[string]map[string]int, be
 // what it published after its last committed page plus the table in
 // progress at the kill (checkResumeReads); every copy task has exactly
 // one completion, the kill of copyd landed inside the bootstrap's copies,
-// the files it had finished without committing were completed
-// SKIPPED_IDENTICAL after the restart, and it discarded at most its
-// workers' copies in progress (checkCopydResume).
+// the files it had finished without committing were not copied again
+// after the restart, and the new daemon discarded at most the killed
+// one's workers' copies in progress (checkCopydResume).
 func TestBootstrapWarehouse(t *testing.T) {
 	env := testenv.Require(t)
 	rng := testRand(t)
