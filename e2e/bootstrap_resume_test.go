@@ -111,44 +111,83 @@ type copydKill struct {
 	killed    map[string]float64 // its metrics just before the kill
 	restarted time.Time          // just before the new daemon started
 	newLog    string             // the new daemon's output
+	newM      map[string]float64 // the new daemon's metrics at the end
 }
 
 // checkCopydResume checks a copy daemon's kill -9 and restart against the
-// committed completions: the kill landed inside the bootstrap's copies
-// (tasks of bootstrap id completed before it and after it); the tasks
-// the killed daemon had finished without committing their completions
-// (at most its windows: manifest partitions x max_batch) were not copied
-// again after the restart; and the copies it had in progress (at most
-// copyd.workers) are the only writes the new daemon discarded.
+// committed completions (comps) and the manifests topic's tasks (tasks,
+// in offset order by partition): the kill landed inside the bootstrap's
+// copies (tasks of bootstrap id completed before it and after it); the
+// tasks completed before the restart are a prefix of each manifest
+// partition (the committed offset never passed an unfinished task); a
+// finished file was found in place after the restart only within the
+// killed daemon's windows (the first max_batch tasks past each
+// partition's committed offset); the tasks it had finished without
+// committing were not copied again; and the copies it had in progress
+// (at most copyd.workers) are the only writes the new daemon discarded.
 //
 // The killed daemon's hivedr_copyd_files_total (F), read just before the
 // kill, counts every task it finished; the completions it committed (C)
 // are those finished before the restart. F - C tasks were finished and
-// not committed: delivered again, each finds its file in place and
-// completes SKIPPED_IDENTICAL, or as before (SOURCE_GONE, FAILED), or,
-// when its source was rewritten since (an INSERT OVERWRITE writes its
-// file under the same name), COPIED: then another task, the rewrite's,
-// names the same target. So the completions after the restart that are
-// not COPIED, or COPIED to a target another task names, are at least
-// F - C. (A completion committed between the scrape and the kill only
-// lowers F - C; a commit the killed daemon aborted itself, or a new
+// not committed, all in its windows: delivered again, each finds its file
+// in place and completes SKIPPED_IDENTICAL, or as before (SOURCE_GONE,
+// FAILED), or, when its source was rewritten since (an INSERT OVERWRITE
+// writes its file under the same name), COPIED: then another task, the
+// rewrite's, names the same target. So the window's completions after the
+// restart that are not COPIED, or COPIED to a target another task names,
+// are at least F - C. A SKIPPED_IDENTICAL to a target no other task names
+// means the task's own file was in place: the killed daemon copied it, so
+// it lies in a window. (A completion committed between the scrape and the
+// kill only lowers F - C; a commit either daemon aborted itself, or a new
 // session, may have had it finish tasks twice: a window each is allowed
 // for.)
-func checkCopydResume(t *testing.T, cfg *config.Config, comps []*schemas.CopyCompletion, id string, k copydKill) {
+func checkCopydResume(t *testing.T, cfg *config.Config, comps []*schemas.CopyCompletion, tasks []decoded, id string, k copydKill) {
 	t.Helper()
 	workers := cfg.Copyd.Workers
 	maxBatch := cfg.Copyd.MaxBatch
 	if maxBatch <= 0 {
 		maxBatch = config.DefaultMaxBatch(workers)
 	}
-	window := int64(cfg.Kafka.ManifestPartitions) * int64(maxBatch)
+	windows := int64(cfg.Kafka.ManifestPartitions) * int64(maxBatch)
 	targets := map[string]int{}
+	after := map[string]bool{}
 	for _, c := range comps {
 		targets[c.TargetURI]++
+		if !c.Finished.Before(k.restarted) {
+			after[c.TaskID] = true
+		}
 	}
-	var bootBefore, bootAfter, committedBefore, notCopied int64
-	after := map[schemas.CopyStatus]int64{}
+	// The killed daemon's windows: per partition, the first max_batch tasks
+	// completed after the restart; none completed before it may follow.
+	inWindow := map[string]bool{}
+	taken := map[int32]int{}
+	var unordered []string
+	for _, d := range tasks {
+		task, ok := d.value.(*schemas.CopyTask)
+		if !ok {
+			continue
+		}
+		part := d.rec.Partition
+		switch {
+		case after[task.TaskID]:
+			if taken[part] < maxBatch {
+				inWindow[task.TaskID] = true
+			}
+			taken[part]++
+		case taken[part] > 0:
+			unordered = append(unordered, fmt.Sprintf("%s (partition %d offset %d)", task.TaskID, part, d.rec.Offset))
+		}
+	}
+	if len(unordered) > 0 {
+		t.Errorf("%d tasks completed before the copyd restart follow, in their manifest partition, one completed after it: %s",
+			len(unordered), strings.Join(unordered[:min(len(unordered), 10)], ", "))
+	}
+
+	var bootBefore, bootAfter, committedBefore, accounted int64
+	byStatus := map[schemas.CopyStatus]int64{}
 	var afterBytes int64
+	var outside []string
+	windowed := map[string]int{} // the windows' completions after the restart, by status (and "shared")
 	for _, c := range comps {
 		boot := strings.HasPrefix(c.TaskID, id+"-s")
 		if c.Finished.Before(k.restarted) {
@@ -158,34 +197,51 @@ func checkCopydResume(t *testing.T, cfg *config.Config, comps []*schemas.CopyCom
 			}
 			continue
 		}
-		after[c.Status]++
-		if c.Status != schemas.StatusCopied || targets[c.TargetURI] > 1 {
-			notCopied++
-		}
-		if c.Status == schemas.StatusCopied {
-			afterBytes += max(c.Length, 0)
-		}
 		if boot {
 			bootAfter++
 		}
+		byStatus[c.Status]++
+		if c.Status == schemas.StatusCopied {
+			afterBytes += max(c.Length, 0)
+		}
+		shared := targets[c.TargetURI] > 1
+		if inWindow[c.TaskID] {
+			key := string(c.Status)
+			if shared {
+				key += " shared"
+			}
+			windowed[key]++
+		}
+		switch {
+		case inWindow[c.TaskID] && (c.Status != schemas.StatusCopied || shared):
+			accounted++
+		case c.Status == schemas.StatusSkippedIdentical && !shared:
+			outside = append(outside, c.TaskID)
+		}
 	}
 	t.Logf("copy tasks of bootstrap %s completed before the copyd kill: %d, after it: %d; every completion after the restart by status: %v (%d bytes copied)",
-		id, bootBefore, bootAfter, after, afterBytes)
+		id, bootBefore, bootAfter, byStatus, afterBytes)
 	if bootBefore == 0 || bootAfter == 0 {
 		t.Errorf("the copyd kill did not land inside the bootstrap's copies: %d of its tasks completed before, %d after", bootBefore, bootAfter)
 	}
+	redoneOld := int64(k.killed[`hivedr_copyd_transactions_total{outcome="aborted"}`] + k.killed["hivedr_copyd_session_restarts_total"])
+	redoneNew := int64(k.newM[`hivedr_copyd_transactions_total{outcome="aborted"}`] + k.newM["hivedr_copyd_session_restarts_total"])
 	finished := int64(metricSum(k.killed, "hivedr_copyd_files_total"))
-	redone := int64(k.killed[`hivedr_copyd_transactions_total{outcome="aborted"}`] + k.killed["hivedr_copyd_session_restarts_total"])
-	uncommitted := finished - committedBefore - redone*window
-	t.Logf("the killed copyd had finished %d tasks and committed %d (aborted commits and new sessions: %d): %d finished and not committed (its windows hold %d); "+
-		"after the restart %d completed SKIPPED_IDENTICAL, %d not COPIED or COPIED to a target another task names",
-		finished, committedBefore, redone, finished-committedBefore, window, after[schemas.StatusSkippedIdentical], notCopied)
-	if uncommitted > window {
-		t.Errorf("the killed copyd held %d finished tasks it had not committed, more than its windows hold (%d)", uncommitted, window)
+	uncommitted := finished - committedBefore - redoneOld*windows
+	t.Logf("the killed copyd had finished %d tasks and committed %d (aborted commits and new sessions: %d, the new daemon's %d): %d finished and not committed; "+
+		"its windows held %d tasks (at most %d), completed after the restart as %v (target another task names: shared): %d not COPIED or shared; "+
+		"SKIPPED_IDENTICAL outside them to a target no other task names: %d",
+		finished, committedBefore, redoneOld, redoneNew, finished-committedBefore, len(inWindow), windows, windowed, accounted, len(outside))
+	if uncommitted > int64(len(inWindow)) {
+		t.Errorf("the killed copyd held %d finished tasks it had not committed, more than its windows held (%d)", uncommitted, len(inWindow))
 	}
-	if notCopied < uncommitted {
-		t.Errorf("%d tasks were finished before the kill and not committed, but only %d completions after the restart were not copies of their own: finished files were copied again",
-			uncommitted, notCopied)
+	if accounted < uncommitted {
+		t.Errorf("%d tasks were finished before the kill and not committed, but only %d of the windows' completions after the restart were not copies of their own: finished files were copied again",
+			uncommitted, accounted)
+	}
+	if int64(len(outside)) > redoneNew*windows {
+		t.Errorf("%d tasks outside the killed copyd's windows found their own file in place after the restart (copied before, not committed): %s",
+			len(outside), strings.Join(outside[:min(len(outside), 10)], ", "))
 	}
 	discarded := int64(strings.Count(k.newLog, "discarded an interrupted write"))
 	t.Logf("the restarted copyd discarded %d interrupted writes (copies in progress at the kill, copied again)", discarded)

@@ -272,12 +272,23 @@ func TestBootstrapWarehouse(t *testing.T) {
 		p.checkAlive()
 		return committedEnd(ctx, adm, topics.Completions()) >= int64(pop.Files)/3
 	})
-	// What the copy daemon had finished, read just before the kill.
+	// Then the kill, right when a copy has finished since copyd's last
+	// commit (its files_total grew and its committed transactions did
+	// not): the restart has finished work to redo. ck.killed is what it
+	// had finished, read just before the kill.
 	var ck copydKill
-	var ok bool
-	if ck.killed, ok = scrape(copydMetrics); !ok {
-		t.Fatal("copyd's metrics unreadable before its kill")
-	}
+	const committedTxns = `hivedr_copyd_transactions_total{outcome="committed"}`
+	poll(t, 5*time.Minute, 20*time.Millisecond, "a copy finished since copyd's last commit", func() bool {
+		p.checkAlive()
+		m, ok := scrape(copydMetrics)
+		if !ok {
+			return false
+		}
+		prev := ck.killed
+		ck.killed = m
+		return prev != nil && metricSum(m, "hivedr_copyd_files_total") > metricSum(prev, "hivedr_copyd_files_total") &&
+			m[committedTxns] == prev[committedTxns]
+	})
 	p.copyd.kill9()
 	t.Logf("copyd killed at %d completion offsets in %s after the request", committedEnd(ctx, adm, topics.Completions()), time.Since(start).Round(time.Millisecond))
 	ck.restarted = time.Now()
@@ -337,7 +348,8 @@ func TestBootstrapWarehouse(t *testing.T) {
 	}
 	// And no finished file copied again after copyd's kill.
 	ck.newLog = p.copyd.out.String()
-	checkCopydResume(t, p.cfg, comps, begins[0].Snapshot.BootstrapID, ck)
+	eventually(t, time.Minute, "the restarted copyd's metrics", func() bool { var ok bool; ck.newM, ok = scrape(copydMetrics); return ok })
+	checkCopydResume(t, p.cfg, comps, readTopic(t, env, serde(t, env), topics.Manifests()), begins[0].Snapshot.BootstrapID, ck)
 	var again []string
 	for id, n := range perTask {
 		if n != 1 {
