@@ -667,6 +667,7 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) error {
 		case serr != nil:
 			return serr
 		}
+		t.noteTableRead(b, name)
 		if !started {
 			var files []schemas.FileRef
 			var errs []schemas.EventError
@@ -801,6 +802,7 @@ func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Ta
 	case serr != nil:
 		return false, serr
 	}
+	t.m.partitionsRead.WithLabelValues(db).Add(float64(len(parts)))
 	// Each partition's files from the snapshot holding its directory,
 	// unless the table changed since the snapshots were taken.
 	from := make([]*hdfsSnap, len(parts))
@@ -871,6 +873,7 @@ func (t *Tailer) partitionNames(ctx context.Context, b *schemas.BootstrapState, 
 		if err != nil {
 			return nil, false, err
 		}
+		t.m.partitionListings.WithLabelValues(b.Database).Inc()
 		c = partNames{table: table, after: b.DonePartition, names: names, more: more}
 		t.partNames[b.BootstrapID] = c
 	}

@@ -96,6 +96,9 @@ type Tailer struct {
 	partNames    map[string]partNames // by bootstrap: the partitions of the table it is in
 	lastProgress time.Time            // when bootstraps' progress was last logged
 
+	// By bootstrap: the tables this process read (bootstrap_reads.go).
+	tablesRead map[string]map[string]bool
+
 	// HDFS snapshots of bootstraps (hdfssnap.go), committed with the
 	// checkpoint: those waiting for their copies, and where the count of
 	// completions stands.
