@@ -31,12 +31,15 @@ test: vet tools unit stack-up stack-secure-up e2e
 tools:
 	bash deploy/tools.sh
 
-## image: the OCI image of hivedr, bin/hivedr-image.tar (an OCI image layout; no Docker engine
-## needed): a static binary on an empty base, non-root, CA certificates; `docker load -i` reads it
+## image: the OCI image of hivedr, IMAGE_OUT (default bin/hivedr-image.tar; an OCI image layout; no
+## Docker engine needed): a static binary (built to IMAGE_BIN) on an empty base, non-root, CA
+## certificates; `docker load -i` reads it. TestImageBuildsAndRuns runs this recipe.
 GOARCH_IMAGE ?= $(shell $(GO) env GOARCH)
+IMAGE_BIN    ?= bin/linux-$(GOARCH_IMAGE)/hivedr
+IMAGE_OUT    ?= bin/hivedr-image.tar
 image:
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_IMAGE) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/linux-$(GOARCH_IMAGE)/hivedr ./cmd/hivedr
-	$(GO) run ./deploy/image -binary bin/linux-$(GOARCH_IMAGE)/hivedr -arch $(GOARCH_IMAGE) -out bin/hivedr-image.tar \
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_IMAGE) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_BIN) ./cmd/hivedr
+	$(GO) run ./deploy/image -binary $(IMAGE_BIN) -arch $(GOARCH_IMAGE) -out $(IMAGE_OUT) \
 		-version $(VERSION) -commit $(COMMIT) -date $(DATE)
 
 ## unit: tests that need no stack (kfake and pure code only)
@@ -47,11 +50,14 @@ unit:
 e2e:
 	$(GO) test -count=1 -timeout 50m -v ./e2e/
 
-## fuzz: each fuzz target of a decoder of untrusted input for FUZZTIME (default 30s); crashers land
+## fuzz: each fuzz target of a decoder of untrusted input (notifications, Thrift JSON, Avro, config,
+## locations, and the DataNode and NameNode bytes internal/hdfscrc reads) for FUZZTIME (default 30s); crashers land
 ## in the package's testdata/fuzz and run in every `make unit` from then on
 FUZZTIME ?= 30s
 FUZZ_TARGETS = ./producer:FuzzDecode ./producer:FuzzThriftJSON ./schemas:FuzzDecode \
-	./internal/config:FuzzParse ./internal/location:FuzzParse
+	./internal/config:FuzzParse ./internal/location:FuzzParse \
+	./internal/hdfscrc:FuzzBlockOpResponse ./internal/hdfscrc:FuzzReadDelimited ./internal/hdfscrc:FuzzDecodeBlockToken \
+	./internal/hdfscrc:FuzzDigestChallenge ./internal/hdfscrc:FuzzSASLHandshake ./internal/hdfscrc:FuzzUnwrap
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \

@@ -3,6 +3,7 @@ package applier
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/beltran/gohive/hive_metastore"
@@ -37,10 +38,18 @@ import (
 //     committed here without writes.
 //   - ABORT_TXN aborts the DR transaction: its write IDs become aborted
 //     ones, as on the source; its files were never copied.
-//   - A write that left a base (base_N: an INSERT OVERWRITE, a major
-//     compaction) makes the deltas and bases it covers obsolete: they are
-//     removed after its commit, never before, so a DR reader always sees
-//     either the old deltas or the new base.
+//   - A write that left a base (base_N: an INSERT OVERWRITE) makes the
+//     deltas and bases it covers obsolete: they are removed after its
+//     commit, never before, so a DR reader always sees either the old
+//     deltas or the new base.
+//   - COMMIT_COMPACTION publishes what the compactor wrote (base_N_vT,
+//     delta_A_B_vT), copied to DR under a hidden staging name, by renaming
+//     each directory into place in one step under its name without the
+//     visibility suffix (acid.ReplicaName: T is a source transaction,
+//     meaningless to DR), then removes what it made obsolete, a base's
+//     only once a DR reader reads that base. So a DR reader sees the old
+//     directories or the new one, never part of it and never neither.
+//     DR's metastore is not told: a compaction changes no write ID.
 //
 // The replication policy naming the DR transactions is the DR database's
 // name, as REPL LOAD's is, so each database's worker has transactions of
@@ -82,10 +91,30 @@ type PruneObsolete struct {
 	Base int64
 }
 
-func (ReplAllocate) isAction()  {}
-func (ReplCommit) isAction()    {}
-func (ReplAbort) isAction()     {}
-func (PruneObsolete) isAction() {}
+// PublishCompacted moves a directory a compaction wrote, copied to DR
+// under Staging (acid.StagingName), to Final (its acid.ReplicaName), in
+// one rename. A Final already there is kept (a re-drive after the rename,
+// or a base of the same write ID an overwrite left) and what is left at
+// Staging removed.
+type PublishCompacted struct {
+	Staging, Final string
+}
+
+// PruneCompacted removes, under the DR table or partition directory Dir,
+// the files of the ACID directories that By (the name of a directory a
+// compaction wrote, as DR names it) makes obsolete: for a base, only once
+// a DR reader of Table ("db.table") reads that base (no write ID up to it
+// open on DR); for a minor compaction's delta, the deltas it merged.
+type PruneCompacted struct {
+	Dir, By, Table string
+}
+
+func (ReplAllocate) isAction()     {}
+func (ReplCommit) isAction()       {}
+func (ReplAbort) isAction()        {}
+func (PruneObsolete) isAction()    {}
+func (PublishCompacted) isAction() {}
+func (PruneCompacted) isAction()   {}
 
 func (a ReplAllocate) String() string {
 	return fmt.Sprintf("allocate write ids %v of %s.%s (policy %s)", a.Txns, a.DB, a.Table, a.Policy)
@@ -101,6 +130,14 @@ func (a ReplAbort) String() string {
 
 func (a PruneObsolete) String() string {
 	return fmt.Sprintf("prune what base_%d covers under %s", a.Base, a.Dir)
+}
+
+func (a PublishCompacted) String() string {
+	return fmt.Sprintf("publish compacted %s as %s", a.Staging, a.Final)
+}
+
+func (a PruneCompacted) String() string {
+	return fmt.Sprintf("prune what %s covers under %s", a.By, a.Dir)
 }
 
 // allocWriteIDs plans an ALLOC_WRITE_ID.
@@ -242,4 +279,74 @@ func baseDir(file string) (dir string, n int64, ok bool) {
 		return "", 0, false
 	}
 	return l.Dir().Dir().String(), n, true
+}
+
+// compaction plans a COMMIT_COMPACTION: once every file the compaction
+// wrote is copied (under its directories' staging names), each directory
+// is published under its replica name, then what it made obsolete goes.
+// An object DR does not have is left out when a later event removes it,
+// as for any event; one stamped after the event already holds a state of
+// the source at least as new (a bootstrap read it after the compaction).
+func (p *planner) compaction(c *schemas.Compaction) Decision {
+	tk := tableKey(c.Database, c.Table)
+	if tk.DB != p.db {
+		return halt(ReasonDecode, "%s event %d names table %s on the topic of %s", p.ev.EventType, p.ev.EventID, tk, p.db)
+	}
+	obj := objKey{db: tk.DB, table: tk.Name}
+	what := tk.String()
+	tbl := p.in.Replica.Tables[tk]
+	if tbl == nil {
+		return p.missing(obj, "%s does not exist on DR (compaction %d)", tk, c.CompactionID)
+	}
+	if s := stamp(tbl.Parameters); s > p.ev.EventID {
+		return p.laterIncarnation(tk, s)
+	}
+	if c.Partition != "" {
+		vals := schemas.PartitionValues(c.Partition)
+		obj.values = strings.Join(vals, "/")
+		what = partKey(tk, vals).String()
+		part := p.in.Replica.Partitions[partKey(tk, vals)]
+		if part == nil {
+			return p.missing(obj, "%s does not exist on DR (compaction %d)", what, c.CompactionID)
+		}
+		if s := stamp(part.Parameters); s > p.ev.EventID {
+			return p.noop(ReasonAlreadyApplied, "%s is at event %d", what, s)
+		}
+	}
+	if c.Location == "" || len(c.Dirs) == 0 {
+		return p.noop(ReasonCompactionGone, "compaction %d of %s: the tailer found nothing it wrote (the source no longer had the object)", c.CompactionID, what)
+	}
+	if d, ok := p.filesReady(obj, p.ev.Files); !ok {
+		return d
+	}
+	dir, err := p.mapLocation(c.Location)
+	if err != nil {
+		return pathHalt(err)
+	}
+	dir = strings.TrimSuffix(dir, "/")
+	var publish, prune []Action
+	for _, d := range c.Dirs {
+		name := acid.ReplicaName(d)
+		publish = append(publish, PublishCompacted{Staging: dir + "/" + acid.StagingName(d), Final: dir + "/" + name})
+		prune = append(prune, PruneCompacted{Dir: dir, By: name, Table: tk.String()})
+	}
+	return apply(append(publish, prune...)...)
+}
+
+// compacted is the object a compaction rewrote.
+func compacted(c *schemas.Compaction) objKey {
+	tk := tableKey(c.Database, c.Table)
+	obj := objKey{db: tk.DB, table: tk.Name}
+	if c.Partition != "" {
+		obj.values = strings.Join(schemas.PartitionValues(c.Partition), "/")
+	}
+	return obj
+}
+
+// writesBase reports whether a compaction wrote a base (a major one).
+func writesBase(c *schemas.Compaction) bool {
+	return slices.ContainsFunc(c.Dirs, func(d string) bool {
+		x, ok := acid.ParseDir(d)
+		return ok && x.Kind == acid.Base
+	})
 }

@@ -148,7 +148,7 @@ func (c *cache) apply(actions []Action) {
 				c.parts[partKey(tk, v)] = nil
 			}
 			c.exists(tk, a.Values, false)
-		case PruneFiles, PruneObsolete, ReplAllocate, ReplAbort:
+		case PruneFiles, PruneObsolete, ReplAllocate, ReplAbort, PublishCompacted, PruneCompacted:
 		default: // DropDatabase, RenamePartition, anything new
 			c.reset()
 			return

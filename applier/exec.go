@@ -1,6 +1,7 @@
 package applier
 
 import (
+	"log/slog"
 	"time"
 
 	"context"
@@ -64,7 +65,8 @@ type executor struct {
 	ms           Metastore
 	files        Files
 	writtenAfter WrittenAfter
-	cache        *cache // of the worker's own database; nil: none
+	cache        *cache       // of the worker's own database; nil: none
+	log          *slog.Logger // nil: nothing is logged
 
 	// shared are the parents of two or more directories the plan's
 	// actions prune (prepare), and dirs what ListDirs said of each parent
@@ -415,7 +417,7 @@ func (x *executor) run(ctx context.Context, a Action) error {
 		return nil
 	case PruneFiles:
 		return x.prune(ctx, a)
-	case ReplAllocate, ReplCommit, ReplAbort, PruneObsolete:
+	case ReplAllocate, ReplCommit, ReplAbort, PruneObsolete, PublishCompacted, PruneCompacted:
 		return x.runACID(ctx, a) // exec_acid.go
 	}
 	return fmt.Errorf("unknown action %T", a)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/beltran/gohive/hive_metastore"
@@ -30,8 +31,13 @@ type walker interface {
 
 func (x *executor) runACID(ctx context.Context, a Action) error {
 	op := a.String()
-	if p, ok := a.(PruneObsolete); ok {
-		return x.pruneObsolete(ctx, p)
+	switch a := a.(type) {
+	case PruneObsolete:
+		return x.pruneObsolete(ctx, a.Dir, a.String(), func(top string) bool { return acid.Obsolete(top, a.Base) })
+	case PublishCompacted:
+		return x.publishCompacted(ctx, a)
+	case PruneCompacted:
+		return x.pruneCompacted(ctx, a)
 	}
 	tx, ok := x.ms.(Transactions)
 	if !ok {
@@ -70,30 +76,31 @@ func (x *executor) runACID(ctx context.Context, a Action) error {
 }
 
 // pruneObsolete removes the files of the ACID directories directly under
-// a.Dir that the base a.Base covers. Only names that parse as ACID
-// directories are touched; a listed file outside a.Dir is refused.
-func (x *executor) pruneObsolete(ctx context.Context, a PruneObsolete) error {
-	refuse := func(err error) error { return &RefusedError{Op: a.String(), Err: err} }
+// dir that obsolete reports (by name). Only names that parse as ACID
+// directories are touched; a listed file outside dir is refused. what
+// names the action in errors.
+func (x *executor) pruneObsolete(ctx context.Context, dir, what string, obsolete func(top string) bool) error {
+	refuse := func(err error) error { return &RefusedError{Op: what, Err: err} }
 	w, ok := x.files.(walker)
 	if !ok || x.files == nil {
 		return refuse(errors.New("no filesystem that lists directories is configured for DR data"))
 	}
-	dir, err := location.Parse(a.Dir)
+	d, err := location.Parse(dir)
 	if err != nil {
 		return refuse(err)
 	}
 	var remove []string
-	err = w.Walk(ctx, a.Dir, func(loc string, _ int64) error {
+	err = w.Walk(ctx, dir, func(loc string, _ int64) error {
 		l, err := location.Parse(loc)
 		if err != nil {
 			return refuse(fmt.Errorf("listed file: %w", err))
 		}
-		rel, ok := l.Rel(dir)
+		rel, ok := l.Rel(d)
 		if !ok || rel == "" {
-			return refuse(fmt.Errorf("walking %s gave %s, which is not under it", a.Dir, loc))
+			return refuse(fmt.Errorf("walking %s gave %s, which is not under it", dir, loc))
 		}
 		top, _, nested := strings.Cut(rel, "/")
-		if nested && acid.Obsolete(top, a.Base) {
+		if nested && acid.IsDir(top) && obsolete(top) {
 			remove = append(remove, loc)
 		}
 		return nil
@@ -102,11 +109,103 @@ func (x *executor) pruneObsolete(ctx context.Context, a PruneObsolete) error {
 		return nil // nothing there to prune
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", a, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	for _, loc := range remove {
 		if err := x.files.Remove(ctx, loc); err != nil {
-			return fmt.Errorf("%s: %w", a, err)
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return nil
+}
+
+// dirRenamer moves directories in one step (fs.Router).
+type dirRenamer interface {
+	RenameDir(ctx context.Context, from, to string) error
+	Exists(ctx context.Context, loc string) (bool, error)
+}
+
+// publishCompacted renames a compaction's directory from its staging name
+// into place. Re-driven after the rename, it finds Final there and the
+// staging name gone, and does nothing.
+func (x *executor) publishCompacted(ctx context.Context, a PublishCompacted) error {
+	refuse := func(err error) error { return &RefusedError{Op: a.String(), Err: err} }
+	r, ok := x.files.(dirRenamer)
+	if !ok || x.files == nil {
+		return refuse(errors.New("no filesystem that renames directories is configured for DR data"))
+	}
+	final, err := r.Exists(ctx, a.Final)
+	if err != nil {
+		return fmt.Errorf("%s: %w", a, err)
+	}
+	if final {
+		// Already published (a re-drive), or a base of that write ID an
+		// overwrite left: it stays, and a staged copy left goes.
+		return x.removeTree(ctx, a.Staging, a.String())
+	}
+	err = r.RenameDir(ctx, a.Staging, a.Final)
+	switch {
+	case errors.Is(err, fs.ErrNoAtomicRename):
+		return refuse(fmt.Errorf("%w: a compaction's output is published on DR by renaming its directory, which this store cannot do in one step (replicate transactional tables to HDFS)", err))
+	case errors.Is(err, fs.ErrNotExist):
+		return refuse(fmt.Errorf("the compaction's copy at %s is not there, though its copies completed: %w", a.Staging, err))
+	case err != nil:
+		return fmt.Errorf("%s: %w", a, err)
+	}
+	return nil
+}
+
+// pruneCompacted removes what a compaction's directory made obsolete. A
+// base goes first through the DR table's write IDs: while a write ID up to
+// it is open on DR (a replicated transaction left open), DR's readers do
+// not read the base but the deltas, and they are kept.
+func (x *executor) pruneCompacted(ctx context.Context, a PruneCompacted) error {
+	by, ok := acid.ParseDir(a.By)
+	if !ok {
+		return &RefusedError{Op: a.String(), Err: fmt.Errorf("%s is not an ACID directory", a.By)}
+	}
+	if by.Kind == acid.Base {
+		ms, ok := x.ms.(acid.Metastore)
+		if !ok {
+			return &RefusedError{Op: a.String(), Err: fmt.Errorf("the DR metastore client (%T) cannot read write IDs", x.ms)}
+		}
+		states, err := acid.ReadWriteIDs(ctx, ms, []string{a.Table})
+		if err != nil {
+			return classify(a.String(), err)
+		}
+		w := states[strings.ToLower(a.Table)]
+		if by.Max > w.HighWaterMark || slices.ContainsFunc(w.Open, func(id int64) bool { return id <= by.Max }) {
+			if x.log != nil {
+				x.log.Warn("a compacted base is not read on DR yet: keeping the deltas it covers", "dir", a.Dir, "base", a.By,
+					"table", a.Table, "write_ids", w.String())
+			}
+			return nil
+		}
+	}
+	return x.pruneObsolete(ctx, a.Dir, a.String(), func(top string) bool { return acid.ObsoleteAfter(top, by) })
+}
+
+// removeTree removes every file under dir (a staging directory of this
+// applier's); a missing dir holds none.
+func (x *executor) removeTree(ctx context.Context, dir, what string) error {
+	w, ok := x.files.(walker)
+	if !ok || x.files == nil {
+		return &RefusedError{Op: what, Err: errors.New("no filesystem that lists directories is configured for DR data")}
+	}
+	var remove []string
+	err := w.Walk(ctx, dir, func(loc string, _ int64) error {
+		remove = append(remove, loc)
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	for _, loc := range remove {
+		if err := x.files.Remove(ctx, loc); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	return nil

@@ -434,7 +434,6 @@ var notReplicated = map[schemas.EventType]Reason{
 	schemas.EventAddCheckConstraint:          ReasonNotReplicatedConstraints,
 	schemas.EventDropConstraint:              ReasonNotReplicatedConstraints,
 	schemas.EventReload:                      ReasonNotReplicatedReload,
-	schemas.EventCommitCompaction:            ReasonNotReplicatedCompaction,
 }
 
 func (p *planner) plan() Decision {
@@ -493,6 +492,12 @@ func (p *planner) plan() Decision {
 			return p.noPayload()
 		}
 		return apply(ReplAbort{Policy: p.db, SrcTxn: t.TxnIDs[0]})
+	case schemas.EventCommitCompaction:
+		c, ok := ev.Payload.(*schemas.Compaction)
+		if !ok {
+			return p.noPayload()
+		}
+		return p.compaction(c) // acid.go
 	case schemas.EventOpenTxn:
 		// DR opens its transaction when the source's allocates a write ID
 		// in this database (OPEN_TXN names no database: the tailer
@@ -1317,6 +1322,11 @@ func removes(ev *schemas.Event, obj objKey) bool {
 			return obj.values == ""
 		}
 		return strings.Join(c.Partition.Values, "/") == obj.values
+	case *schemas.Compaction:
+		// A major compaction's base replaces every file written before
+		// it: a file the source's cleaner removed after it (a delta, an
+		// earlier compaction's output) is not needed on DR either.
+		return compacted(c) == obj && writesBase(c)
 	}
 	return false
 }

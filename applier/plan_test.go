@@ -129,6 +129,25 @@ func srcEvent(id int64, typ schemas.EventType, db, table string, payload schemas
 	return ev
 }
 
+// compaction is a COMMIT_COMPACTION of srcOrders' partition p (srcCustomers
+// when p is nil) as the tailer publishes it: the directories the
+// compactor wrote (dirs) and two files in each.
+func compaction(id int64, p *schemas.Partition, dirs ...string) *schemas.Event {
+	c := &schemas.Compaction{TxnID: 123, CompactionID: 7, Type: "MAJOR", Database: "sales", Table: srcCustomers.Name, Location: srcCustomers.Location, Dirs: dirs}
+	if p != nil {
+		c.Table, c.Partition, c.Location = srcOrders.Name, "dt="+p.Values[0], p.Location
+	}
+	var files []string
+	for _, d := range dirs {
+		files = append(files, c.Location+"/"+d+"/bucket_00000", c.Location+"/"+d+"/"+acid.MetadataFile)
+	}
+	ev := srcEvent(id, schemas.EventCommitCompaction, "sales", c.Table, c, files...)
+	for i := range ev.Files {
+		ev.Files[i].Subdir = dirs[i/2]
+	}
+	return ev
+}
+
 func createDB(id int64, db string) *schemas.Event {
 	return srcEvent(id, schemas.EventCreateDatabase, db, "", &schemas.DatabaseChange{After: &schemas.Database{
 		Name: db, Description: "the " + db + " database", Owner: "etl",
@@ -616,8 +635,51 @@ func TestPlan(t *testing.T) {
 		{name: "column stats under its enum name not replicated", ev: srcEvent(50, "UPDATE_TABLE_COLUMN_STAT", "sales", "orders",
 			&schemas.ColumnStats{Database: "sales", Table: "orders"}),
 			state: ordersState, outcome: NoOp, reason: ReasonNotReplicatedColumnStats, actions: []string{"alter database sales"}},
-		{name: "compaction under its enum name not replicated", ev: srcEvent(50, "COMMIT_COMPACTION", "sales", "orders", nil),
-			state: ordersState, outcome: NoOp, reason: ReasonNotReplicatedCompaction, actions: []string{"alter database sales"}},
+		{name: "compaction under its enum name with no payload halts", ev: srcEvent(50, "COMMIT_COMPACTION", "sales", "orders", nil),
+			state: ordersState, outcome: Halt, reason: ReasonDecode},
+
+		// Compactions: publish what the compactor wrote (copied under a
+		// staging name), then prune what it made obsolete.
+		{name: "major compaction of a partition publishes its base, then prunes", ev: compaction(50, &srcP1, "base_0000004_v0000123"),
+			state: ordersP1, outcome: Apply, reason: ReasonApplied,
+			actions: []string{
+				"publish compacted " + drPath(partFile(srcP1, ".hivedr-compacted.base_0000004_v0000123")) + " as " + drPath(partFile(srcP1, "base_0000004")),
+				"prune what base_0000004 covers under " + drPath(srcP1.Location), "alter database sales"}},
+		{name: "minor compaction of a table publishes both its deltas, then prunes", ev: compaction(50, nil,
+			"delete_delta_0000002_0000005_v0000123", "delta_0000002_0000005_v0000123"),
+			state: drState(drDB("sales", 40), drTable(srcCustomers, 20)), outcome: Apply, reason: ReasonApplied,
+			actions: []string{
+				"publish compacted " + drPath(srcCustomers.Location+"/.hivedr-compacted.delete_delta_0000002_0000005_v0000123") + " as " + drPath(srcCustomers.Location+"/delete_delta_0000002_0000005"),
+				"publish compacted " + drPath(srcCustomers.Location+"/.hivedr-compacted.delta_0000002_0000005_v0000123") + " as " + drPath(srcCustomers.Location+"/delta_0000002_0000005"),
+				"prune what delete_delta_0000002_0000005 covers under " + drPath(srcCustomers.Location),
+				"prune what delta_0000002_0000005 covers under " + drPath(srcCustomers.Location), "alter database sales"}},
+		{name: "compaction waits for its files", ev: compaction(50, &srcP1, "base_0000004_v0000123"), copies: map[string]Copy{},
+			state: ordersP1, outcome: Wait, reason: ReasonWaitingForFiles, waitTasks: []string{"50-0", "50-1"}},
+		{name: "compaction whose file is gone waits", ev: compaction(50, &srcP1, "base_0000004_v0000123"), copies: map[string]Copy{
+			"50-0": {Status: schemas.StatusCopied}, "50-1": {Status: schemas.StatusSourceGone, Error: "no such file"}},
+			state: ordersP1, outcome: Wait, reason: ReasonSourceGone},
+		{name: "compaction whose file is gone, replaced by a later major compaction", ev: compaction(50, &srcP1, "base_0000004_v0000123"), copies: map[string]Copy{
+			"50-0": {Status: schemas.StatusCopied}, "50-1": {Status: schemas.StatusSourceGone, Error: "no such file"}},
+			later: []*schemas.Event{compaction(60, &srcP1, "base_0000009_v0000150")},
+			state: ordersP1, outcome: NoOp, reason: ReasonSuperseded, actions: []string{"alter database sales"}},
+		{name: "compaction of a partition missing on DR halts", ev: compaction(50, &srcP1, "base_0000004_v0000123"),
+			state: ordersState, outcome: Halt, reason: ReasonMissingObject},
+		{name: "compaction of a partition missing on DR, dropped later", ev: compaction(50, &srcP1, "base_0000004_v0000123"),
+			later: []*schemas.Event{dropParts(60, srcOrders, srcP1)},
+			state: ordersState, outcome: NoOp, reason: ReasonSuperseded, actions: []string{"alter database sales"}},
+		{name: "compaction of a partition a bootstrap stamped later", ev: compaction(50, &srcP1, "base_0000004_v0000123"),
+			state:   drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 55)),
+			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
+		{name: "compaction of an object gone from the source", ev: func() *schemas.Event {
+			ev := compaction(50, &srcP1)
+			ev.Payload.(*schemas.Compaction).Location = ""
+			return ev
+		}(), state: ordersP1, outcome: NoOp, reason: ReasonCompactionGone, actions: []string{"alter database sales"}},
+		{name: "compaction of another database's table halts", ev: func() *schemas.Event {
+			ev := compaction(50, &srcP1, "base_0000004_v0000123")
+			ev.Payload.(*schemas.Compaction).Database = "archive"
+			return ev
+		}(), state: ordersP1, outcome: Halt, reason: ReasonDecode},
 
 		// The DR database.
 		{name: "DR database missing halts", ev: createTable(50, srcOrders),
@@ -1387,6 +1449,43 @@ func (m *memMS) apply(a Action) error {
 				delete(m.files, f)
 			}
 		}
+	case PublishCompacted:
+		// As the executor: a rename of the staged directory, unless the
+		// final one is there (then the staged copy goes).
+		final, staged := map[string]int64{}, map[string]int64{}
+		for f, e := range m.files {
+			if strings.HasPrefix(f, a.Final+"/") {
+				final[f] = e
+			}
+			if strings.HasPrefix(f, a.Staging+"/") {
+				staged[f] = e
+			}
+		}
+		if len(final) == 0 && len(staged) == 0 {
+			return fmt.Errorf("%s: nothing staged", a)
+		}
+		for f, e := range staged {
+			delete(m.files, f)
+			if len(final) == 0 {
+				m.files[a.Final+strings.TrimPrefix(f, a.Staging)] = e
+			}
+		}
+	case PruneCompacted:
+		by, _ := acid.ParseDir(a.By)
+		if by.Kind == acid.Base {
+			for wk, st := range m.writeIDs {
+				table, id, _ := strings.Cut(wk, "/")
+				if n, _ := strconv.ParseInt(id, 10, 64); table == a.Table && st == "open" && n <= by.Max {
+					return nil // not read on DR yet: the deltas stay
+				}
+			}
+		}
+		for f := range m.files {
+			rel, ok := strings.CutPrefix(f, strings.TrimSuffix(a.Dir, "/")+"/")
+			if top, _, nested := strings.Cut(rel, "/"); ok && nested && acid.ObsoleteAfter(top, by) {
+				delete(m.files, f)
+			}
+		}
 	default:
 		return fmt.Errorf("unknown action %T", a)
 	}
@@ -1414,9 +1513,19 @@ func (c copyOutcomes) of(ev *schemas.Event) map[string]Copy {
 		if s, ok := c[f.TaskID]; ok {
 			st = s
 		}
-		m[f.TaskID] = Copy{Status: st, TargetURI: drPath(f.URI), Error: "test"}
+		m[f.TaskID] = Copy{Status: st, TargetURI: copyTarget(ev, f), Error: "test"}
 	}
 	return m
+}
+
+// copyTarget is where the tailer's copy task of f writes on DR: its
+// mapped location, under its directory's staging name for a compaction.
+func copyTarget(ev *schemas.Event, f schemas.FileRef) string {
+	t := drPath(f.URI)
+	if _, ok := ev.Payload.(*schemas.Compaction); ok && f.Subdir != "" {
+		t = strings.Replace(t, "/"+f.Subdir+"/", "/"+acid.StagingName(f.Subdir)+"/", 1)
+	}
+	return t
 }
 
 // copyAhead puts on the DR cluster every file the events' successful
@@ -1709,6 +1818,50 @@ func TestPlanConverges(t *testing.T) {
 		"sales.db/orders/dt=2024-01-02/d", "sales.db/orders/region=eu/e"}
 	if !slices.Equal(files, want) {
 		t.Errorf("files\n  %v\nwant\n  %v", files, want)
+	}
+}
+
+// TestPlanCompactionsConverge: transactional writes, then a major
+// compaction, more writes and a minor one, through the crash and re-drive
+// checks: DR ends with the compactions' output under their replica names
+// and without what they made obsolete, and a re-drive never resurrects a
+// delta or loses a base.
+func TestPlanCompactionsConverge(t *testing.T) {
+	loc := srcCustomers.Location
+	write := func(id, txn, writeID int64) []*schemas.Event {
+		dir := fmt.Sprintf("delta_%07d_%07d_0000", writeID, writeID)
+		return []*schemas.Event{
+			srcEvent(id, schemas.EventAllocWriteID, "sales", "customers", &schemas.WriteIDAllocation{Database: "sales", Table: "customers",
+				Allocations: []schemas.TxnWriteID{{TxnID: txn, WriteID: writeID}}}),
+			srcEvent(id+1, schemas.EventCommitTxn, "", "", &schemas.Transaction{TxnIDs: []int64{txn}, WriteIDs: []schemas.TableWriteID{
+				{Database: "sales", Table: "customers", WriteID: writeID, Files: []string{loc + "/" + dir + "/bucket_00000"}}}},
+				loc+"/"+dir+"/bucket_00000"),
+		}
+	}
+	evs := []*schemas.Event{createDB(10, "sales"), createTable(11, srcCustomers)}
+	evs = append(evs, write(12, 101, 1)...)
+	evs = append(evs, write(14, 102, 2)...)
+	evs = append(evs, write(16, 103, 3)...)
+	evs = append(evs, compaction(18, nil, "base_0000003_v0000110"))
+	evs = append(evs, write(19, 111, 4)...)
+	evs = append(evs, write(21, 112, 5)...)
+	evs = append(evs, compaction(23, nil, "delete_delta_0000004_0000005_v0000120", "delta_0000004_0000005_v0000120"))
+	evs = append(evs, write(24, 121, 6)...)
+	ms := checkConverges(t, "sales", evs, nil)
+
+	var files []string
+	for f := range ms.files {
+		files = append(files, strings.TrimPrefix(f, drPath(loc)+"/"))
+	}
+	sort.Strings(files)
+	want := []string{
+		"base_0000003/" + acid.MetadataFile, "base_0000003/bucket_00000",
+		"delete_delta_0000004_0000005/" + acid.MetadataFile, "delete_delta_0000004_0000005/bucket_00000",
+		"delta_0000004_0000005/" + acid.MetadataFile, "delta_0000004_0000005/bucket_00000",
+		"delta_0000006_0000006_0000/bucket_00000",
+	}
+	if !slices.Equal(files, want) {
+		t.Errorf("DR files\n  %v\nwant\n  %v", files, want)
 	}
 }
 
@@ -2256,19 +2409,52 @@ func TestPlanCrossDatabaseRenameOntoARenamedName(t *testing.T) {
 // and checks the DR write-ID state and files: committed writes valid with
 // their files, the aborted write aborted with none, the open one open with
 // none, and the deltas the base covers gone.
+// completeCompaction does to a captured COMMIT_COMPACTION what the tailer
+// does: the compacted partition's location (from its captured
+// ADD_PARTITION) and the base the compactor's transaction wrote there
+// (the capture writes no file; the compactor writes one data file and
+// its metadata file), with their copy tasks.
+func completeCompaction(t *testing.T, evs []*schemas.Event, ev *schemas.Event) {
+	t.Helper()
+	c := ev.Payload.(*schemas.Compaction)
+	for _, o := range evs {
+		pc, ok := o.Payload.(*schemas.PartitionChange)
+		if !ok || o.EventType != schemas.EventAddPartition || !strings.EqualFold(pc.Table.Name, c.Table) || pc.Table.Database != c.Database {
+			continue
+		}
+		for _, part := range pc.After {
+			if "dt="+part.Values[0] == c.Partition {
+				c.Location = part.Location
+			}
+		}
+	}
+	if c.Location == "" {
+		t.Fatalf("no captured partition %s of %s.%s", c.Partition, c.Database, c.Table)
+	}
+	dir := fmt.Sprintf("base_%07d_v%07d", 1, c.TxnID)
+	c.Dirs = []string{dir}
+	for i, name := range []string{"000000_0", acid.MetadataFile} {
+		ev.Files = append(ev.Files, schemas.FileRef{URI: c.Location + "/" + dir + "/" + name, Subdir: dir, TaskID: fmt.Sprintf("%d-%d", ev.EventID, i)})
+	}
+}
+
 func TestPlanAcidFixtures(t *testing.T) {
 	evs := fixtureEventsIn(t, "acid")
-	var commits, opens int
+	var commits, opens, compactions int
 	for _, ev := range evs {
 		switch ev.EventType {
 		case schemas.EventCommitTxn:
 			commits++
 		case schemas.EventOpenTxn:
 			opens++
+		case schemas.EventCommitCompaction:
+			compactions++
+			completeCompaction(t, evs, ev)
 		}
 	}
-	if commits != 2 || opens != 4 {
-		t.Fatalf("%d commits and %d opens captured, want 2 and 4", commits, opens)
+	// Three commits: two of writers, one of the compactor's transaction.
+	if commits != 3 || opens != 5 || compactions != 1 {
+		t.Fatalf("%d commits, %d opens and %d compactions captured, want 3, 5 and 1", commits, opens, compactions)
 	}
 	ms := runFixtures(t, evs, evs[len(evs)-1].EventID)
 	want := map[string]string{
@@ -2287,7 +2473,8 @@ func TestPlanAcidFixtures(t *testing.T) {
 	}
 	sort.Strings(files)
 	wantFiles := []string{
-		"cap_acid.db/events/dt=2024-01-01/delta_0000001_0000001_0000/000000_0",
+		"cap_acid.db/events/dt=2024-01-01/base_0000001/000000_0",
+		"cap_acid.db/events/dt=2024-01-01/base_0000001/" + acid.MetadataFile,
 		"cap_acid.db/orders/base_0000003/bucket_00000_0",
 		"cap_acid_other.db/ledger/dt=2024-01-01/delta_0000001_0000001_0000/bucket_00000_0",
 	}

@@ -58,7 +58,11 @@ const (
 	ReasonNotReplicatedFunctions   Reason = "not_replicated_functions"
 	ReasonNotReplicatedConstraints Reason = "not_replicated_constraints"
 	ReasonNotReplicatedReload      Reason = "not_replicated_reload"
-	ReasonNotReplicatedCompaction  Reason = "not_replicated_compaction"
+
+	// ReasonCompactionGone: a compaction whose table or partition the
+	// source no longer had when the tailer read it, so nothing of what it
+	// wrote was found (a later event drops the object).
+	ReasonCompactionGone Reason = "compaction_gone"
 )
 
 // Reasons of Wait.

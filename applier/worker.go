@@ -550,7 +550,7 @@ func (w *worker) stepHeartbeat(ctx context.Context, hb *schemas.Heartbeat) (Deci
 	if err := w.connect(ctx); err != nil {
 		return Decision{}, err
 	}
-	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache}
+	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache, log: w.log}
 	rep, err := x.read(ctx, Touched{Databases: []string{strings.ToLower(w.db)}})
 	if err != nil {
 		w.cache.reset()
@@ -684,7 +684,7 @@ func (w *worker) step(ctx context.Context, evs []*schemas.Event, n int) (Decisio
 	if err := w.connect(ctx); err != nil {
 		return Decision{}, err
 	}
-	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache}
+	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache, log: w.log}
 	ev := evs[0]
 	// Another database's worker may change this one's objects around an
 	// event naming both (a cross-database rename): forget what is cached
@@ -881,7 +881,7 @@ func (w *worker) replanned(ctx context.Context) bool {
 	if err := w.connect(ctx); err != nil {
 		return false
 	}
-	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache}
+	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache, log: w.log}
 	items := w.batch(head)
 	d, err := w.decide(ctx, x, eventsOf(items), len(items))
 	return err == nil && d.Outcome != Halt

@@ -52,6 +52,12 @@
 //     naming both values. Transient errors are retried with exponential
 //     backoff and jitter; permanent ones fail at once.
 //
+// With EngineConfig.Preserve, the target keeps the origin's owner, group,
+// mode and mtime (set on the staging file before it is published), the
+// directories it is written into keep their source directories' owner,
+// group and mode (dirs.go), and a target already identical gets its
+// metadata repaired without a copy.
+//
 // A file larger than EngineConfig.SplitSize, to a target store that takes
 // ranges (fs.Splitter: S3 multipart uploads; HDFS part files joined with
 // CONCAT where the cluster allows it), is copied as ranges in parallel,

@@ -102,6 +102,7 @@ type Engine struct {
 	src, read, tgt []location.Location // read: src + CM roots
 	thr            *throttle
 	bufs           sync.Pool
+	dirs           dirCache // target directories whose metadata was kept (dirs.go)
 	// streams counts the copy streams running: whole-file transfers and
 	// range workers of split ones (copyRanges).
 	streams          atomic.Int64
@@ -362,10 +363,23 @@ func (e *Engine) attempt(ctx context.Context, task schemas.CopyTask, src, tgt st
 		}
 	}
 
+	var dirs dirsDone
+	if d.Action == SkipIdentical || d.Action == Copy {
+		// The directories first, so that a file never lies in a
+		// directory without its source directory's metadata.
+		if dirs, err = e.keepDirs(ctx, src, tgt, to); err != nil {
+			return result{}, err
+		}
+	}
 	switch d.Action {
 	case SkipIdentical:
+		repaired, err := e.repairMeta(ctx, from, to)
+		if err != nil {
+			return result{}, err
+		}
 		r := result{status: schemas.StatusSkippedIdentical, length: to.Size,
-			verification: "crc32c:" + skipChecks(from, to) + " (target already identical: " + d.Reason + "; nothing moved)"}
+			verification: "crc32c:" + skipChecks(from, to) + " (target already identical: " + d.Reason + "; nothing moved)" +
+				repaired + dirs.describe()}
 		if to.HasCRC {
 			r.crc = &to.CRC32C
 		}
@@ -379,6 +393,7 @@ func (e *Engine) attempt(ctx context.Context, task schemas.CopyTask, src, tgt st
 		if err != nil {
 			return result{}, err
 		}
+		r.verification += dirs.describe()
 		if from.loc != src {
 			r.copiedFrom = from.loc
 			r.evidence = strings.Join(evidence, "; ")

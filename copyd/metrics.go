@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -21,6 +22,8 @@ type Metrics struct {
 	window       prometheus.Gauge
 	txns         *prometheus.CounterVec
 	sessions     prometheus.Counter
+	repaired     *prometheus.CounterVec
+	dirsMade     prometheus.Counter
 }
 
 // NewMetrics makes the copy engine's metrics.
@@ -57,12 +60,18 @@ func NewMetrics() *Metrics {
 		sessions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hivedr_copyd_session_restarts_total", Help: "Kafka sessions that failed (broker away, a transaction ended in error) and were replaced by a new one.",
 		}),
+		repaired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hivedr_copyd_metadata_repairs_total", Help: "Existing DR files (already identical, not copied) and directories given their source's owner, group, permission bits or mtime (copyd.preserve), by object (file, directory).",
+		}, []string{"object"}),
+		dirsMade: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hivedr_copyd_directories_made_total", Help: "DR directories made with their source directory's owner, group and permission bits (copyd.preserve).",
+		}),
 	}
 }
 
 // Register adds the metrics to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.files, m.bytes, m.transferred, m.retries, m.inFlight, m.fileSeconds, m.throttleWait, m.window, m.txns, m.sessions} {
+	for _, c := range []prometheus.Collector{m.files, m.bytes, m.transferred, m.retries, m.inFlight, m.fileSeconds, m.throttleWait, m.window, m.txns, m.sessions, m.repaired, m.dirsMade} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -81,4 +90,14 @@ func (m *Metrics) completed(c *schemas.CopyCompletion) {
 }
 
 func (m *Metrics) waited(d time.Duration) { m.throttleWait.Add(d.Seconds()) }
-func (m *Metrics) moved(n int)            { m.transferred.Add(float64(n)) }
+
+// dirsKept records what keepDirs did to one directory.
+func (m *Metrics) dirsKept(ch fs.DirChange) {
+	switch ch {
+	case fs.DirMade:
+		m.dirsMade.Inc()
+	case fs.DirFixed:
+		m.repaired.WithLabelValues("directory").Inc()
+	}
+}
+func (m *Metrics) moved(n int) { m.transferred.Add(float64(n)) }

@@ -3,6 +3,7 @@ package copyd
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hivedr/hivedr/internal/fs"
 )
@@ -24,6 +25,19 @@ type Preserve struct {
 
 // Any reports whether p keeps anything.
 func (p Preserve) Any() bool { return p.Owner || p.Group || p.Perm || p.Times }
+
+// keepsDirs reports whether p keeps anything of directories: their owner,
+// group or permission bits (not their times, which every file renamed into
+// them changes).
+func (p Preserve) keepsDirs() bool { return p.Owner || p.Group || p.Perm }
+
+// dirMeta returns what the DR counterpart of a source directory whose
+// status is fi keeps of it: Meta without the modification time.
+func (p Preserve) dirMeta(fi fs.FileInfo) fs.Meta {
+	m := p.Meta(fi)
+	m.ModTime = time.Time{}
+	return m
+}
 
 // Meta returns what a copy of a file whose source status is fi sets on
 // its target. Metadata the source's store does not keep (an S3 object has
@@ -62,11 +76,17 @@ func (p Preserve) give(fi fs.FileInfo, target string, w any) error {
 	}
 	ms, ok := w.(fs.MetaSetter)
 	if !ok {
-		return permanent(fmt.Errorf("copy to %s: copyd.preserve asks to keep %s, and the target's store keeps no file metadata (only HDFS does)",
-			target, describeMeta(m)))
+		return noMetaStore(target, m)
 	}
 	ms.SetMeta(m)
 	return nil
+}
+
+// noMetaStore is the permanent error of a copy to target, on a store that
+// keeps no file metadata, asked to keep m.
+func noMetaStore(target string, m fs.Meta) error {
+	return permanent(fmt.Errorf("copy to %s: copyd.preserve asks to keep %s, and the target's store keeps no file metadata (only HDFS does)",
+		target, describeMeta(m)))
 }
 
 // describeMeta names what m sets.

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -10,8 +11,9 @@ import (
 )
 
 // TestAlertRules: the rules load in promtool and pass their unit tests
-// (prometheus/hivedr-alerts_test.yaml: each alert fires when it should and
-// only then), and every alert is documented in the README's Alerts section.
+// (prometheus/hivedr-alerts_test.yaml), every alert of the rules file has a
+// test case where it fires and one where it does not (alertCoverage), and
+// every alert is documented in the README's Alerts section.
 func TestAlertRules(t *testing.T) {
 	run(t, "prometheus", "promtool", "check", "rules", "hivedr-alerts.yaml")
 	out := run(t, "prometheus", "promtool", "test", "rules", "hivedr-alerts_test.yaml")
@@ -24,15 +26,123 @@ func TestAlertRules(t *testing.T) {
 	}
 	_, alertsSection, _ := strings.Cut(string(readme), "\n## Alerts\n")
 	alertsSection, _, _ = strings.Cut(alertsSection, "\n## ")
-	tested, _ := os.ReadFile("prometheus/hivedr-alerts_test.yaml")
-	for _, name := range alertNames(t) {
+	names := alertNames(t)
+	if len(names) < 7 {
+		t.Fatalf("read %d alerts from hivedr-alerts.yaml: %v", len(names), names)
+	}
+	for _, name := range names {
 		if !strings.Contains(alertsSection, "`"+name+"`") {
 			t.Errorf("alert %s is not in the README's Alerts section", name)
 		}
-		if !strings.Contains(string(tested), "alertname: "+name) {
-			t.Errorf("alert %s has no promtool test", name)
+	}
+	for _, p := range alertCoverage(names, readPromtoolTests(t)) {
+		t.Error(p)
+	}
+}
+
+// TestAlertCoverageCatchesGaps: alertCoverage, which TestAlertRules trusts,
+// finds an alert that never fires in a test, one that is never shown
+// quiet, a test of an alert the rules do not have, and a test file that
+// does not load the rules.
+func TestAlertCoverageCatchesGaps(t *testing.T) {
+	names := alertNames(t)
+	// without returns the real test file less the cases keep refuses.
+	without := func(keep func(c *alertCase) bool) promtoolTests {
+		f := readPromtoolTests(t)
+		for i := range f.Tests {
+			f.Tests[i].AlertRuleTest = slices.DeleteFunc(f.Tests[i].AlertRuleTest, func(c alertCase) bool { return !keep(&c) })
+		}
+		return f
+	}
+	cases := []struct {
+		name string
+		f    promtoolTests
+		want []string // each a problem alertCoverage must report; none for the real file
+	}{
+		{"the real file", readPromtoolTests(t), nil},
+		{"copyd's firing case gone", without(func(c *alertCase) bool { return c.Alertname != "HivedrCopydGroupEmpty" || len(c.ExpAlerts) == 0 }),
+			[]string{"HivedrCopydGroupEmpty fires in no test case"}},
+		{"the RPO alert never shown quiet", without(func(c *alertCase) bool { return c.Alertname != "HivedrRPOBreached" || len(c.ExpAlerts) > 0 }),
+			[]string{"HivedrRPOBreached is shown not firing in no test case"}},
+		{"no tests at all", promtoolTests{RuleFiles: []string{"hivedr-alerts.yaml"}},
+			[]string{"HivedrChainBroken fires in no test case", "HivedrChainBroken is shown not firing in no test case"}},
+		{"a misspelt alert", func() promtoolTests {
+			f := readPromtoolTests(t)
+			f.Tests[0].AlertRuleTest = append(f.Tests[0].AlertRuleTest, alertCase{EvalTime: "1m", Alertname: "HivedrRPOBreach"})
+			return f
+		}(), []string{"tests alert HivedrRPOBreach, which hivedr-alerts.yaml does not define"}},
+		{"another rules file", func() promtoolTests { f := readPromtoolTests(t); f.RuleFiles = []string{"other.yaml"}; return f }(),
+			[]string{"loads rule files [other.yaml], want hivedr-alerts.yaml"}},
+	}
+	for _, c := range cases {
+		got := alertCoverage(names, c.f)
+		if c.want == nil && len(got) > 0 {
+			t.Errorf("%s: problems %q, want none", c.name, got)
+		}
+		for _, w := range c.want {
+			if !slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, w) }) {
+				t.Errorf("%s: problems %q, want one saying %q", c.name, got, w)
+			}
 		}
 	}
+}
+
+// promtoolTests is the part of a `promtool test rules` file the coverage
+// check reads.
+type promtoolTests struct {
+	RuleFiles []string `yaml:"rule_files"`
+	Tests     []struct {
+		AlertRuleTest []alertCase `yaml:"alert_rule_test"`
+	}
+}
+
+// alertCase is one alert_rule_test entry: the alerts expected firing at
+// an evaluation time (none: the alert must not fire then).
+type alertCase struct {
+	EvalTime  string           `yaml:"eval_time"`
+	Alertname string           `yaml:"alertname"`
+	ExpAlerts []map[string]any `yaml:"exp_alerts"`
+}
+
+func readPromtoolTests(t *testing.T) promtoolTests {
+	t.Helper()
+	var f promtoolTests
+	mustYAML(t, readFile(t, "prometheus/hivedr-alerts_test.yaml"), &f)
+	return f
+}
+
+// alertCoverage returns what f lacks for the alerts names: each alert
+// needs a case where it fires (exp_alerts not empty) and one where it does
+// not (exp_alerts empty), f must load hivedr-alerts.yaml, and it may test
+// no alert the rules lack (promtool passes a test of an unknown alert that
+// expects nothing).
+func alertCoverage(names []string, f promtoolTests) []string {
+	var problems []string
+	if !slices.Contains(f.RuleFiles, "hivedr-alerts.yaml") {
+		problems = append(problems, fmt.Sprintf("the test file loads rule files %v, want hivedr-alerts.yaml", f.RuleFiles))
+	}
+	fires, quiet := map[string]bool{}, map[string]bool{}
+	for _, tc := range f.Tests {
+		for _, c := range tc.AlertRuleTest {
+			if !slices.Contains(names, c.Alertname) {
+				problems = append(problems, fmt.Sprintf("the test file tests alert %s, which hivedr-alerts.yaml does not define (at %s)", c.Alertname, c.EvalTime))
+			}
+			if len(c.ExpAlerts) > 0 {
+				fires[c.Alertname] = true
+			} else {
+				quiet[c.Alertname] = true
+			}
+		}
+	}
+	for _, n := range names {
+		if !fires[n] {
+			problems = append(problems, n+" fires in no test case (no alert_rule_test with exp_alerts)")
+		}
+		if !quiet[n] {
+			problems = append(problems, n+" is shown not firing in no test case (no alert_rule_test with exp_alerts: [])")
+		}
+	}
+	return problems
 }
 
 // alertNames are the alerts of prometheus/hivedr-alerts.yaml.

@@ -23,6 +23,7 @@ const composeFile = "../compose/compose.yaml"
 type composeSpec struct {
 	Services map[string]struct {
 		Image       string
+		Hostname    string
 		Command     []string
 		Ports       []string
 		Environment map[string]string
@@ -51,7 +52,7 @@ func TestComposeSchema(t *testing.T) {
 	if err := schema.Validate(doc); err == nil {
 		t.Fatal("the schema accepted ports given as a string")
 	}
-	want := []string{"apply", "copyd", "grafana", "hdfs-dr", "hdfs-src", "hms-dr", "hms-src", "kafka", "postgres", "prometheus", "registry", "s3", "tail"}
+	want := []string{"apply", "copyd", "grafana", "hdfs-dr", "hdfs-dr-dn", "hdfs-src", "hdfs-src-dn", "hms-dr", "hms-src", "kafka", "postgres", "prometheus", "registry", "s3", "tail"}
 	var spec composeSpec
 	mustYAML(t, b, &spec)
 	var got []string
@@ -65,10 +66,11 @@ func TestComposeSchema(t *testing.T) {
 }
 
 // TestComposeMatchesStack checks compose/ against the local stack's
-// scripts, so neither drifts silently: every port, version, HDFS block
-// size and -D setting, Kafka broker setting, metastore property (the
-// listener class included), the registry's settings, and hivedr's
-// configuration (the stack defaults with service names).
+// scripts, so neither drifts silently: every port, version, HDFS site
+// setting (block sizes included) and its NameNode/DataNode layout, Kafka
+// broker setting, metastore property (the listener class included), the
+// registry's settings, and hivedr's configuration (the stack defaults with
+// service names).
 func TestComposeMatchesStack(t *testing.T) {
 	var spec composeSpec
 	mustYAML(t, readFile(t, composeFile), &spec)
@@ -181,24 +183,9 @@ func TestComposeMatchesStack(t *testing.T) {
 		t.Errorf("the stack's HDFS pom is not Hadoop %s", lib["HADOOP_VERSION"])
 	}
 
-	// HDFS: the stack's pom, its -D settings, its block sizes.
-	hdfsSh := string(readFile(t, "../e2e/stack/services/hdfs.sh"))
-	dockerHDFS := string(readFile(t, "../compose/Dockerfile.hdfs"))
-	if !strings.Contains(dockerHDFS, "COPY e2e/stack/hdfs/pom.xml") {
-		t.Error("Dockerfile.hdfs does not build from the stack's pom")
-	}
-	for _, m := range regexp.MustCompile(`-D ([a-z.]+)=([^\s\\"]+)`).FindAllStringSubmatch(hdfsSh, -1) {
-		if !strings.Contains(m[2], "$") && !strings.Contains(dockerHDFS, "-D "+m[1]+"="+m[2]) {
-			t.Errorf("Dockerfile.hdfs lacks the stack's -D %s=%s", m[1], m[2])
-		}
-	}
-	for side, svc := range map[string]string{"SRC": "hdfs-src", "DR": "hdfs-dr"} {
-		m := regexp.MustCompile(`HIVEDR_HDFS_` + side + `_BLOCKSIZE=(\d+)`).FindStringSubmatch(hdfsSh)
-		env := spec.Services[svc].Environment
-		if m == nil || env["BLOCK_SIZE"] != m[1] || env["NN_PORT"] != lib["HDFS_"+side+"_NN_PORT"] || env["HTTP_PORT"] != lib["HDFS_"+side+"_HTTP_PORT"] {
-			t.Errorf("%s: environment %v, want block size %v and the stack's ports", svc, env, m)
-		}
-	}
+	// HDFS: the stack's pom, process layout, JVM flags, logging and every
+	// setting of its site files (composeMatchesHDFS).
+	composeMatchesHDFS(t, spec, lib)
 
 	// Kafka: every literal broker setting of kafka.sh, as KAFKA_* variables.
 	// The secured variant's settings (heredocs ending SECURED) are not

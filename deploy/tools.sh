@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the tools the deployment checks in `make test` run (make tools):
-#   helm     helm.sh/helm/v3 $HELM_VERSION, built with `go install` into $(go env GOPATH)/bin
+#   helm     helm.sh/helm/v3 $HELM_VERSION, built with `go install` into $(go env GOBIN), or
+#            $(go env GOPATH)/bin when GOBIN is unset (where deploy/tools_test.go looks)
 #   promtool and prometheus, from Debian's `prometheus` package (2.42 on Debian 12);
 #            TestAlert* and TestDashboard* run them. The package's service is not started.
 #   py-consumer  a Python venv with confluent-kafka[avro,schemaregistry] (deploy/pyconsumer.sh),

@@ -19,10 +19,12 @@ import (
 	"github.com/beltran/gohive/hive_metastore"
 
 	wl "github.com/hivedr/hivedr/e2e/workload"
+	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/internal/testenv"
 	"github.com/hivedr/hivedr/internal/verify"
 	"github.com/hivedr/hivedr/schemas"
@@ -51,6 +53,10 @@ type acidRig struct {
 	// only.
 	wrote      map[int64][]string
 	allocOnlys []int64
+	// aborted are the files of the transactions the rig aborted;
+	// compactions the compactions it ran.
+	aborted     []wl.File
+	compactions []*wl.Compaction
 }
 
 // newAcidRig makes the rig with databases acid_a_* and acid_b_*.
@@ -137,6 +143,7 @@ func (r *acidRig) end(tx *wl.Txn, commit bool, writes ...acidWrite) {
 		r.wrote[tx.ID] = dbs
 	} else {
 		err = tx.Abort(r.ctx)
+		r.aborted = append(r.aborted, tx.Files()...)
 	}
 	if err != nil {
 		r.t.Fatal(err)
@@ -192,19 +199,95 @@ func (r *acidRig) round() {
 	r.allocOnly(0, acidWrite{2, 1, false})
 }
 
-// compact writes a base over a table's (partition's) deltas and commits
-// it, then cleans the deltas it covers on the source, as a major
-// compaction and its cleaner do.
-func (r *acidRig) compact(table, part int) {
+// overwrite commits a base over a table's (partition's) deltas, as INSERT
+// OVERWRITE does, then cleans the deltas it covers on the source, as
+// Hive's cleaner does.
+func (r *acidRig) overwrite(table, part int) {
 	r.t.Helper()
 	r.txn(true, acidWrite{table, part, true})
 	tb := r.tables[table]
-	var vals []string
-	if part >= 0 {
-		vals = tb.partitions[part]
-	}
-	if err := r.w.CleanObsolete(r.ctx, tb.db, tb.name, vals); err != nil {
+	if err := r.w.CleanObsolete(r.ctx, tb.db, tb.name, r.vals(tb, part)); err != nil {
 		r.t.Fatal(err)
+	}
+}
+
+// compact compacts a table (partition) as Hive's compactor does, major
+// or minor (in its own transaction, logged as COMMIT_COMPACTION), then
+// cleans what it made obsolete on the source, as Hive's cleaner does.
+func (r *acidRig) compact(table, part int, major bool) *wl.Compaction {
+	r.t.Helper()
+	tb := r.tables[table]
+	c, err := r.w.Compact(r.ctx, tb.db, tb.name, r.vals(tb, part), major)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.w.CleanCompacted(r.ctx, c); err != nil {
+		r.t.Fatal(err)
+	}
+	r.compactions = append(r.compactions, c)
+	r.t.Logf("compacted %s %v into %s (transaction %d, %d directories merged)", tb.full(), r.vals(tb, part), c.Dir, c.Txn, len(c.Merged))
+	return c
+}
+
+// vals are the values of a table's partition part (nil for -1).
+func (r *acidRig) vals(tb acidTable, part int) []string {
+	if part < 0 {
+		return nil
+	}
+	return tb.partitions[part]
+}
+
+// compactedOver reports whether a later compaction of the rig's made the
+// i-th one's directory obsolete.
+func (r *acidRig) compactedOver(i int) bool {
+	c := r.compactions[i]
+	for _, later := range r.compactions[i+1:] {
+		by, _ := acid.ParseDir(later.Dir)
+		if later.Location == c.Location && acid.ObsoleteAfter(acid.ReplicaName(c.Dir), by) {
+			return true
+		}
+	}
+	return false
+}
+
+// compactedOnDR checks that each compaction's directory is on DR under
+// its name without the compactor's suffix, with what it made obsolete
+// gone and no staging name left.
+func (r *acidRig) compactedOnDR() {
+	r.t.Helper()
+	for i, c := range r.compactions {
+		if r.compactedOver(i) {
+			continue // a later compaction made it obsolete: checked as that one's
+		}
+		drDir, err := r.mapLocation(c.Location)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		name := acid.ReplicaName(c.Dir)
+		by, _ := acid.ParseDir(c.Dir)
+		var have, obsolete, staged []string
+		err = r.drFS.Walk(r.ctx, drDir, func(loc string, _ int64) error {
+			rel, _ := location.Below(drDir, loc)
+			top, _, _ := strings.Cut(rel, "/")
+			switch {
+			case top == name:
+				have = append(have, rel)
+			case strings.HasPrefix(top, acid.StagingName("")):
+				staged = append(staged, rel)
+			case acid.ObsoleteAfter(top, by):
+				obsolete = append(obsolete, rel)
+			}
+			return nil
+		})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if !slices.Contains(have, name+"/"+acid.MetadataFile) || len(have) < 2 {
+			r.t.Errorf("compaction %d: DR %s holds %v of %s, want its data and %s", c.ID, drDir, have, name, acid.MetadataFile)
+		}
+		if len(obsolete) > 0 || len(staged) > 0 {
+			r.t.Errorf("compaction %d: DR %s still holds what it made obsolete %v, or staged copies %v", c.ID, drDir, obsolete, staged)
+		}
 	}
 }
 
@@ -374,8 +457,9 @@ func (r *acidRig) committedStates() {
 	t.Helper()
 	r.round()
 	r.round()
-	r.compact(0, -1) // orders: a base over its deltas
-	r.compact(2, 0)  // ledger dt=2024-01-01
+	r.compact(0, -1, true) // orders: the compactor's base over its deltas
+	r.overwrite(2, 0)      // ledger dt=2024-01-01: INSERT OVERWRITE's base
+	r.compact(1, 1, false) // events dt=2024-01-02, insert-only: a minor compaction's delta
 	open, err := r.w.OpenTxn(r.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -385,6 +469,8 @@ func (r *acidRig) committedStates() {
 	r.round()
 	r.converge(5 * time.Minute)
 	r.notOnDR(open.Files())
+	r.notOnDR(r.aborted)
+	r.compactedOnDR()
 	if got := r.drOpenReplTxns(); len(got) != 2 {
 		t.Errorf("DR has open transactions of the applier %v while one source transaction that wrote two databases is open: want one in each", got)
 	}
@@ -392,8 +478,10 @@ func (r *acidRig) committedStates() {
 	t.Logf("checked with transaction %d open: write ids and visible files equal, its %d files not on DR", open.ID, len(open.Files()))
 
 	r.end(open, true, openWrites...)
-	r.compact(1, 1) // events dt=2024-01-02, insert-only
+	r.compact(1, 1, true) // events dt=2024-01-02, insert-only: a major compaction over the minor one's delta
 	r.converge(5 * time.Minute)
+	r.notOnDR(r.aborted)
+	r.compactedOnDR()
 	if got := r.drOpenReplTxns(); len(got) != 0 {
 		t.Errorf("DR has open transactions of the applier %v after every source transaction ended", got)
 	}
@@ -816,12 +904,14 @@ func acidKill9(t *testing.T, r *acidRig) {
 		}
 		t.Logf("round %d (%s): source events %d-%d, killed past %d (for copyd: copies finished)", i, who, lo+1, hi, at)
 		if i == 2 {
-			r.compact(0, -1)
-			r.compact(2, 0)
+			r.compact(0, -1, true)
+			r.overwrite(2, 0)
 		}
 	}
-	r.compact(1, 1)
+	r.compact(1, 1, true)
 	r.converge(8 * time.Minute)
+	r.notOnDR(r.aborted)
+	r.compactedOnDR()
 	if got := r.drOpenReplTxns(); len(got) != 0 {
 		t.Errorf("DR has open transactions of the applier %v after every source transaction ended", got)
 	}

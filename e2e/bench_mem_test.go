@@ -59,15 +59,6 @@ func fmtRSS(xs []int64) string {
 	return fmt.Sprintf("%.0f/%.0f/%.0f MiB (min/median/max of %d samples)", mib(s[0]), mib(s[len(s)/2]), mib(s[len(s)-1]), len(s))
 }
 
-// withCopydMetrics makes the pipeline's copy daemon serve its metrics and
-// returns their URL.
-func (p *pipeline) withCopydMetrics() string {
-	p.t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(p.t))
-	p.editConfig("  metrics_addr: \"\"\n  cm_roots:", "  metrics_addr: \""+addr+"\"\n  cm_roots:")
-	return "http://" + addr + "/metrics"
-}
-
 // TestBenchMemory measures each daemon's peak resident set facing a
 // backlog of BENCH_MEMORY_EVENTS events (default 1,000,000) carrying as
 // many copy tasks; `make bench-memory` runs it. The events are INSERTs

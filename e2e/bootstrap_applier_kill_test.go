@@ -15,41 +15,50 @@ import (
 	"github.com/hivedr/hivedr/schemas"
 )
 
-// drPartitionWrites counts, in the DR metastore's own notification log
-// after event after, the partitions of db the applier added and altered
-// (each add_partitions or alter_partitions call is one event listing its
-// partitions), by table.
-func drPartitionWrites(t *testing.T, ctx context.Context, env *testenv.Env, after int64, db string) (added, altered map[string]int) {
+// drLogEvents calls fn with each event of db in the DR metastore's own
+// notification log after event after, in order.
+func drLogEvents(t *testing.T, ctx context.Context, env *testenv.Env, after int64, db string, fn func(hmslog.RawEvent)) {
 	t.Helper()
 	log := hmslog.NewThriftSource(env.Get(t, "HIVEDR_HMS_DR"), env.HMSOptions(t))
 	defer log.Close()
-	added, altered = map[string]int{}, map[string]int{}
 	for {
 		evs, err := log.Next(ctx, after, 500)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(evs) == 0 {
-			return added, altered
+			return
 		}
 		for _, raw := range evs {
 			after = raw.EventID
-			if !strings.EqualFold(raw.Database, db) {
-				continue
-			}
-			ev := producer.Decode(raw)
-			c, ok := ev.Payload.(*schemas.PartitionChange)
-			if !ok {
-				continue
-			}
-			switch ev.EventType.Canonical() {
-			case schemas.EventAddPartition:
-				added[strings.ToLower(raw.Table)] += len(c.After)
-			case schemas.EventAlterPartition, schemas.EventAlterPartitions:
-				altered[strings.ToLower(raw.Table)] += len(c.After)
+			if strings.EqualFold(raw.Database, db) {
+				fn(raw)
 			}
 		}
 	}
+}
+
+// drPartitionWrites counts, in the DR metastore's own notification log
+// after event after, the partitions of db the applier added and altered
+// (each add_partitions or alter_partitions call is one event listing its
+// partitions), by table.
+func drPartitionWrites(t *testing.T, ctx context.Context, env *testenv.Env, after int64, db string) (added, altered map[string]int) {
+	t.Helper()
+	added, altered = map[string]int{}, map[string]int{}
+	drLogEvents(t, ctx, env, after, db, func(raw hmslog.RawEvent) {
+		ev := producer.Decode(raw)
+		c, ok := ev.Payload.(*schemas.PartitionChange)
+		if !ok {
+			return
+		}
+		switch ev.EventType.Canonical() {
+		case schemas.EventAddPartition:
+			added[strings.ToLower(raw.Table)] += len(c.After)
+		case schemas.EventAlterPartition, schemas.EventAlterPartitions:
+			altered[strings.ToLower(raw.Table)] += len(c.After)
+		}
+	})
+	return added, altered
 }
 
 // TestBootstrapApplierKill9: the applier is killed (SIGKILL) once the DR

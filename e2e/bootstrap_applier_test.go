@@ -15,6 +15,7 @@ import (
 
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/testenv"
 	"github.com/hivedr/hivedr/schemas"
@@ -239,7 +240,8 @@ func drDatabase(t *testing.T, pt *pipelineTest, db string) *hive_metastore.Datab
 // 1000 and reports both rates, then re-bootstraps the second database
 // with changes: the END drops the table and partitions the snapshot no
 // longer has, a table's DR directory is pruned to the record's files, and
-// the events after the END, chained, apply.
+// the events after the END, chained, apply; the database is converged in
+// place, never dropped and created again (the DR metastore's own log).
 func TestBootstrapApplierBatches(t *testing.T) {
 	const bootstrapPartitions = 600
 	env := testenv.Require(t)
@@ -305,6 +307,7 @@ func TestBootstrapApplierBatches(t *testing.T) {
 	// source, t lost its partitions past 0400 and 0001 has a file, table
 	// u is new, and its DR directory holds a file the source does not.
 	f, db := last, last.db
+	drBefore := currentEventID(t, pt.ctx, pt.dr)
 	f.start("b2-"+db, 1100)
 	tb, u := f.srcTable("t", "ds"), f.srcTable("u")
 	uFiles := []string{u.Location + "/000000_0", u.Location + "/000001_0"}
@@ -351,6 +354,16 @@ func TestBootstrapApplierBatches(t *testing.T) {
 	}
 	if got := f.drFiles(f.drPath(tb.Location + "/ds=0001")); strings.Join(got, ",") != "000000_0" {
 		t.Errorf("DR files of %s.t ds=0001: %v", db, got)
+	}
+	// Converged in place: the DR metastore's own log holds, for the
+	// re-bootstrap, no drop and no create of the database; it does hold
+	// the drop of table gone (the log covers the re-bootstrap).
+	writes := map[schemas.EventType]int{}
+	drLogEvents(t, pt.ctx, env, drBefore, db, func(raw hmslog.RawEvent) { writes[raw.EventType]++ })
+	t.Logf("the DR metastore's log during the re-bootstrap of %s: %v", db, writes)
+	if n := writes[schemas.EventDropDatabase] + writes[schemas.EventCreateDatabase]; n > 0 || writes[schemas.EventDropTable] == 0 {
+		t.Errorf("the DR metastore's log during the re-bootstrap of %s: %v; want no DROP_DATABASE or CREATE_DATABASE (converged in place), and gone's DROP_TABLE",
+			db, writes)
 	}
 	// The group committed the topic's end.
 	eventually(t, time.Minute, "the applier group at the topic's end", func() bool { return pt.caughtUp(pt.ctx) })

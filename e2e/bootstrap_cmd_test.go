@@ -206,22 +206,20 @@ func TestBootstrapCommandScale(t *testing.T) {
 	p.startAll()
 	start := time.Now()
 	// On a terminal (script(1) gives it one), the command draws bars.
-	b, tty := startOnTerminal(t, "bootstrap", "bootstrap", "-config", p.conf, "-db", db)
+	b := startOnTerminal(t, "bootstrap", "bootstrap", "-config", p.conf, "-db", db)
 	if code := b.wait(t, 10*time.Minute); code != 0 {
 		t.Fatalf("hivedr bootstrap exited %d:\n%s", code, tail(b.out.String(), 30))
 	}
 	took := time.Since(start)
 	out := b.out.String()
-	if tty {
-		// A frame is a header, 4 bars and 1 database: the next goes 6 up.
-		for _, want := range []string{"\x1b[2Kpartitions [", "\x1b[2Kbytes      [", "/s eta ", "\x1b[6A"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("the bars on a terminal lack %q:\n%q", want, tail(out, 12))
-			}
+	// A frame is a header, 4 bars and 1 database: the next goes 6 up.
+	for _, want := range []string{"\x1b[2Kpartitions [", "\x1b[2Kbytes      [", "/s eta ", "\x1b[6A"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the bars on a terminal lack %q:\n%q", want, tail(out, 12))
 		}
-		if strings.Contains(out, "msg=\"bootstrap: ") {
-			t.Errorf("on a terminal the command logged its progress instead of drawing it")
-		}
+	}
+	if strings.Contains(out, "msg=\"bootstrap: ") {
+		t.Errorf("on a terminal the command logged its progress instead of drawing it")
 	}
 	if want := fmt.Sprintf("1 databases, %d tables, %d partitions, %d files", tables, tables*per, files); !strings.Contains(out, want) {
 		t.Errorf("the output lacks %q:\n%s", want, tail(out, 10))
@@ -400,19 +398,20 @@ func usePostgresSource(t *testing.T, p *pipeline, dsn string) {
 }
 
 // startOnTerminal runs `hivedr args...` with a pseudo-terminal as its
-// stdout and stderr, through script(1) when the machine has it (tty
-// true); otherwise as startHivedr does.
-func startOnTerminal(t *testing.T, name string, args ...string) (p *proc, tty bool) {
+// stdout and stderr, through script(1) (util-linux; Debian's bsdutils,
+// an essential package). A machine without it fails the test: the
+// terminal's progress bars would go unchecked.
+func startOnTerminal(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
 	sc, err := exec.LookPath("script")
 	if err != nil {
-		return startHivedr(t, name, args...), false
+		t.Fatalf("script(1), which gives %s a terminal, is not installed (Debian: bsdutils): %v", name, err)
 	}
 	line := shellQuote(hivedrBin(t))
 	for _, a := range args {
 		line += " " + shellQuote(a)
 	}
-	p = &proc{name: name, cmd: exec.Command(sc, "-qefc", line, "/dev/null"), out: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{name: name, cmd: exec.Command(sc, "-qefc", line, "/dev/null"), out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -424,7 +423,7 @@ func startOnTerminal(t *testing.T, name string, args ...string) (p *proc, tty bo
 			t.Logf("output of %s:\n%s", name, tail(p.out.String(), 60))
 		}
 	})
-	return p, true
+	return p
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -88,10 +88,18 @@ func (p *pipeline) editConfig(old, new string) {
 
 // withTailerMetrics makes the pipeline's tailer serve its metrics, and
 // returns their URL.
-func (p *pipeline) withTailerMetrics() string {
+func (p *pipeline) withTailerMetrics() string { p.t.Helper(); return p.withMetrics("copyd:") }
+
+// withCopydMetrics makes the pipeline's copy daemon serve its metrics,
+// and returns their URL (the same for a restarted daemon).
+func (p *pipeline) withCopydMetrics() string { p.t.Helper(); return p.withMetrics("  cm_roots:") }
+
+// withMetrics sets the empty metrics_addr the configuration's line next
+// follows to a free port, and returns the metrics' URL.
+func (p *pipeline) withMetrics(next string) string {
 	p.t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(p.t))
-	p.editConfig("  metrics_addr: \"\"\ncopyd:", "  metrics_addr: \""+addr+"\"\ncopyd:")
+	p.editConfig("  metrics_addr: \"\"\n"+next, "  metrics_addr: \""+addr+"\"\n"+next)
 	return "http://" + addr + "/metrics"
 }
 

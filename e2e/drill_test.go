@@ -49,8 +49,10 @@ func scratchDatabases(t *testing.T, p *pipelineTest, c *hms.Client, prefix, sour
 // both sites. Afterwards production is as before: a dry-run failover of
 // the whole policy passes (the drills' databases left out), status and
 // verify of the policy are clean, the forward applier has no halt and is
-// ready. Then `drill -dry-run` passes on a replicated database, and a
-// drill without a reverse pipeline is INCOMPLETE, not PASSED.
+// ready. Then `drill -dry-run` passes on a replicated database, a drill
+// without a reverse pipeline is INCOMPLETE, not PASSED, and `drill
+// -dry-run` of a database with a partition dropped on DR fails (exit 1)
+// at its verify step and changes nothing.
 func TestDrill(t *testing.T) {
 	u := uniq(t)
 	db1, db2 := "dr_sales_"+u, "dr_crm_"+u
@@ -186,6 +188,47 @@ func TestDrill(t *testing.T) {
 	}
 	if got := scratchDatabases(t, p, p.dr, prefix, source); len(got) > 0 {
 		t.Errorf("the incomplete drill left %v on DR", got)
+	}
+
+	// A database that is not ready: a partition dropped on DR behind the
+	// applier's back. The dry run fails at its verify step, naming the
+	// partition, exits 1, and changes nothing (the partition stays
+	// missing, the DR database's parameters stay as they were).
+	if _, err := p.dr.DropPartition(p.ctx, db1, "orders", []string{"2026-12-01"}, false); err != nil {
+		t.Fatal(err)
+	}
+	before, _ = p.dr.GetDatabase(p.ctx, db1)
+	partsBefore, err := p.dr.GetPartitionNames(p.ctx, db1, "orders", -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runTool(t, 2*time.Minute, "drill", "-config", p.conf, "-dry-run", "-db", db1, "-json")
+	var dry drill.Report
+	if err := json.Unmarshal([]byte(out), &dry); err != nil {
+		t.Fatalf("drill -dry-run -json exited %d: %v\n%s\n%s", code, err, out, errOut)
+	}
+	t.Logf("drill -dry-run of a database with a partition dropped on DR: exit %d, %s", code, dry.Verdict)
+	for _, s := range dry.Steps {
+		t.Logf("  %-24s %s (%s)", s.Name, s.Outcome, s.Detail)
+	}
+	if code != 1 || dry.OK || dry.Verdict != drill.Failed || len(dry.Steps) != 3 {
+		t.Fatalf("drill -dry-run exited %d, %s with %d steps; want 1, FAILED, 3 steps\n%s", code, dry.Verdict, len(dry.Steps), out)
+	}
+	for i, s := range dry.Steps {
+		if i < 2 && s.Outcome != "ok" {
+			t.Errorf("step %s: %s; want ok (only the verify is at fault)", s.Name, s.Outcome)
+		}
+	}
+	if v := dry.Steps[2]; v.Name != "verify a sample" || !strings.HasPrefix(v.Outcome, "failed: 1 diverged") ||
+		!strings.Contains(v.Outcome, db1+".orders partition dt=2026-12-01: missing on DR") {
+		t.Errorf("step %s: %s; want verify failed naming %s.orders partition dt=2026-12-01", v.Name, v.Outcome, db1)
+	}
+	after, _ = p.dr.GetDatabase(p.ctx, db1)
+	if fmt.Sprint(before.Parameters) != fmt.Sprint(after.Parameters) {
+		t.Errorf("the failing dry run changed the DR database: %v -> %v", before.Parameters, after.Parameters)
+	}
+	if partsAfter, err := p.dr.GetPartitionNames(p.ctx, db1, "orders", -1); err != nil || !slices.Equal(partsAfter, partsBefore) {
+		t.Errorf("the failing dry run changed the DR partitions: %v -> %v (%v)", partsBefore, partsAfter, err)
 	}
 }
 

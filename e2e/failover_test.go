@@ -221,18 +221,20 @@ func sourceEventTime(t *testing.T, ctx context.Context, src *hms.Client, id int6
 }
 
 // TestFailoverUnplanned: the tailer stops first (the primary site fails),
-// events keep landing in the source log (counted there, independently),
-// then the real source metastore of the shared stack is stopped and the
-// failover runs with its configuration unchanged. DR applies what Kafka
-// holds; the report says what it reflects and that the loss is unknown,
-// and its RPO in seconds is the failover time minus the source log's own
-// time of that event. The metastore comes back (at once, and in any case
-// at the test's end); the old primary's tailer too, whose late events the
-// applier refuses; failback counts the old primary's events past the
-// failover (the ones lost and the one written there after) as the
-// source log does, and the reverse pipeline's daemons carry it out: the
-// tables only the old primary has are dropped there, DR's table comes
-// back, and verify of the reverse pipeline is clean.
+// the test creates 3 tables in the source log (3 events it knows were
+// never published), then the real source metastore of the shared stack
+// is stopped and the failover runs with its configuration unchanged. DR
+// applies what Kafka holds; the report says what it reflects and that
+// the loss is unknown (the source is unreadable), and its RPO in seconds
+// is the failover time minus the source log's own time of that event.
+// The metastore comes back (at once, and in any case at the test's end);
+// the old primary's tailer too, whose late event (one table the test
+// creates) the applier refuses. Failback reads the old primary's log and
+// splits it at the failover: exactly the test's 3 lost events, recorded
+// on the DR database as its RPO in events, and the 1 written after. The
+// reverse pipeline's daemons carry it out: the tables only the old
+// primary has are dropped there, DR's table comes back, and verify of the
+// reverse pipeline is clean.
 func TestFailoverUnplanned(t *testing.T) {
 	u := uniq(t)
 	db1, db2 := "fu_sales_"+u, "fu_crm_"+u
@@ -328,11 +330,13 @@ func TestFailoverUnplanned(t *testing.T) {
 	p.startTail()
 	writeAndRefuse(t, p, db1)
 
-	// The old primary readable again, failback counts what was lost (and
-	// the one table written there after the failover), as the source log
-	// says independently: the RPO in events, 3.
+	// The old primary readable again, failback splits its events after
+	// the one DR reflects at the failover: the test's own 3 lost (the
+	// tables it created after the tailer stopped) and its 1 late
+	// (late_on_source, created once the metastore was back), the RPO in
+	// events recorded on the DR database.
+	const lateTables = 1
 	p.tail.stop(t)
-	want := sourceEventsAfter(t, p.ctx, src, published, db1)
 	rev := reverseOf(t, p.pipeline, rep.Databases[0].DRLogHead, db1)
 	out, errOut, code := runTool(t, 2*time.Minute, "failback", "-config", p.conf, "-reverse-config", rev.conf, "-db", db1, "-json")
 	if code != 0 {
@@ -343,13 +347,26 @@ func TestFailoverUnplanned(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := back.Databases[0]
-	if b.SourceEvents != want || want != lostTables+1 {
-		t.Errorf("failback counted %d old-primary events after the failover's event %d; the source log has %d (want %d lost + 1 late)", b.SourceEvents, published, want, lostTables)
+	if b.LostEvents != lostTables || b.LateEvents != lateTables || b.SourceEvents != lostTables+lateTables {
+		t.Errorf("failback: %d lost and %d late of %d old-primary events after the failover's event %d; want the test's %d lost and %d late",
+			b.LostEvents, b.LateEvents, b.SourceEvents, published, lostTables, lateTables)
+	}
+	if b.RecordedLost != -1 || !b.RPORecorded {
+		t.Errorf("failback: the failover recorded %d lost, recorded now %v; want unknown, then recorded", b.RecordedLost, b.RPORecorded)
+	}
+	d, err := p.dr.GetDatabase(p.ctx, db1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Parameters[drparam.FailoverRPOEvents]; got != fmt.Sprint(lostTables) || d.Parameters[drparam.FailoverRPOCountedAt] == "" {
+		t.Errorf("DR database %s after failback: %s=%q, %s=%q; want %d and a time", db1, drparam.FailoverRPOEvents, got,
+			drparam.FailoverRPOCountedAt, d.Parameters[drparam.FailoverRPOCountedAt], lostTables)
 	}
 	if !slices.Equal(b.Moved, []string{"late_on_source", "lost_0", "lost_1", "lost_2", "written_on_dr"}) {
 		t.Errorf("failback moves %v, want the 4 tables only the old primary has and the one written on DR", b.Moved)
 	}
-	t.Logf("lost in the unplanned failover, counted at failback: %d events (%d lost, 1 late); moved %v", b.SourceEvents, lost, b.Moved)
+	t.Logf("lost in the unplanned failover, counted at failback: %d events (%d written after it); recorded %s=%s; moved %v",
+		b.LostEvents, b.LateEvents, drparam.FailoverRPOEvents, d.Parameters[drparam.FailoverRPOEvents], b.Moved)
 
 	// The reverse pipeline carries it out: the old primary's own tables
 	// are gone, DR's came back; verify of the reverse pipeline is clean.

@@ -62,6 +62,9 @@ type pipelineConf struct {
 	kafkaSecurity                     string
 	registry                          string
 	kerberos                          string
+	// copydExtra is more keys of the copyd section (YAML lines indented
+	// under copyd:).
+	copydExtra string
 }
 
 func newPipeline(t *testing.T, env *testenv.Env, dbs []string, start int64, opts ...func(*pipelineConf)) *pipeline {
@@ -90,7 +93,7 @@ func newPipeline(t *testing.T, env *testenv.Env, dbs []string, start int64, opts
 	}
 	y := strings.NewReplacer(
 		"$SRCFS", c.srcFilesystem, "$DRFS", c.filesystem, "$DRTARGET", c.target,
-		"$METASTOREPRINCIPAL", principal, "$KERBEROS", c.kerberos,
+		"$METASTOREPRINCIPAL", principal, "$KERBEROS", c.kerberos, "$COPYDEXTRA", c.copydExtra,
 		"$PREFIX", p.prefix, "$HMSSRC", env.Get(t, "HIVEDR_HMS_SRC"), "$HMSDR", env.Get(t, "HIVEDR_HMS_DR"),
 		"$BROKERS", strings.Join(env.KafkaBrokers(t), ","), "$REGISTRY", c.registry, "$KAFKASECURITY", c.kafkaSecurity,
 		"$START", fmt.Sprint(start), "$METRICS", p.metrics,
@@ -114,6 +117,8 @@ tailer:
   heartbeat_interval: 2s
   start_event_id: "$START"
   metrics_addr: ""
+  # Exit at once on CHAIN_BROKEN (TestTailerChainBroken tests the linger).
+  chain_broken_linger: 0s
 copyd:
   group: $PREFIX-copyd
   instance: $PREFIX
@@ -121,6 +126,7 @@ copyd:
   retries: 2
   metrics_addr: ""
   cm_roots: ["$SRC/cmroot/"]
+$COPYDEXTRA
 applier:
   group: $PREFIX-applier
   metastore: $HMSDR

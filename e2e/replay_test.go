@@ -64,7 +64,8 @@ func (p *pipeline) appliedEvents(db string) float64 {
 // whole); the restarted applier re-drives from there, every event again,
 // and verify is clean. Then, with the applier running, replay refuses
 // without -coordinate and, with it, the running applier seeks and
-// re-drives again, converging to the same state.
+// re-drives again, converging to the same state. Last, with the applier
+// stopped and the group moved back, -to-latest moves it to the end.
 func TestReplayFromEarlyEvent(t *testing.T) {
 	db := "rp_" + uniq(t)
 	p := startPipeline(t, 8*time.Minute, db)
@@ -153,17 +154,44 @@ func TestReplayFromEarlyEvent(t *testing.T) {
 		t.Errorf("verify after the coordinated re-drive: exit %d, %d findings; want 0 and none\n%s", v.code, len(v.findings), v.raw)
 	}
 
-	// -to-latest on a caught-up, stopped group: the end.
+	// -to-latest, with the applier stopped and the group moved back to
+	// the early event: it must move the committed offset forward to the
+	// topic's end, and say so. The tailer's heartbeats may still land
+	// meanwhile, so the end is bracketed by reads before and after.
 	p.apply.stop(t)
-	if out, code := p.runReplay("-db", db, "-to-latest"); code != 0 {
+	if out, code := p.runReplay("-db", db, "-from-event", fmt.Sprint(early)); code != 0 {
+		t.Fatalf("replay -from-event exit %d:\n%s", code, out)
+	}
+	endOf := func() int64 {
+		t.Helper()
+		ends, err := p.env.KafkaAdmin(t).ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := ends.Lookup(topic, 0)
+		return e.Offset
+	}
+	back, endBefore := p.committed(topic), endOf()
+	if back != want || back >= endBefore {
+		t.Fatalf("committed offset %d before -to-latest, want %d, below the end %d", back, want, endBefore)
+	}
+	out, code = p.runReplay("-db", db, "-to-latest")
+	if code != 0 {
 		t.Fatalf("replay -to-latest exit %d:\n%s", code, out)
 	}
-	ends, err := p.env.KafkaAdmin(t).ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
+	t.Logf("replay -to-latest: %s", strings.TrimSpace(out))
+	moved, endAfter := p.committed(topic), endOf()
+	if moved < endBefore || moved > endAfter {
+		t.Errorf("committed offset %d after -to-latest (was %d), want the end (%d..%d)", moved, back, endBefore, endAfter)
 	}
-	if e, _ := ends.Lookup(topic, 0); p.committed(topic) != e.Offset {
-		t.Errorf("committed offset %d after -to-latest, want the end %d", p.committed(topic), e.Offset)
+	for _, say := range []string{
+		fmt.Sprintf("committed offset %d, moving to %d: the end of the topic", back, moved),
+		fmt.Sprintf("moving forward past %d records not applied yet", moved-back),
+		fmt.Sprintf("committed offset %d for group %s", moved, p.prefix+"-applier"),
+	} {
+		if !strings.Contains(out, say) {
+			t.Errorf("replay -to-latest does not say %q:\n%s", say, out)
+		}
 	}
 }
 

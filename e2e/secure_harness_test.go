@@ -220,8 +220,8 @@ func (p *securePipeline) grantACLs() {
 				case kafka.ResourceGroup:
 					b.Groups(a.Name)
 				case kafka.ResourceTransactionalID:
-					if a.Name == kafka.CopydTransactionalIDPrefix {
-						continue // shared by every pipeline's copy daemons
+					if a.Name == (kafka.Topics{Prefix: "hivedr"}).CopydTransactionalIDPrefix() {
+						continue // the stack's own grant for the default names
 					}
 					b.TransactionalIDs(a.Name)
 				}

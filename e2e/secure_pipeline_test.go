@@ -17,6 +17,7 @@ import (
 	"github.com/hivedr/hivedr/internal/failover"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/internal/testenv"
 )
 
@@ -30,7 +31,16 @@ import (
 // COMPOSITE-CRC checked through SPNEGO WebHDFS and the DataNodes'
 // SASL-protected OP_BLOCK_CHECKSUM; hivedr-applier writes the kerberized
 // DR metastore), the registry over mutual TLS with basic auth. The DR
-// metastore and files converge with the source's. Then, as the operator
+// metastore and files converge with the source's, and with
+// copyd.preserve on over a restricted warehouse (restrictedFS: owners,
+// groups and modes of their own on every file and directory, mtimes with
+// milliseconds), every DR file keeps its source file's owner, group
+// (mapped), mode and mtime, and every directory above it its source
+// directory's owner, group and mode (checkDRMetadata). Keeping owners
+// needs the DR cluster's superuser, which copyd's own principal is not
+// (TestSecureFileMetadataKerberos checks that it is refused), so copyd
+// logs in here as hivedr-test, the stack's principal in the HDFS
+// superuser group; its Kafka identity stays copyd's. Then, as the operator
 // (SCRAM user operator, principal hivedr-operator): `hivedr status` and
 // `hivedr verify` report it caught up and clean; `hivedr bootstrap`
 // (followed to its end), `hivedr replay -coordinate`, `hivedr cat`,
@@ -50,10 +60,22 @@ func TestSecurePipeline(t *testing.T) {
 	ctx := ctxFor(t, 15*time.Minute)
 	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
 	srcFS, drFS := pipelineFS(t, env)
-	p := newSecurePipeline(t, env, []string{db1, db2}, currentEventID(t, ctx, src))
+	p := newSecurePipeline(t, env, []string{db1, db2}, currentEventID(t, ctx, src),
+		func(c *pipelineConf) { c.copydExtra = preserveConf })
+	p.roleEnv["copyd"] = append(p.roleEnv["copyd"], krbAs(env, t, testenv.TestPrincipal, env.Keytab(t, testenv.TestPrincipal))...)
 	started := time.Now()
 	p.startAll()
-	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	root := location.MustParse(env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	w := wl.NewSource(src, restrictedFS{HDFS: srcFS, root: root}, root.String())
+	srcAdmin, drAdmin := env.HDFS(t, testenv.Source), env.HDFS(t, testenv.DR)
+	metadataKept := func(when string) {
+		t.Helper()
+		files, dirs := checkDRMetadata(t, srcAdmin, drAdmin, root.Path, []string{db1, db2})
+		if files == 0 || dirs == 0 {
+			t.Fatalf("%s: compared the metadata of %d DR files and %d directories; want some of each", when, files, dirs)
+		}
+		t.Logf("%s: %d DR files and %d directories keep their source's owner, group, mode (and files' mtime)", when, files, dirs)
+	}
 	for _, st := range scenario(db1, db2) {
 		if err := st.run(ctx, w); err != nil {
 			t.Fatalf("workload step %q: %v", st.name, err)
@@ -62,6 +84,7 @@ func TestSecurePipeline(t *testing.T) {
 	p.converge(ctx, src, dr, srcFS, drFS, 4*time.Minute)
 	eventually(t, 2*time.Minute, "applier group committed to the end of the event topics", func() bool { return p.caughtUp(ctx) })
 	t.Logf("converged %s after the daemons started", time.Since(started).Round(time.Second))
+	metadataKept("after the scenario")
 
 	// The operator's tools, as the operator.
 	out := waitStatus(t, p.pipeline, 2*time.Minute, 0, "-config", p.conf, "-db", db1+","+db2)
@@ -136,6 +159,7 @@ func TestSecurePipeline(t *testing.T) {
 	}
 	p.converge(ctx, src, dr, srcFS, drFS, 3*time.Minute)
 	t.Logf("converged again %s after the daemons started (role tickets last %s)", time.Since(started).Round(time.Second), maxLife)
+	metadataKept("after the tickets' lifetime")
 
 	p.daemonsPrintedNoSecret()
 	if !strings.Contains(p.tail.out.String(), "resuming") && !strings.Contains(p.tail.out.String(), "no checkpoint") {
@@ -153,7 +177,12 @@ func TestSecurePipeline(t *testing.T) {
 // start, before any topic, metastore or file is touched (exit 2): an
 // applier whose keytab belongs to another principal; one whose keytab
 // holds a stale key; a copyd whose principal the KDC does not know; none
-// prints key material. The applier and copyd groups' offsets, the topics'
+// prints key material. The kerberized DR metastore refuses an applier
+// whose file has no kerberos section and no metastore principal (HDFS as
+// a plain user): the applier keeps retrying, as it does while a metastore
+// is away, and its log says that the metastore requires Kerberos and
+// which keys to set, where it used to say only EOF; the test stops it once
+// it has said so. The applier and copyd groups' offsets, the topics'
 // ends and the DR metastore and files are as before each; then the three
 // daemons as their own roles finish the work and the DR converges:
 // nothing was lost.
@@ -239,39 +268,69 @@ func TestSecureRefusals(t *testing.T) {
 		p.secrets[fmt.Sprintf("key %d of the stale keytab", i)] = k
 	}
 	as := func(role string, change ...string) []string { return append(roleEnv(env, t, role), change...) }
+	noKrb := noKerberosConf(t, p.conf)
 	for _, c := range []struct {
 		name, daemon string
 		env          []string
 		code         int
 		want         []string // in the output, all of them
+		conf         string   // default p.conf
+		runs         bool     // it retries: stopped once its output says all of want
 	}{
 		{"wrong SCRAM password", "apply", as(roleApplier, "HIVEDR_KAFKA_PASSWORD_FILE="+wrong), 1,
-			[]string{"SASL_AUTHENTICATION_FAILED", `SCRAM-SHA-512 user "applier"`}},
+			[]string{"SASL_AUTHENTICATION_FAILED", `SCRAM-SHA-512 user "applier"`}, "", false},
 		{"applier as copyd's user", "apply", as(roleApplier, kafkaAs(env, t, roleCopyd)...), 1,
-			[]string{"AUTHORIZATION_FAILED", `user "copyd"`}},
+			[]string{"AUTHORIZATION_FAILED", `user "copyd"`}, "", false},
 		{"copyd as the applier's user", "copyd", as(roleCopyd, kafkaAs(env, t, roleApplier)...), 1,
-			[]string{"TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "hivedr-copyd-" + p.prefix, `user "applier"`}},
+			[]string{"TRANSACTIONAL_ID_AUTHORIZATION_FAILED", kafka.Topics{Prefix: p.prefix}.CopydTransactionalID(p.prefix), `user "applier"`}, "", false},
 		{"tailer as the operator", "tail", as(roleTailer, kafkaAs(env, t, roleOperator)...), 1,
-			[]string{"TOPIC_AUTHORIZATION_FAILED", `user "operator"`}},
+			[]string{"TOPIC_AUTHORIZATION_FAILED", `user "operator"`}, "", false},
 		{"applier with the tailer's keytab", "apply", as(roleApplier, "HIVEDR_KEYTAB="+env.Keytab(t, testenv.TailerPrincipal)), 2,
-			[]string{applierP, "has no key for it", tailerP}},
+			[]string{applierP, "has no key for it", tailerP}, "", false},
 		{"applier with a stale keytab", "apply", as(roleApplier, "HIVEDR_KEYTAB="+staleKeytab), 2,
-			[]string{applierP, staleKeytab, "keytab incorrect"}},
+			[]string{applierP, staleKeytab, "keytab incorrect"}, "", false},
 		{"copyd as an unknown principal", "copyd", as(roleCopyd, krbAs(env, t, "hivedr-nobody", unknownKeytab)...), 2,
-			[]string{"hivedr-nobody@" + realm, "PRINCIPAL_UNKNOWN"}},
+			[]string{"hivedr-nobody@" + realm, "PRINCIPAL_UNKNOWN"}, "", false},
+		{"applier without kerberos", "apply", as(roleApplier), 0,
+			[]string{"hive metastore " + env.Get(t, "HIVEDR_HMS_DR"), "Kerberos (metastore.sasl.enabled)",
+				"set applier.metastore_principal", "kerberos section"}, noKrb, true},
 	} {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
-			args := []string{c.daemon, "-config", p.conf}
+			conf := p.conf
+			if c.conf != "" {
+				conf = c.conf
+			}
+			args := []string{c.daemon, "-config", conf}
 			if c.daemon != "tail" {
 				args = append(args, "-state-dir", filepath.Join(t.TempDir(), c.daemon))
 			}
 			start := time.Now()
 			pr := startHivedrEnv(t, c.daemon, c.env, args...)
-			if code := pr.wait(t, 2*time.Minute); code != c.code {
+			// slog's text quotes the error, escaping its quotes.
+			output := func() string { return strings.ReplaceAll(pr.out.String(), `\"`, `"`) }
+			if c.runs {
+				poll(t, 2*time.Minute, 200*time.Millisecond, "hivedr "+c.daemon+" to say why it is refused", func() bool {
+					if pr.exited() {
+						t.Fatalf("hivedr %s exited:\n%s", c.daemon, tail(pr.out.String(), 30))
+					}
+					for _, w := range c.want {
+						if !strings.Contains(output(), w) {
+							return false
+						}
+					}
+					return true
+				})
+				pr.stop(t)
+				for _, line := range strings.Split(output(), "\n") {
+					if strings.Contains(line, c.want[0]) {
+						t.Logf("hivedr %s said: %s", c.daemon, line)
+						break
+					}
+				}
+			} else if code := pr.wait(t, 2*time.Minute); code != c.code {
 				t.Fatalf("hivedr %s exited %d, want %d:\n%s", c.daemon, code, c.code, tail(pr.out.String(), 30))
 			}
-			// slog's text quotes the error, escaping its quotes.
-			out := strings.ReplaceAll(pr.out.String(), `\"`, `"`)
+			out := output()
 			for _, w := range c.want {
 				if !strings.Contains(out, w) {
 					t.Errorf("hivedr %s's error does not say %q:\n%s", c.daemon, w, tail(out, 15))
@@ -367,4 +426,25 @@ func groupOffsets(t *testing.T, ctx context.Context, adm *kadm.Client, group str
 	})
 	slices.Sort(parts)
 	return strings.Join(parts, " ")
+}
+
+// noKerberosConf writes a copy of the secured pipeline's file conf with
+// no Kerberos at all: no kerberos section, no metastore principals, and
+// both HDFS clusters as the plain user hivedr (a file written for an
+// unsecured cluster).
+func noKerberosConf(t *testing.T, conf string) string {
+	t.Helper()
+	b, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := regexp.MustCompile(`(?m)^kerberos:\n(?:  .*\n?)*`).ReplaceAllString(string(b), "")
+	y = regexp.MustCompile(`(?m)^ *metastore_principal: .*\n`).ReplaceAllString(y, "")
+	y = regexp.MustCompile(`namenode_principal: [^,]+, http_principal: [^,]+,`).ReplaceAllString(y, "user: hivedr,")
+	for _, gone := range []string{"kerberos:", "metastore_principal", "namenode_principal", "${HIVEDR_PRINCIPAL}"} {
+		if strings.Contains(y, gone) {
+			t.Fatalf("the file without Kerberos still says %q:\n%s", gone, y)
+		}
+	}
+	return writeFile(t, "no-kerberos.yaml", y)
 }

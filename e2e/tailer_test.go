@@ -3,11 +3,13 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -290,16 +292,21 @@ func firstDiff(a, b []int64) int {
 
 // TestTailerChainBroken deletes events past the tailer's checkpoint while it
 // is stopped, as the metastore's cleaner does to a log left behind too long.
-// The tailer must exit with CHAIN_BROKEN naming the expected and found IDs,
-// and publish nothing after the gap.
+// The tailer must stop with CHAIN_BROKEN naming the expected and found IDs,
+// and publish nothing after the gap. Before it exits 3 it lingers
+// (tailer.chain_broken_linger, here 10m) serving its metrics, so a scrape
+// reads hivedr_tailer_state{state="CHAIN_BROKEN"} 1 (the HivedrChainBroken
+// alert), /readyz fails "running" and /healthz answers; a SIGTERM ends the
+// linger at once, still with exit code 3.
 func TestTailerChainBroken(t *testing.T) {
 	env := testenv.Require(t)
 	s := serde(t, env)
 	log := newSynthLog(t, env)
 	rows := capturedRows(t)
 	_, first := log.append(t, rows)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	conf := tailerConf{prefix: "t" + uniq(t), source: "gap", kind: "postgres", postgres: log.DSN,
-		databases: "    - {name: cap_sales}\n    - {name: cap_archive}"}
+		databases: "    - {name: cap_sales}\n    - {name: cap_archive}", metricsAddr: addr}
 	cfg := conf.write(t, env)
 	p := startHivedr(t, "tailer", "tail", "-config", cfg)
 	waitCheckpoint(t, env, s, conf, first, p, 2*time.Minute)
@@ -307,9 +314,29 @@ func TestTailerChainBroken(t *testing.T) {
 
 	from, to := log.append(t, rows)
 	log.purge(t, from, from+4)
-	p = startHivedr(t, "tailer after purge", "tail", "-config", cfg)
+	p = startHivedr(t, "tailer after purge", "tail", "-config", cfg, "-chain-broken-linger", "10m")
+	// The linger starts once the CHAIN_BROKEN checkpoint is written and the
+	// tailer has stopped: a SIGTERM before it would interrupt that write.
+	poll(t, 2*time.Minute, 200*time.Millisecond, "the tailer lingering on CHAIN_BROKEN", func() bool {
+		if p.exited() {
+			t.Fatalf("the tailer exited before lingering on CHAIN_BROKEN:\n%s", tail(p.out.String(), 20))
+		}
+		return strings.Contains(p.out.String(), "CHAIN_BROKEN: serving metrics and probes before exiting 3")
+	})
+	m, ok := scrape("http://" + addr + "/metrics")
+	if !ok || m[`hivedr_tailer_state{state="CHAIN_BROKEN"}`] != 1 || m[`hivedr_tailer_state{state="RUNNING"}`] != 0 {
+		t.Errorf("/metrics of the lingering tailer (answered: %v): CHAIN_BROKEN %v RUNNING %v, want 1 and 0", ok,
+			m[`hivedr_tailer_state{state="CHAIN_BROKEN"}`], m[`hivedr_tailer_state{state="RUNNING"}`])
+	}
+	if code, body := probe(addr, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "fail running: state is CHAIN_BROKEN, want RUNNING") {
+		t.Errorf("/readyz of the lingering tailer: %d %q, want 503 failing running", code, body)
+	}
+	if code, body := probe(addr, "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz of the lingering tailer: %d %q, want 200", code, body)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(t, 2*time.Minute); code != 3 {
-		t.Fatalf("tailer exited %d after a purge, want 3 (CHAIN_BROKEN):\n%s", code, tail(p.out.String(), 20))
+		t.Fatalf("tailer exited %d after a purge and a SIGTERM in its linger, want 3 (CHAIN_BROKEN):\n%s", code, tail(p.out.String(), 20))
 	}
 	out := p.out.String()
 	for _, want := range []string{"CHAIN_BROKEN", fmt.Sprintf("expected event %d", from), fmt.Sprintf("event %d next", from+5), "bootstrap"} {

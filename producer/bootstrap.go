@@ -687,6 +687,7 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) (bool, error) {
 		case serr != nil:
 			return false, serr
 		}
+		t.noteTableRead(b, name)
 		if !started {
 			if ready, err := pg.acidTable(ctx, tb, now); err != nil || !ready {
 				if err != nil {
@@ -835,6 +836,7 @@ func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Ta
 	case serr != nil:
 		return false, serr
 	}
+	t.m.partitionsRead.WithLabelValues(db).Add(float64(len(parts)))
 	// Each partition's files from the snapshot holding its directory,
 	// unless the table changed since the snapshots were taken.
 	from := make([]*hdfsSnap, len(parts))
@@ -908,6 +910,7 @@ func (t *Tailer) partitionNames(ctx context.Context, b *schemas.BootstrapState, 
 		if err != nil {
 			return nil, false, err
 		}
+		t.m.partitionListings.WithLabelValues(b.Database).Inc()
 		c = partNames{table: table, after: b.DonePartition, names: names, more: more}
 		t.partNames[b.BootstrapID] = c
 	}

@@ -86,7 +86,7 @@ func (s *MetastoreReader) TableWriteIDs(ctx context.Context, db, table string) (
 		all  map[string]acid.WriteIDs
 	)
 	err := s.call(ctx, "get_valid_write_ids "+name, func(c *hms.Client) (err error) {
-		txns, all, err = acid.ReadSnapshot(ctx, c, []string{name})
+		all, txns, err = acid.ReadState(ctx, c, []string{name})
 		return err
 	})
 	if err != nil {
@@ -253,7 +253,10 @@ func (pg *snapPage) acidView(tb *schemas.Table) *acidView {
 // keeping the files a reader with v's state reads (acidFiles).
 func (pg *snapPage) listACID(ctx context.Context, tb *schemas.Table, dir string, v *acidView) ([]schemas.FileRef, int64, []schemas.EventError, error) {
 	b := pg.b
-	files, sizes, e, err := pg.t.lister.listDirSizes(ctx, dir, "bootstrap "+b.BootstrapID, "db", b.Database, "table", tb.Name)
+	// A compactor's metadata file is kept beside the data: DR's readers
+	// need it to read a compacted base as one.
+	keepACID := func(rel string) bool { return dataFile(rel) || acid.IsMetadata(rel) }
+	files, sizes, e, err := pg.t.lister.listDirKeepSizes(ctx, dir, "bootstrap "+b.BootstrapID, keepACID, "db", b.Database, "table", tb.Name)
 	if err != nil || e != nil {
 		var errs []schemas.EventError
 		if e != nil {
@@ -287,6 +290,7 @@ func acidFiles(dir string, files []schemas.FileRef, v *acidView) ([]bool, error)
 	}
 	tops := make([]string, len(files)) // the ACID directory of each file, or ""
 	dirs := map[string]bool{}
+	var rels []string
 	for i, f := range files {
 		l, err := location.Parse(f.URI)
 		if err != nil {
@@ -299,10 +303,12 @@ func acidFiles(dir string, files []schemas.FileRef, v *acidView) ([]bool, error)
 		top, _, nested := strings.Cut(rel, "/")
 		if _, isACID := acid.ParseDir(top); nested && isACID {
 			tops[i], dirs[top] = top, true
+			rels = append(rels, rel)
 		}
 	}
 	visible := map[string]bool{}
-	for _, n := range acid.VisibleIn(slices.Sorted(maps.Keys(dirs)), v.w, v.txns) {
+	view := acid.View{Txns: v.txns, Compacted: acid.Compacted(rels)}
+	for _, n := range acid.VisibleIn(slices.Sorted(maps.Keys(dirs)), v.w, view) {
 		visible[n] = true
 	}
 	keep := make([]bool, len(files))

@@ -83,7 +83,7 @@ type acidFixture struct {
 
 func newAcidFixture(t *testing.T) *acidFixture {
 	f := &acidFixture{bootFixture: newBootFixture(t), clock: time.Unix(1_800_000_000, 0)}
-	f.acid = &acidSnaps{memSnaps: f.snaps, states: map[string]acid.WriteIDs{}, reads: map[string]int{}, txns: acid.NewTxns(1000)}
+	f.acid = &acidSnaps{memSnaps: f.snaps, states: map[string]acid.WriteIDs{}, reads: map[string]int{}, txns: acid.Txns{HighWaterMark: 1000}}
 	return f
 }
 
@@ -154,7 +154,7 @@ func TestBootstrapACIDVisibleFiles(t *testing.T) {
 	f.snaps.addTable(acidThriftTable("sales", "orders"), 0)
 	f.snaps.addTable(acidThriftTable("sales", "events", "ds"), 2)
 	f.snaps.addTable(thriftTable("sales", "plain"), 0)
-	f.acid.txns = acid.NewTxns(120, 99)
+	f.acid.txns = acid.Txns{HighWaterMark: 120, Invalid: []int64{99}}
 	f.acid.set("sales.orders", acid.WriteIDs{HighWaterMark: 3, Aborted: []int64{2}})
 	f.acid.set("sales.events", acid.WriteIDs{HighWaterMark: 3, Aborted: []int64{2}})
 	f.src.add("sales", schemas.EventCreateDatabase)

@@ -555,6 +555,12 @@ func TestBootstrapResumesAfterCrash(t *testing.T) {
 	if n := tl2.m.RelistedTables(); n != 1 {
 		t.Errorf("%d tables' partitions listed again after the restart, want 1 (d)", n)
 	}
+	// What the new tailer read from the metastore: d (in progress) and e,
+	// the partitions of d not yet published, d's names once.
+	if tables, parts, listings := tl2.m.BootstrapReads("sales"); tables != 2 || parts != 12-done.PartitionsDone || listings != 1 {
+		t.Errorf("after the restart: %d tables, %d partitions, %d listings read; want 2 (d, e), %d, 1",
+			tables, parts, listings, 12-done.PartitionsDone)
+	}
 	recs := f.topic(t, "sales")
 	checkSnapshot(t, recs, 1, 5, 12)
 	if got := describe(recs); got != "1 B T:a T:b T:c T:d P:d*12 T:e E" {

@@ -78,6 +78,8 @@ var decodeKnownEventTypes = map[schemas.EventType]decodeFunc{
 	schemas.EventAcidWrite:      decodeAcidWrite,
 	schemas.EventBatchAcidWrite: decodeAcidWrite,
 
+	schemas.EventCommitCompaction: decodeCommitCompaction,
+
 	schemas.EventUpdateTableColStat:     decodeUpdateTableColStat,
 	schemas.EventDeleteTableColStat:     decodeDeleteTableColStat,
 	schemas.EventUpdatePartitionColStat: decodeUpdatePartitionColStat,
@@ -86,7 +88,6 @@ var decodeKnownEventTypes = map[schemas.EventType]decodeFunc{
 	// Known, not modelled: they change nothing hivedr replicates (or
 	// nothing it replicates yet), so they carry only the raw message.
 	schemas.EventUpdatePartitionColStatBatch: nil,
-	schemas.EventCommitCompaction:            nil,
 	schemas.EventReload:                      nil,
 	schemas.EventCreateFunction:              nil,
 	schemas.EventDropFunction:                nil,
@@ -861,6 +862,42 @@ func decodeAllocWriteID(d *decoder, msg []byte) error {
 	}
 	d.addDatabase(a.Database)
 	d.ev.Payload = a
+	return nil
+}
+
+type decodeCompactionMsg struct {
+	TxnID        *int64 `json:"txnid"`
+	CompactionID int64  `json:"compactionId"`
+	Type         string `json:"type"`
+	DBName       string `json:"dbname"`
+	TableName    string `json:"tableName"`
+	PartName     string `json:"partName"`
+}
+
+// decodeCommitCompaction reads a compaction's commit: which table or
+// partition the compactor's transaction compacted. The message names no
+// directory and no file; the tailer reads them (compactions.go).
+func decodeCommitCompaction(d *decoder, msg []byte) error {
+	var m decodeCompactionMsg
+	if err := decodeJSON(msg, &m); err != nil {
+		return err
+	}
+	if m.TxnID == nil {
+		return errors.New("no txnid")
+	}
+	c := &schemas.Compaction{TxnID: *m.TxnID, CompactionID: m.CompactionID, Type: m.Type,
+		Database: m.DBName, Table: m.TableName, Partition: m.PartName}
+	if c.Database == "" {
+		c.Database = d.raw.Database
+	}
+	if c.Table == "" {
+		c.Table = d.raw.Table
+	}
+	if c.Database == "" || c.Table == "" {
+		return errors.New("no dbname or tableName")
+	}
+	d.addDatabase(c.Database)
+	d.ev.Payload = c
 	return nil
 }
 

@@ -711,11 +711,13 @@ func BenchmarkDecodeParallel(b *testing.B) {
 
 // TestDecodeAcidFixtures decodes the transactional events captured from the
 // stack's metastore (capture -acid): a commit of three writes in two
-// databases (one into a partition), an abort, a commit of a base, and the
-// CREATE_TABLE and ADD_PARTITION of transactional tables, whose listed
-// files are left to the commits.
+// databases (one into a partition), an abort, a commit of a base, a major
+// compaction (the compactor's commit, which names no write, and its
+// COMMIT_COMPACTION), and the CREATE_TABLE and ADD_PARTITION of
+// transactional tables, whose listed files are left to the commits.
 func TestDecodeAcidFixtures(t *testing.T) {
 	var commits []schemas.Event
+	var compactions []*schemas.Compaction
 	for _, fx := range loadFixtureDir(t, "acid") {
 		f, ev := fx.name, Decode(fx.raw)
 		if len(ev.Errors) > 0 {
@@ -723,7 +725,15 @@ func TestDecodeAcidFixtures(t *testing.T) {
 		}
 		switch ev.EventType {
 		case schemas.EventCommitTxn:
-			commits = append(commits, ev)
+			if txn := ev.Payload.(*schemas.Transaction); len(txn.WriteIDs) > 0 {
+				commits = append(commits, ev)
+			}
+		case schemas.EventCommitCompaction:
+			c, ok := ev.Payload.(*schemas.Compaction)
+			if !ok || len(ev.Files) > 0 || !slices.Equal(ev.Databases, []string{"cap_acid"}) {
+				t.Fatalf("%s: payload %+v, files %+v, databases %v", f, ev.Payload, ev.Files, ev.Databases)
+			}
+			compactions = append(compactions, c)
 		case schemas.EventCreateTable, schemas.EventAddPartition:
 			if len(ev.Files) > 0 {
 				t.Errorf("%s: files %+v of a transactional table", f, ev.Files)
@@ -735,7 +745,11 @@ func TestDecodeAcidFixtures(t *testing.T) {
 		}
 	}
 	if len(commits) != 2 {
-		t.Fatalf("%d commits captured, want 2", len(commits))
+		t.Fatalf("%d commits with writes captured, want 2", len(commits))
+	}
+	if len(compactions) != 1 || compactions[0].Type != "MAJOR" || compactions[0].Table != "events" || compactions[0].Partition != "dt=2024-01-01" ||
+		compactions[0].TxnID == 0 || compactions[0].CompactionID == 0 {
+		t.Errorf("compactions %+v, want the major compaction of cap_acid.events dt=2024-01-01", compactions)
 	}
 	c := commits[0].Payload.(*schemas.Transaction)
 	if !slices.Equal(commits[0].Databases, []string{"cap_acid", "cap_acid_other"}) || len(c.WriteIDs) != 3 || len(commits[0].Files) != 3 {

@@ -113,6 +113,9 @@ func (l *lister) list(ctx context.Context, ev *schemas.Event) ([]schemas.FileRef
 		files []schemas.FileRef
 		errs  []schemas.EventError
 	)
+	if c, ok := ev.Payload.(*schemas.Compaction); ok {
+		return l.listCompaction(ctx, ev, c)
+	}
 	for _, dir := range listDirs(ev) {
 		found, _, e, err := l.listDir(ctx, dir, fmt.Sprintf("event %d %s", ev.EventID, ev.EventType), "databases", ev.Databases)
 		if err != nil {
@@ -132,16 +135,36 @@ func (l *lister) list(ctx context.Context, ev *schemas.Event) ([]schemas.FileRef
 // and their total size, or the error entry the record carries instead.
 // The error is ctx's only.
 func (l *lister) listDir(ctx context.Context, dir, what string, attrs ...any) ([]schemas.FileRef, int64, *schemas.EventError, error) {
-	found, sizes, e, err := l.listDirSizes(ctx, dir, what, attrs...)
-	var size int64
-	for _, n := range sizes {
-		size += n
+	found, sizes, e, err := l.listDirKeepSizes(ctx, dir, what, dataFile, attrs...)
+	return found, total(sizes), e, err
+}
+
+// dataFile keeps what is not hidden (a name below the directory starting
+// with . or _): the files a reader of the directory reads.
+func dataFile(rel string) bool { return !location.Hidden(rel) }
+
+func total(sizes []int64) int64 {
+	var n int64
+	for _, s := range sizes {
+		n += s
 	}
-	return found, size, e, err
+	return n
 }
 
 // listDirSizes is listDir with each file's size (sizes[i] is found[i]'s).
 func (l *lister) listDirSizes(ctx context.Context, dir, what string, attrs ...any) ([]schemas.FileRef, []int64, *schemas.EventError, error) {
+	return l.listDirKeepSizes(ctx, dir, what, dataFile, attrs...)
+}
+
+// listDirKeep is listDir keeping the files whose path below dir keep
+// accepts.
+func (l *lister) listDirKeep(ctx context.Context, dir, what string, keep func(rel string) bool, attrs ...any) ([]schemas.FileRef, int64, *schemas.EventError, error) {
+	found, sizes, e, err := l.listDirKeepSizes(ctx, dir, what, keep, attrs...)
+	return found, total(sizes), e, err
+}
+
+// listDirKeepSizes is listDirKeep with each file's size.
+func (l *lister) listDirKeepSizes(ctx context.Context, dir, what string, keep func(rel string) bool, attrs ...any) ([]schemas.FileRef, []int64, *schemas.EventError, error) {
 	d, err := l.pol.CheckSourceRoot(dir)
 	if err != nil {
 		return nil, nil, &schemas.EventError{Kind: schemas.ErrPathOutsideRoots, Path: dir,
@@ -153,7 +176,7 @@ func (l *lister) listDirSizes(ctx context.Context, dir, what string, attrs ...an
 	)
 	start := l.now()
 	for attempt, wait := 1, listBackoffFirst; ; attempt, wait = attempt+1, min(2*wait, listBackoffMax) {
-		found, sizes, err = l.walk(ctx, dir, d)
+		found, sizes, err = l.walk(ctx, dir, d, keep)
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
 			return found, sizes, nil, nil
 		}
@@ -180,9 +203,9 @@ func (l *lister) listDirSizes(ctx context.Context, dir, what string, attrs ...an
 // directory asked for: a store fault no retry mends.
 var errStrayed = errors.New("the listing strayed outside the directory")
 
-// walk lists the data files under dir (d: its canonical form) once, and
-// their sizes.
-func (l *lister) walk(ctx context.Context, dir string, d location.Location) ([]schemas.FileRef, []int64, error) {
+// walk lists the files under dir (d: its canonical form) that keep
+// accepts once, and their sizes.
+func (l *lister) walk(ctx context.Context, dir string, d location.Location, keep func(rel string) bool) ([]schemas.FileRef, []int64, error) {
 	var (
 		files []schemas.FileRef
 		sizes []int64
@@ -196,7 +219,7 @@ func (l *lister) walk(ctx context.Context, dir string, d location.Location) ([]s
 		if !ok || rel == "" {
 			return fmt.Errorf("%w: listed file %s is not under %s", errStrayed, loc, dir)
 		}
-		if location.Hidden(rel) {
+		if !keep(rel) {
 			return nil
 		}
 		files = append(files, schemas.FileRef{URI: loc})

@@ -29,6 +29,10 @@ type Metrics struct {
 	bootstraps       *prometheus.GaugeVec
 	relistedTables   prometheus.Counter
 	requestsSkipped  prometheus.Counter
+	// What bootstraps read from the source metastore (bootstrap_reads.go).
+	tablesRead        *prometheus.CounterVec
+	partitionsRead    *prometheus.CounterVec
+	partitionListings *prometheus.CounterVec
 	// HDFS snapshots of bootstraps (hdfssnap.go).
 	snapshotsHeld     prometheus.Gauge
 	snapshotsReleased prometheus.Counter
@@ -82,6 +86,15 @@ func NewMetrics() *Metrics {
 		requestsSkipped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hivedr_tailer_bootstrap_requests_skipped_total", Help: "Bootstrap requests on the control topic for another source.",
 		}),
+		tablesRead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hivedr_tailer_bootstrap_tables_read_total", Help: "Tables bootstraps read from the source metastore, by database: each table once per bootstrap and tailer process (the table in progress is read again on each of its pages; counted once).",
+		}, []string{"db"}),
+		partitionsRead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hivedr_tailer_bootstrap_partitions_read_total", Help: "Partitions bootstraps read from the source metastore, by database.",
+		}, []string{"db"}),
+		partitionListings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hivedr_tailer_bootstrap_partition_listings_total", Help: "Listings of a table's partition names (a window of up to 10,000 after the cursor) bootstraps asked of the source metastore, by database.",
+		}, []string{"db"}),
 		snapshotsHeld: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hivedr_tailer_bootstrap_snapshots_held", Help: "HDFS snapshots bootstraps took that wait for their copy tasks to complete.",
 		}),
@@ -101,7 +114,8 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.eventsRead, m.eventsPublished, m.eventsFiltered, m.tasksPublished,
 		m.errors, m.sourceHead, m.lastPublished, m.state, m.pollSeconds, m.produceSeconds,
-		m.bootstrapRecords, m.bootstraps, m.relistedTables, m.requestsSkipped, m.snapshotsHeld, m.snapshotsReleased,
+		m.bootstrapRecords, m.bootstraps, m.relistedTables, m.requestsSkipped, m.tablesRead, m.partitionsRead, m.partitionListings,
+		m.snapshotsHeld, m.snapshotsReleased,
 		m.openTxns, m.writesFetched} {
 		if err := reg.Register(c); err != nil {
 			return err

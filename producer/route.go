@@ -3,7 +3,9 @@ package producer
 import (
 	"fmt"
 	"sort"
+	"strings"
 
+	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -127,6 +129,9 @@ func (r *Routed) addTasks(from int, pol *config.Replication, id func(i int) stri
 			})
 			continue
 		}
+		if _, ok := ev.Payload.(*schemas.Compaction); ok {
+			target = compactionTarget(target, f.Subdir)
+		}
 		f.TaskID = id(i)
 		r.Tasks = append(r.Tasks, schemas.CopyTask{
 			TaskID: f.TaskID, EventID: ev.EventID, EventTime: ev.EventTime,
@@ -135,6 +140,19 @@ func (r *Routed) addTasks(from int, pol *config.Replication, id func(i int) stri
 			Checksum: f.Checksum, CMRoot: f.CMRoot, Subdir: f.Subdir,
 		})
 	}
+}
+
+// compactionTarget is where a file of a compaction's directory dir (its
+// name, e.g. base_0000005_v0000123) is copied on DR: under the directory's
+// hidden staging name, from which the applier publishes it whole once
+// every file is there (acid.StagingName).
+func compactionTarget(target, dir string) string {
+	seg := "/" + dir + "/"
+	i := strings.LastIndex(target, seg)
+	if dir == "" || i < 0 {
+		return target
+	}
+	return target[:i] + "/" + acid.StagingName(dir) + "/" + target[i+len(seg):]
 }
 
 // namedTables returns, per database, the table names an event touches: both
@@ -154,6 +172,8 @@ func namedTables(ev schemas.Event) map[string][]string {
 		for _, w := range p.WriteIDs {
 			m[w.Database] = append(m[w.Database], w.Table)
 		}
+	case *schemas.Compaction:
+		m[p.Database] = append(m[p.Database], p.Table)
 	}
 	if len(m) == 0 && ev.Table != "" && ev.Database != "" {
 		m[ev.Database] = []string{ev.Table}
@@ -173,6 +193,8 @@ func fileOwner(ev schemas.Event) (db, table string) {
 		if p.Table != nil {
 			return p.Table.Database, p.Table.Name
 		}
+	case *schemas.Compaction:
+		return p.Database, p.Table
 	}
 	return ev.Database, ev.Table
 }

@@ -96,6 +96,9 @@ type Tailer struct {
 	partNames    map[string]partNames // by bootstrap: the partitions of the table it is in
 	lastProgress time.Time            // when bootstraps' progress was last logged
 
+	// By bootstrap: the tables this process read (bootstrap_reads.go).
+	tablesRead map[string]map[string]bool
+
 	// HDFS snapshots of bootstraps (hdfssnap.go), committed with the
 	// checkpoint: those waiting for their copies, and where the count of
 	// completions stands.
@@ -598,8 +601,8 @@ type prepared struct {
 // prepare decodes, routes and encodes the copy tasks of evs on all cores,
 // results in the order of evs. Between decoding and routing, the
 // transaction events go through txns in log order (completeTxns), which
-// may read the source metastore; txns as the batch leaves it is
-// returned.
+// may read the source metastore, as do compactions (completeCompactions);
+// txns as the batch leaves it is returned.
 func (t *Tailer) prepare(ctx context.Context, evs []hmslog.RawEvent, txns *txnTable) ([]prepared, *txnTable, error) {
 	decoded := make([]schemas.Event, len(evs))
 	parallel(len(evs), func(i int) {
@@ -608,6 +611,9 @@ func (t *Tailer) prepare(ctx context.Context, evs []hmslog.RawEvent, txns *txnTa
 	})
 	txns, err := t.completeTxns(ctx, decoded, txns)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := t.completeCompactions(ctx, decoded); err != nil {
 		return nil, nil, err
 	}
 	out := make([]prepared, len(evs))

@@ -290,6 +290,7 @@ const (
 	payloadTransaction
 	payloadWriteIDAllocation
 	payloadColumnStats
+	payloadCompaction
 )
 
 func (w *avroWriter) payload(p Payload) error {
@@ -382,6 +383,20 @@ func (w *avroWriter) payload(p Payload) error {
 		w.strs(x.PartitionValues)
 		w.strs(x.Columns)
 		w.str(x.StatsJSON)
+	case *Compaction:
+		if x == nil {
+			w.long(payloadNull)
+			return nil
+		}
+		w.long(payloadCompaction)
+		w.long(x.TxnID)
+		w.long(x.CompactionID)
+		w.str(x.Type)
+		w.str(x.Database)
+		w.str(x.Table)
+		w.str(x.Partition)
+		w.str(x.Location)
+		w.strs(x.Dirs)
 	default:
 		return fmt.Errorf("payload of unknown Go type %T", p)
 	}

@@ -37,6 +37,7 @@ const (
 	branchTransaction       = "io.hivedr.Transaction"
 	branchWriteIDAllocation = "io.hivedr.WriteIdAllocation"
 	branchColumnStats       = "io.hivedr.ColumnStats"
+	branchCompaction        = "io.hivedr.Compaction"
 
 	nameDatabase  = "io.hivedr.Database"
 	nameTable     = "io.hivedr.Table"
@@ -348,6 +349,21 @@ func payloadToNative(p Payload) (any, error) {
 			"partition_values": stringsToNative(x.PartitionValues),
 			"columns":          stringsToNative(x.Columns),
 			"stats_json":       x.StatsJSON,
+		}
+	case *Compaction:
+		if x == nil {
+			return nil, nil
+		}
+		branch = branchCompaction
+		rec = map[string]any{
+			"txn_id":        x.TxnID,
+			"compaction_id": x.CompactionID,
+			"type":          x.Type,
+			"database":      x.Database,
+			"table":         x.Table,
+			"partition":     x.Partition,
+			"location":      x.Location,
+			"dirs":          stringsToNative(x.Dirs),
 		}
 	default:
 		return nil, fmt.Errorf("payload of unknown Go type %T", p)
@@ -1017,6 +1033,17 @@ func (d *decoder) payload(m map[string]any) Payload {
 				PartitionValues: d.strings(r, "partition_values"),
 				Columns:         d.strings(r, "columns"),
 				StatsJSON:       d.str(r, "stats_json", ""),
+			}
+		case branchCompaction:
+			return &Compaction{
+				TxnID:        d.long(r, "txn_id", 0),
+				CompactionID: d.long(r, "compaction_id", 0),
+				Type:         d.str(r, "type", ""),
+				Database:     d.str(r, "database", ""),
+				Table:        d.str(r, "table", ""),
+				Partition:    d.str(r, "partition", ""),
+				Location:     d.str(r, "location", ""),
+				Dirs:         d.strings(r, "dirs"),
 			}
 		default:
 			d.failf("field payload: unknown payload branch %q", branch)

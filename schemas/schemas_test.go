@@ -168,6 +168,8 @@ func testPayloads() map[string]Payload {
 		branchTransaction:       &Transaction{TxnIDs: []int64{5, 6, 7}, WriteIDs: []TableWriteID{{Database: "sales", Table: "orders", WriteID: 9}}},
 		branchWriteIDAllocation: &WriteIDAllocation{Database: "sales", Table: "orders", Allocations: []TxnWriteID{{TxnID: 5, WriteID: 9}, {TxnID: 6, WriteID: 10}}},
 		branchColumnStats:       &ColumnStats{Database: "sales", Table: "orders", PartitionValues: []string{"2025-03-01"}, Columns: []string{"id", "amount"}, StatsJSON: `{"1":{}}`},
+		branchCompaction: &Compaction{TxnID: 123, CompactionID: 7, Type: "MAJOR", Database: "sales", Table: "orders", Partition: "dt=2025-03-01",
+			Location: "hdfs://src/warehouse/sales.db/orders/dt=2025-03-01", Dirs: []string{"base_0000005_v0000123"}},
 	}
 }
 
@@ -840,6 +842,7 @@ func TestBinaryMatchesGoavro(t *testing.T) {
 		branchTransaction:       &Transaction{},
 		branchWriteIDAllocation: &WriteIDAllocation{},
 		branchColumnStats:       &ColumnStats{},
+		branchCompaction:        &Compaction{},
 		"nil pointer":           (*TableChange)(nil),
 	} {
 		recs["zero/Event/"+branch] = &Event{Payload: p}

@@ -231,6 +231,8 @@ func PayloadName(p Payload) string {
 		return branchWriteIDAllocation
 	case *ColumnStats:
 		return branchColumnStats
+	case *Compaction:
+		return branchCompaction
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package schemas
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -93,6 +94,12 @@ func Touches(db string, ev *Event) Touched {
 		}
 	case *WriteIDAllocation:
 		t.Tables = append(t.Tables, NewTableKey(p.Database, p.Table))
+	case *Compaction:
+		tk := NewTableKey(p.Database, p.Table)
+		t.Tables = append(t.Tables, tk)
+		if p.Partition != "" {
+			t.Partitions = append(t.Partitions, NewPartKey(tk, PartitionValues(p.Partition)))
+		}
 	case *Transaction:
 		for _, w := range p.WriteIDs {
 			if k := NewTableKey(w.Database, w.Table); strings.EqualFold(k.DB, db) && !slices.Contains(t.Tables, k) {
@@ -108,4 +115,35 @@ func EventTable(ev *Event, t *Table) TableKey {
 		return NewTableKey(t.Database, t.Name)
 	}
 	return NewTableKey(ev.Database, ev.Table)
+}
+
+// PartitionValues parses a partition name as the metastore writes it
+// (k1=v1/k2=v2, values escaped as %XX) into its values.
+func PartitionValues(name string) []string {
+	var vals []string
+	for _, kv := range strings.Split(name, "/") {
+		_, v, _ := strings.Cut(kv, "=")
+		vals = append(vals, unescapePathName(v))
+	}
+	return vals
+}
+
+// unescapePathName undoes the metastore's %XX escaping of a partition
+// value in a path or name.
+func unescapePathName(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

@@ -81,7 +81,8 @@ type SnapshotWriteIDs struct {
 }
 
 // Payload is one of *DatabaseChange, *TableChange, *PartitionChange,
-// *InsertData, *Transaction, *WriteIDAllocation, *ColumnStats.
+// *InsertData, *Transaction, *WriteIDAllocation, *ColumnStats,
+// *Compaction.
 type Payload interface{ isPayload() }
 
 func (*DatabaseChange) isPayload()    {}
@@ -91,6 +92,7 @@ func (*InsertData) isPayload()        {}
 func (*Transaction) isPayload()       {}
 func (*WriteIDAllocation) isPayload() {}
 func (*ColumnStats) isPayload()       {}
+func (*Compaction) isPayload()        {}
 
 // DatabaseChange is CREATE/ALTER/DROP_DATABASE.
 type DatabaseChange struct {
@@ -219,6 +221,28 @@ type ColumnStats struct {
 	PartitionValues []string
 	Columns         []string
 	StatsJSON       string
+}
+
+// Compaction is COMMIT_COMPACTION: the compactor's transaction TxnID
+// committed compaction CompactionID of a transactional table or one of
+// its partitions. The message names only those; the tailer adds the
+// source directory (Location) and the ACID directories the compaction
+// wrote there (Dirs: base_N_vT, delta_A_B_vT, delete_delta_A_B_vT, named
+// by the compactor's transaction T), whose files are the event's files.
+type Compaction struct {
+	TxnID, CompactionID int64
+	// Type is the compaction's kind as the metastore names it (MAJOR,
+	// MINOR, REBALANCE, ...).
+	Type            string
+	Database, Table string
+	// Partition is the partition's name (k=v/...); "" for a table.
+	Partition string
+	// Location is the source directory compacted (the table's or the
+	// partition's), "" when the tailer could not read it.
+	Location string
+	// Dirs are the names of the directories the compaction wrote under
+	// Location, sorted.
+	Dirs []string
 }
 
 // FileRef is a data file an event references.

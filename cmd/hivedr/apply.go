@@ -78,7 +78,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		return err
 	}
 	m := applier.NewMetrics()
-	if err := serveHTTP(ctx, "apply", conf.Applier.MetricsAddr, m, applierChecks(conf), log); err != nil {
+	if _, err := serveHTTP(ctx, "apply", conf.Applier.MetricsAddr, m, applierChecks(conf), log); err != nil {
 		return err
 	}
 	kopts, err := kafkaOpts(conf)

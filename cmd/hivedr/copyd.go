@@ -81,7 +81,7 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		return err
 	}
 	m := copyd.NewMetrics()
-	if err := serveHTTP(ctx, "copyd", conf.Copyd.MetricsAddr, m, copydChecks(conf), log); err != nil {
+	if _, err := serveHTTP(ctx, "copyd", conf.Copyd.MetricsAddr, m, copydChecks(conf), log); err != nil {
 		return err
 	}
 	eng, err := copyd.NewEngine(copyd.EngineConfig{
@@ -111,7 +111,7 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		KafkaOpts:            kopts,
 		Topics:               kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
 		Group:                conf.Copyd.Group,
-		TransactionalID:      kafka.CopydTransactionalIDPrefix + conf.Copyd.Instance,
+		TransactionalID:      kafka.Topics{Prefix: conf.Kafka.TopicPrefix}.CopydTransactionalID(conf.Copyd.Instance),
 		Instance:             conf.Copyd.Instance,
 		SessionTimeout:       conf.Copyd.SessionTimeout.Duration,
 		Workers:              conf.Copyd.Workers,

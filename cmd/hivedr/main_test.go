@@ -351,10 +351,14 @@ func TestACLs(t *testing.T) {
 		t.Fatalf("hivedr acls = %d: %s", code, errb)
 	}
 	for _, want := range []string{"ROLE", "User:tailer", "User:copyd", "User:applier", "User:operator", "dr1.events.", "dr1.manifests",
-		"hivedr-tailer-prod", "dr1-copyd", "hivedr-copyd-", "hivedr-applier", "CREATE,WRITE,READ"} {
+		"hivedr-tailer-prod", "dr1-copyd", "dr1-copyd-", "hivedr-applier", "CREATE,WRITE,READ"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("hivedr acls lacks %q:\n%s", want, out)
 		}
+	}
+	// copyd's transactional IDs follow the topic prefix, not a shared one.
+	if strings.Contains(out, "hivedr-copyd-") {
+		t.Errorf("hivedr acls grants the default prefix's copyd transactional IDs under prefix dr1:\n%s", out)
 	}
 	code, out, _ = acls("-role", "copyd", "-principal", "copyd=User:cp1")
 	if code != exitOK || strings.Contains(out, "tailer") || strings.Count(out, "User:cp1") != 4 {

@@ -41,25 +41,26 @@ type checksFor func(ctx context.Context, g prometheus.Gatherer) []health.Check
 // or apply) in a registry of their own, with
 // hivedr_build_info and the Go runtime and process collectors, and serves
 // /metrics, /healthz and /readyz (the role's checks) on addr until ctx
-// ends. An empty addr serves nothing.
-func serveHTTP(ctx context.Context, role, addr string, m registerer, checks checksFor, log *slog.Logger) error {
+// ends. It returns the address it listens on (addr's port 0 chosen). An
+// empty addr serves nothing.
+func serveHTTP(ctx context.Context, role, addr string, m registerer, checks checksFor, log *slog.Logger) (string, error) {
 	reg := prometheus.NewRegistry()
 	if err := m.Register(reg); err != nil {
-		return err
+		return "", err
 	}
 	if err := errors.Join(
 		reg.Register(buildinfo.Get().Collector(role)),
 		reg.Register(collectors.NewGoCollector()),
 		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
 	); err != nil {
-		return err
+		return "", err
 	}
 	if addr == "" {
-		return nil
+		return "", nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("metrics address %s: %w", addr, err)
+		return "", fmt.Errorf("metrics address %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -83,7 +84,7 @@ func serveHTTP(ctx context.Context, role, addr string, m registerer, checks chec
 		}
 	}()
 	log.Info("serving metrics and health", "addr", ln.Addr().String(), "paths", "/metrics /healthz /readyz")
-	return nil
+	return ln.Addr().String(), nil
 }
 
 // Readiness per role (README "Health endpoints" says what each failure
@@ -109,9 +110,16 @@ func tailerChecks(conf *config.Config) checksFor {
 				_, err = src.Head(ctx)
 				return err
 			}},
-			{Name: "running", Run: health.StateIs(g, "hivedr_tailer_state", "state", "RUNNING")},
+			runningCheck(g),
 		}
 	}
+}
+
+// runningCheck is the tailer's "running" check: hivedr_tailer_state is
+// RUNNING. It fails while the tailer starts, stops, and while it lingers
+// on CHAIN_BROKEN (lingerChainBroken).
+func runningCheck(g prometheus.Gatherer) health.Check {
+	return health.Check{Name: "running", Run: health.StateIs(g, "hivedr_tailer_state", "state", "RUNNING")}
 }
 
 func copydChecks(conf *config.Config) checksFor {

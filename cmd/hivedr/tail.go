@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -71,26 +73,63 @@ func kafkaOpts(conf *config.Config) ([]kgo.Opt, error) { return connect.Kafka(co
 func runTail(args []string, _, stderr io.Writer) int {
 	fl, cf := newFlagSet("tail", "Usage: hivedr tail [flags]\n\nPublish the source metastore's notification log to Kafka: one ordered topic per\n"+
 		"database, copy tasks for the files events reference, and the tailer's checkpoint, in\n"+
-		"one transaction per batch. Exits 3 when the chain of events is broken (purged log).", stderr)
+		"one transaction per batch. Exits 3 when the chain of events is broken (purged log), after\n"+
+		"serving its metrics for tailer.chain_broken_linger (default 60s; SIGTERM ends it at once).", stderr)
 	metricsAddr := fl.String("metrics-addr", "", "serve /metrics here, overriding tailer.metrics_addr")
+	linger := fl.Duration("chain-broken-linger", 0, "on CHAIN_BROKEN, serve /metrics this long before exiting 3, overriding tailer.chain_broken_linger (0: exit at once)")
 	conf, log, ok := setup(fl, cf, args, stderr)
 	if !ok {
 		return exitUsage
 	}
-	logKafka(log, conf)
 	if *metricsAddr != "" {
 		conf.Tailer.MetricsAddr = *metricsAddr
 	}
+	fl.Visit(func(f *flag.Flag) {
+		if f.Name == "chain-broken-linger" {
+			conf.Tailer.ChainBrokenLinger.Duration = *linger
+		}
+	})
+	if conf.Tailer.ChainBrokenLinger.Duration < 0 {
+		fmt.Fprintf(stderr, "hivedr tail: -chain-broken-linger %s must not be negative\n", *linger)
+		return exitUsage
+	}
+	logKafka(log, conf)
 	ctx, stop := signalContext()
 	defer stop()
 	if err := tail(ctx, conf, log); err != nil && ctx.Err() == nil {
 		log.Error("tailer stopped", "err", connect.Explain(conf, err))
 		if errors.Is(err, producer.ErrChainBroken) {
+			lingerChainBroken(ctx, conf.Tailer.MetricsAddr, conf.Tailer.ChainBrokenLinger.Duration, log)
 			return exitChainBroken
 		}
 		return exitError
 	}
 	return exitOK
+}
+
+// lingerChainBroken keeps a tailer stopped on CHAIN_BROKEN alive for d
+// before it exits 3, so that Prometheus, scraping every 15-30 s, sees
+// hivedr_tailer_state{state="CHAIN_BROKEN"} (the HivedrChainBroken alert):
+// the metrics server, started by tail on ctx, goes on serving /metrics,
+// /healthz (200) and /readyz (503: fail running). It returns when d has
+// passed (true) or at once when ctx ends (false): SIGTERM or SIGINT,
+// which cancel ctx, end the wait. With no metrics address or d <= 0 there
+// is nothing to see and it returns false at once.
+func lingerChainBroken(ctx context.Context, addr string, d time.Duration, log *slog.Logger) bool {
+	if addr == "" || d <= 0 || ctx.Err() != nil {
+		return false
+	}
+	log.Warn("CHAIN_BROKEN: serving metrics and probes before exiting 3 (tailer.chain_broken_linger; SIGTERM exits now)",
+		"addr", addr, "linger", d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		log.Info("signal during the CHAIN_BROKEN linger: exiting 3 now")
+		return false
+	}
 }
 
 func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
@@ -108,7 +147,7 @@ func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
 		return err
 	}
 	m := producer.NewMetrics()
-	if err := serveHTTP(ctx, "tail", conf.Tailer.MetricsAddr, m, tailerChecks(conf), log); err != nil {
+	if _, err := serveHTTP(ctx, "tail", conf.Tailer.MetricsAddr, m, tailerChecks(conf), log); err != nil {
 		return err
 	}
 	// The source filesystems list external tables' new directories (the

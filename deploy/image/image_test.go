@@ -15,25 +15,26 @@ import (
 	"testing"
 )
 
-// TestImageBuildsAndRuns builds the image as `make image` does, unpacks
-// the OCI layout tar with nothing but archive/tar and JSON (not the
-// library that wrote it), checks the config (user, entrypoint, labels),
-// and runs `hivedr version` from the binary in its layer.
+// TestImageBuildsAndRuns runs `make image` (its recipe, into a temporary
+// IMAGE_OUT and IMAGE_BIN, with stamps of its own), unpacks the OCI layout
+// tar with nothing but archive/tar and JSON (not the library that wrote
+// it), checks the config (user, entrypoint, command, environment, labels,
+// exposed ports), and runs `hivedr version` from the binary in its layer.
 func TestImageBuildsAndRuns(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "hivedr")
-	const bi = "github.com/hivedr/hivedr/internal/buildinfo"
 	ver, commit, date := "v9.8.7-test", "0123456789abcdef0123456789abcdef01234567", "2026-01-02T03:04:05Z"
-	build := exec.Command("go", "build", "-trimpath", "-ldflags",
-		"-s -w -X "+bi+".version="+ver+" -X "+bi+".commit="+commit+" -X "+bi+".date="+date, "-o", bin, "../../cmd/hivedr")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	tarPath, bin := filepath.Join(dir, "image.tar"), filepath.Join(dir, "linux", "hivedr")
+	mk := exec.Command("make", "--no-print-directory", "-C", "../..", "image",
+		"IMAGE_OUT="+tarPath, "IMAGE_BIN="+bin, "VERSION="+ver, "COMMIT="+commit, "DATE="+date)
+	out, err := mk.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make image: %v\n%s", err, out)
 	}
-	tarPath := filepath.Join(dir, "image.tar")
-	if err := Build(Spec{Binary: bin, CACerts: "/etc/ssl/certs/ca-certificates.crt", Version: ver, Commit: commit, Date: date,
-		Arch: runtime.GOARCH, Ref: "hivedr:" + ver}, tarPath); err != nil {
-		t.Fatal(err)
+	if !strings.Contains(string(out), "image: wrote "+tarPath+" (hivedr:"+ver+")") {
+		t.Errorf("make image did not say it wrote %s:\n%s", tarPath, out)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Errorf("make image did not build the binary at IMAGE_BIN: %v", err)
 	}
 
 	blobs := readTar(t, tarPath)
@@ -59,15 +60,27 @@ func TestImageBuildsAndRuns(t *testing.T) {
 	var config struct {
 		Architecture, OS string
 		Config           struct {
-			User, WorkingDir string
-			Entrypoint, Env  []string
-			Labels           map[string]string
+			User, WorkingDir     string
+			Entrypoint, Cmd, Env []string
+			Labels               map[string]string
+			ExposedPorts         map[string]struct{}
 		}
 	}
 	mustJSON(t, blob(t, blobs, manifest.Config.Digest), &config)
 	c := config.Config
 	if c.User != "65532:65532" || !slices.Equal(c.Entrypoint, []string{"/usr/local/bin/hivedr"}) || config.OS != "linux" || config.Architecture != runtime.GOARCH {
 		t.Errorf("config: user %q entrypoint %q os/arch %s/%s", c.User, c.Entrypoint, config.OS, config.Architecture)
+	}
+	if !slices.Equal(c.Cmd, []string{"help"}) || c.WorkingDir != "/var/lib/hivedr" || !slices.Contains(c.Env, "HOME=/var/lib/hivedr") {
+		t.Errorf("config: cmd %q working dir %q env %q", c.Cmd, c.WorkingDir, c.Env)
+	}
+	var ports []string
+	for p := range c.ExposedPorts {
+		ports = append(ports, p)
+	}
+	slices.Sort(ports)
+	if want := []string{"9464/tcp", "9465/tcp", "9466/tcp"}; !slices.Equal(ports, want) {
+		t.Errorf("exposed ports %v, want %v (the daemons' default metrics addresses)", ports, want)
 	}
 	for k, want := range map[string]string{"org.opencontainers.image.version": ver, "org.opencontainers.image.revision": commit,
 		"org.opencontainers.image.created": date, "org.opencontainers.image.title": "hivedr"} {
@@ -96,7 +109,7 @@ func TestImageBuildsAndRuns(t *testing.T) {
 	if n := strings.Count(string(certs), "BEGIN CERTIFICATE"); n < 50 {
 		t.Errorf("CA bundle in the image has %d certificates", n)
 	}
-	out, err := exec.Command(filepath.Join(root, "usr/local/bin/hivedr"), "version").CombinedOutput()
+	out, err = exec.Command(filepath.Join(root, "usr/local/bin/hivedr"), "version").CombinedOutput()
 	want := "hivedr " + ver + " (commit " + commit + ", built " + date + ", "
 	if err != nil || !strings.HasPrefix(string(out), want) {
 		t.Fatalf("hivedr version from the image: %v %q, want %q...", err, out, want)

@@ -279,18 +279,23 @@ func ValidWriteIDs(ctx context.Context, c *hms.Client, tables []string) (map[str
 // VisibleFiles returns the files a reader with write-ID state w sees under
 // the transactional table or partition directory dir, by their path below
 // it: those of the newest valid base and of the valid deltas above it, as
-// Hive's readers choose them. A missing dir holds none.
+// Hive's readers choose them, with a compactor's metadata file among
+// them. Directories are named as DR names them (acid.ReplicaName: no
+// compactor visibility suffix), so the two sides compare by name. A
+// missing dir holds none.
 func VisibleFiles(ctx context.Context, files Files, dir string, w WriteIDs) (map[string]FileSum, error) {
 	dir = strings.TrimSuffix(dir, "/")
 	byDir := map[string][]string{}
+	var rels []string
 	err := files.Walk(ctx, dir, func(loc string, _ int64) error {
 		rel, ok := location.Below(dir, loc)
-		if !ok || location.Hidden(path.Base(rel)) {
+		if !ok || location.Hidden(path.Base(rel)) && !acid.IsMetadata(rel) {
 			return nil
 		}
 		top, _, nested := strings.Cut(rel, "/")
 		if nested {
 			byDir[top] = append(byDir[top], loc)
+			rels = append(rels, rel)
 		}
 		return nil
 	})
@@ -300,7 +305,7 @@ func VisibleFiles(ctx context.Context, files Files, dir string, w WriteIDs) (map
 	if err != nil {
 		return nil, err
 	}
-	chosen := acid.Visible(slices.Collect(maps.Keys(byDir)), w)
+	chosen := acid.VisibleIn(slices.Collect(maps.Keys(byDir)), w, acid.View{Compacted: acid.Compacted(rels)})
 	out := map[string]FileSum{}
 	for _, top := range chosen {
 		for _, loc := range byDir[top] {
@@ -309,7 +314,8 @@ func VisibleFiles(ctx context.Context, files Files, dir string, w WriteIDs) (map
 				return nil, err
 			}
 			rel, _ := location.Below(dir, loc)
-			out[rel] = sum
+			_, rest, _ := strings.Cut(rel, "/")
+			out[acid.ReplicaName(top)+"/"+rest] = sum
 		}
 	}
 	return out, nil

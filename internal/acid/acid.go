@@ -7,6 +7,7 @@
 package acid
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -26,14 +27,20 @@ const (
 )
 
 // Dir is the name of an ACID directory, parsed: base_N (a compactor's
-// base_N_vT), delta_A_B[_S] (delta_A_B_vT) or delete_delta_A_B[...].
+// base_N_vT), delta_A_B[_S] (delta_A_B[_S]_vT) or delete_delta_A_B[...].
 type Dir struct {
 	Kind string
 	// Min and Max are the write IDs it covers; a base's Min is 0.
 	Min, Max int64
+	// Stmt is a delta's statement ID, -1 when its name has none.
+	Stmt int64
+	// Visibility is the T of a compactor's _vT suffix: the directory
+	// exists for a reader only once transaction T is committed in its
+	// view. 0 when the name has none.
+	Visibility int64
 }
 
-var dirName = regexp.MustCompile(`^(base|delta|delete_delta)_(\d+)(?:_(\d+))?(?:_v?\d+)?$`)
+var dirName = regexp.MustCompile(`^(base|delta|delete_delta)_(\d+)(?:_(\d+))?(?:_(\d+))?(?:_v(\d+))?$`)
 
 // ParseDir parses an ACID directory's name; ok is false for any other.
 func ParseDir(name string) (d Dir, ok bool) {
@@ -41,21 +48,86 @@ func ParseDir(name string) (d Dir, ok bool) {
 	if m == nil {
 		return Dir{}, false
 	}
-	lo, err := strconv.ParseInt(m[2], 10, 64)
-	if err != nil {
+	num := func(s string) int64 {
+		if s == "" {
+			return -1
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			ok = false
+		}
+		return n
+	}
+	ok = true
+	lo, hi, stmt, vis := num(m[2]), num(m[3]), num(m[4]), num(m[5])
+	if !ok {
 		return Dir{}, false
 	}
-	if m[1] == Base {
-		return Dir{Kind: Base, Max: lo}, true
+	d = Dir{Kind: m[1], Min: lo, Max: hi, Stmt: stmt, Visibility: max(vis, 0)}
+	if d.Kind == Base {
+		if hi >= 0 || stmt >= 0 {
+			return Dir{}, false
+		}
+		d.Min, d.Max, d.Stmt = 0, lo, -1
+		return d, true
 	}
-	if m[3] == "" {
+	if hi < 0 {
 		return Dir{}, false
 	}
-	hi, err := strconv.ParseInt(m[3], 10, 64)
-	if err != nil {
-		return Dir{}, false
+	return d, true
+}
+
+func (d Dir) String() string {
+	return fmt.Sprintf("{%s %d %d}", d.Kind, d.Min, d.Max)
+}
+
+// ReplicaName is the name a directory of a source table gets on DR: its
+// name without a compactor's visibility suffix. The suffix names a
+// transaction of the source, which means nothing to the DR metastore (a
+// DR reader would see the directory or not by whatever DR transaction
+// has that number); without it the directory's write IDs alone decide,
+// and the compactor's _metadata_acid file in it (copied with it) marks
+// a base as compacted, as Hive's readers check.
+func ReplicaName(name string) string {
+	d, ok := ParseDir(name)
+	if !ok || d.Visibility == 0 {
+		return name
 	}
-	return Dir{Kind: m[1], Min: lo, Max: hi}, true
+	return name[:strings.LastIndex(name, "_v")]
+}
+
+// StagingName is the hidden name under which the directory name a
+// compactor wrote is copied to DR before it is published (renamed to its
+// ReplicaName in one step): Hive's readers skip names starting with a dot,
+// so no reader sees a compaction's output half copied.
+func StagingName(name string) string { return ".hivedr-compacted." + name }
+
+// MetadataFile is the file a compactor leaves in the directories it
+// writes, saying what they hold; a base with it is a compacted one, read
+// as soon as every write ID up to it is decided.
+const MetadataFile = "_metadata_acid"
+
+// IsMetadata reports whether rel, a path below a table or partition
+// directory, is the MetadataFile of an ACID directory there: hidden, yet
+// part of what a reader reads (it tells a compacted base from an
+// overwrite's), so listings that skip hidden names keep it.
+func IsMetadata(rel string) bool {
+	dir, name, ok := strings.Cut(rel, "/")
+	return ok && name == MetadataFile && IsDir(dir)
+}
+
+// Compacted returns, for the paths below one table or partition directory
+// (rel), a Compacted predicate for View: the directories holding a
+// MetadataFile.
+func Compacted(rels []string) func(name string) bool {
+	set := map[string]bool{}
+	for _, rel := range rels {
+		if IsMetadata(rel) {
+			dir, _, _ := strings.Cut(rel, "/")
+			set[dir] = true
+		}
+	}
+	return func(name string) bool { return set[name] }
 }
 
 // Obsolete reports whether the ACID directory name is covered by a base
@@ -70,6 +142,25 @@ func Obsolete(name string, base int64) bool {
 		return d.Max < base
 	}
 	return d.Max <= base
+}
+
+// ObsoleteAfter reports whether the ACID directory name is made obsolete
+// by a directory a compaction wrote, by: for a base, what Obsolete says;
+// for a delta (a minor compaction's), a delta of the same kind whose
+// write IDs lie within by's and that is not by itself. Visibility
+// suffixes are ignored: a directory is compared by its replica name.
+func ObsoleteAfter(name string, by Dir) bool {
+	d, ok := ParseDir(name)
+	if !ok {
+		return false
+	}
+	if by.Kind == Base {
+		return Obsolete(name, by.Max)
+	}
+	if d.Kind != by.Kind || d.Min < by.Min || d.Max > by.Max {
+		return false
+	}
+	return d.Min != by.Min || d.Max != by.Max || d.Stmt >= 0
 }
 
 // WriteIDs is a table's write-ID state as get_valid_write_ids tells it,
@@ -95,37 +186,118 @@ func (w WriteIDs) decidedBelow(n int64) bool {
 	return !slices.ContainsFunc(w.Open, func(id int64) bool { return id < n })
 }
 
-func (w WriteIDs) allValid(lo, hi int64) bool {
-	for id := lo; id <= hi; id++ {
-		if !w.Valid(id) {
-			return false
+// anyValid reports whether a write ID in lo..hi is valid.
+func (w WriteIDs) anyValid(lo, hi int64) bool {
+	for id := lo; id <= min(hi, w.HighWaterMark); id++ {
+		if w.Valid(id) {
+			return true
 		}
 	}
-	return true
+	return false
+}
+
+// Txns is a reader's view of transactions, from get_open_txns: a
+// transaction is committed in it when it is at or below HighWaterMark and
+// not among Invalid (open or aborted). The zero Txns knows nothing and
+// takes every transaction as committed.
+type Txns struct {
+	HighWaterMark int64
+	Invalid       []int64
+}
+
+// Committed reports whether transaction id is committed in the view.
+func (t Txns) Committed(id int64) bool {
+	if t.HighWaterMark == 0 {
+		return true
+	}
+	return id <= t.HighWaterMark && !slices.Contains(t.Invalid, id)
+}
+
+// View is what a reader knows beyond a table's write IDs.
+type View struct {
+	// Txns decides which compactor directories (_vT) exist for it.
+	Txns Txns
+	// Compacted reports whether a base directory without a visibility
+	// suffix holds a compactor's output (it has MetadataFile); nil: none
+	// does.
+	Compacted func(name string) bool
 }
 
 // Visible returns, of the names of the directories under one table or
-// partition directory, the ACID ones a reader with state w reads, sorted:
-// the newest base whose write ID is valid with none below it open, and
-// the deltas above it all of whose write IDs are valid.
-func Visible(names []string, w WriteIDs) []string {
-	var base int64 = -1
+// partition directory, the ACID ones a reader with state w reads, sorted
+// (VisibleIn with a zero View).
+func Visible(names []string, w WriteIDs) []string { return VisibleIn(names, w, View{}) }
+
+// VisibleIn returns, of the names of the directories under one table or
+// partition directory, the ACID ones a reader with state w and view v
+// reads, sorted, choosing as Hive's readers do (AcidUtils.getAcidState):
+//
+//   - a directory a compactor wrote (_vT) exists only once T is committed
+//     in the reader's view;
+//   - the base is the newest usable one: a compacted base once no write
+//     ID up to it is open, any other base (an INSERT OVERWRITE's) once its
+//     own write ID is valid;
+//   - above it, deltas in order of their lowest write ID (the widest
+//     first): one whose write IDs all lie within what was already chosen
+//     is covered (a minor compaction's delta covers the deltas it
+//     merged), one with a valid write ID of its own above what was
+//     chosen is read, as is another statement of the last write chosen. Deltas and
+//     delete deltas are chosen each on their own.
+func VisibleIn(names []string, w WriteIDs, v View) []string {
+	type named struct {
+		name string
+		d    Dir
+	}
+	var (
+		base   = named{d: Dir{Max: -1}}
+		deltas = map[string][]named{}
+	)
 	for _, n := range names {
-		if d, ok := ParseDir(n); ok && d.Kind == Base && d.Max > base && w.Valid(d.Max) && w.decidedBelow(d.Max) {
-			base = d.Max
+		d, ok := ParseDir(n)
+		if !ok || (d.Visibility > 0 && !v.Txns.Committed(d.Visibility)) {
+			continue
+		}
+		if d.Kind != Base {
+			deltas[d.Kind] = append(deltas[d.Kind], named{n, d})
+			continue
+		}
+		compacted := d.Visibility > 0 || (v.Compacted != nil && v.Compacted(n))
+		usable := w.Valid(d.Max) && w.decidedBelow(d.Max)
+		if compacted {
+			usable = d.Max <= w.HighWaterMark && w.decidedBelow(d.Max+1)
+		}
+		if usable && d.Max > base.d.Max {
+			base = named{n, d}
 		}
 	}
 	var out []string
-	for _, n := range names {
-		d, ok := ParseDir(n)
-		switch {
-		case !ok:
-		case d.Kind == Base:
-			if d.Max == base {
-				out = append(out, n)
+	if base.name != "" {
+		out = append(out, base.name)
+	}
+	for _, ds := range deltas {
+		slices.SortFunc(ds, func(a, b named) int {
+			if a.d.Min != b.d.Min {
+				return cmp.Compare(a.d.Min, b.d.Min)
 			}
-		case d.Min > base && w.allValid(d.Min, d.Max):
-			out = append(out, n)
+			if a.d.Max != b.d.Max {
+				return cmp.Compare(b.d.Max, a.d.Max)
+			}
+			return cmp.Compare(a.d.Stmt, b.d.Stmt)
+		})
+		current, lastStmt := max(base.d.Max, 0), int64(-1)
+		for _, x := range ds {
+			switch {
+			case x.d.Max > current:
+				// Hive lists a delta when a write ID above what was chosen
+				// is valid; one of aborted or open writes only holds no
+				// row a reader sees, and is not counted as read here.
+				if w.anyValid(max(current+1, x.d.Min), x.d.Max) {
+					out = append(out, x.name)
+					current, lastStmt = x.d.Max, x.d.Stmt
+				}
+			case x.d.Max == current && lastStmt >= 0 && x.d.Stmt >= 0 && x.d.Min == x.d.Max:
+				out = append(out, x.name) // another statement of the same write
+			}
 		}
 	}
 	slices.Sort(out)
@@ -143,19 +315,22 @@ type Metastore interface {
 // as a reader starting now sees it; the answer is keyed by the lower-case
 // name.
 func ReadWriteIDs(ctx context.Context, ms Metastore, tables []string) (map[string]WriteIDs, error) {
-	o, err := ms.GetOpenTxns(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("get_open_txns: %w", err)
-	}
-	return readValid(ctx, ms, tables, ValidTxnList(o))
+	w, _, err := ReadState(ctx, ms, tables)
+	return w, err
 }
 
-// readValid asks ms for the tables' write-ID states under the
-// ValidTxnList txns.
-func readValid(ctx context.Context, ms Metastore, tables []string, txns string) (map[string]WriteIDs, error) {
+// ReadState is ReadWriteIDs, also returning the reader's view of
+// transactions the states were read with.
+func ReadState(ctx context.Context, ms Metastore, tables []string) (map[string]WriteIDs, Txns, error) {
+	o, err := ms.GetOpenTxns(ctx)
+	if err != nil {
+		return nil, Txns{}, fmt.Errorf("get_open_txns: %w", err)
+	}
+	txns := ValidTxnList(o)
+	view := Txns{HighWaterMark: o.TxnHighWaterMark, Invalid: slices.Clone(o.OpenTxns)}
 	r, err := ms.GetValidWriteIds(ctx, &hive_metastore.GetValidWriteIdsRequest{FullTableNames: tables, ValidTxnList: &txns})
 	if err != nil {
-		return nil, fmt.Errorf("get_valid_write_ids %v: %w", tables, err)
+		return nil, Txns{}, fmt.Errorf("get_valid_write_ids %v: %w", tables, err)
 	}
 	out := map[string]WriteIDs{}
 	for _, t := range r.TblValidWriteIds {
@@ -171,7 +346,7 @@ func readValid(ctx context.Context, ms Metastore, tables []string, txns string) 
 		slices.Sort(w.Aborted)
 		out[strings.ToLower(t.FullTableName)] = w
 	}
-	return out, nil
+	return out, view, nil
 }
 
 func bit(bits []byte, i int) bool { return i/8 < len(bits) && bits[i/8]&(1<<(uint(i)%8)) != 0 }
@@ -199,4 +374,10 @@ func ValidTxnList(o *hive_metastore.GetOpenTxnsResponse) string {
 // transactional one (full ACID or insert-only).
 func Transactional(params map[string]string) bool {
 	return strings.EqualFold(params["transactional"], "true")
+}
+
+// IsDir reports whether name is an ACID directory's name.
+func IsDir(name string) bool {
+	_, ok := ParseDir(name)
+	return ok
 }

@@ -103,3 +103,102 @@ func TestReadWriteIDs(t *testing.T) {
 		t.Errorf("write ids %v", got)
 	}
 }
+
+func TestParseDirParts(t *testing.T) {
+	for name, want := range map[string]Dir{
+		"base_0000005_v0000042":            {Kind: Base, Max: 5, Stmt: -1, Visibility: 42},
+		"delta_0000003_0000003_0002":       {Kind: Delta, Min: 3, Max: 3, Stmt: 2},
+		"delta_0000001_0000004_v0000099":   {Kind: Delta, Min: 1, Max: 4, Stmt: -1, Visibility: 99},
+		"delete_delta_0000001_0000004_v07": {Kind: DeleteDelta, Min: 1, Max: 4, Stmt: -1, Visibility: 7},
+		"delta_0000002_0000002_0001_v0009": {Kind: Delta, Min: 2, Max: 2, Stmt: 1, Visibility: 9},
+	} {
+		if got, ok := ParseDir(name); !ok || got != want {
+			t.Errorf("ParseDir(%q) = %+v, %v; want %+v", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"base_0000005_0000006", "base_0000005_0001_v0000002", "delta_0000001_v0000002", "base_0000005_v"} {
+		if d, ok := ParseDir(name); ok {
+			t.Errorf("ParseDir(%q) = %+v, want not an ACID directory", name, d)
+		}
+	}
+}
+
+func TestReplicaName(t *testing.T) {
+	for name, want := range map[string]string{
+		"base_0000005_v0000042":            "base_0000005",
+		"delta_0000001_0000004_v0000099":   "delta_0000001_0000004",
+		"delete_delta_0000001_0000004_v07": "delete_delta_0000001_0000004",
+		"base_0000005":                     "base_0000005",
+		"delta_0000003_0000003_0000":       "delta_0000003_0000003_0000",
+		"dt=2024-01-01_v2":                 "dt=2024-01-01_v2",
+	} {
+		if got := ReplicaName(name); got != want {
+			t.Errorf("ReplicaName(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestObsoleteAfter(t *testing.T) {
+	minor, _ := ParseDir("delta_0000002_0000005_v0000042")
+	minorDel, _ := ParseDir("delete_delta_0000002_0000005_v0000042")
+	major, _ := ParseDir("base_0000005_v0000042")
+	for _, tc := range []struct {
+		name string
+		by   Dir
+		want bool
+	}{
+		{"delta_0000002_0000002_0000", minor, true},
+		{"delta_0000005_0000005", minor, true},
+		{"delta_0000003_0000004", minor, true},
+		{"delta_0000001_0000001_0000", minor, false},
+		{"delta_0000006_0000006_0000", minor, false},
+		{"delta_0000002_0000005", minor, false}, // the compaction's own, by its replica name
+		{"delete_delta_0000003_0000003_0000", minor, false},
+		{"delete_delta_0000003_0000003_0000", minorDel, true},
+		{"base_0000001", minor, false},
+		{"delta_0000005_0000005_0000", major, true},
+		{"base_0000004", major, true},
+		{"base_0000005", major, false},
+		{"delta_0000006_0000006_0000", major, false},
+		{"000000_0", major, false},
+	} {
+		if got := ObsoleteAfter(tc.name, tc.by); got != tc.want {
+			t.Errorf("ObsoleteAfter(%q, %v) = %v, want %v", tc.name, tc.by, got, tc.want)
+		}
+	}
+}
+
+// TestVisibleCompactions: a compactor's directories exist once its
+// transaction is committed; a compacted base is read once nothing up to
+// it is open (its own write ID may be an aborted one), an overwrite's
+// base only when its write ID is valid; a minor compaction's delta covers
+// the deltas it merged.
+func TestVisibleCompactions(t *testing.T) {
+	w := WriteIDs{HighWaterMark: 7, Aborted: []int64{5}}
+	for _, tc := range []struct {
+		name  string
+		names []string
+		v     View
+		want  []string
+	}{
+		{"compacted base over an aborted write", []string{"base_0000005_v0000042", "delta_0000001_0000001_0000", "delta_0000006_0000006_0000"},
+			View{}, []string{"base_0000005_v0000042", "delta_0000006_0000006_0000"}},
+		{"compaction not committed for the reader", []string{"base_0000005_v0000042", "delta_0000001_0000001_0000", "delta_0000006_0000006_0000"},
+			View{Txns: Txns{HighWaterMark: 50, Invalid: []int64{42}}}, []string{"delta_0000001_0000001_0000", "delta_0000006_0000006_0000"}},
+		{"compaction beyond the reader's transactions", []string{"base_0000004_v0000042", "delta_0000001_0000001_0000"},
+			View{Txns: Txns{HighWaterMark: 41}}, []string{"delta_0000001_0000001_0000"}},
+		{"replica name, compacted by its metadata file", []string{"base_0000005", "delta_0000006_0000006_0000"},
+			View{Compacted: func(n string) bool { return n == "base_0000005" }}, []string{"base_0000005", "delta_0000006_0000006_0000"}},
+		{"an overwrite's base of an aborted write", []string{"base_0000005", "delta_0000001_0000001_0000", "delta_0000006_0000006_0000"},
+			View{}, []string{"delta_0000001_0000001_0000", "delta_0000006_0000006_0000"}},
+		{"minor compaction covers what it merged", []string{"delta_0000001_0000001_0000", "delta_0000001_0000004_v0000042", "delta_0000002_0000002_0000",
+			"delta_0000004_0000004_0000", "delta_0000006_0000006_0000", "delete_delta_0000002_0000002_0000", "delete_delta_0000001_0000004_v0000042"},
+			View{}, []string{"delete_delta_0000001_0000004_v0000042", "delta_0000001_0000004_v0000042", "delta_0000006_0000006_0000"}},
+		{"delta of only an aborted write", []string{"delta_0000005_0000005_0000", "delta_0000006_0000006_0000"},
+			View{}, []string{"delta_0000006_0000006_0000"}},
+	} {
+		if got := VisibleIn(tc.names, w, tc.v); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: VisibleIn = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-func TestReadSnapshot(t *testing.T) {
+func TestReadState(t *testing.T) {
 	ms := &fakeMS{}
-	txns, got, err := ReadSnapshot(context.Background(), ms, []string{"sales.orders"})
+	got, txns, err := ReadState(context.Background(), ms, []string{"sales.orders"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,11 +25,11 @@ func TestReadSnapshot(t *testing.T) {
 	}
 }
 
-// TestVisibleIn: a compactor's directory is read only when its own
+// TestVisibleInTxns: a compactor's directory is read only when its own
 // transaction committed in the reader's list; otherwise what it replaces
 // is.
-func TestVisibleIn(t *testing.T) {
-	txns := NewTxns(50, 42)
+func TestVisibleInTxns(t *testing.T) {
+	v := View{Txns: Txns{HighWaterMark: 50, Invalid: []int64{42}}}
 	names := []string{"delta_0000001_0000001_0000", "delta_0000002_0000002_0000", "delta_0000003_0000003_0000"}
 	w := WriteIDs{HighWaterMark: 3}
 	for _, tc := range []struct {
@@ -39,11 +39,12 @@ func TestVisibleIn(t *testing.T) {
 		{"base_0000002_v0000040", []string{"base_0000002_v0000040", "delta_0000003_0000003_0000"}},
 		{"base_0000002_v0000042", names}, // still running
 		{"base_0000002_v0000051", names}, // after the list
-		{"delta_0000001_0000002_v0000041", append([]string{"delta_0000001_0000002_v0000041"}, names...)}, // minor: both, as Visible does
+		// A minor compaction's delta covers the deltas it merged.
+		{"delta_0000001_0000002_v0000041", []string{"delta_0000001_0000002_v0000041", "delta_0000003_0000003_0000"}},
 		{"delta_0000001_0000002_v0000042", names},
 		{"delta_0000001_0000001_0001", append(slices.Clone(names[:1]), append([]string{"delta_0000001_0000001_0001"}, names[1:]...)...)},
 	} {
-		got := VisibleIn(append(slices.Clone(names), tc.extra), w, txns)
+		got := VisibleIn(append(slices.Clone(names), tc.extra), w, v)
 		want := slices.Sorted(slices.Values(tc.want))
 		if !slices.Equal(got, want) {
 			t.Errorf("VisibleIn with %s = %v, want %v", tc.extra, got, want)

@@ -90,20 +90,22 @@ func (c *Config) SetKerberos(kc *krb.Client) {
 // SASL GSSAPI as the logged-in principal when source.metastore_principal
 // is set.
 func (c *Config) SourceMetastoreOptions() hms.Options {
-	return metastoreOptions(c.kc, c.Source.MetastorePrincipal)
+	return metastoreOptions(c.kc, c.Source.MetastorePrincipal, "source.metastore_principal")
 }
 
 // DRMetastoreOptions returns hms.Options for the DR metastore, as
 // SourceMetastoreOptions does with applier.metastore_principal.
 func (c *Config) DRMetastoreOptions() hms.Options {
-	return metastoreOptions(c.kc, c.Applier.MetastorePrincipal)
+	return metastoreOptions(c.kc, c.Applier.MetastorePrincipal, "applier.metastore_principal")
 }
 
-func metastoreOptions(kc *krb.Client, principal string) hms.Options {
+// metastoreOptions are the options of a metastore whose principal is
+// principal, held by the configuration key key.
+func metastoreOptions(kc *krb.Client, principal, key string) hms.Options {
 	if principal == "" || kc == nil {
-		return hms.Options{}
+		return hms.Options{PrincipalKey: key}
 	}
-	return hms.Options{Kerberos: kc, Principal: principal}
+	return hms.Options{Kerberos: kc, Principal: principal, PrincipalKey: key}
 }
 
 // checkKerberos checks that every service principal given has a client
@@ -316,6 +318,12 @@ type Tailer struct {
 	// meanwhile); then the event carries LISTING_FAILED and the applier
 	// halts that database alone. Default 30s.
 	ListRetryFor Duration `yaml:"list_retry_for"`
+	// ChainBrokenLinger is how long a tailer stopped on CHAIN_BROKEN keeps
+	// serving /metrics, /healthz and /readyz before it exits 3, so that
+	// Prometheus scrapes hivedr_tailer_state{state="CHAIN_BROKEN"} (at
+	// least two scrape intervals; a SIGTERM ends it at once). 0 exits at
+	// once. Default 60s.
+	ChainBrokenLinger Duration `yaml:"chain_broken_linger"`
 	// BootstrapPage is the most partition records one bootstrap
 	// transaction publishes (a page of the snapshot). Default 1000.
 	BootstrapPage int `yaml:"bootstrap_page"`
@@ -336,10 +344,15 @@ const DefaultBootstrapOpenTxnWait = 10 * time.Minute
 // DefaultListRetryFor is Tailer.ListRetryFor's default.
 const DefaultListRetryFor = 30 * time.Second
 
+// DefaultChainBrokenLinger is Tailer.ChainBrokenLinger's default: two
+// scrape intervals of 30 s.
+const DefaultChainBrokenLinger = 60 * time.Second
+
 func defaultTailer() Tailer {
 	return Tailer{BatchSize: 1000, PollInterval: Duration{time.Second}, HeartbeatInterval: Duration{5 * time.Second},
 		StartEventID: "latest", MetricsAddr: "127.0.0.1:9464", ListRetryFor: Duration{DefaultListRetryFor},
-		BootstrapPage: 1000, BootstrapConcurrency: 4, BootstrapOpenTxnWait: Duration{DefaultBootstrapOpenTxnWait}}
+		ChainBrokenLinger: Duration{DefaultChainBrokenLinger}, BootstrapPage: 1000, BootstrapConcurrency: 4,
+		BootstrapOpenTxnWait: Duration{DefaultBootstrapOpenTxnWait}}
 }
 
 // EnsureDefaults fills TransactionalID from the source's name.
@@ -362,6 +375,9 @@ func (t Tailer) Validate() error {
 	}
 	if t.ListRetryFor.Duration < 0 {
 		return fmt.Errorf("tailer.list_retry_for: %s must not be negative", t.ListRetryFor)
+	}
+	if t.ChainBrokenLinger.Duration < 0 {
+		return fmt.Errorf("tailer.chain_broken_linger: %s must not be negative", t.ChainBrokenLinger)
 	}
 	if t.BootstrapPage < 1 || t.BootstrapPage > 100000 {
 		return fmt.Errorf("tailer.bootstrap_page: %d must be between 1 and 100000", t.BootstrapPage)

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -137,6 +138,7 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{"replication: {databases: [{name: a}, {name: b, rpo: -1s}]}", "replication.databases[1].rpo: -1s must be positive"},
 		{"replication: {databases: [{name: a, bootstrap: sometimes}]}", `replication.databases[0].bootstrap: "sometimes" is not manual or auto`},
 		{"replication: {databases: [{name: a, external_data: all}]}", `replication.databases[0].external_data: "all" is not with_data or metadata_only`},
+		{"tailer: {chain_broken_linger: -1s}", "tailer.chain_broken_linger: -1s must not be negative"},
 		{"tailer: {bootstrap_page: 0}", "tailer.bootstrap_page: 0 must be between 1 and 100000"},
 		{"tailer: {bootstrap_concurrency: 100}", "tailer.bootstrap_concurrency: 100 must be between 1 and 64"},
 		{"tailer: {bootstrap_open_txn_wait: -1s}", "tailer.bootstrap_open_txn_wait: -1s must not be negative"},
@@ -292,7 +294,8 @@ func TestFileTuningDefaults(t *testing.T) {
 	if c.Tailer.BatchSize != def.Tailer.BatchSize || c.Copyd.Workers != DefaultCopydWorkers || c.Copyd.MaxBatch != DefaultMaxBatch(DefaultCopydWorkers) ||
 		c.Applier.HaltAfter.Duration != DefaultHaltAfter || c.Applier.LookAhead != DefaultLookAhead || c.Applier.BatchPartitions != DefaultBatchPartitions || c.Kafka.TopicPrefix != "hivedr" ||
 		c.Applier.SessionTimeout.Duration != DefaultSessionTimeout || c.Copyd.SessionTimeout.Duration != DefaultSessionTimeout ||
-		c.Copyd.Group != "hivedr-copyd" || c.Applier.Group != "hivedr-applier" || c.Tailer.MetricsAddr != "127.0.0.1:9464" {
+		c.Copyd.Group != "hivedr-copyd" || c.Applier.Group != "hivedr-applier" || c.Tailer.MetricsAddr != "127.0.0.1:9464" ||
+		c.Tailer.ChainBrokenLinger.Duration != DefaultChainBrokenLinger {
 		t.Errorf("tuning defaults lost: %+v", c)
 	}
 	if c.Tailer.TransactionalID != "hivedr-tailer-prod" {
@@ -309,7 +312,7 @@ func TestFileTuningDefaults(t *testing.T) {
 	}
 
 	c, err = Load(write(t, `
-tailer: {metrics_addr: ""}
+tailer: {metrics_addr: "", chain_broken_linger: 0s}
 copyd: {workers: 2, split_size: 0, retries: 0, metrics_addr: ""}
 applier: {metrics_addr: ""}
 filesystems: {s3: [{endpoint: "https://s3.example"}]}
@@ -319,6 +322,9 @@ filesystems: {s3: [{endpoint: "https://s3.example"}]}
 	}
 	if c.Tailer.MetricsAddr != "" || c.Copyd.MetricsAddr != "" || c.Applier.MetricsAddr != "" {
 		t.Errorf("metrics_addr \"\" (disabled) became %q %q %q", c.Tailer.MetricsAddr, c.Copyd.MetricsAddr, c.Applier.MetricsAddr)
+	}
+	if c.Tailer.ChainBrokenLinger.Duration != 0 {
+		t.Errorf("chain_broken_linger 0s (exit at once) became %s", c.Tailer.ChainBrokenLinger)
 	}
 	if c.Copyd.SplitSize != 0 || c.Copyd.Retries != 0 || c.Copyd.MaxBatch != 8 {
 		t.Errorf("copyd = %+v; want split_size 0, retries 0, max_batch 4 x 2", c.Copyd)
@@ -468,6 +474,43 @@ func TestReplicationRPO(t *testing.T) {
 	for db, want := range map[string]time.Duration{"fin": 30 * time.Second, "hr": DefaultRPO, "other": 0} {
 		if got := c.Replication.RPO(db); got != want {
 			t.Errorf("RPO(%s) = %s, want %s", db, got, want)
+		}
+	}
+}
+
+// TestCopydPreserve: copyd.preserve parses into its flags and name
+// mappings, defaults to keeping nothing, and refuses mappings that are
+// not one name to another, or that nothing would use.
+func TestCopydPreserve(t *testing.T) {
+	c, err := Load(write(t, "copyd:\n  preserve:\n    owner: true\n    group: true\n    permission: true\n    times: true\n"+
+		"    users: {etl: etl_dr, svc: svc_dr}\n    groups: {analysts: dr_analysts}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Preserve{Owner: true, Group: true, Permission: true, Times: true,
+		Users: map[string]string{"etl": "etl_dr", "svc": "svc_dr"}, Groups: map[string]string{"analysts": "dr_analysts"}}
+	if !reflect.DeepEqual(c.Copyd.Preserve, want) {
+		t.Errorf("copyd.preserve = %+v, want %+v", c.Copyd.Preserve, want)
+	}
+	if c, err := Load(write(t, "copyd: {workers: 2}\n")); err != nil || !reflect.DeepEqual(c.Copyd.Preserve, Preserve{}) {
+		t.Errorf("default copyd.preserve = %+v, %v; want nothing kept", c.Copyd.Preserve, err)
+	}
+	if c, err := Load(write(t, "copyd: {preserve: {permission: true}}\n")); err != nil || !c.Copyd.Preserve.Permission || c.Copyd.Preserve.Owner {
+		t.Errorf("permission only: %+v, %v", c.Copyd.Preserve, err)
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"copyd: {preserve: {owner: true, users: {etl: ''}}}", `copyd.preserve.users: "etl": "" is not a mapping of one name to another`},
+		{"copyd: {preserve: {owner: true, users: {'a:b': c}}}", `copyd.preserve.users: "a:b": "c" is not a mapping`},
+		{"copyd: {preserve: {group: true, groups: {g: 'x y'}}}", `copyd.preserve.groups: "g": "x y" is not a mapping`},
+		{"copyd: {preserve: {group: true, users: {etl: etl_dr}}}", "copyd.preserve.users: given without copyd.preserve.owner: true"},
+		{"copyd: {preserve: {owner: true, groups: {a: b}}}", "copyd.preserve.groups: given without copyd.preserve.group: true"},
+		{"copyd: {preserve: {owner: maybe}}", `copyd.preserve.owner: "maybe" is not true or false`},
+		{"copyd: {preserve: {mode: true}}", "copyd.preserve.mode: unknown key"},
+		{"copyd: {preserve: {owner: true, users: [etl]}}", "copyd.preserve.users: a list, want a mapping"},
+	} {
+		p := write(t, tt.yaml)
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Load(%q) err = %v, want it to say %q", tt.yaml, err, tt.want)
 		}
 	}
 }

@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -13,8 +15,9 @@ type Copyd struct {
 	// hivedr-copyd.
 	Group string `yaml:"group"`
 	// Instance names this daemon; its transactional ID is
-	// hivedr-copyd-<instance>, so it must be unique per daemon and stable
-	// across its restarts. Default: the host name.
+	// <kafka.topic_prefix>-copyd-<instance> (hivedr-copyd-<instance> with
+	// the default prefix), so it must be unique per daemon of the pipeline
+	// and stable across its restarts. Default: the host name.
 	Instance string `yaml:"instance"`
 	// SessionTimeout is how long the group waits for a daemon that stopped
 	// heartbeating before its manifest partitions move to the others (as
@@ -69,16 +72,23 @@ type Preserve struct {
 	Groups map[string]string `yaml:"groups"`
 }
 
-// validate checks p, naming the key at fault.
+// validate checks p, naming the key at fault. A mapping of names that
+// nothing uses (users without owner, groups without group) is refused, as
+// it can only be a mistake.
 func (p Preserve) validate() error {
 	for _, m := range []struct {
-		key   string
-		names map[string]string
-	}{{"copyd.preserve.users", p.Users}, {"copyd.preserve.groups", p.Groups}} {
-		for from, to := range m.names {
+		key, flag string
+		on        bool
+		names     map[string]string
+	}{{"copyd.preserve.users", "owner", p.Owner, p.Users}, {"copyd.preserve.groups", "group", p.Group, p.Groups}} {
+		for _, from := range slices.Sorted(maps.Keys(m.names)) {
+			to := m.names[from]
 			if from == "" || to == "" || strings.ContainsAny(from+to, ": \t/") {
 				return fmt.Errorf("%s: %q: %q is not a mapping of one name to another", m.key, from, to)
 			}
+		}
+		if len(m.names) > 0 && !m.on {
+			return fmt.Errorf("%s: given without copyd.preserve.%s: true, so nothing would use it", m.key, m.flag)
 		}
 	}
 	return nil

@@ -204,8 +204,13 @@ const (
 	FailoverSet = FailoverPrefix + "set"
 	// FailoverRPOEvents is the achieved RPO in events: source events of
 	// the database after FailoverEventID that DR never got ("unknown"
-	// when the source could not be read; failback counts them then).
+	// when the source could not be read; failback counts them then, from
+	// the old primary's log, and writes the count here).
 	FailoverRPOEvents = FailoverPrefix + "rpo_events"
+	// FailoverRPOCountedAt is when failback counted FailoverRPOEvents
+	// (RFC 3339, UTC), the failover having found the source unreadable;
+	// absent when the failover counted them itself.
+	FailoverRPOCountedAt = FailoverPrefix + "rpo_counted_at"
 	// FailoverRPOSeconds is the achieved RPO in seconds: how much of the
 	// source's history is not on DR (0 when nothing is lost; else from
 	// the source time the replica is complete to the failover time).

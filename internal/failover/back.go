@@ -68,6 +68,54 @@ func Changed(into map[string]int, evs []hmslog.RawEvent, db string, after int64)
 	}
 }
 
+// SplitAtFailover counts the events of db after event after that the
+// old primary's log holds, by table ("" for database-level events), into
+// lost, those written at or before the failover at (what the failover
+// could not have: its RPO in events), and late, those written on the old
+// primary after it. The log keeps an event's time in whole seconds, and
+// the failover's record keeps at to the second: an event of the
+// failover's own second counts as lost, so the split errs toward a larger
+// loss. The times are the old primary's clock and the failover's host's.
+func SplitAtFailover(lost, late map[string]int, evs []hmslog.RawEvent, db string, after int64, at time.Time) {
+	cut := at.Unix()
+	for _, e := range evs {
+		if e.EventID <= after || !strings.EqualFold(e.Database, db) {
+			continue
+		}
+		if e.EventTime <= cut {
+			lost[strings.ToLower(e.Table)]++
+		} else {
+			late[strings.ToLower(e.Table)]++
+		}
+	}
+}
+
+// RecordLost returns the parameters of a failed-over DR database with
+// the events its failover lost, as failback counted them at at (the
+// failover recorded them unknown): hivedr.failover.rpo_events, and
+// rpo_counted_at; the RPO in seconds becomes 0 when nothing was lost.
+// params is not changed.
+func RecordLost(params map[string]string, lost int, at time.Time) map[string]string {
+	out := make(map[string]string, len(params)+2)
+	for k, v := range params {
+		out[k] = v
+	}
+	out[drparam.FailoverRPOEvents] = strconv.Itoa(lost)
+	out[drparam.FailoverRPOCountedAt] = at.UTC().Format(time.RFC3339)
+	if lost == 0 {
+		out[drparam.FailoverRPOSeconds] = strconv.FormatFloat(0, 'f', 1, 64)
+	}
+	return out
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
 // BackDatabase is what failback decided for one database.
 type BackDatabase struct {
 	Database string `json:"database"`
@@ -75,11 +123,23 @@ type BackDatabase struct {
 	// event DR reflected, and the DR log's head.
 	EventID   int64 `json:"failover_event_id"`
 	DRLogHead int64 `json:"dr_log_head"`
+	// FailedOverAt is the failover's time, as recorded.
+	FailedOverAt time.Time `json:"failed_over_at"`
 	// SourceChanged are the old primary's tables changed after EventID
 	// (events DR never got: the unplanned loss, or writes after the
 	// failover), with their event counts; SourceEvents their total.
 	SourceChanged map[string]int `json:"source_changed"`
 	SourceEvents  int            `json:"source_events_after_failover_event"`
+	// LostEvents and LateEvents split SourceEvents at FailedOverAt
+	// (SplitAtFailover): those written at or before the failover, which it
+	// lost (its RPO in events), and those written after it.
+	LostEvents int `json:"lost_events"`
+	LateEvents int `json:"late_events"`
+	// RecordedLost is the RPO in events the failover recorded (-1:
+	// unknown, the source was unreadable). RPORecorded: it was unknown,
+	// and failback wrote LostEvents on the DR database (RecordLost).
+	RecordedLost int64 `json:"failover_rpo_events"`
+	RPORecorded  bool  `json:"rpo_events_recorded"`
 	// DRChanged are the new primary's tables changed since the failover.
 	DRChanged map[string]int `json:"dr_changed"`
 	// Moved are the tables re-bootstrapped (changed on either side); the
@@ -199,8 +259,8 @@ func Failback(ctx context.Context, fwd, rev *config.Config, opts BackOptions) (*
 		if err := CheckOldPrimary(db, op, drparam.TargetMark(rev.Source.Name), opts.Again); err != nil {
 			return nil, err
 		}
-		rep.Databases = append(rep.Databases, BackDatabase{Database: db, EventID: r.EventID, DRLogHead: r.DRLogHead,
-			SourceChanged: map[string]int{}, DRChanged: map[string]int{}})
+		rep.Databases = append(rep.Databases, BackDatabase{Database: db, EventID: r.EventID, DRLogHead: r.DRLogHead, FailedOverAt: r.At,
+			SourceChanged: map[string]int{}, DRChanged: map[string]int{}, RecordedLost: r.LostEvents})
 		if minEvent < 0 || r.EventID < minEvent {
 			minEvent = r.EventID
 		}
@@ -213,15 +273,23 @@ func Failback(ctx context.Context, fwd, rev *config.Config, opts BackOptions) (*
 	}
 
 	// Both logs after the failover.
-	if err := scanLog(ctx, fwd.Source, fwd.SourceMetastoreOptions(), minEvent, func(evs []hmslog.RawEvent) {
+	lost, late := make([]map[string]int, len(rep.Databases)), make([]map[string]int, len(rep.Databases))
+	for i := range rep.Databases {
+		lost[i], late[i] = map[string]int{}, map[string]int{}
+	}
+	if err := scanSource(ctx, fwd.Source, fwd.SourceMetastoreOptions(), minEvent, func(evs []hmslog.RawEvent) {
 		for i := range rep.Databases {
 			d := &rep.Databases[i]
 			Changed(d.SourceChanged, evs, d.Database, d.EventID)
+			SplitAtFailover(lost[i], late[i], evs, d.Database, d.EventID, d.FailedOverAt)
 		}
 	}); err != nil {
 		return nil, fmt.Errorf("the old primary's log after event %d: %w", minEvent, err)
 	}
-	if err := scanLog(ctx, rev.Source, rev.SourceMetastoreOptions(), minHead, func(evs []hmslog.RawEvent) {
+	for i := range rep.Databases {
+		rep.Databases[i].LostEvents, rep.Databases[i].LateEvents = sum(lost[i]), sum(late[i])
+	}
+	if err := scanSource(ctx, rev.Source, rev.SourceMetastoreOptions(), minHead, func(evs []hmslog.RawEvent) {
 		for i := range rep.Databases {
 			d := &rep.Databases[i]
 			Changed(d.DRChanged, evs, d.Database, d.DRLogHead)
@@ -259,6 +327,18 @@ func Failback(ctx context.Context, fwd, rev *config.Config, opts BackOptions) (*
 				d.Unchanged++
 			}
 		}
+		// The failover could not count what it lost: now it is known.
+		if d.RecordedLost < 0 {
+			cur, err := dr.GetDatabase(ctx, d.Database)
+			if err != nil {
+				return nil, fmt.Errorf("get DR database %s: %w", d.Database, err)
+			}
+			cur.Parameters = RecordLost(cur.Parameters, d.LostEvents, time.Now())
+			if err := dr.AlterDatabase(ctx, d.Database, cur); err != nil {
+				return nil, fmt.Errorf("record on DR database %s the %d event(s) its failover lost: %w", d.Database, d.LostEvents, err)
+			}
+			d.RPORecorded = true
+		}
 		// The old primary's database becomes the reverse pipeline's
 		// replica at the DR log's recorded head.
 		odb, err := old.GetDatabase(ctx, d.Database)
@@ -294,7 +374,8 @@ func Failback(ctx context.Context, fwd, rev *config.Config, opts BackOptions) (*
 			d.RequestID = req.RequestID
 		}
 		rep.MovedTables += len(d.Moved)
-		log.Info("failing back", "db", d.Database, "moved_tables", d.Moved, "unchanged_tables", d.Unchanged, "source_events_after_failover", d.SourceEvents)
+		log.Info("failing back", "db", d.Database, "moved_tables", d.Moved, "unchanged_tables", d.Unchanged, "source_events_after_failover", d.SourceEvents,
+			"lost_events", d.LostEvents, "late_events", d.LateEvents)
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
@@ -309,14 +390,20 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-// scanLog hands fn the log of src after event after, in pages, to its
+// scanSource hands fn the log of src after event after, in pages, to its
 // head.
-func scanLog(ctx context.Context, src config.Source, opts hms.Options, after int64, fn func([]hmslog.RawEvent)) error {
+func scanSource(ctx context.Context, src config.Source, opts hms.Options, after int64, fn func([]hmslog.RawEvent)) error {
 	s, err := hmslog.Open(ctx, src, opts)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	return scanLog(ctx, s, after, fn)
+}
+
+// scanLog hands fn the log s reads after event after, in pages, to its
+// head.
+func scanLog(ctx context.Context, s hmslog.Source, after int64, fn func([]hmslog.RawEvent)) error {
 	for {
 		evs, err := s.Next(ctx, after, 1000)
 		if err != nil {

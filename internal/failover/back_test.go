@@ -1,9 +1,13 @@
 package failover
 
 import (
+	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/drparam"
@@ -99,5 +103,124 @@ func TestCheckOldPrimary(t *testing.T) {
 				t.Fatalf("CheckOldPrimary: %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestSplitAtFailover: the old primary's events after the event DR
+// reflected split at the failover's second: lost at or before it (its
+// own second included), late after; other databases' events and those
+// up to the event DR reflected count in neither.
+func TestSplitAtFailover(t *testing.T) {
+	at := time.Date(2026, 12, 3, 10, 0, 0, 700_000_000, time.UTC) // recorded as 10:00:00
+	sec := at.Unix()
+	evs := []hmslog.RawEvent{
+		{EventID: 100, EventTime: sec - 60, Database: "sales", Table: "orders"}, // DR has it
+		{EventID: 101, EventTime: sec - 5, Database: "sales", Table: "lost_0"},
+		{EventID: 102, EventTime: sec - 5, Database: "crm", Table: "leads"}, // another database
+		{EventID: 103, EventTime: sec - 1, Database: "SALES", Table: "Lost_1"},
+		{EventID: 104, EventTime: sec, Database: "sales", Table: "lost_2"}, // the failover's own second
+		{EventID: 105, EventTime: sec + 1, Database: "sales", Table: "late"},
+		{EventID: 106, EventTime: sec + 30, Database: "sales"},
+	}
+	for _, c := range []struct {
+		name       string
+		after      int64
+		lost, late map[string]int
+	}{
+		{"after the event DR reflected", 100, map[string]int{"lost_0": 1, "lost_1": 1, "lost_2": 1}, map[string]int{"late": 1, "": 1}},
+		{"DR further on", 103, map[string]int{"lost_2": 1}, map[string]int{"late": 1, "": 1}},
+		{"nothing after", 106, map[string]int{}, map[string]int{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lost, late := map[string]int{}, map[string]int{}
+			SplitAtFailover(lost, late, evs, "sales", c.after, at)
+			if !maps.Equal(lost, c.lost) || !maps.Equal(late, c.late) {
+				t.Fatalf("lost %v late %v, want %v and %v", lost, late, c.lost, c.late)
+			}
+		})
+	}
+}
+
+// TestRecordLost: failback's count replaces the failover's "unknown",
+// with when it was counted; no loss makes the RPO 0 seconds too, and
+// ReadRecord reads the count back.
+func TestRecordLost(t *testing.T) {
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	d := Database{Database: "a", Reached: 130, ReachedTime: at.Add(-time.Minute), LostEvents: -1, RPOSeconds: 60, DRLogHead: 777}
+	marked := Mark(map[string]string{drparam.Target: "hivedr:src"}, d, Unplanned, 130, []string{"a"}, at)
+	for _, c := range []struct {
+		lost    int
+		seconds string
+	}{{3, "60.0"}, {0, "0.0"}} {
+		p := RecordLost(marked, c.lost, at.Add(time.Hour))
+		if p[drparam.FailoverRPOEvents] != fmt.Sprint(c.lost) || p[drparam.FailoverRPOSeconds] != c.seconds ||
+			p[drparam.FailoverRPOCountedAt] != "2026-12-03T11:00:00Z" {
+			t.Errorf("lost %d: %v", c.lost, p)
+		}
+		r, ok, err := ReadRecord(p)
+		if err != nil || !ok || r.LostEvents != int64(c.lost) || r.EventID != 130 {
+			t.Errorf("lost %d: read back %+v %v %v", c.lost, r, ok, err)
+		}
+	}
+	if marked[drparam.FailoverRPOEvents] != "unknown" || marked[drparam.FailoverRPOCountedAt] != "" {
+		t.Errorf("RecordLost changed its input: %v", marked)
+	}
+}
+
+// fakeLog is a notification log in memory.
+type fakeLog []hmslog.RawEvent
+
+func (l fakeLog) Head(context.Context) (int64, error) { return l[len(l)-1].EventID, nil }
+func (l fakeLog) Next(_ context.Context, after int64, max int) ([]hmslog.RawEvent, error) {
+	var out []hmslog.RawEvent
+	for _, e := range l {
+		if e.EventID > after && len(out) < max {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+func (l fakeLog) Databases(context.Context) ([]string, error) { return nil, nil }
+func (l fakeLog) Close() error                                { return nil }
+
+// TestCountLost: at a failover whose source log is readable, every event
+// of a database after what it reached is lost, read in pages across more
+// than one.
+func TestCountLost(t *testing.T) {
+	var log fakeLog
+	for i := int64(1); i <= 2500; i++ {
+		db := []string{"a", "b", "c"}[i%3]
+		log = append(log, hmslog.RawEvent{EventID: i, Database: db, Table: "t"})
+	}
+	got, err := countLost(context.Background(), log, []Database{{Database: "a", Reached: 2400}, {Database: "b", Reached: 2500}, {Database: "c", Reached: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a: 2401..2500 with i%3 == 0; c: 11..2500 with i%3 == 2.
+	want := map[string]int64{"a": 33, "b": 0, "c": 830}
+	if !maps.Equal(got, want) {
+		t.Fatalf("countLost = %v, want %v", got, want)
+	}
+}
+
+func TestBackReportText(t *testing.T) {
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	r := &BackReport{Databases: []BackDatabase{
+		{Database: "a", EventID: 130, FailedOverAt: at, SourceEvents: 4, LostEvents: 3, LateEvents: 1, RecordedLost: -1, RPORecorded: true,
+			SourceChanged: map[string]int{"lost_0": 1}, Moved: []string{"lost_0"}},
+		{Database: "b", EventID: 120, FailedOverAt: at, SourceEvents: 1, LostEvents: 1, RecordedLost: 0},
+	}}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"4 event(s) after event 130, the one DR reflected: 3 lost (written at or before the failover at 2026-12-03T10:00:00Z), 1 written after it",
+		"RPO in events: 3, counted now (the failover could not read the source); recorded on DR as hivedr.failover.rpo_events",
+		"RPO in events: the failover recorded 0; the old primary's log has 1 at or before its time",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -248,12 +248,12 @@ func Run(ctx context.Context, conf *config.Config, opts Options) (*Report, error
 	}
 
 	// The RPO: the source events of each database after what it reached.
-	lost, lerr := countLost(ctx, conf.Source, conf.SourceMetastoreOptions(), rep.Databases)
+	lost, lerr := countSourceLost(ctx, conf.Source, conf.SourceMetastoreOptions(), rep.Databases)
 	if lerr != nil {
 		if opts.Mode == Planned {
 			return nil, fmt.Errorf("count the source events DR does not have: %w", lerr)
 		}
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the source log cannot be read (%v): the events lost are unknown until failback reads it; RPO seconds count from the newest source time DR is complete to", lerr))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the source log cannot be read (%v): the events lost are unknown until failback reads it (and records them on each DR database); RPO seconds count from the newest source time DR is complete to", lerr))
 	}
 	drHead, err := sourceHead(ctx, config.Source{Name: "dr", Kind: config.SourceThrift, Metastore: conf.Applier.Metastore}, conf.DRMetastoreOptions())
 	if err != nil {
@@ -647,11 +647,28 @@ func readBack(ctx context.Context, kopts []kgo.Opt, dec *schemas.Decoder, topic 
 	}
 }
 
-// countLost counts, per database, the source log's events after what it
-// reached (read from the oldest of them to the head).
-func countLost(ctx context.Context, src config.Source, opts hms.Options, dbs []Database) (map[string]int64, error) {
+// countSourceLost is countLost on src's log, given a minute: with
+// source.kind postgres the log is read from the metastore's database,
+// which may answer while the metastore does not.
+func countSourceLost(ctx context.Context, src config.Source, opts hms.Options, dbs []Database) (map[string]int64, error) {
 	octx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	s, err := hmslog.Open(octx, src, opts)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", src.Name, err)
+	}
+	defer s.Close()
+	lost, err := countLost(octx, s, dbs)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", src.Name, err)
+	}
+	return lost, nil
+}
+
+// countLost counts, per database, the events of the log s after what it
+// reached (read from the oldest of them to the head): at a failover,
+// every one of them is lost.
+func countLost(ctx context.Context, s hmslog.Source, dbs []Database) (map[string]int64, error) {
 	from := int64(-1)
 	changed := map[string]map[string]int{}
 	for _, d := range dbs {
@@ -660,19 +677,17 @@ func countLost(ctx context.Context, src config.Source, opts hms.Options, dbs []D
 			from = d.Reached
 		}
 	}
-	err := scanLog(octx, src, opts, from, func(evs []hmslog.RawEvent) {
+	err := scanLog(ctx, s, from, func(evs []hmslog.RawEvent) {
 		for _, d := range dbs {
 			Changed(changed[d.Database], evs, d.Database, d.Reached)
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("source %s: %w", src.Name, err)
+		return nil, err
 	}
 	out := map[string]int64{}
 	for db, m := range changed {
-		for _, n := range m {
-			out[db] += int64(n)
-		}
+		out[db] = int64(sum(m))
 	}
 	return out, nil
 }

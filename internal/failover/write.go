@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/hivedr/hivedr/internal/drparam"
 )
 
 // JSON writes v as one indented JSON object: the -json form of the
@@ -109,7 +111,14 @@ func (r *BackReport) WriteText(w io.Writer) error {
 		len(r.Databases), r.MovedTables, r.Seconds)
 	for _, d := range r.Databases {
 		fmt.Fprintf(&b, "\n  %s: the old primary is now the reverse pipeline's replica from DR log event %d\n", d.Database, d.DRLogHead)
-		fmt.Fprintf(&b, "    old primary: %d event(s) after event %d, the one DR reflected (lost or written after the failover)\n", d.SourceEvents, d.EventID)
+		fmt.Fprintf(&b, "    old primary: %d event(s) after event %d, the one DR reflected: %d lost (written at or before the failover at %s), %d written after it\n",
+			d.SourceEvents, d.EventID, d.LostEvents, d.FailedOverAt.UTC().Format(time.RFC3339), d.LateEvents)
+		switch {
+		case d.RPORecorded:
+			fmt.Fprintf(&b, "    RPO in events: %d, counted now (the failover could not read the source); recorded on DR as %s\n", d.LostEvents, drparam.FailoverRPOEvents)
+		case d.RecordedLost >= 0 && int64(d.LostEvents) != d.RecordedLost:
+			fmt.Fprintf(&b, "    RPO in events: the failover recorded %d; the old primary's log has %d at or before its time\n", d.RecordedLost, d.LostEvents)
+		}
 		for _, t := range d.Moved {
 			var why []string
 			if n := d.SourceChanged[t]; n > 0 {

@@ -56,6 +56,27 @@ type Meta struct {
 	ModTime time.Time
 }
 
+// Missing returns the fields of m that have does not have already:
+// owner, group and permission bits, and the modification time, compared to
+// the millisecond (HDFS's precision). Fields of m left zero are not
+// compared. For a directory, set m's ModTime to zero.
+func (m Meta) Missing(have FileInfo) Meta {
+	var d Meta
+	if m.Owner != "" && m.Owner != have.Owner {
+		d.Owner = m.Owner
+	}
+	if m.Group != "" && m.Group != have.Group {
+		d.Group = m.Group
+	}
+	if m.HasPerm && (!have.HasPerm || m.Perm.Perm() != have.Perm.Perm()) {
+		d.Perm, d.HasPerm = m.Perm.Perm(), true
+	}
+	if !m.ModTime.IsZero() && m.ModTime.UnixMilli() != have.ModTime.UnixMilli() {
+		d.ModTime = m.ModTime
+	}
+	return d
+}
+
 // IsZero reports whether m sets nothing.
 func (m Meta) IsZero() bool {
 	return m.Owner == "" && m.Group == "" && !m.HasPerm && m.ModTime.IsZero()
@@ -68,15 +89,52 @@ type MetaSetter interface {
 	SetMeta(m Meta)
 }
 
+// MetaKeeper is an FS that keeps owner, group and permission bits on
+// directories and files, and modification times on files (HDFS), and can
+// set them on what already exists, without rewriting anything. copyd uses
+// it for the directories it writes into and for files it finds already
+// identical.
+type MetaKeeper interface {
+	// KeepDir makes the directory at path, with m's owner, group and
+	// permission bits, when it is missing (making missing parents above
+	// it as the store's defaults have them), and gives an existing one
+	// those of m's that differ from what it has. Fields of m left zero are
+	// left as they are; m's ModTime is not used. A path that exists as a
+	// file is an error. A refusal is a *PermissionError.
+	KeepDir(ctx context.Context, path string, m Meta) (DirChange, error)
+	// SetFileMeta gives the existing file at path m's fields that are set
+	// (owner, group, permission bits, modification time). A refusal is a
+	// *PermissionError.
+	SetFileMeta(ctx context.Context, path string, m Meta) error
+}
+
+// DirChange says what KeepDir did.
+type DirChange int
+
+// What KeepDir did: nothing (the directory was there with the metadata
+// asked), made the directory, or changed an existing one's metadata.
+const (
+	DirKept DirChange = iota
+	DirMade
+	DirFixed
+)
+
 // PermissionError is a store's refusal to set metadata the caller asked
 // for (not a transient fault: retrying cannot help).
 type PermissionError struct {
-	Location, Op, User string
-	Err                error
+	// Location is the file or directory; Dir says which.
+	Location string
+	Dir      bool
+	Op, User string
+	Err      error
 }
 
 func (e *PermissionError) Error() string {
-	return "keep metadata of " + e.Location + ": user " + e.User + " may not " + e.Op + ": " + e.Err.Error()
+	what := e.Location
+	if e.Dir {
+		what = "directory " + e.Location
+	}
+	return "keep metadata of " + what + ": user " + e.User + " may not " + e.Op + ": " + e.Err.Error()
 }
 
 func (e *PermissionError) Unwrap() error { return e.Err }

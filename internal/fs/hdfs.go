@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -205,11 +206,7 @@ func (h *HDFS) Stat(ctx context.Context, loc string) (FileInfo, error) {
 	if err != nil {
 		return FileInfo{}, hdfsError("stat", loc, err)
 	}
-	out := FileInfo{Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir(), Perm: fi.Mode().Perm(), HasPerm: true}
-	if hf, ok := fi.(*hdfs.FileInfo); ok {
-		out.Owner, out.Group = hf.Owner(), hf.OwnerGroup()
-	}
-	return out, nil
+	return statInfo(fi), nil
 }
 
 // Open implements FS.
@@ -401,7 +398,7 @@ func (w *hdfsWriter) Commit(ctx context.Context, crc32c uint32) error {
 		return &ChecksumError{Location: w.loc, Want: crc32c, Got: got, HasGot: true,
 			Detail: "COMPOSITE-CRC32C of staging file " + w.staging}
 	}
-	if err := w.fs.setMeta(w.c, w.loc, w.staging, w.meta); err != nil {
+	if err := w.fs.setMeta(ctx, w.c, w.loc, w.staging, w.meta, metaStaging); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -658,24 +655,46 @@ func isSnapshotPath(p string) bool {
 	return false
 }
 
-// setMeta gives the staging file p of loc the metadata m: owner and group
-// (setOwner), permission bits (setPermission), then the modification time
-// (setTimes: last, since the others do not change it but a later write
+// setMeta gives the file or directory p (of loc; for a write, its staging
+// file) the metadata m: owner and group (setOwner), permission bits
+// (setPermission), then the modification time (WebHDFS SETTIMES, which
+// keeps milliseconds, where the native client's setTimes sends whole
+// seconds; last, since the others do not change it but a later write
 // would). A refusal by the NameNode is a *PermissionError naming the user
 // and what it may not do.
-func (h *HDFS) setMeta(c *hdfs.Client, loc, p string, m Meta) error {
+func (h *HDFS) setMeta(ctx context.Context, c *hdfs.Client, loc, p string, m Meta, kind metaTarget) error {
+	dir := kind == metaDir
 	refused := func(op string, err error) error {
-		if errors.Is(err, os.ErrPermission) {
-			return &PermissionError{Location: loc, Op: op, User: h.user, Err: err}
+		var re *webhdfs.RemoteError
+		if errors.Is(err, os.ErrPermission) || errors.As(err, &re) && re.Exception == "AccessControlException" {
+			return &PermissionError{Location: loc, Dir: dir, Op: op, User: h.user, Err: err}
 		}
-		return fmt.Errorf("keep metadata of %s: %s on staging file %s: %w", loc, op, p, err)
+		if kind == metaStaging {
+			return fmt.Errorf("keep metadata of %s: %s on staging file %s: %w", loc, op, p, err)
+		}
+		return fmt.Errorf("keep metadata of %s: %s: %w", loc, op, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("keep metadata of %s: %w", loc, err)
 	}
 	if m.Owner != "" || m.Group != "" {
 		op := "chown to " + m.Owner + ":" + m.Group + " (changing the owner needs the HDFS superuser)"
 		if m.Owner == "" {
 			op = "chgrp to " + m.Group + " (the user must be the owner and a member of the group, or the superuser)"
 		}
-		if err := c.Chown(p, m.Owner, m.Group); err != nil {
+		owner, group := m.Owner, m.Group
+		if owner == "" || group == "" {
+			// The NameNode takes an empty name as a name (colinmarc/hdfs
+			// sends it as given), not as "unchanged": send the one kept as
+			// it is now.
+			fi, err := c.Stat(p)
+			if err != nil {
+				return fmt.Errorf("keep metadata of %s: %s: %w", loc, op, err)
+			}
+			cur := statInfo(fi)
+			owner, group = cmp.Or(owner, cur.Owner), cmp.Or(group, cur.Group)
+		}
+		if err := c.Chown(p, owner, group); err != nil {
 			return refused(op, err)
 		}
 	}
@@ -684,10 +703,98 @@ func (h *HDFS) setMeta(c *hdfs.Client, loc, p string, m Meta) error {
 			return refused(fmt.Sprintf("chmod to %04o", m.Perm), err)
 		}
 	}
-	if !m.ModTime.IsZero() {
-		if err := c.Chtimes(p, m.ModTime, m.ModTime); err != nil {
+	if !m.ModTime.IsZero() && !dir {
+		if err := h.web.SetModTime(ctx, p, m.ModTime); err != nil {
 			return refused("set the modification time", err)
 		}
 	}
 	return nil
+}
+
+// metaTarget is what setMeta sets metadata on.
+type metaTarget int
+
+const (
+	metaStaging metaTarget = iota // a write's staging file, renamed over loc next
+	metaFile                      // the file at loc
+	metaDir                       // the directory at loc
+)
+
+var _ MetaKeeper = (*HDFS)(nil)
+
+// KeepDir implements MetaKeeper. A missing directory is made with m's
+// permission bits (0755 when m has none) and then given m's owner and
+// group and, again, its permission bits (the NameNode may mask those a
+// mkdirs asks for). Directories missing above it are made as
+// CreateStaged makes them (0755, the NameNode's owner and group).
+func (h *HDFS) KeepDir(ctx context.Context, loc string, m Meta) (DirChange, error) {
+	p, err := h.path(loc)
+	if err != nil {
+		return DirKept, err
+	}
+	loc = h.location(p)
+	c, err := h.conn(ctx)
+	if err != nil {
+		return DirKept, fmt.Errorf("keep directory %s: %w", loc, err)
+	}
+	m.ModTime = time.Time{} // a directory's changes with every file renamed into it
+	fi, err := c.Stat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		perm := os.FileMode(0o755)
+		if m.HasPerm {
+			perm = m.Perm
+		}
+		if err := c.MkdirAll(path.Dir(p), 0o755); err != nil {
+			return DirKept, fmt.Errorf("keep directory %s: make parent directories: %w", loc, err)
+		}
+		err = c.Mkdir(p, perm)
+		if err == nil {
+			if err := h.setMeta(ctx, c, loc, p, m, metaDir); err != nil {
+				return DirMade, err
+			}
+			return DirMade, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return DirKept, fmt.Errorf("keep directory %s: make it: %w", loc, err)
+		}
+		// Made by another writer meanwhile: check what it has.
+		fi, err = c.Stat(p)
+	}
+	if err != nil {
+		return DirKept, hdfsError("keep directory", loc, err)
+	}
+	if !fi.IsDir() {
+		return DirKept, fmt.Errorf("keep directory %s: it is a file", loc)
+	}
+	diff := m.Missing(statInfo(fi))
+	if diff.IsZero() {
+		return DirKept, nil
+	}
+	if err := h.setMeta(ctx, c, loc, p, diff, metaDir); err != nil {
+		return DirKept, err
+	}
+	return DirFixed, nil
+}
+
+// SetFileMeta implements MetaKeeper.
+func (h *HDFS) SetFileMeta(ctx context.Context, loc string, m Meta) error {
+	p, err := h.path(loc)
+	if err != nil {
+		return err
+	}
+	loc = h.location(p)
+	c, err := h.conn(ctx)
+	if err != nil {
+		return fmt.Errorf("keep metadata of %s: %w", loc, err)
+	}
+	return h.setMeta(ctx, c, loc, p, m, metaFile)
+}
+
+// statInfo is the FileInfo of a native client's status.
+func statInfo(fi os.FileInfo) FileInfo {
+	out := FileInfo{Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir(), Perm: fi.Mode().Perm(), HasPerm: true}
+	if hf, ok := fi.(*hdfs.FileInfo); ok {
+		out.Owner, out.Group = hf.Owner(), hf.OwnerGroup()
+	}
+	return out
 }

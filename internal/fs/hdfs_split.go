@@ -216,7 +216,7 @@ func (w *hdfsSplitWriter) Commit(ctx context.Context, crc32c uint32) error {
 		return &ChecksumError{Location: w.loc, Want: crc32c, Got: got, HasGot: true,
 			Detail: "COMPOSITE-CRC32C of joined staging file " + staging}
 	}
-	if err := w.fs.setMeta(w.c, w.loc, staging, w.meta); err != nil {
+	if err := w.fs.setMeta(ctx, w.c, w.loc, staging, w.meta, metaStaging); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net/http"
+	"os"
 	"path"
 	"strings"
 	"sync"
@@ -440,10 +441,60 @@ func (s *S3) createUpload(ctx context.Context, loc, bucket, key string) (string,
 		ServerSideEncryption: s.sse, SSEKMSKeyId: s.sseKeyID, ACL: s.acl,
 	})
 	if err != nil {
-		return "", fmt.Errorf("write %s: create multipart upload: %w", loc, err)
+		return "", s.writeError(loc, "create multipart upload", err)
 	}
 	return aws.ToString(out.UploadId), nil
 }
+
+// settings names the object settings every write carries (sse,
+// sse_kms_key_id, acl), "" for none.
+func (s *S3) settings() string {
+	var parts []string
+	if s.sse != "" {
+		parts = append(parts, "sse "+string(s.sse))
+	}
+	if s.sseKeyID != nil {
+		parts = append(parts, "sse_kms_key_id "+*s.sseKeyID)
+	}
+	if s.acl != "" {
+		parts = append(parts, "acl "+string(s.acl))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeError wraps err, S3's answer to op (a PutObject or a
+// CreateMultipartUpload of loc). A refusal (AccessDenied, HTTP 403) of a
+// write that carried object settings is an *S3SettingsError naming them.
+func (s *S3) writeError(loc, op string, err error) error {
+	if set := s.settings(); set != "" && isAccessDenied(err) {
+		return &S3SettingsError{Location: loc, Op: op, Settings: set, Err: err}
+	}
+	return fmt.Errorf("write %s: %s: %w", loc, op, err)
+}
+
+// isAccessDenied reports whether err is S3 refusing a request: error code
+// AccessDenied, or HTTP 403.
+func isAccessDenied(err error) bool {
+	var sc interface{ HTTPStatusCode() int }
+	return apiCode(err) == "AccessDenied" || errors.As(err, &sc) && sc.HTTPStatusCode() == http.StatusForbidden
+}
+
+// S3SettingsError is S3 refusing a write that carried the configured
+// object settings (filesystems.s3[].sse, sse_kms_key_id, acl): the
+// credentials may not use the KMS key, or set the ACL (or may not write
+// the bucket at all). Retrying cannot help; it wraps os.ErrPermission too.
+type S3SettingsError struct {
+	Location, Op, Settings string
+	Err                    error
+}
+
+func (e *S3SettingsError) Error() string {
+	return fmt.Sprintf("write %s: %s: S3 refused the write, which carries filesystems.s3[] %s: "+
+		"the credentials may not use these settings (SSE-KMS needs kms:GenerateDataKey on the key, an acl s3:PutObjectAcl) "+
+		"or may not write the bucket: %v", e.Location, e.Op, e.Settings, e.Err)
+}
+
+func (e *S3SettingsError) Unwrap() []error { return []error{e.Err, os.ErrPermission} }
 
 // partSizeFor returns the part size for an object of size bytes (-1:
 // unknown): the configured one, grown to whole MiB when 10,000 parts of it
@@ -519,6 +570,9 @@ func (w *s3Writer) Verified() (Checksum, bool) {
 func (w *s3Writer) commitError(crc32c uint32, err error) error {
 	if isChecksumRefusal(err) {
 		return &ChecksumError{Location: w.loc, Want: crc32c, Detail: "refused by S3: " + err.Error()}
+	}
+	if w.uploadID == "" && isAccessDenied(err) && w.fs.settings() != "" {
+		return w.fs.writeError(w.loc, "put object", err)
 	}
 	return fmt.Errorf("commit %s: %w", w.loc, err)
 }

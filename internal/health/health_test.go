@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func TestStateIsAndNoneSet(t *testing.T) {
+func TestHealthStateIsAndNoneSet(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	state := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "x_state"}, []string{"state"})
 	halted := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "x_halted"}, []string{"db", "reason"})
@@ -47,7 +47,7 @@ func TestStateIsAndNoneSet(t *testing.T) {
 	}
 }
 
-func TestReadyzHandler(t *testing.T) {
+func TestHealthReadyzHandler(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
 	mux := http.NewServeMux()

@@ -10,7 +10,9 @@
 // protocol over a buffered socket, the metastore's default when SASL and
 // framing are off, or over Thrift's SASL transport with Kerberos (GSSAPI,
 // QOP auth) when Options.Kerberos is set, for metastores with
-// metastore.sasl.enabled) and small helpers.
+// metastore.sasl.enabled) and small helpers. A connection without Kerberos
+// to a metastore that requires it fails on its first call with a
+// SASLRequiredError saying so and naming the keys to set (plain.go).
 package hms
 
 import (
@@ -50,6 +52,11 @@ type Options struct {
 	// becomes the address's host).
 	Kerberos  *krb.Client
 	Principal string
+	// PrincipalKey is the configuration key that would hold Principal
+	// (source.metastore_principal, applier.metastore_principal), named
+	// when a metastore that requires Kerberos is reached without
+	// (SASLRequiredError).
+	PrincipalKey string
 }
 
 func (o *Options) ensureDefaults() {
@@ -93,7 +100,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		if err := sock.Open(); err != nil {
 			return nil, fmt.Errorf("connect to hive metastore %s: %w", addr, err)
 		}
-		trans = thrift.NewTBufferedTransport(sock, 64<<10)
+		trans = thrift.NewTBufferedTransport(&plainSocket{TTransport: sock, addr: addr, key: opts.PrincipalKey}, 64<<10)
 	}
 	proto := thrift.NewTBinaryProtocolConf(trans, conf)
 	return &Client{
@@ -117,6 +124,32 @@ func (c *Client) Close() error { return c.transport.Close() }
 func TableRequest(db, name string) *hive_metastore.GetTableRequest {
 	return &hive_metastore.GetTableRequest{
 		DbName: db, TblName: name,
-		Capabilities: &hive_metastore.ClientCapabilities{Values: []hive_metastore.ClientCapability{hive_metastore.ClientCapability_INSERT_ONLY_TABLES}},
+		Capabilities:          &hive_metastore.ClientCapabilities{Values: []hive_metastore.ClientCapability{hive_metastore.ClientCapability_INSERT_ONLY_TABLES}},
+		ProcessorCapabilities: ProcessorCapabilities(), ProcessorIdentifier: processorIdentifier(),
 	}
+}
+
+// ProcessorCapabilities are what hivedr tells a Hive 4 metastore it can
+// read and write, as Hive's own clients do: the metastore's metadata
+// transformer refuses transactional tables to a client that declares
+// none. (A replica must still run without a transformer that rewrites
+// tables, such as Hive 4's default one, which turns managed tables that
+// are not transactional into external ones: see the README.)
+func ProcessorCapabilities() []string {
+	return []string{"HIVEFULLACIDREAD", "HIVEFULLACIDWRITE", "HIVEMANAGEDINSERTREAD", "HIVEMANAGEDINSERTWRITE",
+		"EXTREAD", "EXTWRITE", "HIVEMANAGESTATS", "HIVECACHEINVALIDATE"}
+}
+
+// processorIdentifier names hivedr to the metastore beside its
+// capabilities.
+func processorIdentifier() *string {
+	id := "hivedr"
+	return &id
+}
+
+// CreateTable creates t with create_table_req, declaring hivedr's
+// ProcessorCapabilities (the plain create_table declares none).
+func (c *Client) CreateTable(ctx context.Context, t *hive_metastore.Table) error {
+	return c.CreateTableReq(ctx, &hive_metastore.CreateTableRequest{Table: t, ProcessorCapabilities: ProcessorCapabilities(),
+		ProcessorIdentifier: processorIdentifier()})
 }

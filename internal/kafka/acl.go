@@ -25,10 +25,6 @@ const (
 // Roles lists every role, in the order ACLs are listed.
 var Roles = []Role{RoleTailer, RoleCopyd, RoleApplier, RoleOperator}
 
-// CopydTransactionalIDPrefix starts every copy daemon's transactional ID:
-// hivedr-copyd-<copyd.instance>.
-const CopydTransactionalIDPrefix = "hivedr-copyd-"
-
 // Resource is the kind of Kafka resource an ACL is on.
 type Resource string
 
@@ -105,7 +101,7 @@ func RoleACLs(role Role, n Names) []ACL {
 			acl(ResourceTopic, Literal, t.Manifests(), "consumes copy tasks", read),
 			acl(ResourceTopic, Literal, t.Completions(), "creates it if missing, publishes completions", create, write),
 			acl(ResourceGroup, Literal, n.CopydGroup, "shares the tasks; commits offsets in its transactions", read),
-			acl(ResourceTransactionalID, Prefixed, CopydTransactionalIDPrefix, "one transactional ID per daemon (hivedr-copyd-<instance>)", write),
+			acl(ResourceTransactionalID, Prefixed, t.CopydTransactionalIDPrefix(), "one transactional ID per daemon ("+t.CopydTransactionalIDPrefix()+"<instance>)", write),
 		}
 	case RoleApplier:
 		return []ACL{

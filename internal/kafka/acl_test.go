@@ -27,7 +27,7 @@ func TestRoleACLsLeastPrivilege(t *testing.T) {
 		case ResourceGroup:
 			return a.Name == "dr1-copyd" || a.Name == "dr1-applier"
 		case ResourceTransactionalID:
-			return a.Name == "hivedr-tailer-prod" || a.Name == CopydTransactionalIDPrefix
+			return a.Name == "hivedr-tailer-prod" || a.Name == "dr1-copyd-"
 		}
 		return false
 	}
@@ -78,6 +78,8 @@ func TestRoleACLsLeastPrivilege(t *testing.T) {
 		{RoleCopyd, ResourceTopic, tp.Completions(), kmsg.ACLOperationWrite, true},
 		{RoleCopyd, ResourceTopic, tp.Prefix + ".events.", kmsg.ACLOperationRead, false},
 		{RoleCopyd, ResourceGroup, "dr1-copyd", kmsg.ACLOperationRead, true},
+		{RoleCopyd, ResourceTransactionalID, "dr1-copyd-", kmsg.ACLOperationWrite, true},
+		{RoleCopyd, ResourceTransactionalID, "hivedr-copyd-", kmsg.ACLOperationWrite, false},
 		{RoleCopyd, ResourceGroup, "dr1-applier", kmsg.ACLOperationRead, false},
 		{RoleApplier, ResourceGroup, "dr1-applier", kmsg.ACLOperationRead, true},
 		{RoleApplier, ResourceTopic, tp.Prefix + ".events.", kmsg.ACLOperationWrite, false},
@@ -157,5 +159,41 @@ func TestCreateACLs(t *testing.T) {
 	}
 	if _, err := CreateACLs(ctx, adm, map[Role]string{}, acls); err == nil || !strings.Contains(err.Error(), "no principal for role tailer") {
 		t.Errorf("without principals: %v", err)
+	}
+}
+
+// TestCopydTransactionalIDs checks that copy daemons' transactional IDs
+// follow the topic prefix: the default prefix keeps the IDs copy daemons
+// had before (hivedr-copyd-<instance>), two pipelines' daemons of one
+// instance name get different IDs (neither fences the other), and one
+// pipeline's copyd ACL covers its own IDs only.
+func TestCopydTransactionalIDs(t *testing.T) {
+	def, a, b := Topics{Prefix: "hivedr"}, Topics{Prefix: "dr1"}, Topics{Prefix: "dr2"}
+	if got := def.CopydTransactionalID("host1"); got != "hivedr-copyd-host1" {
+		t.Errorf("default prefix: %q, want hivedr-copyd-host1", got)
+	}
+	if a.CopydTransactionalID("host1") == b.CopydTransactionalID("host1") {
+		t.Errorf("pipelines dr1 and dr2 share transactional ID %q", a.CopydTransactionalID("host1"))
+	}
+	var grant string
+	for _, acl := range RoleACLs(RoleCopyd, Names{Topics: a}) {
+		if acl.Resource == ResourceTransactionalID {
+			if acl.Pattern != Prefixed {
+				t.Errorf("copyd's transactional ID ACL is %s, want PREFIXED", acl.Pattern)
+			}
+			grant = acl.Name
+		}
+	}
+	for _, c := range []struct {
+		id   string
+		want bool
+	}{
+		{a.CopydTransactionalID("host1"), true},
+		{b.CopydTransactionalID("host1"), false},
+		{def.CopydTransactionalID("host1"), false},
+	} {
+		if got := grant != "" && strings.HasPrefix(c.id, grant); got != c.want {
+			t.Errorf("dr1's copyd ACL %q covers %q: %v, want %v", grant, c.id, got, c.want)
+		}
 	}
 }

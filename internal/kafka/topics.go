@@ -59,6 +59,23 @@ func (t Topics) Control() string { return t.Prefix + ".control" }
 // other's requests.
 func (t Topics) ApplierControl() string { return t.Prefix + ".applier.control" }
 
+// CopydTransactionalIDPrefix starts the transactional IDs of this
+// pipeline's copy daemons: <prefix>-copyd-. It is derived from the topic
+// prefix so that pipelines sharing a Kafka cluster (each with its own
+// prefix) cannot fence each other's copy daemons, and so that a PREFIXED
+// ACL on it grants one pipeline's IDs only. With the default prefix
+// hivedr it is hivedr-copyd-, the IDs every copy daemon used before they
+// were derived from the prefix.
+func (t Topics) CopydTransactionalIDPrefix() string { return t.Prefix + "-copyd-" }
+
+// CopydTransactionalID is the transactional ID of the copy daemon
+// instance (copyd.instance): <prefix>-copyd-<instance>. It must be unique
+// per daemon and stable across its restarts, so that a restarted daemon
+// fences its older self.
+func (t Topics) CopydTransactionalID(instance string) string {
+	return t.CopydTransactionalIDPrefix() + instance
+}
+
 var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
 // CheckName returns an error naming topic when Kafka would refuse it.

@@ -39,8 +39,12 @@ import (
 // names a krb5.conf.
 const DefaultKrb5Conf = "/etc/krb5.conf"
 
-// Config says who to be. It is the `kerberos:` section of hivedr's
-// configuration (and of each daemon's own section, which overrides it).
+// Config says who to be. It is the top-level `kerberos:` section of
+// hivedr's configuration, one per file: every kerberized metastore and
+// HDFS cluster of the file is reached as this principal. Roles that need
+// principals of their own get them from their own files, or from one file
+// with principal: ${HIVEDR_PRINCIPAL} set per process. Kafka's SASL GSSAPI
+// is configured apart, in kafka.sasl.kerberos.
 type Config struct {
 	// Principal is the client principal, name@REALM or name/host@REALM;
 	// without @REALM, krb5.conf's default_realm. Empty: no Kerberos.

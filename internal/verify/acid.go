@@ -73,20 +73,26 @@ func (fs *findings) writeIDs(obj string, a, b acid.WriteIDs) {
 }
 
 // visibleFiles keeps, of a transactional table's or partition's files
-// (by name below its directory), those a reader with state w reads.
+// (by name below its directory), those a reader with state w reads, named
+// as DR names them (acid.ReplicaName: a compactor's directory without its
+// visibility suffix), so the two sides compare by name.
 func visibleFiles(files map[string]fileInfo, w acid.WriteIDs) map[string]fileInfo {
-	var dirs []string
+	var dirs, rels []string
 	for rel := range files {
 		if top, _, nested := strings.Cut(rel, "/"); nested {
 			dirs = append(dirs, top)
+			rels = append(rels, rel)
 		}
 	}
-	visible := acid.Visible(dirs, w)
+	visible := acid.VisibleIn(dirs, w, acid.View{Compacted: acid.Compacted(rels)})
 	out := make(map[string]fileInfo, len(files))
 	for rel, f := range files {
-		top, _, nested := strings.Cut(rel, "/")
-		if _, ok := slices.BinarySearch(visible, top); !nested || ok {
+		top, rest, nested := strings.Cut(rel, "/")
+		switch _, ok := slices.BinarySearch(visible, top); {
+		case !nested:
 			out[rel] = f
+		case ok:
+			out[acid.ReplicaName(top)+"/"+rest] = f
 		}
 	}
 	return out

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/location"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // IgnoredParameter reports whether verify ignores the database, table or
@@ -193,33 +193,7 @@ func unionKeys[V any](a, b map[string]V) []string {
 
 // partitionValues parses a partition name as the metastore lists it
 // (k1=v1/k2=v2, values escaped as %XX) into its values.
-func partitionValues(name string) []string {
-	var vals []string
-	for _, kv := range strings.Split(name, "/") {
-		_, v, _ := strings.Cut(kv, "=")
-		vals = append(vals, unescape(v))
-	}
-	return vals
-}
-
-// unescape undoes the metastore's %XX escaping of partition values.
-func unescape(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 2
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func partitionValues(name string) []string { return schemas.PartitionValues(name) }
 
 // valuesKey is a map key of a partition's values.
 func valuesKey(vals []string) string { return strings.Join(vals, "\x00") }

@@ -157,14 +157,18 @@ func (s Summary) Clean() bool { return s.Diverged == 0 }
 // store could not be read; the summary then counts what was compared
 // before it.
 func Run(ctx context.Context, cfg Config, opts Options, sink Sink) (Summary, error) {
+	r := newRun(cfg, opts, sink)
+	err := r.all(ctx)
+	r.sum.Seconds = time.Since(r.start).Seconds()
+	return r.sum, err
+}
+
+func newRun(cfg Config, opts Options, sink Sink) *run {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 500
 	}
 	opts.PageSize = min(opts.PageSize, math.MaxInt16)
-	r := &run{cfg: cfg, opts: opts, sink: sink, start: time.Now()}
-	err := r.all(ctx)
-	r.sum.Seconds = time.Since(r.start).Seconds()
-	return r.sum, err
+	return &run{cfg: cfg, opts: opts, sink: sink, start: time.Now()}
 }
 
 type run struct {
@@ -176,6 +180,10 @@ type run struct {
 	// txn is the write-ID states of the transactional table being
 	// compared (acid.go); nil for another table.
 	txn *writeIDStates
+	// held is the most findings held at once before they were sent:
+	// findings go out a page of partitions at a time, so it is bounded
+	// by the page (and its partitions' files), not by the table.
+	held int
 }
 
 // databases returns the names to compare, sorted: the source's replicated
@@ -265,7 +273,7 @@ func (r *run) database(ctx context.Context, name string) error {
 		found.location(name, a.LocationUri, b.LocationUri, r.cfg.MapLocation)
 		found.params(name, a.Parameters, b.Parameters)
 	}
-	if err := r.emit(ctx, pend, name, "", found); err != nil {
+	if err := r.emit(ctx, pend, name, "", &found); err != nil {
 		return err
 	}
 	if a == nil || b == nil {
@@ -305,7 +313,9 @@ func (r *run) tables(ctx context.Context, ms Metastore, db string) ([]string, er
 }
 
 // table compares one table: its definition, then its files or its
-// partitions, page by page.
+// partitions, page by page. Findings are sent as they are made: the
+// table's own first, then a page of partitions' at a time, so what is
+// held does not grow with the table's partitions.
 func (r *run) table(ctx context.Context, pend *pending, db, name string, onSource, onDR bool) error {
 	obj := db + "." + name
 	var found findings
@@ -324,7 +334,7 @@ func (r *run) table(ctx context.Context, pend *pending, db, name string, onSourc
 		}
 	}
 	if !found.presence(obj, a != nil, b != nil) {
-		return r.emit(ctx, pend, db, name, found)
+		return r.emit(ctx, pend, db, name, &found)
 	}
 	found.tableDef(obj, a, b, r.cfg.MapLocation)
 	if acid.Transactional(a.Parameters) && acid.Transactional(b.Parameters) {
@@ -337,40 +347,53 @@ func (r *run) table(ctx context.Context, pend *pending, db, name string, onSourc
 		if err := r.files(ctx, &found, obj, sdLocation(a.Sd), sdLocation(b.Sd)); err != nil {
 			return err
 		}
-		return r.emit(ctx, pend, db, name, found)
+		return r.emit(ctx, pend, db, name, &found)
 	}
-	if err := r.partitions(ctx, &found, db, name, a.PartitionKeys, b.PartitionKeys); err != nil {
+	if err := r.emit(ctx, pend, db, name, &found); err != nil {
 		return err
 	}
-	return r.emit(ctx, pend, db, name, found)
+	return r.partitions(ctx, pend, db, name, a.PartitionKeys, b.PartitionKeys)
 }
 
 // partitions compares a table's partitions: in pages when the metastores
-// allow it (paged), else from the full lists of names (listed).
-func (r *run) partitions(ctx context.Context, found *findings, db, table string, srcKeys, drKeys []*hive_metastore.FieldSchema) error {
+// allow it (paged), else from the full lists of names (listed). When the
+// pages fail after some were compared (and their findings sent), the
+// lists compare only the partitions the pages did not (pagedNames).
+func (r *run) partitions(ctx context.Context, pend *pending, db, table string, srcKeys, drKeys []*hive_metastore.FieldSchema) error {
+	var done map[string]bool
 	if pageable(srcKeys) && sameKeys(srcKeys, drKeys) {
-		sum, n := r.sum, len(*found)
-		ok, err := r.paged(ctx, found, db, table, srcKeys)
+		reach, ok, err := r.paged(ctx, pend, db, table, srcKeys)
 		if err != nil || ok {
 			return err
 		}
-		r.sum, *found = sum, (*found)[:n] // start again, from the lists
+		if done, err = r.pagedNames(ctx, db, table, srcKeys, reach); err != nil {
+			return err
+		}
 	}
 	r.sum.ListedInFull++
-	return r.listed(ctx, found, db, table)
+	return r.listed(ctx, pend, db, table, done)
 }
+
+// reach is how far paged got before its pages failed: the last partition
+// name compared by the source's pages, and the last looked at by DR's
+// ("" for none).
+type reach struct{ src, dr string }
 
 // paged compares a table's partitions a page at a time, holding one
 // page: the source's partitions in name order, each page looked up on
 // DR by name; then DR's, each page looked up on the source, for those
-// only on DR. Pages follow each other by a filter on the partition keys
+// only on DR. Each page's findings are sent before the next page is
+// read. Pages follow each other by a filter on the partition keys
 // (keysetFilter: the values after the page's last), which the metastore
-// answers in name order. ok is false, and nothing may be kept of what
-// was compared, when that did not hold: a page out of name order, a
-// value no filter can quote, or fewer (or more) partitions read than the
-// metastore counts; a metastore that refuses a filter also gives false.
-func (r *run) paged(ctx context.Context, found *findings, db, table string, keys []*hive_metastore.FieldSchema) (bool, error) {
+// answers in name order. ok is false when that did not hold: a page out
+// of name order, a value no filter can quote, or fewer (or more)
+// partitions read than the metastore counts; a metastore that refuses a
+// filter also gives false. The pages compared until then (up to reach)
+// stand: their findings are sent and counted.
+func (r *run) paged(ctx context.Context, pend *pending, db, table string, keys []*hive_metastore.FieldSchema) (reach, bool, error) {
 	obj := db + "." + table
+	var at reach
+	var found findings
 	ok, err := r.pages(ctx, r.cfg.Source, db, table, keys, func(page []*hive_metastore.Partition, names []string) error {
 		b, err := getPartitions(ctx, r.cfg.DR, db, table, names)
 		if err != nil {
@@ -384,17 +407,18 @@ func (r *run) paged(ctx context.Context, found *findings, db, table string, keys
 				continue
 			}
 			found.partitionDef(pobj, pa, pb, r.cfg.MapLocation)
-			if err := r.files(ctx, found, pobj, sdLocation(pa.Sd), sdLocation(pb.Sd)); err != nil {
+			if err := r.files(ctx, &found, pobj, sdLocation(pa.Sd), sdLocation(pb.Sd)); err != nil {
 				return err
 			}
 		}
+		at.src = names[len(names)-1]
 		r.progress(db, table)
-		return nil
+		return r.emit(ctx, pend, db, table, &found)
 	})
 	if err != nil || !ok {
-		return ok, err
+		return at, ok, err
 	}
-	return r.pages(ctx, r.cfg.DR, db, table, keys, func(page []*hive_metastore.Partition, names []string) error {
+	ok, err = r.pages(ctx, r.cfg.DR, db, table, keys, func(page []*hive_metastore.Partition, names []string) error {
 		a, err := getPartitions(ctx, r.cfg.Source, db, table, names)
 		if err != nil {
 			return fmt.Errorf("source: %w", err)
@@ -405,13 +429,55 @@ func (r *run) paged(ctx context.Context, found *findings, db, table string, keys
 				found.presence(obj+" partition "+n, false, true)
 			}
 		}
-		return nil
+		at.dr = names[len(names)-1]
+		return r.emit(ctx, pend, db, table, &found)
 	})
+	return at, ok, err
+}
+
+// errReached stops pagedNames' pages past what paged had compared.
+var errReached = errors.New("past the pages compared")
+
+// pagedNames are the partitions paged compared before its pages failed:
+// the source's pages again up to reach.src (every one of them was
+// compared), and DR's up to reach.dr (those only on DR were sent; the
+// others were compared with the source's). Read again the same way, the
+// pages hold the same partitions, and miss the same ones, as when they
+// were compared (bar changes made meanwhile). Only a table that falls
+// back to its full lists after some pages holds this set, as large as
+// those lists.
+func (r *run) pagedNames(ctx context.Context, db, table string, keys []*hive_metastore.FieldSchema, at reach) (map[string]bool, error) {
+	if at.src == "" && at.dr == "" {
+		return nil, nil
+	}
+	done := map[string]bool{}
+	for _, side := range []struct {
+		ms   Metastore
+		upTo string
+	}{{r.cfg.Source, at.src}, {r.cfg.DR, at.dr}} {
+		if side.upTo == "" {
+			continue
+		}
+		_, err := r.pages(ctx, side.ms, db, table, keys, func(_ []*hive_metastore.Partition, names []string) error {
+			for _, n := range names {
+				if n > side.upTo {
+					return errReached
+				}
+				done[n] = true
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errReached) {
+			return nil, err
+		}
+	}
+	return done, nil
 }
 
 // pages reads a table's partitions on ms a page at a time, in name
 // order, calling fn with each page and its names (see paged); ok is false
 // when the pages could not be trusted to cover the table exactly once.
+// fn is called only with pages that were in order.
 func (r *run) pages(ctx context.Context, ms Metastore, db, table string, keys []*hive_metastore.FieldSchema,
 	fn func(page []*hive_metastore.Partition, names []string) error) (bool, error) {
 	total, err := ms.GetNumPartitionsByFilter(ctx, db, table, "")
@@ -508,8 +574,10 @@ func keysetFilter(keys []*hive_metastore.FieldSchema, last []string) (string, bo
 }
 
 // listed compares a table's partitions from the sorted name lists of
-// both sides, merged, the partitions on both read a page at a time.
-func (r *run) listed(ctx context.Context, found *findings, db, table string) error {
+// both sides, merged, the partitions on both read a page at a time, the
+// findings sent a page at a time (in name order). Partitions in done
+// were compared already (pagedNames).
+func (r *run) listed(ctx context.Context, pend *pending, db, table string, done map[string]bool) error {
 	obj := db + "." + table
 	names := func(ms Metastore, side string) ([]string, error) {
 		n, err := ms.GetPartitionNames(ctx, db, table, -1)
@@ -528,41 +596,49 @@ func (r *run) listed(ctx context.Context, found *findings, db, table string) err
 		return err
 	}
 	var page []string
+	var found findings
+	// flush compares the page of partitions on both sides, then sends
+	// the findings made since the last flush: those of the page and of
+	// the partitions on one side only merged in between, all after the
+	// last flush's in name order.
 	flush := func() error {
-		if len(page) == 0 {
-			return nil
-		}
 		defer func() { page = page[:0] }()
-		a, err := getPartitions(ctx, r.cfg.Source, db, table, page)
-		if err != nil {
-			return fmt.Errorf("source: %w", err)
-		}
-		b, err := getPartitions(ctx, r.cfg.DR, db, table, page)
-		if err != nil {
-			return fmt.Errorf("DR: %w", err)
-		}
-		for _, n := range page {
-			pa, pb := a[n], b[n]
-			pobj := obj + " partition " + n
-			r.sum.Partitions++
-			if !found.presence(pobj, pa != nil, pb != nil) {
-				continue // dropped on one side since the listing
+		if len(page) > 0 {
+			a, err := getPartitions(ctx, r.cfg.Source, db, table, page)
+			if err != nil {
+				return fmt.Errorf("source: %w", err)
 			}
-			found.partitionDef(pobj, pa, pb, r.cfg.MapLocation)
-			if err := r.files(ctx, found, pobj, sdLocation(pa.Sd), sdLocation(pb.Sd)); err != nil {
-				return err
+			b, err := getPartitions(ctx, r.cfg.DR, db, table, page)
+			if err != nil {
+				return fmt.Errorf("DR: %w", err)
+			}
+			for _, n := range page {
+				pa, pb := a[n], b[n]
+				pobj := obj + " partition " + n
+				r.sum.Partitions++
+				if !found.presence(pobj, pa != nil, pb != nil) {
+					continue // dropped on one side since the listing
+				}
+				found.partitionDef(pobj, pa, pb, r.cfg.MapLocation)
+				if err := r.files(ctx, &found, pobj, sdLocation(pa.Sd), sdLocation(pb.Sd)); err != nil {
+					return err
+				}
 			}
 		}
-		return nil
+		return r.emit(ctx, pend, db, table, &found)
 	}
 	var ferr error
 	merge(srcNames, drNames, func(n string, onSource, onDR bool) bool {
-		if !onSource || !onDR {
+		switch {
+		case done[n]:
+			return true
+		case !onSource || !onDR:
 			r.sum.Partitions++
 			found.presence(obj+" partition "+n, onSource, onDR)
-			return true
+		default:
+			page = append(page, n)
 		}
-		if page = append(page, n); len(page) >= r.opts.PageSize {
+		if len(page) >= r.opts.PageSize || len(found) >= r.opts.PageSize {
 			ferr = flush()
 			r.progress(db, table)
 		}
@@ -636,25 +712,29 @@ func (r *run) sampled(loc string) bool {
 	return float64(h.Sum64()>>11)/float64(1<<53) < r.opts.Sample
 }
 
-// emit classifies a table's (or the database's) findings and sends them.
-// Before calling anything diverged it reads the topic's records published
-// since it last looked: an event published while we compared explains a
-// difference as well as one published before.
-func (r *run) emit(ctx context.Context, pend *pending, db, table string, found findings) error {
-	if len(found) == 0 {
+// emit classifies findings of a table (or of the database), sends them
+// in object order and empties found. Before calling anything diverged it
+// reads the topic's records published since it last looked: an event
+// published while we compared explains a difference as well as one
+// published before. A table's findings go out in parts (its own, then a
+// page of partitions at a time), each classified as it goes.
+func (r *run) emit(ctx context.Context, pend *pending, db, table string, found *findings) error {
+	if len(*found) == 0 {
 		return nil
 	}
+	r.held = max(r.held, len(*found))
+	defer func() { *found = (*found)[:0] }()
 	if !pend.covers(table) && r.cfg.Log != nil {
 		if err := pend.refresh(ctx, r.cfg.Log, db); err != nil {
 			return err
 		}
 	}
-	slices.SortStableFunc(found, func(x, y Finding) int { return strings.Compare(x.Object, y.Object) })
+	slices.SortStableFunc(*found, func(x, y Finding) int { return strings.Compare(x.Object, y.Object) })
 	class := Diverged
 	if pend.covers(table) || (r.txn != nil && pend.txns) {
 		class = InFlight
 	}
-	for _, f := range found {
+	for _, f := range *found {
 		f.Class, f.Database, f.Table = class, db, table
 		if class == InFlight {
 			r.sum.InFlight++
@@ -740,12 +820,14 @@ type fileInfo struct {
 
 // listFiles returns the data files under dir by name relative to it,
 // leaving out hidden and staging names (a component starting with "." or
-// "_", which Hive's readers skip). A missing directory holds none.
+// "_", which Hive's readers skip) but for a compactor's metadata file in
+// an ACID directory, which tells readers how to read it. A missing
+// directory holds none.
 func listFiles(ctx context.Context, files Files, dir string) (map[string]fileInfo, error) {
 	dir = strings.TrimSuffix(dir, "/")
 	out := map[string]fileInfo{}
 	err := files.Walk(ctx, dir, func(loc string, size int64) error {
-		if rel, ok := location.Below(dir, loc); ok && !location.Hidden(rel) {
+		if rel, ok := location.Below(dir, loc); ok && (!location.Hidden(rel) || acid.IsMetadata(rel)) {
 			out[rel] = fileInfo{loc, size}
 		}
 		return nil

@@ -637,3 +637,80 @@ func TestRunTransactional(t *testing.T) {
 		t.Errorf("with a commit pending: %+v, want %d in flight", sum, len(want))
 	}
 }
+
+// TestRunFindingsPaged: a DR table that misses every partition of its
+// source's 10,000 (and one that misses every third) gives a finding per
+// partition, sent a page at a time as they are made: no more than a page
+// of them is ever held, the first goes out before the source's second
+// page is read, and they come out in name order, each once. That holds
+// when the pages are trusted, when the table is listed in full (a key
+// that is not a string), and when the pages fail half-way (a value no
+// filter can quote) and the lists compare what the pages did not.
+func TestRunFindingsPaged(t *testing.T) {
+	str := []*hive_metastore.FieldSchema{{Name: "dt", Type: "string"}}
+	num := []*hive_metastore.FieldSchema{{Name: "dt", Type: "int"}}
+	const n, page = 10_000, 100
+	for _, c := range []struct {
+		name  string
+		keys  []*hive_metastore.FieldSchema
+		every int    // DR keeps no partition i with i%every == 0
+		quote string // the value of partition 5099 on both sides (the last of a page)
+		full  int    // tables listed in full
+	}{
+		{name: "paged, all missing", keys: str, every: 1},
+		{name: "paged, every third missing", keys: str, every: 3},
+		{name: "listed in full, all missing", keys: num, every: 1, full: 1},
+		{name: "pages fail half-way, every third missing", keys: str, every: 3, quote: `05099\x`, full: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src, dr := bigSite("hdfs://src", n, c.keys), bigSite("hdfs://dr", n, c.keys)
+			src.t, dr.t = t, t
+			if c.quote != "" {
+				src.parts["db.p"][5099].Values[0] = c.quote
+				dr.parts["db.p"][5099].Values[0] = c.quote
+			}
+			var want []string
+			var kept []*hive_metastore.Partition
+			for i, p := range dr.parts["db.p"] {
+				if i%c.every == 0 {
+					want = append(want, "db.p partition "+src.name("db", "p", p))
+					continue
+				}
+				kept = append(kept, p)
+			}
+			dr.parts["db.p"] = kept
+			slices.Sort(want)
+			var got []string
+			readsAtFirst := -1
+			reads := func() int { return src.calls["get_partitions_by_filter"] + src.calls["get_partitions_by_names"] }
+			cfg := Config{Source: src, DR: dr, SourceFiles: fakeFiles{}, DRFiles: fakeFiles{},
+				MapLocation: func(s string) (string, error) { return strings.Replace(s, "hdfs://src", "hdfs://dr", 1), nil },
+				Replicated:  func(string, string) bool { return true }, Target: "hivedr:primary"}
+			r := newRun(cfg, Options{PageSize: page}, func(f Finding) {
+				if readsAtFirst < 0 {
+					readsAtFirst = reads()
+				}
+				if f.Detail != "missing on DR" {
+					t.Errorf("finding %v", f)
+				}
+				got = append(got, f.Object)
+			})
+			if err := r.all(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d findings (first %v), want %d in name order, each once (first %v)", len(got), got[:min(3, len(got))], len(want), want[:3])
+			}
+			if r.held > page {
+				t.Errorf("held %d findings at once, want at most a page (%d)", r.held, page)
+			}
+			if reads() > 0 && (readsAtFirst < 0 || readsAtFirst >= reads()/2) {
+				t.Errorf("the first finding went out after %d of %d partition reads: not as the pages were read", readsAtFirst, reads())
+			}
+			if r.sum.ListedInFull != c.full || r.sum.Partitions != n || r.sum.Diverged != len(want) {
+				t.Errorf("summary %+v: want %d listed in full, %d partitions, %d diverged", r.sum, c.full, n, len(want))
+			}
+			t.Logf("%d findings, at most %d held; first sent after %d of %d partition reads", len(got), r.held, readsAtFirst, reads())
+		})
+	}
+}

@@ -4,7 +4,8 @@
 // change management is on; the DataNode handler answers that form whatever
 // dfs.checksum.combine.mode says, so COMPOSITE-CRC32Cs come from
 // internal/hdfscrc), snapshots and snapshot lists and diffs, block
-// locations (which internal/hdfscrc asks the DataNodes about), and CONCAT.
+// locations (which internal/hdfscrc asks the DataNodes about), CONCAT, and
+// modification times to the millisecond (SETTIMES).
 package webhdfs
 
 import (
@@ -147,6 +148,21 @@ func (c *Client) GetFileChecksum(ctx context.Context, path string) (FileChecksum
 		return FileChecksum{}, fmt.Errorf("webhdfs GETFILECHECKSUM %s: bytes %q are not hex: %w", path, out.FileChecksum.Bytes, err)
 	}
 	return FileChecksum{Algorithm: out.FileChecksum.Algorithm, Bytes: b, Length: out.FileChecksum.Length}, nil
+}
+
+// SetModTime sets the modification time of the file or directory at path
+// to mtime, to the millisecond (SETTIMES; HDFS keeps milliseconds, and
+// colinmarc/hdfs's Chtimes sends whole seconds). The access time is left
+// as it is (accesstime -1), which also works on clusters that keep no
+// access times (dfs.namenode.accesstime.precision 0). A time before the
+// epoch is refused here: HDFS takes -1 to mean "unchanged".
+func (c *Client) SetModTime(ctx context.Context, path string, mtime time.Time) error {
+	ms := mtime.UnixMilli()
+	if ms < 0 {
+		return fmt.Errorf("webhdfs SETTIMES %s: modification time %s is before 1970", path, mtime.UTC().Format(time.RFC3339Nano))
+	}
+	params := url.Values{"modificationtime": {strconv.FormatInt(ms, 10)}, "accesstime": {"-1"}}
+	return c.do(ctx, http.MethodPut, "SETTIMES", path, params, nil)
 }
 
 // BlockLocation is one block of a file.

@@ -176,3 +176,38 @@ func TestSnapshottableDirectoryList(t *testing.T) {
 		t.Errorf("dirs %v, want %v", dirs, want)
 	}
 }
+
+// TestSetModTime checks that SETTIMES carries the modification time to the
+// millisecond and leaves the access time alone (-1), and that a refusal
+// is a RemoteError.
+func TestSetModTime(t *testing.T) {
+	var got []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/webhdfs/v1/d/f", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		got = append(got, r.Method+" "+q.Get("op")+" m="+q.Get("modificationtime")+" a="+q.Get("accesstime"))
+	})
+	mux.HandleFunc("/webhdfs/v1/d/locked", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte(`{"RemoteException":{"exception":"AccessControlException","javaClassName":"org.apache.hadoop.security.AccessControlException","message":"Permission denied: user=hivedr, access=WRITE, inode=\"/d/locked\""}}`))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c := New(srv.URL, "hdfs", srv.Client())
+	ctx := context.Background()
+	mtime := time.Date(2025, 11, 5, 8, 30, 12, 345_678_901, time.UTC)
+	if err := c.SetModTime(ctx, "/d/f", mtime); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"PUT SETTIMES m=1762331412345 a=-1"}; !slices.Equal(got, want) {
+		t.Errorf("sent %q, want %q", got, want)
+	}
+	err := c.SetModTime(ctx, "/d/locked", mtime)
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Exception != "AccessControlException" || re.Status != http.StatusForbidden {
+		t.Fatalf("refused: err = %#v", err)
+	}
+	if err := c.SetModTime(ctx, "/d/f", time.Unix(-5, 0)); err == nil || len(got) != 1 {
+		t.Errorf("a time before 1970: err %v, %d requests; want refused before sending", err, len(got))
+	}
+}

@@ -32,8 +32,9 @@ var acidTables = []acidTable{
 // acidScript: create the tables (a partition each where partitioned);
 // a transaction writing all three (two databases) that commits; one that
 // writes orders and aborts; one that writes a base over orders'
-// deltas (as INSERT OVERWRITE and a major compaction leave them) and
-// commits; one that writes ledger and is still open when the log is read.
+// deltas (as INSERT OVERWRITE leaves it) and commits; a major compaction
+// of events' partition; one that writes ledger and is still open when the
+// log is read.
 func (s *steps) acidScript() {
 	ctx := s.ctx
 	loc := map[string]string{}
@@ -160,6 +161,53 @@ func (s *steps) acidScript() {
 		write(txn, acidTables[0], true)
 		commit(txn)
 	}
+	// A major compaction of events' partition, as Hive's compactor runs
+	// one: queued, taken by a worker, run in a COMPACTION transaction whose
+	// commit the metastore logs as COMMIT_TXN and COMMIT_COMPACTION (no
+	// file is written: the tailer lists what the compactor wrote when it
+	// publishes the event).
+	s.do("compact "+acidDB+".events", func() error {
+		part := "dt=" + acidTables[1].partition
+		req, err := s.c.Compact2(ctx, &hive_metastore.CompactionRequest{Dbname: acidDB, Tablename: "events", Partitionname: &part,
+			Type: hive_metastore.CompactionType_MAJOR})
+		if err != nil {
+			return err
+		}
+		var ci *hive_metastore.CompactionInfoStruct
+		for range 100 {
+			o, err := s.c.FindNextCompact(ctx, "hivedr-capture", "hivedr")
+			if err != nil {
+				return err
+			}
+			if o == nil || o.Ci == nil {
+				return fmt.Errorf("compaction %d not in the queue", req.ID)
+			}
+			if o.Ci.ID == req.ID {
+				ci = o.Ci
+				break
+			}
+			if err := s.c.MarkFailed(ctx, o.Ci); err != nil {
+				return err
+			}
+		}
+		if ci == nil {
+			return fmt.Errorf("compaction %d not handed out", req.ID)
+		}
+		r, err := s.c.OpenTxns(ctx, &hive_metastore.OpenTxnRequest{NumTxns: 1, User: "hivedr", Hostname: "capture",
+			AgentInfo: "hivedr-capture", TxnType: hive_metastore.TxnType_COMPACTION})
+		if err != nil {
+			return err
+		}
+		highest := int64(1)
+		ci.HighestWriteId = &highest
+		if err := s.c.UpdateCompactorState(ctx, ci, r.TxnIds[0]); err != nil {
+			return err
+		}
+		if err := s.c.MarkCompacted(ctx, ci); err != nil {
+			return err
+		}
+		return s.c.CommitTxn(ctx, &hive_metastore.CommitTxnRequest{Txnid: r.TxnIds[0]})
+	})
 	if txn := open(); txn != 0 {
 		write(txn, acidTables[2], false)
 		s.openTxn = txn

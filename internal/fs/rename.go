@@ -1,0 +1,145 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// ErrExist marks a rename whose target is already there.
+var ErrExist = errors.New("target already exists")
+
+// ErrNoAtomicRename marks a store that cannot move a directory in one
+// step (S3: a "directory" is a key prefix, moved object by object, so a
+// reader could see it half moved).
+var ErrNoAtomicRename = errors.New("the store cannot rename a directory atomically")
+
+// RenameDir moves the directory from to the location to, atomically: a
+// reader of the store sees it at one place or the other, never part at
+// each. Both must be on the same store; to must not exist (ErrExist) and
+// its parent must. A missing from is an error wrapping ErrNotExist. On S3
+// it fails with ErrNoAtomicRename.
+func (r *Router) RenameDir(ctx context.Context, from, to string) error {
+	ff, fl, err := r.Split(from)
+	if err != nil {
+		return err
+	}
+	tf, tl, err := r.Split(to)
+	if err != nil {
+		return err
+	}
+	if ff != tf {
+		return fmt.Errorf("rename %s to %s: not on the same store", from, to)
+	}
+	switch s := ff.(type) {
+	case *HDFS:
+		return s.renameDir(ctx, fl, tl)
+	case *Local:
+		return s.renameDir(fl, tl)
+	}
+	return fmt.Errorf("rename %s to %s: %w", from, to, ErrNoAtomicRename)
+}
+
+// Exists reports whether anything (file or directory) is at loc.
+func (r *Router) Exists(ctx context.Context, loc string) (bool, error) {
+	f, l, err := r.Split(loc)
+	if err != nil {
+		return false, err
+	}
+	switch s := f.(type) {
+	case *HDFS:
+		p, err := s.path(l)
+		if err != nil {
+			return false, err
+		}
+		c, err := s.conn(ctx)
+		if err != nil {
+			return false, fmt.Errorf("stat %s: %w", loc, err)
+		}
+		_, err = c.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("stat %s: %w", loc, err)
+		}
+		return true, nil
+	case *Local:
+		p, err := localPath(l)
+		if err != nil {
+			return false, err
+		}
+		_, err = os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("stat %s: %w", loc, err)
+		}
+		return true, nil
+	}
+	_, err = f.Stat(ctx, l)
+	if errors.Is(err, ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (h *HDFS) renameDir(ctx context.Context, from, to string) error {
+	fp, err := h.path(from)
+	if err != nil {
+		return err
+	}
+	tp, err := h.path(to)
+	if err != nil {
+		return err
+	}
+	c, err := h.conn(ctx)
+	if err != nil {
+		return fmt.Errorf("rename %s: %w", from, err)
+	}
+	fi, err := c.Stat(fp)
+	if err != nil {
+		return hdfsError("rename", from, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("rename %s: not a directory", from)
+	}
+	// The client renames with overwrite, which would replace an empty
+	// directory at to: refuse any target.
+	if _, err := c.Stat(tp); err == nil {
+		return fmt.Errorf("rename %s to %s: %w", from, to, ErrExist)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return hdfsError("rename", to, err)
+	}
+	if err := c.Rename(fp, tp); err != nil {
+		return hdfsError("rename", from, err)
+	}
+	return nil
+}
+
+func (*Local) renameDir(from, to string) error {
+	fp, err := localPath(from)
+	if err != nil {
+		return err
+	}
+	tp, err := localPath(to)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Lstat(fp)
+	if err != nil {
+		return localError("rename", from, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("rename %s: not a directory", from)
+	}
+	if _, err := os.Lstat(tp); err == nil {
+		return fmt.Errorf("rename %s to %s: %w", from, to, ErrExist)
+	}
+	if err := os.Rename(fp, tp); err != nil {
+		return localError("rename", from, err)
+	}
+	return nil
+}
