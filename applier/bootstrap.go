@@ -9,6 +9,7 @@ import (
 
 	"github.com/beltran/gohive/hive_metastore"
 
+	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -280,7 +281,9 @@ func (p *planner) keepFiles(files []schemas.FileRef) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		keep = append(keep, t)
+		// Where the tailer's copy task wrote it: a compactor's directory
+		// under its replica name.
+		keep = append(keep, acid.ReplicaPath(t))
 	}
 	return keep, nil
 }
