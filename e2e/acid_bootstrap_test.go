@@ -48,8 +48,9 @@ func TestAcidBootstrap(t *testing.T) {
 	// The history the bootstrap brings.
 	r.round()
 	r.round()
-	r.compact(0, -1)
-	r.compact(2, 0)
+	r.compact(0, -1, true) // orders: a major compaction by the compactor's protocol (base_N_vT)
+	r.overwrite(2, 0)      // ledger dt=2024-01-01: an INSERT OVERWRITE's base
+	r.compact(1, 1, false) // events dt=2024-01-02: a minor compaction (delta_A_B_vT)
 	r.txn(false, acidWrite{0, -1, false}, acidWrite{3, -1, false})
 	open, err := r.w.OpenTxn(r.ctx)
 	if err != nil {
@@ -111,6 +112,7 @@ func TestAcidBootstrap(t *testing.T) {
 	})
 	r.round()
 	r.converge(5 * time.Minute)
+	r.compactedOnDR() // the compactor's directories the bootstrap copied, under their DR names
 	if got := r.drOpenReplTxns(); len(got) != 0 {
 		t.Errorf("DR has open transactions of the applier %v after every source transaction ended", got)
 	}
