@@ -116,9 +116,9 @@ tailer:
   poll_interval: 200ms
   heartbeat_interval: 2s
   start_event_id: "$START"
-  metrics_addr: ""
   # Exit at once on CHAIN_BROKEN (TestTailerChainBroken tests the linger).
   chain_broken_linger: 0s
+  metrics_addr: ""
 copyd:
   group: $PREFIX-copyd
   instance: $PREFIX
