@@ -156,7 +156,11 @@ func (p *planner) allocWriteIDs(a *schemas.WriteIDAllocation) Decision {
 	if len(a.Allocations) == 0 {
 		return p.noop(ReasonTransaction, "%s of %s allocates nothing", p.ev.EventType, tk)
 	}
-	return apply(ReplAllocate{Policy: p.db, DB: tk.DB, Table: tk.Name, Txns: a.Allocations})
+	allocs, d, done := p.allocGuard(tk, a.Allocations) // acid_bootstrap.go
+	if done {
+		return d
+	}
+	return apply(ReplAllocate{Policy: p.db, DB: tk.DB, Table: tk.Name, Txns: allocs})
 }
 
 // commitTxn plans a COMMIT_TXN: the writes of this database, once their
@@ -188,6 +192,9 @@ func (p *planner) commitTxn(t *schemas.Transaction) Decision {
 				continue // its allocation was left out too: nothing to commit there
 			}
 			return halt(ReasonMissingObject, "%s does not exist on DR (write %d of transaction %d)", tk, w.WriteID, t.TxnIDs[0])
+		}
+		if d, bad := p.openAtCutCommit(tk, w, t.TxnIDs[0]); bad { // acid_bootstrap.go
+			return d
 		}
 		files := make([]schemas.FileRef, 0, len(w.Files))
 		for _, u := range w.Files {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/beltran/gohive/hive_metastore"
 
+	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -280,7 +281,9 @@ func (p *planner) keepFiles(files []schemas.FileRef) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		keep = append(keep, t)
+		// Where the tailer's copy task wrote it: a compactor's directory
+		// under its replica name.
+		keep = append(keep, acid.ReplicaPath(t))
 	}
 	return keep, nil
 }
@@ -349,9 +352,37 @@ func (p *planner) snapshotTable(cur *hive_metastore.Database, prog drparam.Progr
 	h := snapStamp(ev)
 	p.stampID = h
 	curT := p.in.Replica.Tables[tk]
+	isClaimed := curT != nil && claimed(curT.Parameters, s.BootstrapID, h)
+	// A transactional table's write IDs (acid_bootstrap.go): next is the
+	// DR database with the table's open-at-cut write IDs as the record
+	// leaves them.
+	step, next := stateKeep, cur
+	if w := s.WriteIDs; w != nil {
+		var (
+			set bool
+			d   Decision
+			ok  bool
+		)
+		if step, set, d, ok = p.writeIDStep(tk, s, isClaimed); !ok {
+			return d
+		}
+		var open []int64
+		if set {
+			open = w.Open
+		}
+		next = withOpenAtCut(cur, tk.Name, open)
+	}
 	switch {
-	case curT != nil && claimed(curT.Parameters, s.BootstrapID, h):
-		return p.withProgress(p.noop(ReasonAlreadyApplied, "%s is at event %d of bootstrap %s", tk, stamp(curT.Parameters), s.BootstrapID), cur, prog, recs)
+	case isClaimed && step == stateSet:
+		// Created (or made anew) by this bootstrap, its write IDs not yet
+		// set: a crash came in between.
+		d := p.noop(ReasonAlreadyApplied, "%s is at event %d of bootstrap %s; its write ids are set now", tk, stamp(curT.Parameters), s.BootstrapID)
+		if a := setWriteIDs(tk, p.db, s.WriteIDs); a != nil {
+			d = apply(a)
+		}
+		return p.progressWith(d, cur, next, prog, recs)
+	case isClaimed && step == stateKeep:
+		return p.progressWith(p.noop(ReasonAlreadyApplied, "%s is at event %d of bootstrap %s", tk, stamp(curT.Parameters), s.BootstrapID), cur, next, prog, recs)
 	case curT != nil && stamp(curT.Parameters) > h:
 		// DR holds a newer state than the snapshot read (a re-drive over
 		// a later bootstrap's objects): never rolled back, only claimed,
@@ -375,7 +406,7 @@ func (p *planner) snapshotTable(cur *hive_metastore.Database, prog drparam.Progr
 		return pathHalt(err)
 	}
 	t.Parameters[drparam.BootstrapID] = s.BootstrapID
-	remake := curT != nil && !sameShape(curT, t)
+	remake := curT != nil && (!sameShape(curT, t) || step == stateReset)
 	if curT == nil || remake {
 		t.Parameters[drparam.BootstrapNew] = s.BootstrapID
 	}
@@ -390,6 +421,9 @@ func (p *planner) snapshotTable(cur *hive_metastore.Database, prog drparam.Progr
 		acts = append(acts, PruneFiles{Dir: t.Sd.Location, Keep: keep, EventID: h, Source: c.After.Location})
 	}
 	switch {
+	case step == stateReset:
+		// DR holds another state under the name: the table goes with it.
+		acts = append(acts, ResetWriteIDs{DB: tk.DB, Table: tk.Name, Def: t}, CreateTable{Table: t})
 	case curT == nil:
 		acts = append(acts, CreateTable{Table: t})
 	case remake:
@@ -397,12 +431,19 @@ func (p *planner) snapshotTable(cur *hive_metastore.Database, prog drparam.Progr
 	default:
 		acts = append(acts, AlterTable{DB: tk.DB, Name: tk.Name, Table: t})
 	}
+	if w := s.WriteIDs; w != nil && (step != stateKeep || remake) {
+		// (A transactional table's drop takes its write IDs with it.)
+		if a := setWriteIDs(tk, p.db, w); a != nil {
+			acts = append(acts, a)
+		}
+		next = withOpenAtCut(cur, tk.Name, w.Open)
+	}
 	d := apply(acts...)
 	if len(p.gone) > 0 {
 		d.Detail = fmt.Sprintf("%s written without %d file(s) gone from the source since the snapshot listed them (first %s); later events converge it",
 			tk, len(p.gone), p.gone[0])
 	}
-	return p.withProgress(d, cur, prog, recs)
+	return p.progressWith(d, cur, next, prog, recs)
 }
 
 // snapshotPartitions plans a batch of PARTITION records of one table (the

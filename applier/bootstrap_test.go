@@ -212,6 +212,10 @@ func checkSnapshotDecision(t *testing.T, ctx string, in Input, d Decision) {
 			if ev.EventType != schemas.EventSnapshotEnd && ev.EventType != schemas.EventSnapshotTable {
 				t.Errorf("%s: %s", ctx, a)
 			}
+		case SetWriteIDs, ResetWriteIDs:
+			if ev.EventType != schemas.EventSnapshotTable || s.WriteIDs == nil {
+				t.Errorf("%s: %s on a record without write ids", ctx, a)
+			}
 		default:
 			t.Errorf("%s: a bootstrap record runs %s", ctx, a)
 		}

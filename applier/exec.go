@@ -393,11 +393,11 @@ func (x *executor) run(ctx context.Context, a Action) error {
 		env := &hive_metastore.EnvironmentContext{Properties: map[string]string{"DO_NOT_UPDATE_STATS": "true"}}
 		return classify(op, x.ms.AlterTableWithEnvironmentContext(ctx, a.DB, a.Name, a.Table, env))
 	case DropTable:
-		err := x.ms.DropTable(ctx, a.DB, a.Name, false)
-		if isNoSuchObject(err) {
-			return nil
-		}
-		return classify(op, err)
+		return x.dropTable(ctx, a) // exec_acid_bootstrap.go: a transactional table's write ids go with it
+	case SetWriteIDs:
+		return x.setWriteIDs(ctx, a)
+	case ResetWriteIDs:
+		return x.resetWriteIDs(ctx, a, nil)
 	case AddPartitions:
 		_, err := x.ms.AddPartitions(ctx, a.Parts)
 		return classify(op, err)

@@ -78,6 +78,9 @@ type Input struct {
 	// Inventory is what the convergence of a bootstrap's END reads of the
 	// DR database (see InventoryScope); nil for every other record.
 	Inventory *Inventory
+	// WriteIDs are the DR tables' write IDs WriteIDScope names for the
+	// event (acid_bootstrap.go); nil when it names none.
+	WriteIDs map[TableKey]TableWriteIDs
 	// Skip is set when an operator asked to skip this event.
 	Skip bool
 	// AcceptGap is set when an operator asked to skip the event the

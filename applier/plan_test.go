@@ -1191,12 +1191,17 @@ type memMS struct {
 	// open maps "policy/source txn" to the "db.table/writeID" keys of
 	// writeIDs its DR transaction allocated.
 	open map[string][]string
+	// next is each table's NEXT_WRITE_ID by "db.table" (absent: no row),
+	// and forgotten the writeIDs keys a reset of their table took away
+	// (acid_bootstrap_test.go).
+	next      map[string]int64
+	forgotten map[string]bool
 }
 
 func newMemMS() *memMS {
 	return &memMS{dbs: map[string]*hms.Database{}, tables: map[TableKey]*hms.Table{},
 		parts: map[PartKey]*hms.Partition{}, files: map[string]int64{},
-		writeIDs: map[string]string{}, open: map[string][]string{}}
+		writeIDs: map[string]string{}, open: map[string][]string{}, next: map[string]int64{}, forgotten: map[string]bool{}}
 }
 
 // clone copies the maps; the objects are shared, since neither Plan nor
@@ -1221,6 +1226,12 @@ func (m *memMS) clone() *memMS {
 	for k, v := range m.open {
 		n.open[k] = v
 	}
+	for k, v := range m.next {
+		n.next[k] = v
+	}
+	for k, v := range m.forgotten {
+		n.forgotten[k] = v
+	}
 	return n
 }
 
@@ -1243,6 +1254,9 @@ func (m *memMS) dump() string {
 	}
 	for k := range m.open {
 		lines = append(lines, "open txn "+k)
+	}
+	for k, v := range m.next {
+		lines = append(lines, fmt.Sprintf("next write id %s %d", k, v))
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
@@ -1333,7 +1347,12 @@ func (m *memMS) apply(a Action) error {
 		if m.tables[k] == nil {
 			return fmt.Errorf("drop table %s: no such table", k)
 		}
+		if acid.Transactional(m.tables[k].Parameters) {
+			m.forgetWriteIDs(k) // (the executor's dropTable)
+		}
 		m.dropTable(k)
+	case SetWriteIDs, ResetWriteIDs:
+		return m.applyWriteIDs(a)
 	case AddPartitions:
 		tk := tableKey(a.DB, a.Table)
 		if m.tables[tk] == nil {
@@ -1386,6 +1405,9 @@ func (m *memMS) apply(a Action) error {
 	case ReplAllocate:
 		// As the metastore: the source transaction's DR transaction is
 		// opened once; a write ID is allocated once.
+		if err := m.allocNext(a); err != nil {
+			return err
+		}
 		for _, t := range a.Txns {
 			key := fmt.Sprintf("%s/%d", a.Policy, t.TxnID)
 			wk := fmt.Sprintf("%s.%s/%d", a.DB, a.Table, t.WriteID)
@@ -1402,10 +1424,11 @@ func (m *memMS) apply(a Action) error {
 		if c, ok := a.(ReplCommit); ok {
 			key = fmt.Sprintf("%s/%d", c.Policy, c.SrcTxn)
 			if _, open := m.open[key]; !open {
-				return nil // as the metastore: a transaction DR no longer has open is a no-op
+				return m.commitNoTxn(c) // acid_bootstrap_test.go
 			}
 			for _, w := range c.Writes {
-				if wk := fmt.Sprintf("%s.%s/%d", w.Database, w.Table, w.WriteId); m.writeIDs[wk] != "open" || !slices.Contains(m.open[key], wk) {
+				wk := fmt.Sprintf("%s.%s/%d", w.Database, w.Table, w.WriteId)
+				if (m.writeIDs[wk] != "open" && !m.forgotten[wk]) || !slices.Contains(m.open[key], wk) {
 					return fmt.Errorf("%s: write %s is not open in it (%q)", a, wk, m.writeIDs[wk])
 				}
 			}
@@ -1414,7 +1437,9 @@ func (m *memMS) apply(a Action) error {
 			state, key = "aborted", fmt.Sprintf("%s/%d", r.Policy, r.SrcTxn)
 		}
 		for _, wk := range m.open[key] { // a transaction no longer open: a no-op
-			m.writeIDs[wk] = state
+			if m.writeIDs[wk] == "open" { // (not one its table's reset took away)
+				m.writeIDs[wk] = state
+			}
 		}
 		delete(m.open, key)
 	case PruneObsolete:
@@ -1577,6 +1602,7 @@ func stepOnce(t *testing.T, ms *memMS, w *seqWorker, c copyOutcomes, pol Policy)
 	}
 	in := Input{DB: w.db, Source: "src", Event: ev, Batch: evs[1:], Replica: ms.view(w.db, evs...), Copies: copies,
 		Later: w.events[w.pos+len(evs):], Policy: pol}
+	in.WriteIDs = ms.writeIDsOf(WriteIDScope(w.db, ev, in.Replica))
 	if tables, all, ok := InventoryScope(ev, in.Replica.Databases[strings.ToLower(w.db)]); ok {
 		in.Inventory = ms.inventory(strings.ToLower(w.db), ev.Snapshot.BootstrapID, tables, all)
 	}

@@ -48,6 +48,10 @@ const (
 	// worker skips (see ReleasedByBootstrap), or an object left out
 	// because a bootstrap after it brings it whole.
 	ReasonSupersededByBootstrap Reason = "superseded_by_bootstrap"
+	// ReasonBelowNextWriteID: an allocation of write IDs below the DR
+	// table's next write ID (allocated already, or covered by the
+	// write-ID state a bootstrap gave the table).
+	ReasonBelowNextWriteID Reason = "below_next_write_id"
 
 	// Event types the replica has nothing to do for (notReplicated).
 	ReasonNotReplicatedColumnStats Reason = "not_replicated_column_stats"

@@ -652,6 +652,10 @@ func (w *worker) decide(ctx context.Context, x *executor, evs []*schemas.Event, 
 			return decision{}, err
 		}
 	}
+	wids, err := x.writeIDs(ctx, WriteIDScope(db, ev, rep)) // exec_acid_bootstrap.go
+	if err != nil {
+		return decision{}, err
+	}
 	var skip, acceptGap bool
 	if cur := rep.Databases[db]; cur != nil {
 		_, skip = cur.Parameters[drparam.SkipKey(ev.EventID)]
@@ -660,7 +664,7 @@ func (w *worker) decide(ctx context.Context, x *executor, evs []*schemas.Event, 
 		}
 	}
 	d := Plan(Input{DB: w.db, Source: w.a.cfg.Source, Event: ev, Batch: evs[1:], Inventory: inv, Replica: rep, Copies: copies,
-		Later: w.later(n), Skip: skip, AcceptGap: acceptGap, Policy: w.a.cfg.Policy})
+		Later: w.later(n), Skip: skip, AcceptGap: acceptGap, Policy: w.a.cfg.Policy, WriteIDs: wids})
 	// A bootstrap's records share the cut's event ID: a skip of an event
 	// with that ID is not theirs (Plan ignores it for them).
 	return decision{d, skip && !isSnapshot(ev.EventType)}, nil

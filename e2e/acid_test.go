@@ -69,6 +69,13 @@ func newAcidRigNamed(t *testing.T, d time.Duration, prefix string) *acidRig {
 	u := uniq(t)
 	r := &acidRig{db1: prefix + "_a_" + u, db2: prefix + "_b_" + u, wrote: map[int64][]string{}}
 	r.pipelineTest = startPipeline(t, d, r.db1, r.db2)
+	r.setUp(t)
+	return r
+}
+
+// setUp notes DR's transaction high-water mark and creates the rig's
+// databases and tables on the source.
+func (r *acidRig) setUp(t *testing.T) {
 	o, err := r.dr.GetOpenTxns(r.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +108,6 @@ func newAcidRigNamed(t *testing.T, d time.Duration, prefix string) *acidRig {
 			}
 		}
 	}
-	return r
 }
 
 // txn runs one transaction: writes (table index, partition index or -1,

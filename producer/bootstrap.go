@@ -282,10 +282,11 @@ func (t *Tailer) bootstrapStep(ctx context.Context) (bool, error) {
 		}
 	}
 	for _, db := range snaps {
-		if err := t.snapshotPage(ctx, db); err != nil {
+		published, err := t.snapshotPage(ctx, db)
+		if err != nil {
 			return progressed, err
 		}
-		progressed = true
+		progressed = progressed || published
 	}
 	t.logProgress()
 	if err := t.releaseSnapshots(ctx); err != nil {
@@ -455,6 +456,9 @@ type snapPage struct {
 	prev int64 // the topic's chain, carried by every snapshot record
 	recs []*kgo.Record
 	n    int // snapshot records
+	// writeIDs is the write-ID state the next TABLE record carries (a
+	// transactional table's: bootstrap_acid.go).
+	writeIDs *schemas.SnapshotWriteIDs
 }
 
 // add appends a snapshot record (and its copy tasks) to the page: seq is
@@ -474,6 +478,9 @@ func (pg *snapPage) add(typ schemas.EventType, table string, payload schemas.Pay
 		Files: files, Errors: errs, PreviousEventID: &pg.prev,
 		Snapshot: &schemas.SnapshotInfo{BootstrapID: b.BootstrapID, CutEventID: b.CutEventID, StampEventID: stamp, Seq: b.Seq,
 			Tables: b.Tables, WithData: b.WithData, Reason: b.Reason}}
+	if typ == schemas.EventSnapshotTable {
+		ev.Snapshot.WriteIDs, pg.writeIDs = pg.writeIDs, nil
+	}
 	if typ == schemas.EventSnapshotEnd {
 		ev.Snapshot.TableCount, ev.Snapshot.PartitionCount, ev.Snapshot.FileCount, ev.Snapshot.ByteCount =
 			b.TablesDone, b.PartitionsDone, b.Files, b.Bytes
@@ -525,6 +532,9 @@ func (pg *snapPage) list(ctx context.Context, tb *schemas.Table, dir string, fro
 	t, b := pg.t, pg.b
 	if t.lister == nil || dir == "" || tb.TableType == "VIRTUAL_VIEW" || (tb.External() && !b.WithData) {
 		return nil, 0, nil, nil
+	}
+	if v := pg.acidView(tb); v != nil {
+		return pg.listACID(ctx, tb, dir, v) // what its write-ID state reads (bootstrap_acid.go)
 	}
 	read := dir
 	if from != nil {
@@ -579,8 +589,10 @@ func ioParallel(n int, fn func(i int)) {
 // tailer.bootstrap_page, and END after the last, which moves the
 // bootstrap to CATCHUP. A table's TABLE record and its first partitions
 // always share a transaction, so done_partition "" means the table after
-// done_table is not started.
-func (t *Tailer) snapshotPage(ctx context.Context, db string) error {
+// done_table is not started. A transactional table whose write IDs are
+// open waits for a later page (bootstrap_acid.go); a page that only found
+// such tables commits nothing. It reports whether it committed.
+func (t *Tailer) snapshotPage(ctx context.Context, db string) (bool, error) {
 	st := t.state()
 	i := bootIndex(st.boots, db)
 	b := &st.boots[i]
@@ -589,17 +601,18 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) error {
 		t.log.Warn("a database being bootstrapped left the replication scope: bootstrap dropped", "db", db, "bootstrap_id", b.BootstrapID)
 		finishRelease(&st, b)
 		delete(t.touch, b.BootstrapID)
+		t.forgetACID(b.BootstrapID)
 		st.boots = slices.Delete(st.boots, i, i+1)
-		return t.commit(ctx, nil, st, schemas.StateRunning)
+		return true, t.commit(ctx, nil, st, schemas.StateRunning)
 	}
 	if err := t.prepareTopics(ctx, st.chain, []string{db}); err != nil {
-		return err
+		return false, err
 	}
 	snaps := t.cfg.Snapshots
 	pg := &snapPage{t: t, b: b, prev: st.chain[db]}
 	tables, err := t.snapshotTables(ctx, b, pol)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if b.Seq == 0 {
 		d, err := snaps.Database(ctx, db)
@@ -608,10 +621,10 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) error {
 			t.log.Warn("a database to bootstrap is gone from the source: publishing its events after the cut only", "db", db, "bootstrap_id", b.BootstrapID)
 			b.Phase, b.CatchupEventID = schemas.PhaseCatchup, b.CutEventID
 			finishRelease(&st, b)
-			return t.commit(ctx, nil, st, schemas.StateRunning)
+			return true, t.commit(ctx, nil, st, schemas.StateRunning)
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		// At the cut: HDFS snapshots of the directories it copies from,
 		// planned (and committed) before they are taken, so a crash in
@@ -620,23 +633,23 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) error {
 			if len(b.HDFSSnapshots) == 0 {
 				planned, err := t.planSnapshots(ctx, b, d, tables)
 				if err != nil {
-					return err
+					return false, err
 				}
 				if len(planned) > 0 {
 					b.HDFSSnapshots = planned
 					if err := t.addRelease(ctx, &st, b); err != nil {
-						return err
+						return false, err
 					}
-					return t.commit(ctx, nil, st, schemas.StateRunning)
+					return true, t.commit(ctx, nil, st, schemas.StateRunning)
 				}
 			} else if err := t.takeSnapshots(ctx, b); err != nil {
-				return err
+				return false, err
 			}
 		}
 		b.TablesTotal = int64(len(tables))
 		t.log.Info("bootstrap started", "db", db, "bootstrap_id", b.BootstrapID, "cut", b.CutEventID, "tables", len(tables), "reason", b.Reason)
 		if err := pg.add(schemas.EventSnapshotBegin, "", &schemas.DatabaseChange{After: d}, 0, nil, nil, nil); err != nil {
-			return err
+			return false, err
 		}
 	}
 	adoptLegacyCursor(b, tables)
@@ -647,9 +660,15 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) error {
 	queue, inProgress := resumeOrder(b, tables)
 	listedNone := len(queue) == 0
 	page := t.conf.Tailer.BootstrapPage
+	handled := 0 // tables done (or gone) in this page: not left waiting
+	now := t.acidState().now()
 	for len(queue) > 0 && pg.n < page {
 		name := queue[0]
 		started := inProgress && name == b.TableInProgress
+		if !started && t.acidWaiting(b, name, now) {
+			queue = queue[1:] // its write IDs were open: read again later
+			continue
+		}
 		var (
 			tb  *schemas.Table
 			err error
@@ -661,27 +680,38 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) error {
 			// after END. One in progress stays published under its name.
 			finishTable(b, name)
 			queue = queue[1:]
+			handled++
 			continue
 		case err != nil:
-			return err
+			return false, err
 		case serr != nil:
-			return serr
+			return false, serr
 		}
 		t.noteTableRead(b, name)
+		if !started {
+			if ready, err := pg.acidTable(ctx, tb, now); err != nil || !ready {
+				if err != nil {
+					return false, err
+				}
+				queue = queue[1:] // write IDs open: a later page reads it again
+				continue
+			}
+		}
+		handled++
 		if !started {
 			var files []schemas.FileRef
 			var errs []schemas.EventError
 			var from *hdfsSnap
 			if len(tb.PartitionKeys) == 0 {
-				if from, err = pg.readFrom(ctx, name, tb.Location, head); err != nil {
-					return err
+				if from, err = pg.readFrom(ctx, tb, tb.Location, head); err != nil {
+					return false, err
 				}
 				if files, errs, err = pg.files(ctx, tb, tb.Location, from); err != nil {
-					return err
+					return false, err
 				}
 			}
 			if err := pg.add(schemas.EventSnapshotTable, tb.Name, &schemas.TableChange{After: tb}, stamp, files, errs, from); err != nil {
-				return err
+				return false, err
 			}
 			b.TablesDone++
 			markPublished(b, name)
@@ -694,7 +724,7 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) error {
 		}
 		more, err := t.partitionPage(ctx, pg, tb, max(page-pg.n, 1))
 		if err != nil {
-			return err
+			return false, err
 		}
 		if !more {
 			finishTable(b, name)
@@ -703,7 +733,7 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) error {
 	}
 	if listedNone {
 		if err := pg.add(schemas.EventSnapshotEnd, "", nil, 0, nil, nil, nil); err != nil {
-			return err
+			return false, err
 		}
 		b.Phase, b.CatchupEventID = schemas.PhaseCatchup, b.CutEventID
 		finishRelease(&st, b) // every copy task of it is published
@@ -711,10 +741,14 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) error {
 		b.PublishedTables = nil     // only the SNAPSHOT phase needs them
 		st.chain[db] = b.CutEventID // the END's event ID: what the next event follows
 		delete(t.partNames, b.BootstrapID)
+		t.forgetACID(b.BootstrapID)
 		t.log.Info("bootstrap snapshot published; catching up", "db", db, "bootstrap_id", b.BootstrapID, "records", b.Seq,
 			"tables", b.TablesDone, "partitions", b.PartitionsDone, "files", b.Files, "bytes", b.Bytes)
 	}
-	return t.commit(ctx, pg.recs, st, schemas.StateRunning)
+	if pg.n == 0 && handled == 0 {
+		return false, nil // every table left was waiting: nothing to commit
+	}
+	return true, t.commit(ctx, pg.recs, st, schemas.StateRunning)
 }
 
 // resumeOrder is what a page of b's snapshot has left to do, given the
@@ -807,9 +841,12 @@ func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Ta
 	// unless the table changed since the snapshots were taken.
 	from := make([]*hdfsSnap, len(parts))
 	for i := range parts {
-		if from[i], err = pg.readFrom(ctx, name, parts[i].Location, head); err != nil {
+		if from[i], err = pg.readFrom(ctx, tb, parts[i].Location, head); err != nil {
 			return false, err
 		}
+	}
+	if err := pg.acidPartitions(ctx, tb); err != nil {
+		return false, err
 	}
 	// The partitions' directories are listed at once (I/O, one call each),
 	// then the records made in order.

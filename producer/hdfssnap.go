@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/location"
@@ -337,15 +338,17 @@ func touchedTables(raw hmslog.RawEvent, db string) (names []string, all bool) {
 	return names, false
 }
 
-// readFrom returns the snapshot a record's files under dir are listed and
-// copied from: one of b's snapshots holds dir and no event after them up
-// to head (read after the record's object) touched table. nil: the live
-// tree.
-func (pg *snapPage) readFrom(ctx context.Context, table, dir string, head int64) (*hdfsSnap, error) {
+// readFrom returns the snapshot a record's files under dir, an object of
+// tb, are listed and copied from: one of b's snapshots holds dir and no
+// event after them up to head (read after the record's object) touched
+// the table. nil: the live tree, always for a transactional table
+// (bootstrap_acid.go).
+func (pg *snapPage) readFrom(ctx context.Context, tb *schemas.Table, dir string, head int64) (*hdfsSnap, error) {
 	t, b := pg.t, pg.b
-	if b.SnapshotEventID == 0 || len(b.HDFSSnapshots) == 0 || dir == "" {
+	if b.SnapshotEventID == 0 || len(b.HDFSSnapshots) == 0 || dir == "" || acid.Transactional(tb.Parameters) {
 		return nil, nil
 	}
+	table := strings.ToLower(tb.Name)
 	l, err := location.Parse(dir)
 	if err != nil {
 		return nil, nil

@@ -135,33 +135,53 @@ func (l *lister) list(ctx context.Context, ev *schemas.Event) ([]schemas.FileRef
 // and their total size, or the error entry the record carries instead.
 // The error is ctx's only.
 func (l *lister) listDir(ctx context.Context, dir, what string, attrs ...any) ([]schemas.FileRef, int64, *schemas.EventError, error) {
-	return l.listDirKeep(ctx, dir, what, dataFile, attrs...)
+	found, sizes, e, err := l.listDirKeepSizes(ctx, dir, what, dataFile, attrs...)
+	return found, total(sizes), e, err
 }
 
 // dataFile keeps what is not hidden (a name below the directory starting
 // with . or _): the files a reader of the directory reads.
 func dataFile(rel string) bool { return !location.Hidden(rel) }
 
+func total(sizes []int64) int64 {
+	var n int64
+	for _, s := range sizes {
+		n += s
+	}
+	return n
+}
+
+// listDirSizes is listDir with each file's size (sizes[i] is found[i]'s).
+func (l *lister) listDirSizes(ctx context.Context, dir, what string, attrs ...any) ([]schemas.FileRef, []int64, *schemas.EventError, error) {
+	return l.listDirKeepSizes(ctx, dir, what, dataFile, attrs...)
+}
+
 // listDirKeep is listDir keeping the files whose path below dir keep
 // accepts.
 func (l *lister) listDirKeep(ctx context.Context, dir, what string, keep func(rel string) bool, attrs ...any) ([]schemas.FileRef, int64, *schemas.EventError, error) {
+	found, sizes, e, err := l.listDirKeepSizes(ctx, dir, what, keep, attrs...)
+	return found, total(sizes), e, err
+}
+
+// listDirKeepSizes is listDirKeep with each file's size.
+func (l *lister) listDirKeepSizes(ctx context.Context, dir, what string, keep func(rel string) bool, attrs ...any) ([]schemas.FileRef, []int64, *schemas.EventError, error) {
 	d, err := l.pol.CheckSourceRoot(dir)
 	if err != nil {
-		return nil, 0, &schemas.EventError{Kind: schemas.ErrPathOutsideRoots, Path: dir,
+		return nil, nil, &schemas.EventError{Kind: schemas.ErrPathOutsideRoots, Path: dir,
 			Message: fmt.Sprintf("directory not listed: %v", err)}, nil
 	}
 	var (
 		found []schemas.FileRef
-		size  int64
+		sizes []int64
 	)
 	start := l.now()
 	for attempt, wait := 1, listBackoffFirst; ; attempt, wait = attempt+1, min(2*wait, listBackoffMax) {
-		found, size, err = l.walk(ctx, dir, d, keep)
+		found, sizes, err = l.walk(ctx, dir, d, keep)
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return found, size, nil, nil
+			return found, sizes, nil, nil
 		}
 		if ctx.Err() != nil {
-			return nil, 0, nil, ctx.Err()
+			return nil, nil, nil, ctx.Err()
 		}
 		if elapsed := l.now().Sub(start); errors.Is(err, fs.ErrNoStore) || errors.Is(err, errStrayed) || elapsed+wait > l.retryFor {
 			err = fmt.Errorf("list the files of %s (%s) failed after %d attempts in %s: %w",
@@ -171,12 +191,12 @@ func (l *lister) listDirKeep(ctx context.Context, dir, what string, keep func(re
 		l.log.Warn("listing a directory failed; retrying", append([]any{"dir", dir, "for", what,
 			"attempt", attempt, "err", err, "retry_in", wait}, attrs...)...)
 		if !l.sleep(ctx, wait) {
-			return nil, 0, nil, ctx.Err()
+			return nil, nil, nil, ctx.Err()
 		}
 	}
 	l.log.Error("cannot list a directory: publishing the record with LISTING_FAILED; the applier halts its database on it",
 		append([]any{"dir", dir, "for", what, "err", err}, attrs...)...)
-	return nil, 0, &schemas.EventError{Kind: schemas.ErrListingFailed, Path: dir, Message: err.Error()}, nil
+	return nil, nil, &schemas.EventError{Kind: schemas.ErrListingFailed, Path: dir, Message: err.Error()}, nil
 }
 
 // errStrayed marks a listing that answered with a location outside the
@@ -184,11 +204,11 @@ func (l *lister) listDirKeep(ctx context.Context, dir, what string, keep func(re
 var errStrayed = errors.New("the listing strayed outside the directory")
 
 // walk lists the files under dir (d: its canonical form) that keep
-// accepts once, and their total size.
-func (l *lister) walk(ctx context.Context, dir string, d location.Location, keep func(rel string) bool) ([]schemas.FileRef, int64, error) {
+// accepts once, and their sizes.
+func (l *lister) walk(ctx context.Context, dir string, d location.Location, keep func(rel string) bool) ([]schemas.FileRef, []int64, error) {
 	var (
 		files []schemas.FileRef
-		total int64
+		sizes []int64
 	)
 	err := l.l.Walk(ctx, dir, func(loc string, size int64) error {
 		f, err := location.Parse(loc)
@@ -203,8 +223,8 @@ func (l *lister) walk(ctx context.Context, dir string, d location.Location, keep
 			return nil
 		}
 		files = append(files, schemas.FileRef{URI: loc})
-		total += size
+		sizes = append(sizes, size)
 		return nil
 	})
-	return files, total, err
+	return files, sizes, err
 }

@@ -131,6 +131,10 @@ func (r *Routed) addTasks(from int, pol *config.Replication, id func(i int) stri
 		}
 		if _, ok := ev.Payload.(*schemas.Compaction); ok {
 			target = compactionTarget(target, f.Subdir)
+		} else {
+			// A compactor's directory a bootstrap copies goes under the
+			// name a replicated compaction gives it.
+			target = acid.ReplicaPath(target)
 		}
 		f.TaskID = id(i)
 		r.Tasks = append(r.Tasks, schemas.CopyTask{

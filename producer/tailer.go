@@ -111,6 +111,9 @@ type Tailer struct {
 	// (txns.go), committed with the checkpoint.
 	txns *txnTable
 
+	// Bootstraps' transactional tables (bootstrap_acid.go), in memory.
+	acid *acidBoot
+
 	version string // this build's, for source_info
 }
 

@@ -261,6 +261,23 @@ func (w *avroWriter) snapshotInfo(s *SnapshotInfo) {
 	w.long(s.PartitionCount)
 	w.long(s.FileCount)
 	w.long(s.ByteCount)
+	if s.WriteIDs == nil {
+		w.long(0)
+		return
+	}
+	w.long(1)
+	w.long(s.WriteIDs.HighWaterMark)
+	w.longs(s.WriteIDs.Aborted)
+	w.longs(s.WriteIDs.Open)
+}
+
+// longs writes an array of longs.
+func (w *avroWriter) longs(ls []int64) {
+	w.count(len(ls))
+	for _, l := range ls {
+		w.long(l)
+	}
+	w.end()
 }
 
 // The payload union's branch indexes, in .avsc order.

@@ -259,6 +259,18 @@ func snapshotInfoToNative(s *SnapshotInfo) any {
 		"partition_count": s.PartitionCount,
 		"file_count":      s.FileCount,
 		"byte_count":      s.ByteCount,
+		"write_ids":       snapshotWriteIDsToNative(s.WriteIDs),
+	}}
+}
+
+func snapshotWriteIDsToNative(w *SnapshotWriteIDs) any {
+	if w == nil {
+		return nil
+	}
+	return map[string]any{"io.hivedr.SnapshotWriteIds": map[string]any{
+		"high_water_mark": w.HighWaterMark,
+		"aborted":         longsToNative(w.Aborted),
+		"open":            longsToNative(w.Open),
 	}}
 }
 
@@ -1317,7 +1329,16 @@ func (d *decoder) snapshotInfo(m map[string]any) *SnapshotInfo {
 		PartitionCount: d.long(s, "partition_count", 0),
 		FileCount:      d.long(s, "file_count", 0),
 		ByteCount:      d.long(s, "byte_count", 0),
+		WriteIDs:       d.snapshotWriteIDs(s),
 	}
+}
+
+func (d *decoder) snapshotWriteIDs(m map[string]any) *SnapshotWriteIDs {
+	w := d.nullable(m, "write_ids", "io.hivedr.SnapshotWriteIds")
+	if w == nil {
+		return nil
+	}
+	return &SnapshotWriteIDs{HighWaterMark: d.long(w, "high_water_mark", 0), Aborted: d.longs(w, "aborted"), Open: d.longs(w, "open")}
 }
 
 func (d *decoder) sourceInfo(m map[string]any) *SourceInfo {

@@ -211,6 +211,11 @@ func testRecords() map[string]any {
 			SourceInfo: &SourceInfo{Name: "prod-hms", Catalog: "hive", EventID: 990, EventTime: t0, Database: "sales", Snapshot: true}},
 		"EventSnapshotEnd": &Event{EventID: 990, EventType: EventSnapshotEnd, Database: "sales", MessageFormat: "hivedr",
 			Snapshot: &SnapshotInfo{BootstrapID: "b-1", CutEventID: 990, Seq: 44, TableCount: 2, PartitionCount: 40, FileCount: 80, ByteCount: 1 << 40}},
+		"EventSnapshotTableACID": &Event{EventID: 990, EventType: EventSnapshotTable, Database: "sales", Table: "orders", MessageFormat: "hivedr",
+			Snapshot: &SnapshotInfo{BootstrapID: "b-1", CutEventID: 990, StampEventID: 993, Seq: 2, WithData: true,
+				WriteIDs: &SnapshotWriteIDs{HighWaterMark: 1 << 40, Aborted: []int64{3, 7}, Open: []int64{1<<40 - 1}}}},
+		"EventSnapshotTableACIDNone": &Event{EventID: 990, EventType: EventSnapshotTable, Database: "sales", Table: "orders", MessageFormat: "hivedr",
+			Snapshot: &SnapshotInfo{BootstrapID: "b-1", CutEventID: 990, Seq: 2, WriteIDs: &SnapshotWriteIDs{}}},
 		"EventNilPayload":   testEvent(nil),
 		"EventMinimal":      &Event{EventID: 1, EventType: "OPEN_TXN", MessageFormat: "json-0.2", Message: "{}"},
 		"EventFirstOnTopic": &Event{EventID: 2, EventType: "CREATE_DATABASE", MessageFormat: "json-0.2", Message: "{}", PreviousEventID: id(0)},
@@ -554,6 +559,8 @@ func TestPreviousSchemaVersion(t *testing.T) {
 	v2Checkpoint, v2CheckpointID := old("tailer_checkpoint.avsc")
 	// The version before the change-data-capture envelope (op, source_info).
 	v3Event, v3EventID := old("metastore_event_v3.avsc")
+	// The version before snapshot.write_ids.
+	v4Event, v4EventID := old("metastore_event_before_write_ids.avsc")
 	s, err := NewSerde(ctx, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -644,6 +651,19 @@ func TestPreviousSchemaVersion(t *testing.T) {
 				Databases: []string{"sales"}, Source: "prod-hms", MessageFormat: "json-0.2", Message: "{}",
 				Payload: &TableChange{After: wantTable}, PreviousEventID: id(81)},
 		},
+		"snapshot table without write_ids": {
+			wire(v4Event, v4EventID, map[string]any{
+				"event_id": int64(83), "event_time": t1, "event_type": "HIVEDR_SNAPSHOT_TABLE",
+				"database": goavro.Union("string", "sales"), "table": goavro.Union("string", "orders"), "databases": []any{"sales"},
+				"source": "prod-hms", "message_format": "hivedr", "message": "",
+				"snapshot": goavro.Union("io.hivedr.SnapshotInfo", map[string]any{"bootstrap_id": "b-1", "cut_event_id": int64(83),
+					"stamp_event_id": int64(84), "seq": int64(2)}),
+				"previous_event_id": goavro.Union("long", int64(81)),
+			}),
+			&Event{EventID: 83, EventTime: t1, EventType: "HIVEDR_SNAPSHOT_TABLE", Catalog: "hive", Database: "sales", Table: "orders",
+				Databases: []string{"sales"}, Source: "prod-hms", MessageFormat: "hivedr", PreviousEventID: id(81),
+				Snapshot: &SnapshotInfo{BootstrapID: "b-1", CutEventID: 83, StampEventID: 84, Seq: 2, WithData: true}},
+		},
 		"heartbeat without previous_event_id": {
 			wire(v2Heartbeat, v2HeartbeatID, map[string]any{
 				"database": "sales", "scanned_event_id": int64(80), "scanned_event_time": t0,
@@ -680,8 +700,8 @@ func TestPreviousSchemaVersion(t *testing.T) {
 			}
 		})
 	}
-	if reg.fetches != 6 {
-		t.Errorf("%d registry fetches, want 6 (one per old schema, then cached)", reg.fetches)
+	if reg.fetches != 7 {
+		t.Errorf("%d registry fetches, want 7 (one per old schema, then cached)", reg.fetches)
 	}
 }
 

@@ -67,6 +67,17 @@ type SnapshotInfo struct {
 	PartitionCount int64
 	FileCount      int64
 	ByteCount      int64
+	// WriteIDs is, on the SNAPSHOT_TABLE record of a transactional table,
+	// its write-ID state as the tailer listed it; nil otherwise.
+	WriteIDs *SnapshotWriteIDs
+}
+
+// SnapshotWriteIDs is a transactional table's write-ID state in a
+// bootstrap's table record (see the schema's docs): Open holds the write
+// IDs still open when the tailer stopped waiting for them.
+type SnapshotWriteIDs struct {
+	HighWaterMark int64
+	Aborted, Open []int64
 }
 
 // Payload is one of *DatabaseChange, *TableChange, *PartitionChange,

@@ -96,6 +96,20 @@ func ReplicaName(name string) string {
 	return name[:strings.LastIndex(name, "_v")]
 }
 
+// ReplicaPath is path (a location) with every compactor directory in it
+// named by its ReplicaName: where a file copied from the source as it is
+// (a bootstrap's) lies on DR.
+func ReplicaPath(path string) string {
+	if !strings.Contains(path, "_v") {
+		return path
+	}
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		segs[i] = ReplicaName(s)
+	}
+	return strings.Join(segs, "/")
+}
+
 // StagingName is the hidden name under which the directory name a
 // compactor wrote is copied to DR before it is published (renamed to its
 // ReplicaName in one step): Hive's readers skip names starting with a dot,

@@ -138,6 +138,18 @@ func TestReplicaName(t *testing.T) {
 	}
 }
 
+func TestReplicaPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"hdfs://dr:8020/w/t/base_0000005_v0000042/bucket_00000":               "hdfs://dr:8020/w/t/base_0000005/bucket_00000",
+		"hdfs://dr:8020/w/t/dt=x_v1/delta_0000001_0000002_v09/_metadata_acid": "hdfs://dr:8020/w/t/dt=x_v1/delta_0000001_0000002/_metadata_acid",
+		"hdfs://dr:8020/w/t/delta_0000003_0000003_0000/bucket_00000":          "hdfs://dr:8020/w/t/delta_0000003_0000003_0000/bucket_00000",
+	} {
+		if got := ReplicaPath(in); got != want {
+			t.Errorf("ReplicaPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestObsoleteAfter(t *testing.T) {
 	minor, _ := ParseDir("delta_0000002_0000005_v0000042")
 	minorDel, _ := ParseDir("delete_delta_0000002_0000005_v0000042")

@@ -330,7 +330,16 @@ type Tailer struct {
 	// BootstrapConcurrency is the most databases whose snapshots are
 	// published at once; the others wait their turn. Default 4.
 	BootstrapConcurrency int `yaml:"bootstrap_concurrency"`
+	// BootstrapOpenTxnWait bounds how long a bootstrap waits for the
+	// write IDs open on a transactional table to end before it publishes
+	// the table with them marked open (the applier makes them aborted on
+	// DR). The bootstrap retries the table meanwhile; nothing else waits.
+	// Default 10m; 0 publishes at once.
+	BootstrapOpenTxnWait Duration `yaml:"bootstrap_open_txn_wait"`
 }
+
+// DefaultBootstrapOpenTxnWait is Tailer.BootstrapOpenTxnWait's default.
+const DefaultBootstrapOpenTxnWait = 10 * time.Minute
 
 // DefaultListRetryFor is Tailer.ListRetryFor's default.
 const DefaultListRetryFor = 30 * time.Second
@@ -342,7 +351,8 @@ const DefaultChainBrokenLinger = 60 * time.Second
 func defaultTailer() Tailer {
 	return Tailer{BatchSize: 1000, PollInterval: Duration{time.Second}, HeartbeatInterval: Duration{5 * time.Second},
 		StartEventID: "latest", MetricsAddr: "127.0.0.1:9464", ListRetryFor: Duration{DefaultListRetryFor},
-		ChainBrokenLinger: Duration{DefaultChainBrokenLinger}, BootstrapPage: 1000, BootstrapConcurrency: 4}
+		ChainBrokenLinger: Duration{DefaultChainBrokenLinger}, BootstrapPage: 1000, BootstrapConcurrency: 4,
+		BootstrapOpenTxnWait: Duration{DefaultBootstrapOpenTxnWait}}
 }
 
 // EnsureDefaults fills TransactionalID from the source's name.
@@ -374,6 +384,9 @@ func (t Tailer) Validate() error {
 	}
 	if t.BootstrapConcurrency < 1 || t.BootstrapConcurrency > 64 {
 		return fmt.Errorf("tailer.bootstrap_concurrency: %d must be between 1 and 64", t.BootstrapConcurrency)
+	}
+	if t.BootstrapOpenTxnWait.Duration < 0 {
+		return fmt.Errorf("tailer.bootstrap_open_txn_wait: %s must not be negative", t.BootstrapOpenTxnWait)
 	}
 	if t.TransactionalID == "" {
 		return errors.New("tailer.transactional_id: must not be empty")

@@ -141,6 +141,7 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{"tailer: {chain_broken_linger: -1s}", "tailer.chain_broken_linger: -1s must not be negative"},
 		{"tailer: {bootstrap_page: 0}", "tailer.bootstrap_page: 0 must be between 1 and 100000"},
 		{"tailer: {bootstrap_concurrency: 100}", "tailer.bootstrap_concurrency: 100 must be between 1 and 64"},
+		{"tailer: {bootstrap_open_txn_wait: -1s}", "tailer.bootstrap_open_txn_wait: -1s must not be negative"},
 		{"replication: {source_roots: ['relative/dir']}", "replication.source_roots[0]"},
 		{"replication: {path_mappings: [{source: 'hdfs://a/x/../y', target: 'hdfs://b/'}]}", "replication.path_mappings[0].source"},
 		{"copyd: {target_roots: ['hdfs://dr/a/../b']}", "copyd.target_roots[0]"},

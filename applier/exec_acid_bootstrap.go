@@ -1,0 +1,282 @@
+package applier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/beltran/gohive/hive_metastore"
+
+	"github.com/hivedr/hivedr/internal/acid"
+	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/location"
+)
+
+// WriteIDStates is the part of the DR metastore's API that reads and sets
+// tables' write-ID states (acid_bootstrap.go); *hms.Client implements it.
+type WriteIDStates interface {
+	Transactions
+	acid.Metastore
+	GetMaxAllocatedTableWriteID(ctx context.Context, req *hive_metastore.MaxAllocatedTableWriteIdRequest) (*hive_metastore.MaxAllocatedTableWriteIdResponse, error)
+	ReplTblWriteidState(ctx context.Context, req *hive_metastore.ReplTblWriteIdStateRequest) error
+}
+
+var _ WriteIDStates = (*hms.Client)(nil)
+
+// anchorTxn is the source transaction ID SetWriteIDs opens its DR
+// transaction under (see setWriteIDs): no source transaction has it
+// (their IDs are positive). A leftover of a crash is committed by the
+// next SetWriteIDs of the database, or found again by its re-drive.
+const anchorTxn = -1
+
+func (x *executor) writeIDStates(op string) (WriteIDStates, error) {
+	ms, ok := x.ms.(WriteIDStates)
+	if !ok {
+		return nil, &RefusedError{Op: op, Err: fmt.Errorf("the DR metastore client (%T) cannot read or set write-ID states", x.ms)}
+	}
+	return ms, nil
+}
+
+// writeIDs reads what WriteIDScope names: each table's highest allocated
+// write ID, and the state of those marked so (one get_open_txns and one
+// get_valid_write_ids for all of them).
+func (x *executor) writeIDs(ctx context.Context, scope map[TableKey]bool) (map[TableKey]TableWriteIDs, error) {
+	if len(scope) == 0 {
+		return nil, nil
+	}
+	ms, err := x.writeIDStates("read write ids")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[TableKey]TableWriteIDs, len(scope))
+	var full []string
+	for tk, state := range scope {
+		m, err := maxAllocated(ctx, ms, tk)
+		if err != nil {
+			return nil, err
+		}
+		out[tk] = TableWriteIDs{MaxAllocated: m}
+		if state {
+			full = append(full, tk.String())
+		}
+	}
+	if len(full) == 0 {
+		return out, nil
+	}
+	slices.Sort(full)
+	states, err := acid.ReadWriteIDs(ctx, ms, full)
+	if err != nil {
+		return nil, classify(fmt.Sprintf("read the write ids of %v", full), err)
+	}
+	for tk, state := range scope {
+		if !state {
+			continue
+		}
+		w, ok := states[tk.String()]
+		if !ok {
+			return nil, &RefusedError{Op: "read the write ids of " + tk.String(), Err: errors.New("get_valid_write_ids answered without it")}
+		}
+		tw := out[tk]
+		tw.State = &w
+		out[tk] = tw
+	}
+	return out, nil
+}
+
+// maxAllocated is the highest write ID allocated under tk's name on DR
+// (0: none, or no NEXT_WRITE_ID row).
+func maxAllocated(ctx context.Context, ms WriteIDStates, tk TableKey) (int64, error) {
+	r, err := ms.GetMaxAllocatedTableWriteID(ctx, &hive_metastore.MaxAllocatedTableWriteIdRequest{DbName: tk.DB, TableName: tk.Name})
+	if err != nil {
+		return 0, classify("get_max_allocated_table_write_id of "+tk.String(), err)
+	}
+	return r.MaxWriteId, nil
+}
+
+// setWriteIDs gives a.DB.Table the write-ID state a (SetWriteIDs). Every
+// step is idempotent and skipped once done, so a crash anywhere is
+// re-driven from the start:
+//
+//  1. With no write ID allocated under the name, repl_tbl_writeid_state
+//     (Hive's REPL bootstrap call): one DR transaction per invalid write
+//     ID, opened and aborted, and NEXT_WRITE_ID one above the high-water
+//     mark. A no-op where the name has a NEXT_WRITE_ID already.
+//  2. The metastore reads a table's high-water mark off its highest
+//     TXN_TO_WRITE_ID row while it has any (get_valid_write_ids), and
+//     step 1 writes rows for the invalid write IDs only: a valid
+//     high-water mark above them would read as the highest invalid one,
+//     and readers would miss every write above it. So step 1 stops one
+//     below it, and the mark gets a DR transaction of its own, allocated
+//     (in the replication flow, at exactly DR's next write ID, so nothing
+//     else is touched) and committed: the anchor. Its source transaction
+//     is anchorTxn; a leftover anchor is committed before a new one.
+//  3. The highest allocated write ID must then be the mark; otherwise the
+//     name held another state (the plan reads DR before it decides, so
+//     only a change behind its back gets here) and the metastore refuses.
+func (x *executor) setWriteIDs(ctx context.Context, a SetWriteIDs) error {
+	op := a.String()
+	ms, err := x.writeIDStates(op)
+	if err != nil {
+		return err
+	}
+	tk := tableKey(a.DB, a.Table)
+	m, err := maxAllocated(ctx, ms, tk)
+	if err != nil {
+		return err
+	}
+	anchor := a.HighWaterMark > 1 && len(a.Invalid) > 0 && !slices.Contains(a.Invalid, a.HighWaterMark)
+	first := acid.WriteIDs{HighWaterMark: a.HighWaterMark, Aborted: a.Invalid}
+	if anchor {
+		first.HighWaterMark--
+	}
+	agent := drparam.ReplTxnAgent(a.Policy)
+	if m == 0 {
+		err := ms.ReplTblWriteidState(ctx, &hive_metastore.ReplTblWriteIdStateRequest{
+			ValidWriteIdlist: acid.FormatValidWriteIDList(tk.String(), first), User: "hivedr", HostName: agent, DbName: tk.DB, TableName: tk.Name,
+		})
+		if err != nil {
+			return classify(op+": repl_tbl_writeid_state", err)
+		}
+		if m, err = maxAllocated(ctx, ms, tk); err != nil {
+			return err
+		}
+	}
+	policy := a.Policy
+	if anchor && m == a.HighWaterMark-1 {
+		if err := ms.CommitReplTxn(ctx, policy, anchorTxn, nil, nil); err != nil { // a leftover, if any
+			return classify(op+": commit a leftover anchor", err)
+		}
+		_, err := ms.OpenTxns(ctx, &hive_metastore.OpenTxnRequest{
+			NumTxns: 1, User: "hivedr", Hostname: agent, AgentInfo: agent,
+			ReplPolicy: &policy, ReplSrcTxnIds: []int64{anchorTxn}, TxnType: hive_metastore.TxnType_REPL_CREATED,
+		})
+		if err != nil {
+			return classify(op+": open the anchor transaction", err)
+		}
+		_, err = ms.AllocateTableWriteIds(ctx, &hive_metastore.AllocateTableWriteIdsRequest{
+			DbName: tk.DB, TableName: tk.Name, ReplPolicy: &policy,
+			SrcTxnToWriteIdList: []*hive_metastore.TxnToWriteId{{TxnId: anchorTxn, WriteId: a.HighWaterMark}},
+		})
+		if err != nil {
+			return classify(op+": allocate the high-water mark", err)
+		}
+		if m, err = maxAllocated(ctx, ms, tk); err != nil {
+			return err
+		}
+	}
+	if anchor {
+		if err := ms.CommitReplTxn(ctx, policy, anchorTxn, nil, nil); err != nil {
+			return classify(op+": commit the anchor transaction", err)
+		}
+	}
+	if m != a.HighWaterMark {
+		return &RefusedError{Op: op, Err: fmt.Errorf("the highest write id allocated under %s on DR is %d, not %d: the name holds another write-ID state", tk, m, a.HighWaterMark)}
+	}
+	return nil
+}
+
+// resetWriteIDs removes a.DB.Table with the write-ID bookkeeping the
+// metastore keeps under its name (ResetWriteIDs). The metastore keeps
+// NEXT_WRITE_ID and TXN_TO_WRITE_ID when a transactional table is dropped
+// with its data kept, and moves them with the table when it is renamed;
+// so the table is renamed to a scratch name, with a scratch location so
+// that no data moves (data stays where copies put it), and the renamed
+// table dropped, its data kept. The scratch name's bookkeeping stays in
+// the metastore (a NEXT_WRITE_ID row of no table). Without a table under
+// the name, a.Def is created first to carry the bookkeeping away (nil:
+// nothing to do). cur is the DR table when the caller read it.
+func (x *executor) resetWriteIDs(ctx context.Context, a ResetWriteIDs, cur *hive_metastore.Table) error {
+	op := a.String()
+	var err error
+	if cur == nil {
+		if cur, err = x.drTable(ctx, a.DB, a.Table); err != nil {
+			return err
+		}
+	}
+	if cur == nil {
+		if a.Def == nil {
+			return nil
+		}
+		def := *a.Def
+		if err := x.ms.CreateTable(ctx, &def); err != nil {
+			var ae *hive_metastore.AlreadyExistsException
+			if !errors.As(err, &ae) {
+				return classify(op+": create it to carry its write ids away", err)
+			}
+		}
+		if cur, err = x.drTable(ctx, a.DB, a.Table); err != nil {
+			return err
+		}
+		if cur == nil {
+			return &RefusedError{Op: op, Err: errors.New("created, then not found")}
+		}
+	}
+	scratch := scratchName(a.Table, time.Now())
+	moved := *cur
+	moved.TableName = scratch
+	if cur.Sd != nil {
+		l, err := location.Parse(cur.Sd.Location)
+		if err != nil {
+			return &RefusedError{Op: op, Err: fmt.Errorf("its location: %w", err)}
+		}
+		sd := *cur.Sd
+		sd.Location = location.Append(l.Dir().String(), scratch) // beside it: not a path the table's data is under
+		moved.Sd = &sd
+	}
+	env := &hive_metastore.EnvironmentContext{Properties: map[string]string{"DO_NOT_UPDATE_STATS": "true"}}
+	if err := x.ms.AlterTableWithEnvironmentContext(ctx, a.DB, a.Table, &moved, env); err != nil {
+		return classify(fmt.Sprintf("%s: rename it to %s", op, scratch), err)
+	}
+	if err := x.ms.DropTable(ctx, a.DB, scratch, false); err != nil && !isNoSuchObject(err) {
+		return classify(fmt.Sprintf("%s: drop %s.%s, its renamed self", op, a.DB, scratch), err)
+	}
+	return nil
+}
+
+// drTable reads DR table db.name; nil when it does not exist.
+func (x *executor) drTable(ctx context.Context, db, name string) (*hive_metastore.Table, error) {
+	res, err := x.ms.GetTableReq(ctx, hms.TableRequest(db, name))
+	switch {
+	case isNoSuchObject(err):
+		return nil, nil
+	case err != nil:
+		return nil, classify(fmt.Sprintf("get table %s.%s", db, name), err)
+	}
+	return res.Table, nil
+}
+
+// scratchName is the name a transactional table is renamed to before it
+// is dropped: unique (the time and a random number: the name's
+// bookkeeping stays behind, and a second rename onto it would collide),
+// short enough for any table name.
+func scratchName(table string, now time.Time) string {
+	h := fnv.New32a()
+	h.Write([]byte(strings.ToLower(table)))
+	return fmt.Sprintf("hivedr_dropped_%08x_%s_%s", h.Sum32(), strconv.FormatInt(now.UnixMilli(), 36), strconv.FormatUint(uint64(rand.Uint32()), 36))
+}
+
+// dropTable drops DR table a.DB.Name, keeping its data; a transactional
+// one with its write-ID bookkeeping (resetWriteIDs), so that a later
+// table of the same name does not inherit its write IDs. A table already
+// gone is a no-op.
+func (x *executor) dropTable(ctx context.Context, a DropTable) error {
+	cur, err := x.drTable(ctx, a.DB, a.Name)
+	if err != nil || cur == nil {
+		return err
+	}
+	if acid.Transactional(cur.Parameters) {
+		return x.resetWriteIDs(ctx, ResetWriteIDs{DB: a.DB, Table: a.Name}, cur)
+	}
+	err = x.ms.DropTable(ctx, a.DB, a.Name, false)
+	if isNoSuchObject(err) {
+		return nil
+	}
+	return classify(a.String(), err)
+}

@@ -1,0 +1,410 @@
+package applier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	hms "github.com/beltran/gohive/hive_metastore"
+
+	"github.com/hivedr/hivedr/internal/acid"
+)
+
+// acidHMS is fakeHMS with the write-ID bookkeeping of Hive 4.0's metastore
+// (TXNS, TXN_TO_WRITE_ID, NEXT_WRITE_ID, REPL_TXN_MAP) as the calls the
+// applier makes use it: repl_tbl_writeid_state is a no-op over an
+// existing NEXT_WRITE_ID; a replicated allocation at another write ID
+// than NEXT_WRITE_ID deletes the table's rows; get_valid_write_ids reads
+// the high-water mark off the highest row while there is one; a rename
+// moves the bookkeeping, a drop that keeps the data keeps it.
+type acidHMS struct {
+	*fakeHMS
+	txns  map[int64]string           // id -> open, committed, aborted
+	rows  map[string]map[int64]int64 // table -> write id -> txn
+	next  map[string]int64           // table -> NEXT_WRITE_ID
+	repl  map[string]int64           // policy/source txn -> DR txn
+	hosts map[int64]string
+	lastT int64
+	// renames logs each rename: from, to and the new location.
+	renames []string
+}
+
+func newAcidHMS() *acidHMS {
+	return &acidHMS{fakeHMS: newFakeHMS(), txns: map[int64]string{}, rows: map[string]map[int64]int64{},
+		next: map[string]int64{}, repl: map[string]int64{}, hosts: map[int64]string{}}
+}
+
+func (f *acidHMS) open(host string) int64 {
+	f.lastT++
+	f.txns[f.lastT], f.hosts[f.lastT] = "open", host
+	return f.lastT
+}
+
+func (f *acidHMS) GetMaxAllocatedTableWriteID(ctx context.Context, req *hms.MaxAllocatedTableWriteIdRequest) (*hms.MaxAllocatedTableWriteIdResponse, error) {
+	if err := f.enter(ctx, "GetMaxAllocatedTableWriteID"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	var m int64
+	if n, ok := f.next[req.DbName+"."+req.TableName]; ok {
+		m = n - 1
+	}
+	return &hms.MaxAllocatedTableWriteIdResponse{MaxWriteId: m}, nil
+}
+
+func (f *acidHMS) ReplTblWriteidState(ctx context.Context, req *hms.ReplTblWriteIdStateRequest) error {
+	if err := f.enter(ctx, "ReplTblWriteidState"); err != nil {
+		return err
+	}
+	defer f.mu.Unlock()
+	tbl := req.DbName + "." + req.TableName
+	if _, ok := f.next[tbl]; ok {
+		return nil // Hive's "idempotent flow"
+	}
+	fields := strings.Split(req.ValidWriteIdlist, ":")
+	if len(fields) != 5 || fields[0] != tbl {
+		return &hms.MetaException{Message: "bad ValidWriteIdList " + req.ValidWriteIdlist}
+	}
+	hwm, _ := strconv.ParseInt(fields[1], 10, 64)
+	if fields[4] != "" {
+		for _, s := range strings.Split(fields[4], ",") {
+			id, _ := strconv.ParseInt(s, 10, 64)
+			t := f.open(req.HostName)
+			f.txns[t] = "aborted"
+			f.row(tbl)[id] = t
+		}
+	}
+	f.next[tbl] = hwm + 1
+	return nil
+}
+
+func (f *acidHMS) row(tbl string) map[int64]int64 {
+	if f.rows[tbl] == nil {
+		f.rows[tbl] = map[int64]int64{}
+	}
+	return f.rows[tbl]
+}
+
+func (f *acidHMS) OpenTxns(ctx context.Context, req *hms.OpenTxnRequest) (*hms.OpenTxnsResponse, error) {
+	if err := f.enter(ctx, "OpenTxns"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	var ids []int64
+	for _, src := range req.ReplSrcTxnIds {
+		k := fmt.Sprintf("%s/%d", *req.ReplPolicy, src)
+		if t, ok := f.repl[k]; ok {
+			ids = append(ids, t)
+			continue
+		}
+		t := f.open(req.Hostname)
+		f.repl[k] = t
+		ids = append(ids, t)
+	}
+	return &hms.OpenTxnsResponse{TxnIds: ids}, nil
+}
+
+func (f *acidHMS) AllocateTableWriteIds(ctx context.Context, req *hms.AllocateTableWriteIdsRequest) (*hms.AllocateTableWriteIdsResponse, error) {
+	if err := f.enter(ctx, "AllocateTableWriteIds"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	tbl := req.DbName + "." + req.TableName
+	src := req.SrcTxnToWriteIdList[0]
+	t, ok := f.repl[fmt.Sprintf("%s/%d", *req.ReplPolicy, src.TxnId)]
+	if !ok {
+		return &hms.AllocateTableWriteIdsResponse{}, nil // no target transaction: a no-op
+	}
+	for w, tt := range f.rows[tbl] {
+		if tt == t {
+			return &hms.AllocateTableWriteIdsResponse{TxnToWriteIds: []*hms.TxnToWriteId{{TxnId: t, WriteId: w}}}, nil
+		}
+	}
+	if n, ok := f.next[tbl]; ok && n != src.WriteId {
+		delete(f.rows, tbl) // the replication flow's reset
+	}
+	f.row(tbl)[src.WriteId] = t
+	f.next[tbl] = src.WriteId + 1
+	return &hms.AllocateTableWriteIdsResponse{TxnToWriteIds: []*hms.TxnToWriteId{{TxnId: t, WriteId: src.WriteId}}}, nil
+}
+
+func (f *acidHMS) end(ctx context.Context, op, policy string, src int64, state string) error {
+	if err := f.enter(ctx, op); err != nil {
+		return err
+	}
+	defer f.mu.Unlock()
+	k := fmt.Sprintf("%s/%d", policy, src)
+	if t, ok := f.repl[k]; ok {
+		f.txns[t] = state
+		delete(f.repl, k)
+	}
+	return nil
+}
+
+func (f *acidHMS) CommitReplTxn(ctx context.Context, policy string, src int64, _ []*hms.WriteEventInfo, _ *hms.ReplLastIdInfo) error {
+	return f.end(ctx, "CommitReplTxn", policy, src, "committed")
+}
+
+func (f *acidHMS) AbortReplTxn(ctx context.Context, policy string, src int64) error {
+	return f.end(ctx, "AbortReplTxn", policy, src, "aborted")
+}
+
+func (f *acidHMS) GetOpenTxns(ctx context.Context) (*hms.GetOpenTxnsResponse, error) {
+	if err := f.enter(ctx, "GetOpenTxns"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	r := &hms.GetOpenTxnsResponse{TxnHighWaterMark: f.lastT}
+	var bits byte
+	for t := int64(1); t <= f.lastT; t++ {
+		if s := f.txns[t]; s == "open" || s == "aborted" {
+			if s == "aborted" {
+				bits |= 1 << len(r.OpenTxns)
+			}
+			r.OpenTxns = append(r.OpenTxns, t)
+		}
+	}
+	r.AbortedBits = []byte{bits}
+	return r, nil
+}
+
+func (f *acidHMS) GetValidWriteIds(ctx context.Context, req *hms.GetValidWriteIdsRequest) (*hms.GetValidWriteIdsResponse, error) {
+	if err := f.enter(ctx, "GetValidWriteIds"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	r := &hms.GetValidWriteIdsResponse{}
+	for _, tbl := range req.FullTableNames {
+		v := &hms.TableValidWriteIds{FullTableName: tbl}
+		for w := range f.rows[tbl] {
+			v.WriteIdHighWaterMark = max(v.WriteIdHighWaterMark, w)
+		}
+		if v.WriteIdHighWaterMark == 0 && f.next[tbl] > 0 {
+			v.WriteIdHighWaterMark = f.next[tbl] - 1
+		}
+		ws := slices.Sorted(func(yield func(int64) bool) {
+			for w := range f.rows[tbl] {
+				if !yield(w) {
+					return
+				}
+			}
+		})
+		var bits byte
+		for _, w := range ws {
+			if s := f.txns[f.rows[tbl][w]]; w <= v.WriteIdHighWaterMark && s != "committed" {
+				if s == "aborted" {
+					bits |= 1 << len(v.InvalidWriteIds)
+				}
+				v.InvalidWriteIds = append(v.InvalidWriteIds, w)
+			}
+		}
+		v.AbortedBits = []byte{bits}
+		r.TblValidWriteIds = append(r.TblValidWriteIds, v)
+	}
+	return r, nil
+}
+
+// AlterTableWithEnvironmentContext moves the bookkeeping with a rename.
+func (f *acidHMS) AlterTableWithEnvironmentContext(ctx context.Context, db, name string, t *hms.Table, env *hms.EnvironmentContext) error {
+	if err := f.fakeHMS.AlterTableWithEnvironmentContext(ctx, db, name, t, env); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	from, to := db+"."+name, t.DbName+"."+t.TableName
+	if from != to {
+		f.renames = append(f.renames, from+" "+to+" "+t.Sd.Location)
+		if n, ok := f.next[from]; ok {
+			f.next[to] = n
+			delete(f.next, from)
+		}
+		if r, ok := f.rows[from]; ok {
+			f.rows[to] = r
+			delete(f.rows, from)
+		}
+	}
+	return nil
+}
+
+// state is the table's write-ID state as a reader sees it.
+func (f *acidHMS) state(t *testing.T, tbl string) acid.WriteIDs {
+	t.Helper()
+	w, err := acid.ReadWriteIDs(context.Background(), f, []string{tbl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w[tbl]
+}
+
+var _ WriteIDStates = (*acidHMS)(nil)
+
+// crashAfter makes every call after the first n mutating ones fail, as a
+// lost connection would; -1: none.
+func (f *acidHMS) crashAfter(n int) {
+	mutating := map[string]bool{"ReplTblWriteidState": true, "OpenTxns": true, "AllocateTableWriteIds": true, "CommitReplTxn": true,
+		"AbortReplTxn": true, "CreateTable": true, "AlterTableWithEnvironmentContext": true, "DropTable": true}
+	done := 0
+	f.setHook(func(_ context.Context, op string) error {
+		if n >= 0 && mutating[op] {
+			if done >= n {
+				return errors.New("connection lost")
+			}
+			done++
+		}
+		return nil
+	})
+}
+
+// TestSetWriteIDs: the executor's steps end in the state asked whatever
+// step a crash interrupts (the action run again from the start), a reader
+// then sees the high-water mark and the invalid write IDs, and no DR
+// transaction is left open.
+func TestSetWriteIDs(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		a    SetWriteIDs
+		want string
+	}{
+		{"aborted below a valid mark: anchored", SetWriteIDs{DB: "sales", Table: "orders", Policy: "sales", HighWaterMark: 9, Invalid: []int64{2, 5}},
+			"hwm=9 open=[] aborted=[2 5]"},
+		{"the mark aborted", SetWriteIDs{DB: "sales", Table: "orders", Policy: "sales", HighWaterMark: 9, Invalid: []int64{3, 9}},
+			"hwm=9 open=[] aborted=[3 9]"},
+		{"none invalid", SetWriteIDs{DB: "sales", Table: "orders", Policy: "sales", HighWaterMark: 9}, "hwm=9 open=[] aborted=[]"},
+		{"one write, valid", SetWriteIDs{DB: "sales", Table: "orders", Policy: "sales", HighWaterMark: 1}, "hwm=1 open=[] aborted=[]"},
+	} {
+		for crash := 0; ; crash++ {
+			f := newAcidHMS()
+			f.crashAfter(crash)
+			x := &executor{ms: f}
+			err := x.setWriteIDs(context.Background(), c.a)
+			if err == nil && crash > 0 {
+				break // no call left to crash in
+			}
+			f.crashAfter(-1)
+			if err := x.setWriteIDs(context.Background(), c.a); err != nil {
+				t.Fatalf("%s, crashed after %d calls: run again: %v", c.name, crash, err)
+			}
+			if got := f.state(t, "sales.orders").String(); got != c.want {
+				t.Errorf("%s, crashed after %d calls: %s, want %s", c.name, crash, got, c.want)
+			}
+			for id, s := range f.txns {
+				if s == "open" {
+					t.Errorf("%s, crashed after %d calls: DR transaction %d (%s) left open", c.name, crash, id, f.hosts[id])
+				}
+			}
+			if f.next["sales.orders"] != c.a.HighWaterMark+1 {
+				t.Errorf("%s: next write id %d", c.name, f.next["sales.orders"])
+			}
+		}
+	}
+}
+
+// TestSetWriteIDsAnchorMatters: without the anchor, a reader of a table
+// with aborted write IDs below a valid mark would read the highest
+// aborted one as the mark (the metastore's rule, which acidHMS follows).
+func TestSetWriteIDsAnchorMatters(t *testing.T) {
+	f := newAcidHMS()
+	err := f.ReplTblWriteidState(context.Background(), &hms.ReplTblWriteIdStateRequest{DbName: "sales", TableName: "orders",
+		ValidWriteIdlist: acid.FormatValidWriteIDList("sales.orders", acid.WriteIDs{HighWaterMark: 9, Aborted: []int64{2, 5}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := f.state(t, "sales.orders"); w.HighWaterMark != 5 {
+		t.Fatalf("the model's reader sees %s: it does not follow the metastore's rule", w)
+	}
+}
+
+// TestSetWriteIDsOverAnotherState: a name that holds another state is
+// refused, never changed.
+func TestSetWriteIDsOverAnotherState(t *testing.T) {
+	f := newAcidHMS()
+	f.next["sales.orders"] = 20
+	x := &executor{ms: f}
+	err := x.setWriteIDs(context.Background(), SetWriteIDs{DB: "sales", Table: "orders", Policy: "sales", HighWaterMark: 9, Invalid: []int64{2}})
+	var refused *RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "highest write id allocated under sales.orders on DR is 19, not 9") {
+		t.Fatalf("err %v", err)
+	}
+	if f.next["sales.orders"] != 20 || len(f.rows["sales.orders"]) != 0 {
+		t.Errorf("the other state changed: next %d, rows %v", f.next["sales.orders"], f.rows)
+	}
+}
+
+// TestSetWriteIDsLeftoverAnchor: an anchor left open by a crash (its
+// re-drive superseded) is committed by the next SetWriteIDs of the
+// database, which then anchors its own table.
+func TestSetWriteIDsLeftoverAnchor(t *testing.T) {
+	f := newAcidHMS()
+	x := &executor{ms: f}
+	f.crashAfter(4) // state, (no leftover), open, allocate: a's anchor left open
+	a := SetWriteIDs{DB: "sales", Table: "a", Policy: "sales", HighWaterMark: 4, Invalid: []int64{1}}
+	if err := x.setWriteIDs(context.Background(), a); err == nil {
+		t.Fatal("no crash")
+	}
+	f.crashAfter(-1)
+	if err := x.setWriteIDs(context.Background(), SetWriteIDs{DB: "sales", Table: "b", Policy: "sales", HighWaterMark: 6, Invalid: []int64{2}}); err != nil {
+		t.Fatal(err)
+	}
+	for tbl, want := range map[string]string{"sales.a": "hwm=4 open=[] aborted=[1]", "sales.b": "hwm=6 open=[] aborted=[2]"} {
+		if got := f.state(t, tbl).String(); got != want {
+			t.Errorf("%s: %s, want %s", tbl, got, want)
+		}
+	}
+}
+
+// TestResetWriteIDs: removing a transactional table takes its write-ID
+// bookkeeping with it (the name is free for repl_tbl_writeid_state), its
+// data untouched; without a table, the definition carries a stale
+// bookkeeping away. A plain table's drop is a drop.
+func TestResetWriteIDs(t *testing.T) {
+	ctx := context.Background()
+	orders := drACID(srcACID("sales", "orders"), 20)
+	f := newAcidHMS()
+	f.dbs["sales"] = drDB("sales", 20)
+	f.tables[TableKey{DB: "sales", Name: "orders"}] = drACID(srcACID("sales", "orders"), 20)
+	f.next["sales.orders"], f.rows["sales.orders"] = 8, map[int64]int64{3: f.open("x")}
+	x := &executor{ms: f}
+	if err := x.dropTable(ctx, DropTable{DB: "sales", Name: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.next["sales.orders"]; ok || f.tables[TableKey{DB: "sales", Name: "orders"}] != nil || len(f.tables) != 0 {
+		t.Fatalf("after the drop: tables %v, next %v", f.tables, f.next)
+	}
+	// A stale bookkeeping without a table.
+	f.next["sales.orders"] = 5
+	if err := x.resetWriteIDs(ctx, ResetWriteIDs{DB: "sales", Table: "orders", Def: drACID(srcACID("sales", "orders"), 20)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.next["sales.orders"]; ok || len(f.tables) != 0 {
+		t.Fatalf("after the reset: tables %v, next %v", f.tables, f.next)
+	}
+	// Each rename gave the table another location: no data moves.
+	if len(f.renames) != 2 {
+		t.Fatalf("renames %v, want the transactional table's and the stale bookkeeping's carrier's", f.renames)
+	}
+	for _, r := range f.renames {
+		from, rest, _ := strings.Cut(r, " ")
+		to, loc, _ := strings.Cut(rest, " ")
+		if from != "sales.orders" || !strings.HasPrefix(to, "sales.hivedr_dropped_") || loc == orders.Sd.Location ||
+			strings.HasPrefix(loc, orders.Sd.Location+"/") || !isDR(loc) {
+			t.Errorf("rename %s", r)
+		}
+	}
+	// A plain table is dropped as it is; one gone is a no-op.
+	plain := drTable(srcCustomers, 20)
+	plain.OwnerType = hms.PrincipalType_USER
+	f.tables[TableKey{DB: "sales", Name: "customers"}] = plain
+	if err := x.dropTable(ctx, DropTable{DB: "sales", Name: "customers"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.renames) != 2 || len(f.tables) != 0 {
+		t.Errorf("a plain table's drop: renames %v, tables %v", f.renames, f.tables)
+	}
+	if err := x.dropTable(ctx, DropTable{DB: "sales", Name: "customers"}); err != nil {
+		t.Errorf("dropping a table gone: %v", err)
+	}
+}
