@@ -65,12 +65,64 @@ type executor struct {
 	files        Files
 	writtenAfter WrittenAfter
 	cache        *cache // of the worker's own database; nil: none
+	// observe, when set, is told how long each DR call took, by call
+	// (hivedr_applier_dr_call_seconds).
+	observe func(call string, took time.Duration)
 
 	// shared are the parents of two or more directories the plan's
 	// actions prune (prepare), and dirs what ListDirs said of each parent
 	// asked (the subdirectories, by name).
 	shared map[location.Location]bool
 	dirs   map[location.Location]map[string]bool
+}
+
+// timed reports a call that started at start to observe; use it as
+// defer x.timed("call", time.Now()).
+func (x *executor) timed(call string, start time.Time) {
+	if x.observe != nil {
+		x.observe(call, time.Since(start))
+	}
+}
+
+// callName names what an action asks of the DR metastore (or, for the
+// prunes, of the DR filesystem), for hivedr_applier_dr_call_seconds.
+func callName(a Action) string {
+	switch a := a.(type) {
+	case CreateDatabase:
+		return "create_database"
+	case AlterDatabase:
+		return "alter_database"
+	case DropDatabase:
+		return "drop_database"
+	case CreateTable:
+		return "create_table"
+	case AlterTable:
+		if tableKey(a.DB, a.Name) != tableKey(a.Table.DbName, a.Table.TableName) {
+			return "rename_table"
+		}
+		return "alter_table"
+	case DropTable:
+		return "drop_table"
+	case AddPartitions:
+		return "add_partitions"
+	case AlterPartitions:
+		return "alter_partitions"
+	case RenamePartition:
+		return "rename_partition"
+	case DropPartitions:
+		return "drop_partitions"
+	case PruneFiles:
+		return "prune_files"
+	case PruneObsolete:
+		return "prune_obsolete"
+	case ReplAllocate:
+		return "repl_allocate"
+	case ReplCommit:
+		return "repl_commit"
+	case ReplAbort:
+		return "repl_abort"
+	}
+	return "other"
 }
 
 // prepare notes what the actions ahead prune: the parents of two or more
@@ -193,7 +245,9 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 			}
 			continue
 		}
+		start := time.Now()
 		db, err := x.ms.GetDatabase(ctx, name)
+		x.timed("get_database", start)
 		if isNoSuchObject(err) {
 			db, err = nil, nil
 		}
@@ -216,7 +270,9 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 			continue
 		}
 		// get_table_req: Hive 4 removed get_table.
+		start := time.Now()
 		res, err := x.ms.GetTableReq(ctx, hms.TableRequest(k.DB, k.Name))
+		x.timed("get_table", start)
 		var tb *hive_metastore.Table
 		switch {
 		case isNoSuchObject(err):
@@ -259,7 +315,9 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 		if len(names) == 0 {
 			continue
 		}
+		start := time.Now()
 		res, err := x.ms.GetPartitionsByNamesReq(ctx, &hive_metastore.GetPartitionsByNamesRequest{DbName: tk.DB, TblName: tk.Name, Names: names})
+		x.timed("get_partitions_by_names", start)
 		if isNoSuchObject(err) {
 			continue
 		}
@@ -371,6 +429,7 @@ func (x *executor) inventory(ctx context.Context, db, id string, tables []string
 
 // run performs one action.
 func (x *executor) run(ctx context.Context, a Action) error {
+	defer x.timed(callName(a), time.Now())
 	op := a.String()
 	switch a := a.(type) {
 	case CreateDatabase:

@@ -346,6 +346,7 @@ func TestPipelineLag(t *testing.T) {
 			fmtSec(histQuantile(before, after, "hivedr_applier_apply_seconds", l, .5)),
 			fmtSec(histQuantile(before, after, "hivedr_applier_apply_seconds", l, .99)), n)
 	}
+	pf("%s", drCalls(before, after, len(evs)))
 	var waited float64
 	for _, db := range dbs {
 		k := fmt.Sprintf(`hivedr_applier_wait_seconds_total{db="%s",reason="waiting_for_files"}`, db)
@@ -358,6 +359,41 @@ func TestPipelineLag(t *testing.T) {
 	}
 	pf("===")
 	fmt.Print(b.String())
+}
+
+// drCalls reports the applier's calls to the DR metastore between the two
+// scrapes (hivedr_applier_dr_call_seconds): per call, how many, per event
+// of the n, and their mean, p50 and p99 time, and their share of the time
+// all calls took.
+func drCalls(before, after map[string]float64, n int) string {
+	const name = "hivedr_applier_dr_call_seconds"
+	calls := map[string]bool{}
+	for s := range after {
+		if strings.HasPrefix(s, name+"_count{") {
+			calls[seriesLabels(s)["call"]] = true
+		}
+	}
+	var names []string
+	var total float64
+	for c := range calls {
+		names = append(names, c)
+		total += histSum(before, after, name, map[string]string{"call": c})
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return histSum(before, after, name, map[string]string{"call": names[i]}) > histSum(before, after, name, map[string]string{"call": names[j]})
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "  DR calls (hivedr_applier_dr_call_seconds; %d events): %.0f s in all", n, total)
+	for _, c := range names {
+		l := map[string]string{"call": c}
+		k, sum := histCount(before, after, name, l), histSum(before, after, name, l)
+		if k == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n    %-24s %7.0f calls (%.3f per event)  mean %s  p50 %s  p99 %s  %4.1f%% of the time", c, k, k/float64(max(1, n)),
+			fmtSec(sum/k), fmtSec(histQuantile(before, after, name, l, .5)), fmtSec(histQuantile(before, after, name, l, .99)), 100*sum/max(total, 1e-9))
+	}
+	return b.String()
 }
 
 // scrapeMetrics reads a Prometheus text exposition into series -> value,
