@@ -67,3 +67,36 @@ func TestCallName(t *testing.T) {
 		}
 	}
 }
+
+// TestAltersKeepStats: alter_table and alter_partitions ask the metastore
+// not to recompute statistics (DO_NOT_UPDATE_STATS): without it Hive
+// lists every changed partition's DR directory in the call and writes
+// what it found over the source's figures.
+func TestAltersKeepStats(t *testing.T) {
+	f := newFakeHMS()
+	x := &executor{ms: f}
+	ctx := context.Background()
+	tb := &hive_metastore.Table{DbName: "sales", TableName: "orders", PartitionKeys: []*hive_metastore.FieldSchema{{Name: "dt", Type: "string"}},
+		OwnerType: hive_metastore.PrincipalType_USER}
+	p := &hive_metastore.Partition{DbName: "sales", TableName: "orders", Values: []string{"1"},
+		Parameters: map[string]string{"numFiles": "3", "totalSize": "1024"}}
+	for _, a := range []Action{
+		CreateDatabase{DB: &hive_metastore.Database{Name: "sales", Parameters: map[string]string{}}},
+		CreateTable{Table: tb},
+		AddPartitions{DB: "sales", Table: "orders", Parts: []*hive_metastore.Partition{p}},
+		AlterPartitions{DB: "sales", Table: "orders", Parts: []*hive_metastore.Partition{p}},
+		AlterTable{DB: "sales", Name: "orders", Table: tb},
+	} {
+		if err := x.run(ctx, a); err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+	}
+	if len(f.envs) != 2 {
+		t.Fatalf("%d alter calls with an environment context, want 2 (alter_partitions, alter_table)", len(f.envs))
+	}
+	for i, env := range f.envs {
+		if env == nil || env.Properties["DO_NOT_UPDATE_STATS"] != "true" {
+			t.Errorf("alter call %d: environment context %v, want DO_NOT_UPDATE_STATS=true", i, env)
+		}
+	}
+}

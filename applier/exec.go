@@ -32,7 +32,7 @@ type Metastore interface {
 	GetPartitionsByNamesReq(ctx context.Context, req *hive_metastore.GetPartitionsByNamesRequest) (*hive_metastore.GetPartitionsByNamesResult_, error)
 	EachPartitionName(ctx context.Context, db, table string, fn func(name string)) error
 	AddPartitions(ctx context.Context, parts []*hive_metastore.Partition) (int32, error)
-	AlterPartitions(ctx context.Context, db, table string, parts []*hive_metastore.Partition) error
+	AlterPartitionsWithEnvironmentContext(ctx context.Context, db, table string, parts []*hive_metastore.Partition, env *hive_metastore.EnvironmentContext) error
 	RenamePartition(ctx context.Context, db, table string, vals []string, part *hive_metastore.Partition) error
 	DropPartition(ctx context.Context, db, table string, vals []string, deleteData bool) (bool, error)
 	DropPartitionsReq(ctx context.Context, req *hive_metastore.DropPartitionsRequest) (*hive_metastore.DropPartitionsResult_, error)
@@ -445,10 +445,7 @@ func (x *executor) run(ctx context.Context, a Action) error {
 	case CreateTable:
 		return classify(op, x.ms.CreateTable(ctx, a.Table))
 	case AlterTable:
-		// The metastore must not touch data on a replica: the files are
-		// copied to their DR locations by copyd.
-		env := &hive_metastore.EnvironmentContext{Properties: map[string]string{"DO_NOT_UPDATE_STATS": "true"}}
-		return classify(op, x.ms.AlterTableWithEnvironmentContext(ctx, a.DB, a.Name, a.Table, env))
+		return classify(op, x.ms.AlterTableWithEnvironmentContext(ctx, a.DB, a.Name, a.Table, keepStats()))
 	case DropTable:
 		err := x.ms.DropTable(ctx, a.DB, a.Name, false)
 		if isNoSuchObject(err) {
@@ -459,7 +456,7 @@ func (x *executor) run(ctx context.Context, a Action) error {
 		_, err := x.ms.AddPartitions(ctx, a.Parts)
 		return classify(op, err)
 	case AlterPartitions:
-		return classify(op, x.ms.AlterPartitions(ctx, a.DB, a.Table, a.Parts))
+		return classify(op, x.ms.AlterPartitionsWithEnvironmentContext(ctx, a.DB, a.Table, a.Parts, keepStats()))
 	case RenamePartition:
 		return classify(op, x.ms.RenamePartition(ctx, a.DB, a.Table, a.Values, a.Part))
 	case DropPartitions:
@@ -478,6 +475,22 @@ func (x *executor) run(ctx context.Context, a Action) error {
 		return x.runACID(ctx, a) // exec_acid.go
 	}
 	return fmt.Errorf("unknown action %T", a)
+}
+
+// keepStats is the environment context of the applier's alter_table and
+// alter_partitions calls: DO_NOT_UPDATE_STATS. Without it the metastore
+// recomputes the basic statistics (numFiles, totalSize) of every
+// partition whose statistics the call changes or lacks by listing its
+// DR directory (one NameNode listing per partition, in the call), writes
+// what it found over the source's values and marks them inaccurate
+// (COLUMN_STATS_ACCURATE). A replica keeps the source's statistics as the
+// events carry them, and its files are copyd's, not the metastore's, to
+// look at. (add_partitions has no such switch in Hive 4.0: it lists a
+// partition's directory only when the directory exists and the
+// partition's parameters lack numFiles, totalSize or
+// numFilesErasureCoded.)
+func keepStats() *hive_metastore.EnvironmentContext {
+	return &hive_metastore.EnvironmentContext{Properties: map[string]string{"DO_NOT_UPDATE_STATS": "true"}}
 }
 
 // dropPartitionsByName drops a's partitions by name, inventoryPage per
