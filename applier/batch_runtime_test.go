@@ -2,8 +2,10 @@ package applier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -195,5 +197,163 @@ func TestLookAheadShare(t *testing.T) {
 		if got := a.lookAheadShare(); got != c.want {
 			t.Errorf("%d workers: share %d, want %d", c.running, got, c.want)
 		}
+	}
+}
+
+// threeTables is a database a with tables t1, t2, t3 and n ADD_PARTITION
+// events on each, the tables taking turns, from event 5 on: runs of
+// events over three tables.
+func threeTables(n int) (all, adds []*schemas.Event) {
+	all = []*schemas.Event{createDB(1, "a")}
+	var tbs []*schemas.Table
+	for i := 1; i <= 3; i++ {
+		tb := srcTable("a", fmt.Sprintf("t%d", i), []string{"ds"}, "x int")
+		tbs = append(tbs, tb)
+		all = append(all, createTable(int64(1+i), tb))
+	}
+	id := int64(5)
+	for i := 1; i <= n; i++ {
+		for _, tb := range tbs {
+			p := srcPart(tb, fmt.Sprintf("%04d", i))
+			adds = append(adds, addParts(id, tb, []schemas.Partition{p}, partFile(p, "f")))
+			id++
+		}
+	}
+	return at(append(all, adds...)...), adds
+}
+
+// checkWatermarkLast: every write of db's watermark comes after the
+// writes of every partition it covers (stamped at or below it).
+func checkWatermarkLast(t *testing.T, f *kfix, db string) {
+	t.Helper()
+	ws := f.ms.writesOf(db)
+	for i, w := range ws {
+		if w.op != "alter database" {
+			continue
+		}
+		for _, later := range ws[i+1:] {
+			if strings.HasPrefix(later.op, "add partition") && later.stamp <= w.stamp {
+				t.Errorf("watermark %d written before %s (at %d)", w.stamp, later.op, later.stamp)
+			}
+		}
+	}
+}
+
+// TestApplierRunTablesAtOnce: a run over three tables makes the three
+// tables' add_partitions at once, each on a connection of its own
+// (applier.run_connections), and writes the watermark only after all
+// three returned; with run_connections 1 they are made one after the
+// other.
+func TestApplierRunTablesAtOnce(t *testing.T) {
+	for _, conns := range []int{4, 1} {
+		t.Run(fmt.Sprintf("run_connections %d", conns), func(t *testing.T) {
+			f := newKFix(t, "a")
+			all, adds := threeTables(10)
+			f.complete(schemas.StatusCopied, nil, all...)
+			f.publishAll(100, all)
+			var (
+				mu          sync.Mutex
+				inFlight    int
+				most        int
+				dials       int
+				released    = make(chan struct{})
+				releaseOnce sync.Once
+			)
+			f.ms.setHook(func(ctx context.Context, op string) error {
+				if op != "AddPartitions" {
+					return nil
+				}
+				mu.Lock()
+				inFlight++
+				most = max(most, inFlight)
+				if inFlight == 3 {
+					releaseOnce.Do(func() { close(released) })
+				}
+				mu.Unlock()
+				// Held until the three are in flight (or long enough to
+				// tell that they never will be).
+				select {
+				case <-released:
+				case <-time.After(time.Second):
+				case <-ctx.Done():
+				}
+				mu.Lock()
+				inFlight--
+				mu.Unlock()
+				return nil
+			})
+			r := f.start("g", t.TempDir(), func(c *Config) {
+				c.RunConnections = conns
+				dial := c.Dial
+				c.Dial = func(ctx context.Context) (Metastore, func() error, error) {
+					mu.Lock()
+					dials++
+					mu.Unlock()
+					return dial(ctx)
+				}
+			})
+			f.waitMark("a", adds[len(adds)-1].EventID)
+			r.stop(t)
+			for _, ev := range adds {
+				c := ev.Payload.(*schemas.PartitionChange)
+				if p := f.ms.part("a", c.Table.Name, c.After[0].Values...); p == nil || stamp(p.Parameters) != ev.EventID {
+					t.Errorf("%s %v: %v, want it at event %d", c.Table.Name, c.After[0].Values, p, ev.EventID)
+				}
+			}
+			checkWatermarkLast(t, f, "a")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case conns > 1 && most != 3:
+				t.Errorf("at most %d add_partitions in flight at once, want the run's 3 tables' (dials %d)", most, dials)
+			case conns == 1 && (most != 1 || dials != 1):
+				t.Errorf("run_connections 1: %d add_partitions at once on %d connections, want 1 on 1", most, dials)
+			}
+		})
+	}
+}
+
+// TestApplierRunTableFails: one table's call of a run fails as a broken
+// connection would, after the other tables' calls succeeded: the
+// watermark is not written, the run is planned again (the others' events
+// now no-ops) and every partition ends at its event.
+func TestApplierRunTableFails(t *testing.T) {
+	f := newKFix(t, "a")
+	all, adds := threeTables(5)
+	f.complete(schemas.StatusCopied, nil, all...)
+	f.publishAll(100, all)
+	var (
+		mu     sync.Mutex
+		failed bool
+		calls  int
+	)
+	f.ms.setHook(func(ctx context.Context, op string) error {
+		if op != "AddPartitions" {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == 2 && !failed {
+			failed = true
+			return errors.New("connection reset by peer")
+		}
+		return nil
+	})
+	r := f.start("g", t.TempDir(), nil)
+	f.waitMark("a", adds[len(adds)-1].EventID)
+	r.stop(t)
+	if !failed {
+		t.Fatal("no call failed")
+	}
+	for _, ev := range adds {
+		c := ev.Payload.(*schemas.PartitionChange)
+		if p := f.ms.part("a", c.Table.Name, c.After[0].Values...); p == nil || stamp(p.Parameters) != ev.EventID {
+			t.Errorf("%s %v: %v, want it at event %d", c.Table.Name, c.After[0].Values, p, ev.EventID)
+		}
+	}
+	checkWatermarkLast(t, f, "a")
+	if v := r.sum(t, "hivedr_applier_halted", nil); v != 0 {
+		t.Errorf("halted: %v", v)
 	}
 }
