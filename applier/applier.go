@@ -87,12 +87,6 @@ type Config struct {
 	// alter_partitions), marking their offsets together after it. Default
 	// 1000 (config.DefaultBatchPartitions); 1 applies them one by one.
 	BatchPartitions int
-	// RunConnections is the most DR metastore connections one database's
-	// worker uses at once: a run of events on several tables
-	// (Decision.Tables) gives each table's calls a connection of its own,
-	// up to this many. Default config.DefaultRunConnections; 1: one table
-	// after the other on the worker's one connection.
-	RunConnections int
 	// CompletionPartitions and ReplicationFactor create the completions
 	// topic if it is missing: default config.DefaultManifestPartitions
 	// partitions, and the broker's default.replication.factor.
@@ -158,9 +152,6 @@ func New(cfg Config) (*Applier, error) {
 	}
 	if cfg.BatchPartitions <= 0 {
 		cfg.BatchPartitions = config.DefaultBatchPartitions
-	}
-	if cfg.RunConnections <= 0 {
-		cfg.RunConnections = config.DefaultRunConnections
 	}
 	if cfg.CompletionPartitions <= 0 {
 		cfg.CompletionPartitions = config.DefaultManifestPartitions

@@ -66,14 +66,7 @@ import (
 //     calls would lose them. A stamp on one table says nothing of
 //     another, so the tables' parts may come in any order; a crash
 //     between two tables replays the first's events as no-ops and
-//     applies the second's. They may also run at once (Decision.Tables:
-//     the worker gives each table's part a connection of its own, up to
-//     applier.run_connections): a crash then leaves each table's part
-//     done, not begun, or stopped after a prefix of its actions, in any
-//     combination, and each table's events replay as they would for
-//     that table alone. The watermark is written only once every
-//     table's part succeeded; a part that failed fails the plan, which
-//     is read and planned again.
+//     applies the second's.
 //   - Order. The replica goes from the state before the run to the state
 //     after it; the events inside are folded (a partition added then
 //     altered is added as altered), which is the state the source had at
@@ -370,26 +363,16 @@ func touchedValues(ev *schemas.Event) []string {
 func (r *run) decision() Decision {
 	acts := append([]Action(nil), r.prunes...)
 	names := make([]string, 0, len(r.order))
-	span := Span{From: len(acts)}
-	written := 0 // tables with actions
 	for _, tk := range r.order {
-		ta := r.tables[tk].actions(r.before)
-		if len(ta) > 0 {
-			written++
-		}
-		acts = append(acts, ta...)
+		acts = append(acts, r.tables[tk].actions(r.before)...)
 		names = append(names, tk.String())
 	}
-	span.To = len(acts)
 	if r.mark != nil {
 		acts = append(acts, *r.mark)
 	}
 	first, last := r.events[0], r.events[len(r.events)-1]
 	d := Decision{Outcome: NoOp, Reason: ReasonAlreadyApplied, Actions: acts, Covered: len(r.events) - 1, Results: r.results,
 		Detail: fmt.Sprintf("%d events on %s (%d..%d) in one plan", len(r.events), strings.Join(names, ", "), first.EventID, last.EventID)}
-	if written > 1 {
-		d.Tables = span // (the tables' parts are independent: see the header)
-	}
 	if r.applied {
 		d.Outcome, d.Reason = Apply, ReasonApplied
 	}

@@ -106,9 +106,6 @@ func TestPlanRun(t *testing.T) {
 			results: []Reason{ReasonApplied, ReasonApplied, ReasonApplied, ReasonApplied},
 			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02] [2024-01-03] [2024-01-04]", "alter database sales"},
 			check: func(t *testing.T, d Decision) {
-				if d.Tables != (Span{}) {
-					t.Errorf("a run of one table has a span of tables %v", d.Tables)
-				}
 				for i, v := range []string{"2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"} {
 					if got := partOf(d, "add", v)[drparam.LastID]; got != itoa(int64(11+i)) {
 						t.Errorf("partition %s stamped %s, want %d", v, got, 11+i)
@@ -235,27 +232,6 @@ func TestPlanRun(t *testing.T) {
 			state: base(drTable(srcCustomers, 5)), outcome: Apply, covered: 2,
 			results: []Reason{ReasonApplied, ReasonApplied, ReasonApplied},
 			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter table sales.customers", "alter database sales"},
-			check: func(t *testing.T, d Decision) {
-				if d.Tables != (Span{0, 2}) {
-					t.Errorf("span of tables %v, want the two tables' calls [0, 2)", d.Tables)
-				}
-			},
-		},
-		{
-			name: "an overwrite's prune comes before the span of tables, the watermark after it",
-			ev:   insertOverwrite(11, srcCustomers, nil, srcCustomers.Location+"/new"), batch: []*schemas.Event{add(12, srcP1), alterPart(13, srcOrders, srcP2, partWithParam(srcP2, "k", "v"))},
-			state: base(drTable(srcCustomers, 5), drPart(srcOrders, srcP2, 5)), outcome: Apply, covered: 2,
-			actions: []string{"prune files under hdfs://dr:9000/warehouse/sales.db/customers keeping 1", "alter table sales.customers",
-				"add partitions sales.orders [2024-01-01]", "alter partitions sales.orders [2024-01-02]", "alter database sales"},
-			check: func(t *testing.T, d Decision) {
-				if d.Tables != (Span{1, 4}) {
-					t.Fatalf("span of tables %v, want [1, 4)", d.Tables)
-				}
-				cs, ok := chains(d.Actions[d.Tables.From:d.Tables.To])
-				if !ok || len(cs) != 2 || len(cs[0]) != 1 || len(cs[1]) != 2 {
-					t.Errorf("chains %v %v, want customers' alter, then orders' add and alter", cs, ok)
-				}
-			},
 		},
 		{
 			name: "a drop of a partition another table's event touched does not end the run",

@@ -2,7 +2,6 @@ package applier
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -98,27 +97,6 @@ func TestAltersKeepStats(t *testing.T) {
 	for i, env := range f.envs {
 		if env == nil || env.Properties["DO_NOT_UPDATE_STATS"] != "true" {
 			t.Errorf("alter call %d: environment context %v, want DO_NOT_UPDATE_STATS=true", i, env)
-		}
-	}
-}
-
-// TestFirstError: of a run's tables' errors, a transport error (the
-// caller then drops every connection) comes before a refusal.
-func TestFirstError(t *testing.T) {
-	refused := &RefusedError{Op: "add partitions", Err: &hive_metastore.AlreadyExistsException{}}
-	reset := errors.New("connection reset")
-	for _, c := range []struct {
-		errs []error
-		want error
-	}{
-		{nil, nil},
-		{[]error{nil, nil}, nil},
-		{[]error{nil, refused}, refused},
-		{[]error{refused, reset}, reset},
-		{[]error{reset, refused}, reset},
-	} {
-		if got := firstError(c.errs); got != c.want {
-			t.Errorf("firstError(%v) = %v, want %v", c.errs, got, c.want)
 		}
 	}
 }

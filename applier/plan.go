@@ -171,56 +171,6 @@ type Decision struct {
 	// records), each covered event's own result: applied, or its no-op
 	// reason.
 	Results []Reason
-	// Tables, when it spans the actions of two or more tables, is the
-	// part of Actions that is independent per table (a run's tables,
-	// applier/batch.go): each table's actions in it run in order, and
-	// different tables' may run at once, each on a connection of its own;
-	// the actions before it run before any of them, those after it once
-	// all are done.
-	Tables Span
-}
-
-// Span is the part Actions[From:To] of a decision's actions.
-type Span struct{ From, To int }
-
-// tableOf is the DR table an action changes, for the actions a Span of
-// tables may hold (partition drops, adds and alters, a table's alter
-// without a rename); ok is false for any other.
-func tableOf(a Action) (TableKey, bool) {
-	switch a := a.(type) {
-	case AddPartitions:
-		return tableKey(a.DB, a.Table), true
-	case AlterPartitions:
-		return tableKey(a.DB, a.Table), true
-	case DropPartitions:
-		return tableKey(a.DB, a.Table), true
-	case AlterTable:
-		k := tableKey(a.DB, a.Name)
-		return k, tableKey(a.Table.DbName, a.Table.TableName) == k
-	}
-	return TableKey{}, false
-}
-
-// chains splits acts, the actions of a Span of tables, into one chain of
-// actions per table, in the order each table first appears, each chain in
-// the order of acts; ok is false when an action is not one a Span holds.
-func chains(acts []Action) ([][]Action, bool) {
-	var out [][]Action
-	at := map[TableKey]int{}
-	for _, a := range acts {
-		k, ok := tableOf(a)
-		if !ok {
-			return nil, false
-		}
-		i, seen := at[k]
-		if !seen {
-			i = len(out)
-			at[k] = i
-			out = append(out, nil)
-		}
-		out[i] = append(out[i], a)
-	}
-	return out, true
 }
 
 func eventTable(ev *schemas.Event, t *schemas.Table) TableKey { return schemas.EventTable(ev, t) }

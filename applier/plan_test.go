@@ -269,35 +269,6 @@ func actionNames(as []Action) []string {
 	return out
 }
 
-// checkTablesSpan checks a decision's span of tables (Decision.Tables):
-// none, or two or more tables' chains of partition and table calls, with
-// only prunes before it and only the watermark after it, so that running
-// the tables at once keeps the run's order (batch.go).
-func checkTablesSpan(t *testing.T, ctx string, d Decision) {
-	t.Helper()
-	sp := d.Tables
-	if sp == (Span{}) {
-		return
-	}
-	if sp.From < 0 || sp.To > len(d.Actions) || sp.To-sp.From < 2 {
-		t.Errorf("%s: span of tables %v over %d actions", ctx, sp, len(d.Actions))
-		return
-	}
-	if cs, ok := chains(d.Actions[sp.From:sp.To]); !ok || len(cs) < 2 {
-		t.Errorf("%s: span of tables %v holds %v", ctx, sp, actionNames(d.Actions[sp.From:sp.To]))
-	}
-	for _, a := range d.Actions[:sp.From] {
-		if _, ok := a.(PruneFiles); !ok {
-			t.Errorf("%s: %s before the span of tables", ctx, a)
-		}
-	}
-	for _, a := range d.Actions[sp.To:] {
-		if _, ok := a.(AlterDatabase); !ok {
-			t.Errorf("%s: %s after the span of tables", ctx, a)
-		}
-	}
-}
-
 // dumpReplica is a canonical text form of a Replica (JSON sorts map keys).
 func dumpReplica(r Replica) string {
 	var lines []string
@@ -341,7 +312,6 @@ func planChecked(t *testing.T, in Input) Decision {
 	}
 	e := in.Event.EventID
 	ctx := fmt.Sprintf("event %d %s: %s %s", e, in.Event.EventType, d.Outcome, d.Reason)
-	checkTablesSpan(t, ctx, d)
 	if d.Reason == "" || (d.Outcome != Apply && d.Detail == "") {
 		t.Errorf("%s: no reason or detail: %+v", ctx, d)
 	}
@@ -1615,16 +1585,6 @@ func checkConverges(t *testing.T, db string, evs []*schemas.Event, c copyOutcome
 		// the step's first event (where the committed offset is), or a
 		// re-drive from any earlier event (an operator's reset): the
 		// watermark may be stale over objects the step wrote.
-		resume := func(s planStep, crashed *memMS, what string) {
-			for from := s.pos; from >= 0; from-- {
-				got := crashed.clone()
-				runAll(t, got, []*seqWorker{{db: db, events: evs, pos: from}}, c, pol)
-				if d := diffStates(final, got.dump()); d != "" {
-					t.Fatalf("crash in event %d (%s) after %s of %v, resumed at event %d: the replica differs:\n%s",
-						evs[s.pos].EventID, evs[s.pos].EventType, what, actionNames(s.d.Actions), evs[from].EventID, d)
-				}
-			}
-		}
 		for _, s := range steps {
 			for k := 0; k < len(s.d.Actions); k++ {
 				crashed := s.pre.clone()
@@ -1633,50 +1593,18 @@ func checkConverges(t *testing.T, db string, evs []*schemas.Event, c copyOutcome
 						t.Fatal(err)
 					}
 				}
-				resume(s, crashed, fmt.Sprint(k))
-			}
-			// A run's tables at once (Decision.Tables): the crash may
-			// stop each table's chain after any prefix of its own.
-			if s.d.Tables == (Span{}) {
-				continue
-			}
-			cs, _ := chains(s.d.Actions[s.d.Tables.From:s.d.Tables.To])
-			for _, cut := range prefixCombinations(cs) {
-				crashed := s.pre.clone()
-				for _, a := range s.d.Actions[:s.d.Tables.From] {
-					if err := crashed.apply(a); err != nil {
-						t.Fatal(err)
+				for from := s.pos; from >= 0; from-- {
+					got := crashed.clone()
+					runAll(t, got, []*seqWorker{{db: db, events: evs, pos: from}}, c, pol)
+					if d := diffStates(final, got.dump()); d != "" {
+						t.Fatalf("crash in event %d (%s) after %d of %v, resumed at event %d: the replica differs:\n%s",
+							evs[s.pos].EventID, evs[s.pos].EventType, k, actionNames(s.d.Actions), evs[from].EventID, d)
 					}
 				}
-				for i, n := range cut {
-					for _, a := range cs[i][:n] {
-						if err := crashed.apply(a); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
-				resume(s, crashed, fmt.Sprintf("the tables' prefixes %v", cut))
 			}
 		}
 	})
 	return ms
-}
-
-// prefixCombinations lists every combination of a prefix length for each
-// chain (0 to its length), as a crash while the chains run at once may
-// leave them.
-func prefixCombinations(cs [][]Action) [][]int {
-	out := [][]int{{}}
-	for _, c := range cs {
-		var next [][]int
-		for _, p := range out {
-			for n := 0; n <= len(c); n++ {
-				next = append(next, append(slices.Clone(p), n))
-			}
-		}
-		out = next
-	}
-	return out
 }
 
 // TestPlanConverges runs a database's history through Plan with every copy

@@ -57,12 +57,6 @@ type worker struct {
 	ms      Metastore
 	closeMS func() error
 	cache   *cache
-	// extra are the worker's further connections for a run's tables
-	// (conns.go), each closed by its closeExtra; extraFailed: the last
-	// dial of one failed (logged once).
-	extra       []Metastore
-	closeExtra  []func() error
-	extraFailed bool
 }
 
 // newWorker makes the worker of one database's topic; run it with run. Its
@@ -131,7 +125,6 @@ func (w *worker) run() {
 		if w.closeMS != nil {
 			w.closeMS()
 		}
-		w.dropExtra()
 		// Whoever owns the database now reports it.
 		w.a.m.lagEvents.DeleteLabelValues(w.db)
 		w.a.m.replicaAge.DeleteLabelValues(w.db)
@@ -711,17 +704,8 @@ func (w *worker) step(ctx context.Context, evs []*schemas.Event, n int) (Decisio
 		noteSkip(d.Actions, w.db, ev)
 	}
 	x.prepare(d.Actions)
-	for i := 0; i < len(d.Actions); i++ {
-		var err error
-		if i == d.Tables.From && d.Tables.To-d.Tables.From > 1 {
-			// A run's tables, at once (batch.go): each table's actions in
-			// order, all of them done before the watermark after.
-			err = w.runTables(ctx, x, d.Actions[i:d.Tables.To])
-			i = d.Tables.To - 1
-		} else {
-			err = x.run(ctx, d.Actions[i])
-		}
-		if err != nil {
+	for _, act := range d.Actions {
+		if err := x.run(ctx, act); err != nil {
 			w.cache.reset() // part of the actions may have happened
 			return Decision{}, err
 		}
@@ -751,7 +735,6 @@ func (w *worker) reconnect() {
 		w.closeMS()
 	}
 	w.ms, w.closeMS = nil, nil
-	w.dropExtra()
 }
 
 // halt stops the database: loudly in the log, in the halted metric, and on

@@ -118,7 +118,6 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		LookAhead:            conf.Applier.LookAhead,
 		LookAheadBytes:       conf.Applier.LookAheadBytes,
 		BatchPartitions:      conf.Applier.BatchPartitions,
-		RunConnections:       conf.Applier.RunConnections,
 		CompletionPartitions: conf.Kafka.ManifestPartitions,
 		ReplicationFactor:    conf.Kafka.ReplicationFactor,
 		Skips:                skips,

@@ -51,12 +51,6 @@ type Applier struct {
 	// rename), are applied as one plan, their offsets committed together
 	// after it; 1 applies every record alone. Default 1000.
 	BatchPartitions int `yaml:"batch_partitions"`
-	// RunConnections is the most DR metastore connections one database's
-	// worker uses at once: the tables of a run each get one, so a run
-	// over several tables makes their add_partitions / alter_partitions
-	// calls at once instead of one table after the other. 1 keeps one
-	// connection per database. Default 4.
-	RunConnections int `yaml:"run_connections"`
 	// MetricsAddr serves /metrics; empty disables. Default 127.0.0.1:9466.
 	MetricsAddr string `yaml:"metrics_addr"`
 }
@@ -73,11 +67,6 @@ const (
 	// metastore's Thrift message and socket timeout.
 	DefaultBatchPartitions = 1000
 	MaxBatchPartitions     = 10000
-	// DefaultRunConnections is applier.run_connections' default, and
-	// MaxRunConnections its bound (per database worker: the DR metastore
-	// serves every database's workers).
-	DefaultRunConnections = 4
-	MaxRunConnections     = 16
 	// DefaultSessionTimeout is applier.session_timeout's and
 	// copyd.session_timeout's default: the shortest session a Kafka broker
 	// accepts by default, so a lost member's work moves within seconds.
@@ -99,7 +88,7 @@ func HeartbeatInterval(d time.Duration) time.Duration { return d / 6 }
 
 func defaultApplier() Applier {
 	return Applier{Group: "hivedr-applier", HaltAfter: Duration{DefaultHaltAfter}, LookAhead: DefaultLookAhead,
-		LookAheadBytes: DefaultLookAheadBytes, BatchPartitions: DefaultBatchPartitions, RunConnections: DefaultRunConnections, MetricsAddr: "127.0.0.1:9466", SessionTimeout: Duration{DefaultSessionTimeout}}
+		LookAheadBytes: DefaultLookAheadBytes, BatchPartitions: DefaultBatchPartitions, MetricsAddr: "127.0.0.1:9466", SessionTimeout: Duration{DefaultSessionTimeout}}
 }
 
 // EnsureDefaults fills Instance with the host name.
@@ -135,9 +124,6 @@ func (a Applier) Validate() error {
 	}
 	if a.BatchPartitions < 1 || a.BatchPartitions > MaxBatchPartitions {
 		return fmt.Errorf("applier.batch_partitions: %d must be between 1 and %d", a.BatchPartitions, MaxBatchPartitions)
-	}
-	if a.RunConnections < 1 || a.RunConnections > MaxRunConnections {
-		return fmt.Errorf("applier.run_connections: %d must be between 1 and %d", a.RunConnections, MaxRunConnections)
 	}
 	return nil
 }

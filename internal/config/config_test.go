@@ -131,8 +131,6 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{"applier: {metastore: dr}", `applier.metastore: "dr" is not host:port`},
 		{"applier: {batch_partitions: 0}", "applier.batch_partitions: 0 must be between 1 and 10000"},
 		{"applier: {batch_partitions: 20000}", "applier.batch_partitions: 20000 must be between 1 and 10000"},
-		{"applier: {run_connections: 0}", "applier.run_connections: 0 must be between 1 and 16"},
-		{"applier: {run_connections: 17}", "applier.run_connections: 17 must be between 1 and 16"},
 		{"applier: {session_timeout: 500ms}", "applier.session_timeout: 500ms must be between 1s and 30m"},
 		{"copyd: {session_timeout: 1h}", "copyd.session_timeout: 1h0m0s must be between 1s and 30m"},
 		{"replication: {databases: [{name: db, include_tables: ['(']}]}", "replication.databases[0].include_tables[0]"},
@@ -291,7 +289,7 @@ func TestFileTuningDefaults(t *testing.T) {
 	}
 	def := fileDefaults()
 	if c.Tailer.BatchSize != def.Tailer.BatchSize || c.Copyd.Workers != DefaultCopydWorkers || c.Copyd.MaxBatch != DefaultMaxBatch(DefaultCopydWorkers) ||
-		c.Applier.HaltAfter.Duration != DefaultHaltAfter || c.Applier.LookAhead != DefaultLookAhead || c.Applier.BatchPartitions != DefaultBatchPartitions || c.Applier.RunConnections != DefaultRunConnections || c.Kafka.TopicPrefix != "hivedr" ||
+		c.Applier.HaltAfter.Duration != DefaultHaltAfter || c.Applier.LookAhead != DefaultLookAhead || c.Applier.BatchPartitions != DefaultBatchPartitions || c.Kafka.TopicPrefix != "hivedr" ||
 		c.Applier.SessionTimeout.Duration != DefaultSessionTimeout || c.Copyd.SessionTimeout.Duration != DefaultSessionTimeout ||
 		c.Copyd.Group != "hivedr-copyd" || c.Applier.Group != "hivedr-applier" || c.Tailer.MetricsAddr != "127.0.0.1:9464" {
 		t.Errorf("tuning defaults lost: %+v", c)
