@@ -98,8 +98,8 @@ bench-newdb: stack-up
 
 ## bench-bootstrap: a bootstrap of BENCH_BOOTSTRAP_PARTITIONS partitions (default 100,000, tiny files,
 ## over BENCH_BOOTSTRAP_TABLES tables, default 20) through the three daemons, beside a raw Go client's
-## batched add_partitions into the same DR metastore: wall time, partitions/s, peak RSS per process;
-## BENCH_BOOTSTRAP_FILES=0: partitions without files (metadata only)
+## batched add_partitions into the same DR metastore before and after it: wall time, partitions/s, peak
+## RSS per process, the applier's DR calls; BENCH_BOOTSTRAP_FILES=0: partitions without files (metadata only)
 bench-bootstrap: stack-up
 	$(GO) test -tags benchbootstrap -count=1 -run '^TestBenchBootstrap$$' -v -timeout 100m ./e2e/
 

@@ -618,6 +618,11 @@ func fatal(fs kgo.Fetches, group string) error {
 // hundred records at hand.
 const MinLookAheadShare = 256 << 10
 
+// observeCall records a DR call's time (hivedr_applier_dr_call_seconds).
+func (a *Applier) observeCall(call string, took time.Duration) {
+	a.m.drCallSeconds.WithLabelValues(call).Observe(took.Seconds())
+}
+
 // lookAheadShare is what one worker may buffer of LookAheadBytes: the
 // total divided among the running workers, at least MinLookAheadShare,
 // so the applier's memory does not grow with the number of databases it

@@ -58,6 +58,9 @@ type fakeHMS struct {
 	hook  func(ctx context.Context, op string) error
 	// addBatches logs the size of each successful AddPartitions call.
 	addBatches []int
+	// envs logs the environment context of each alter_table and
+	// alter_partitions call.
+	envs []*hms.EnvironmentContext
 }
 
 // msWrite is one write call: what it did and the repl.last.id of the
@@ -242,11 +245,12 @@ func (f *fakeHMS) CreateTable(ctx context.Context, t *hms.Table) error {
 	return nil
 }
 
-func (f *fakeHMS) AlterTableWithEnvironmentContext(ctx context.Context, db, name string, t *hms.Table, _ *hms.EnvironmentContext) error {
+func (f *fakeHMS) AlterTableWithEnvironmentContext(ctx context.Context, db, name string, t *hms.Table, env *hms.EnvironmentContext) error {
 	if err := f.enter(ctx, "AlterTableWithEnvironmentContext"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
+	f.envs = append(f.envs, env)
 	k, nk := tableKey(db, name), tableKey(t.DbName, t.TableName)
 	if f.tables[k] == nil {
 		return invalidOp("table %s does not exist", k)
@@ -382,11 +386,12 @@ func (f *fakeHMS) AddPartitions(ctx context.Context, parts []*hms.Partition) (in
 	return int32(len(parts)), nil
 }
 
-func (f *fakeHMS) AlterPartitions(ctx context.Context, db, table string, parts []*hms.Partition) error {
+func (f *fakeHMS) AlterPartitionsWithEnvironmentContext(ctx context.Context, db, table string, parts []*hms.Partition, env *hms.EnvironmentContext) error {
 	if err := f.enter(ctx, "AlterPartitions"); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
+	f.envs = append(f.envs, env)
 	tk := tableKey(db, table)
 	for _, p := range parts {
 		if f.parts[partKey(tk, p.Values)] == nil {

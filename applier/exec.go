@@ -33,7 +33,7 @@ type Metastore interface {
 	GetPartitionsByNamesReq(ctx context.Context, req *hive_metastore.GetPartitionsByNamesRequest) (*hive_metastore.GetPartitionsByNamesResult_, error)
 	EachPartitionName(ctx context.Context, db, table string, fn func(name string)) error
 	AddPartitions(ctx context.Context, parts []*hive_metastore.Partition) (int32, error)
-	AlterPartitions(ctx context.Context, db, table string, parts []*hive_metastore.Partition) error
+	AlterPartitionsWithEnvironmentContext(ctx context.Context, db, table string, parts []*hive_metastore.Partition, env *hive_metastore.EnvironmentContext) error
 	RenamePartition(ctx context.Context, db, table string, vals []string, part *hive_metastore.Partition) error
 	DropPartition(ctx context.Context, db, table string, vals []string, deleteData bool) (bool, error)
 	DropPartitionsReq(ctx context.Context, req *hive_metastore.DropPartitionsRequest) (*hive_metastore.DropPartitionsResult_, error)
@@ -67,12 +67,64 @@ type executor struct {
 	writtenAfter WrittenAfter
 	cache        *cache       // of the worker's own database; nil: none
 	log          *slog.Logger // nil: nothing is logged
+	// observe, when set, is told how long each DR call took, by call
+	// (hivedr_applier_dr_call_seconds).
+	observe func(call string, took time.Duration)
 
 	// shared are the parents of two or more directories the plan's
 	// actions prune (prepare), and dirs what ListDirs said of each parent
 	// asked (the subdirectories, by name).
 	shared map[location.Location]bool
 	dirs   map[location.Location]map[string]bool
+}
+
+// timed reports a call that started at start to observe; use it as
+// defer x.timed("call", time.Now()).
+func (x *executor) timed(call string, start time.Time) {
+	if x.observe != nil {
+		x.observe(call, time.Since(start))
+	}
+}
+
+// callName names what an action asks of the DR metastore (or, for the
+// prunes, of the DR filesystem), for hivedr_applier_dr_call_seconds.
+func callName(a Action) string {
+	switch a := a.(type) {
+	case CreateDatabase:
+		return "create_database"
+	case AlterDatabase:
+		return "alter_database"
+	case DropDatabase:
+		return "drop_database"
+	case CreateTable:
+		return "create_table"
+	case AlterTable:
+		if tableKey(a.DB, a.Name) != tableKey(a.Table.DbName, a.Table.TableName) {
+			return "rename_table"
+		}
+		return "alter_table"
+	case DropTable:
+		return "drop_table"
+	case AddPartitions:
+		return "add_partitions"
+	case AlterPartitions:
+		return "alter_partitions"
+	case RenamePartition:
+		return "rename_partition"
+	case DropPartitions:
+		return "drop_partitions"
+	case PruneFiles:
+		return "prune_files"
+	case PruneObsolete:
+		return "prune_obsolete"
+	case ReplAllocate:
+		return "repl_allocate"
+	case ReplCommit:
+		return "repl_commit"
+	case ReplAbort:
+		return "repl_abort"
+	}
+	return "other"
 }
 
 // prepare notes what the actions ahead prune: the parents of two or more
@@ -195,7 +247,9 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 			}
 			continue
 		}
+		start := time.Now()
 		db, err := x.ms.GetDatabase(ctx, name)
+		x.timed("get_database", start)
 		if isNoSuchObject(err) {
 			db, err = nil, nil
 		}
@@ -218,7 +272,9 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 			continue
 		}
 		// get_table_req: Hive 4 removed get_table.
+		start := time.Now()
 		res, err := x.ms.GetTableReq(ctx, hms.TableRequest(k.DB, k.Name))
+		x.timed("get_table", start)
 		var tb *hive_metastore.Table
 		switch {
 		case isNoSuchObject(err):
@@ -261,7 +317,9 @@ func (x *executor) read(ctx context.Context, t Touched) (Replica, error) {
 		if len(names) == 0 {
 			continue
 		}
+		start := time.Now()
 		res, err := x.ms.GetPartitionsByNamesReq(ctx, &hive_metastore.GetPartitionsByNamesRequest{DbName: tk.DB, TblName: tk.Name, Names: names})
+		x.timed("get_partitions_by_names", start)
 		if isNoSuchObject(err) {
 			continue
 		}
@@ -373,6 +431,7 @@ func (x *executor) inventory(ctx context.Context, db, id string, tables []string
 
 // run performs one action.
 func (x *executor) run(ctx context.Context, a Action) error {
+	defer x.timed(callName(a), time.Now())
 	op := a.String()
 	switch a := a.(type) {
 	case CreateDatabase:
@@ -388,10 +447,7 @@ func (x *executor) run(ctx context.Context, a Action) error {
 	case CreateTable:
 		return classify(op, x.ms.CreateTable(ctx, a.Table))
 	case AlterTable:
-		// The metastore must not touch data on a replica: the files are
-		// copied to their DR locations by copyd.
-		env := &hive_metastore.EnvironmentContext{Properties: map[string]string{"DO_NOT_UPDATE_STATS": "true"}}
-		return classify(op, x.ms.AlterTableWithEnvironmentContext(ctx, a.DB, a.Name, a.Table, env))
+		return classify(op, x.ms.AlterTableWithEnvironmentContext(ctx, a.DB, a.Name, a.Table, keepStats()))
 	case DropTable:
 		return x.dropTable(ctx, a) // exec_acid_bootstrap.go: a transactional table's write ids go with it
 	case SetWriteIDs:
@@ -402,7 +458,7 @@ func (x *executor) run(ctx context.Context, a Action) error {
 		_, err := x.ms.AddPartitions(ctx, a.Parts)
 		return classify(op, err)
 	case AlterPartitions:
-		return classify(op, x.ms.AlterPartitions(ctx, a.DB, a.Table, a.Parts))
+		return classify(op, x.ms.AlterPartitionsWithEnvironmentContext(ctx, a.DB, a.Table, a.Parts, keepStats()))
 	case RenamePartition:
 		return classify(op, x.ms.RenamePartition(ctx, a.DB, a.Table, a.Values, a.Part))
 	case DropPartitions:
@@ -421,6 +477,22 @@ func (x *executor) run(ctx context.Context, a Action) error {
 		return x.runACID(ctx, a) // exec_acid.go
 	}
 	return fmt.Errorf("unknown action %T", a)
+}
+
+// keepStats is the environment context of the applier's alter_table and
+// alter_partitions calls: DO_NOT_UPDATE_STATS. Without it the metastore
+// recomputes the basic statistics (numFiles, totalSize) of every
+// partition whose statistics the call changes or lacks by listing its
+// DR directory (one NameNode listing per partition, in the call), writes
+// what it found over the source's values and marks them inaccurate
+// (COLUMN_STATS_ACCURATE). A replica keeps the source's statistics as the
+// events carry them, and its files are copyd's, not the metastore's, to
+// look at. (add_partitions has no such switch in Hive 4.0: it lists a
+// partition's directory only when the directory exists and the
+// partition's parameters lack numFiles, totalSize or
+// numFilesErasureCoded.)
+func keepStats() *hive_metastore.EnvironmentContext {
+	return &hive_metastore.EnvironmentContext{Properties: map[string]string{"DO_NOT_UPDATE_STATS": "true"}}
 }
 
 // dropPartitionsByName drops a's partitions by name, inventoryPage per

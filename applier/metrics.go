@@ -26,6 +26,7 @@ type Metrics struct {
 
 	bootstrapApplied *prometheus.CounterVec
 	batchEvents      *prometheus.HistogramVec
+	drCallSeconds    *prometheus.HistogramVec
 }
 
 // NewMetrics makes the applier's metrics.
@@ -86,6 +87,11 @@ func NewMetrics() *Metrics {
 			Help:    "Events (or bootstrap records) one plan of a database's worker applied or found applied: 1 for an event alone, more for a run of events on one table or a batch of a bootstrap's partition records, applied in one set of metastore calls.",
 			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000},
 		}, []string{"db"}),
+		drCallSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hivedr_applier_dr_call_seconds",
+			Help:    "Time of each call a database's worker made to the DR metastore (get_database, get_table, get_partitions_by_names, add_partitions, alter_partitions, alter_table, alter_database, ...) or, for prune_files, to the DR filesystem; its _count is the number of calls.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"call"}),
 		undecodable: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hivedr_applier_undecodable_completions_total", Help: "Completion records that did not decode (logged with their offset); an event waiting for one waits until it is re-copied.",
 		}),
@@ -96,7 +102,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	var errs []error
 	for _, c := range []prometheus.Collector{m.events, m.applySeconds, m.eventLag, m.lastID, m.lastTime,
-		m.lagEvents, m.replicaAge, m.rpo, m.waiting, m.waitingFiles, m.waitSeconds, m.halted, m.completions, m.undecodable, m.bootstrapApplied, m.batchEvents} {
+		m.lagEvents, m.replicaAge, m.rpo, m.waiting, m.waitingFiles, m.waitSeconds, m.halted, m.completions, m.undecodable, m.bootstrapApplied, m.batchEvents, m.drCallSeconds} {
 		errs = append(errs, reg.Register(c))
 	}
 	return errors.Join(errs...)

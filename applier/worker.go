@@ -550,7 +550,7 @@ func (w *worker) stepHeartbeat(ctx context.Context, hb *schemas.Heartbeat) (Deci
 	if err := w.connect(ctx); err != nil {
 		return Decision{}, err
 	}
-	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache, log: w.log}
+	x := w.executor()
 	rep, err := x.read(ctx, Touched{Databases: []string{strings.ToLower(w.db)}})
 	if err != nil {
 		w.cache.reset()
@@ -570,6 +570,13 @@ func (w *worker) stepHeartbeat(ctx context.Context, hb *schemas.Heartbeat) (Deci
 	}
 	w.cache.apply(d.Actions)
 	return d, nil
+}
+
+// executor runs on the worker's connection, with its cache, and times
+// its calls (hivedr_applier_dr_call_seconds).
+func (w *worker) executor() *executor {
+	return &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache,
+		log: w.log, observe: w.a.observeCall}
 }
 
 // connect dials the DR metastore if the worker has no connection.
@@ -684,7 +691,7 @@ func (w *worker) step(ctx context.Context, evs []*schemas.Event, n int) (Decisio
 	if err := w.connect(ctx); err != nil {
 		return Decision{}, err
 	}
-	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache, log: w.log}
+	x := w.executor()
 	ev := evs[0]
 	// Another database's worker may change this one's objects around an
 	// event naming both (a cross-database rename): forget what is cached
@@ -881,7 +888,7 @@ func (w *worker) replanned(ctx context.Context) bool {
 	if err := w.connect(ctx); err != nil {
 		return false
 	}
-	x := &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache, log: w.log}
+	x := w.executor()
 	items := w.batch(head)
 	d, err := w.decide(ctx, x, eventsOf(items), len(items))
 	return err == nil && d.Outcome != Halt

@@ -35,14 +35,18 @@ const benchBootstrapDB = "bench_bootstrap"
 //   - the raw peer: one plain Thrift client creating the same tables in a
 //     fresh DR database and adding the same partitions with add_partitions,
 //     1000 per call, one call after the other (as the applier's one
-//     worker per database does): the DR metastore's own rate;
+//     worker per database does): the DR metastore's own rate, once
+//     before the pipeline and once after it (the load of a shared
+//     machine moves), the rate compared being both runs' together;
 //   - the pipeline: `hivedr tail`, `hivedr copyd` and `hivedr apply` as
 //     separate processes (copyd with BENCH_BOOTSTRAP_COPY_WORKERS
 //     workers, default 16, as `make bench-copy` runs its engine) and a
 //     bootstrap request (`hivedr bootstrap -no-wait`);
 //     the wall time from the request to the DR database's
-//     hivedr.bootstrap.done, the partitions per second it makes, and the
-//     peak RSS of each process (rusage maxrss after a clean stop).
+//     hivedr.bootstrap.done, the partitions per second it makes, the
+//     peak RSS of each process (rusage maxrss after a clean stop), and
+//     the applier's calls to the DR metastore by type
+//     (hivedr_applier_dr_call_seconds).
 //
 // With BENCH_BOOTSTRAP_FILES=0 the database is bench_bootstrap_nofiles,
 // its tables and partitions without files: nothing to copy, so the
@@ -70,12 +74,18 @@ func TestBenchBootstrap(t *testing.T) {
 	pop := populate(t, ctx, env, spec)
 	loadStart := loadAverage()
 
-	// The raw peer.
+	// The raw peer, before the pipeline and again after it (the load of
+	// a shared machine moves: the rate compared is the two runs' together).
 	rawDB := db + "_raw"
-	rawTook := rawAddPartitions(t, ctx, env, spec, rawDB)
-	rawRate := float64(pop.Partitions) / rawTook.Seconds()
-	t.Logf("raw peer: %d partitions into %s in %s: %.0f partitions/s", pop.Partitions, rawDB, rawTook.Round(time.Millisecond), rawRate)
-	dropDB(t, ctx, dr, rawDB)
+	raw := func(when string) (time.Duration, string) {
+		load := loadAverage()
+		took := rawAddPartitions(t, ctx, env, spec, rawDB)
+		t.Logf("raw peer %s: %d partitions into %s in %s: %.0f partitions/s (load %s)", when, pop.Partitions, rawDB,
+			took.Round(time.Millisecond), float64(pop.Partitions)/took.Seconds(), load)
+		dropDB(t, ctx, dr, rawDB)
+		return took, load
+	}
+	rawBefore, loadRawBefore := raw("before the pipeline")
 
 	// The pipeline.
 	dropDB(t, ctx, dr, db)
@@ -135,6 +145,8 @@ func TestBenchBootstrap(t *testing.T) {
 	applyWall := time.Since(began)
 	rate := float64(pop.Partitions) / wall.Seconds()
 	loadEnd := loadAverage()
+	// (The applier started with this bootstrap: its metrics are the run's.)
+	calls := drCalls(map[string]float64{}, scrapeMetrics(t, "http://"+p.metrics+"/metrics"), pop.Partitions)
 
 	// What the DR holds.
 	var drParts int
@@ -191,6 +203,10 @@ func TestBenchBootstrap(t *testing.T) {
 		rss[pr.name] = max(sampled[pr.name], maxrss[pr.name])
 	}
 
+	rawAfter, loadRawAfter := raw("after the pipeline")
+	rawTook := (rawBefore + rawAfter) / 2
+	rawRate := float64(pop.Partitions) / rawTook.Seconds()
+
 	var b strings.Builder
 	pf := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	pf("")
@@ -206,6 +222,8 @@ func TestBenchBootstrap(t *testing.T) {
 	pf("population  %s in %s", how, pop.Took.Round(time.Second))
 	pf("%-44s %10s %14s", "", "wall", "partitions/s")
 	pf("%-44s %9.1fs %14.0f", "raw peer: add_partitions x1000, one client", rawTook.Seconds(), rawRate)
+	pf("  before the pipeline (load %s)%*s %9.1fs %14.0f", loadRawBefore, 13-len(loadRawBefore), "", rawBefore.Seconds(), float64(pop.Partitions)/rawBefore.Seconds())
+	pf("  after it (load %s)%*s %9.1fs %14.0f", loadRawAfter, 24-len(loadRawAfter), "", rawAfter.Seconds(), float64(pop.Partitions)/rawAfter.Seconds())
 	pf("%-44s %9.1fs %14.0f", "pipeline: request -> hivedr.bootstrap.done", wall.Seconds(), rate)
 	pf("%-44s %9.1fs %14.0f", "  of which DR database created -> done", applyWall.Seconds(), float64(pop.Partitions)/applyWall.Seconds())
 	if !endAt.IsZero() {
@@ -228,6 +246,7 @@ func TestBenchBootstrap(t *testing.T) {
 			pr.name, mib(rss[pr.name]), v, mib(sampled[pr.name]), mib(maxrss[pr.name]), cpu[pr.name].Seconds())
 	}
 	pf("request     %s; progress every 30 s: %s", reqID, strings.Join(progress, " | "))
+	pf("%s", calls)
 	pf("===")
 	fmt.Print(b.String())
 }
