@@ -13,26 +13,33 @@ import (
 // TestAlertRules: the rules load in promtool and pass their unit tests
 // (prometheus/hivedr-alerts_test.yaml), every alert of the rules file has a
 // test case where it fires and one where it does not (alertCoverage), and
-// every alert is documented in the README's Alerts section.
+// every alert is documented under a heading of its own in the Alerts
+// section of docs/operations.md (so alerts and runbooks can link it).
 func TestAlertRules(t *testing.T) {
 	run(t, "prometheus", "promtool", "check", "rules", "hivedr-alerts.yaml")
 	out := run(t, "prometheus", "promtool", "test", "rules", "hivedr-alerts_test.yaml")
 	if !strings.Contains(string(out), "SUCCESS") {
 		t.Fatalf("promtool test rules:\n%s", out)
 	}
-	readme, err := os.ReadFile("../README.md")
+	ops, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, alertsSection, _ := strings.Cut(string(readme), "\n## Alerts\n")
+	_, alertsSection, ok := strings.Cut(string(ops), "\n## Alerts\n")
+	if !ok {
+		t.Fatal("docs/operations.md has no Alerts section")
+	}
 	alertsSection, _, _ = strings.Cut(alertsSection, "\n## ")
 	names := alertNames(t)
 	if len(names) < 7 {
 		t.Fatalf("read %d alerts from hivedr-alerts.yaml: %v", len(names), names)
 	}
 	for _, name := range names {
-		if !strings.Contains(alertsSection, "`"+name+"`") {
-			t.Errorf("alert %s is not in the README's Alerts section", name)
+		if !strings.Contains(alertsSection, "\n### "+name+"\n") {
+			t.Errorf("alert %s has no heading in the Alerts section of docs/operations.md", name)
+		}
+		if !strings.Contains(alertsSection, "`"+name+"` fires when") {
+			t.Errorf("alert %s: the Alerts section of docs/operations.md does not say when it fires", name)
 		}
 	}
 	for _, p := range alertCoverage(names, readPromtoolTests(t)) {
