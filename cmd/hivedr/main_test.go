@@ -281,18 +281,18 @@ func TestLogFormat(t *testing.T) {
 	}
 }
 
-// TestReadmeConfigTable: README's table of what a configuration file must
-// give each command has a row for every command that needs a section, and
-// the row's first part (before any "; ...") names exactly the sections the
-// command requires.
-func TestReadmeConfigTable(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// TestDocsConfigTable: docs/configuration.md's table of what a
+// configuration file must give each command has a row for every command
+// that needs a section, and the row's first part (before any "; ...")
+// names exactly the sections the command requires.
+func TestDocsConfigTable(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(b), "| command | what a file must give it |")
 	if !ok {
-		t.Fatal("README has no table of what each command needs from a file")
+		t.Fatal("docs/configuration.md has no table of what each command needs from a file")
 	}
 	table, _, _ = strings.Cut(table, "\n\n")
 	rows := map[string]string{}
@@ -310,7 +310,7 @@ func TestReadmeConfigTable(t *testing.T) {
 		}
 		row, ok := rows[c.name]
 		if !ok {
-			t.Errorf("README's configuration table has no row for hivedr %s (needs %v)", c.name, c.needs)
+			t.Errorf("docs/configuration.md's table has no row for hivedr %s (needs %v)", c.name, c.needs)
 			continue
 		}
 		first, _, _ := strings.Cut(row, "; ")
@@ -328,7 +328,7 @@ func TestReadmeConfigTable(t *testing.T) {
 		slices.Sort(named)
 		slices.Sort(want)
 		if !slices.Equal(named, want) {
-			t.Errorf("README row of hivedr %s names %v, the command needs %v", c.name, named, want)
+			t.Errorf("docs/configuration.md's row of hivedr %s names %v, the command needs %v", c.name, named, want)
 		}
 	}
 }
