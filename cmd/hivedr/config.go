@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/hivedr/hivedr/internal/cli"
 )
@@ -19,14 +20,19 @@ func runConfig(args []string, stdout, stderr io.Writer) int {
 		"*password*, *secret*, *token*). With -for, also require what those commands need.\n" +
 		"With no file, it checks and prints the local stack's defaults.\n\n" +
 		"Exit status: 0 valid, 2 invalid (the error on stderr)."
-	if len(args) == 0 || args[0] != "check" {
+	switch {
+	case len(args) > 0 && args[0] == "check":
+		args = args[1:]
+	case slices.ContainsFunc(args, cli.IsHelp): // hivedr config -h: config check's help
+		args = []string{"-h"}
+	default:
 		fmt.Fprintf(stderr, "%s\n\nhivedr config: want the subcommand check\n", summary)
 		return exitUsage
 	}
 	fl, cf := newFlagSet("config check", summary, stdout, stderr)
 	var forList cli.List
 	fl.Var(&forList, "for", "also require what these commands need from the file (e.g. tail,apply); repeatable, or comma-separated")
-	conf, _, err := setup(fl, cf, args[1:])
+	conf, _, err := setup(fl, cf, args)
 	if err != nil {
 		return exitCode(err)
 	}
