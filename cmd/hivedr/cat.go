@@ -21,6 +21,7 @@ func runCat(args []string, stdout, stderr io.Writer) int {
 		return exitCode(err)
 	}
 	if fl.NArg() == 0 {
+		fmt.Fprint(stderr, "hivedr cat: want at least one TOPIC\n\n")
 		fl.Usage()
 		return exitUsage
 	}

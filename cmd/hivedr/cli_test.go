@@ -142,7 +142,7 @@ func TestCLIFlagsAfterArgs(t *testing.T) {
 		{[]string{"copy", "a", "b", "-workers", "3", "-frob"}, "hivedr copy: flag provided but not defined: -frob\n\nUsage: hivedr copy"},
 		{[]string{"copy", "a", "b", "-workers"}, "hivedr copy: flag needs an argument: -workers\n\nUsage: hivedr copy"},
 		{[]string{"status", "-json", "--frob=1"}, "hivedr status: flag provided but not defined: -frob\n\nUsage: hivedr status"},
-		{[]string{"copy", "-config", conf, "--", src, dst, "-workers"}, "Usage: hivedr copy"}, // three arguments
+		{[]string{"copy", "-config", conf, "--", src, dst, "-workers"}, `hivedr copy: want SOURCE_DIR and TARGET_DIR, got ["`},
 		{[]string{"verify", "-tables", "t.*"}, `-tables "t.*": table names are names, not patterns (a regular expression is -tables-regex)`},
 		{[]string{"verify", "-tables", "t", "-tables-regex", "t.*"}, "not both"},
 		{[]string{"verify", "-tables-regex", "("}, "-tables-regex: error parsing regexp"},

@@ -21,6 +21,7 @@ func runCopy(args []string, stdout, stderr io.Writer) int {
 		return exitCode(err)
 	}
 	if fl.NArg() != 2 {
+		fmt.Fprintf(stderr, "hivedr copy: want SOURCE_DIR and TARGET_DIR, got %q\n\n", fl.Args())
 		fl.Usage()
 		return exitUsage
 	}

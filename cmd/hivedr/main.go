@@ -19,26 +19,28 @@
 // # Command line
 //
 // Flags are the standard library's flag package, read by internal/cli:
-// -name value, -name=value, --name alike; flags may come before, between
-// or after positional arguments, and "--" ends them. An unknown flag is an
+// -name value, -name=value, --name alike (a boolean flag takes no separate
+// value: -json, -json=false); flags may come before, between or after
+// positional arguments, and "--" ends them. An unknown flag is an
 // error naming it, followed by the command's usage, exit 2. A flag that
 // more than one command takes means the same on each, with one usage text
 // (flags.go): -db is a database (a name; a glob where the command's usage
 // says GLOB), repeatable and comma-separated on every command; -tables is
 // table names, repeatable and comma-separated, on every command, and
 // verify's regular expression is -tables-regex. Every flag of several
-// values is a cli.List.
+// values is a cli.List. -timeout and -sample default per command, as its
+// -h shows.
 //
-// hivedr uses no CLI library. The candidates that give shell completion
-// (cobra with pflag, urfave/cli) would remove about a hundred lines
-// (internal/cli and the help plumbing here) but not the commands' flag
-// definitions, and pflag reads "-db" as the shorthands -d -b: every
-// script, runbook and test that writes hivedr's single-dash long flags
-// would break or need a compatibility shim. urfave/cli keeps single-dash
-// flags but stops at the first argument unless configured, and adds its
-// own help and error formats to test against. The standard library keeps
-// the flags as they always were and the module's dependencies as they
-// are; `hivedr completion bash` prints a completion script built from the
+// hivedr uses no CLI library. Those that give shell completion (cobra
+// with pflag, urfave/cli) would remove about 150 lines (internal/cli,
+// `hivedr completion` and the help plumbing here), not the commands' flag
+// definitions, and cost hivedr's command line: pflag reads "-db" as the
+// shorthands -d -b, so every script, runbook and test that writes
+// hivedr's single-dash long flags would break or need a shim; urfave/cli
+// (v2) keeps single-dash flags, being the flag package underneath, but
+// stops at the first argument like it (urfave/cli#976). The standard
+// library keeps the flags as they were, and the module's dependencies;
+// `hivedr completion bash` prints a completion script made from the
 // commands' own flag sets.
 //
 // Every command takes -config FILE ($HIVEDR_CONFIG). With no file at all,
