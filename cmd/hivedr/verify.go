@@ -24,10 +24,10 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		"a sample of the files (-sample, default 0: lengths only). -db takes globs (path.Match),\n"+
 		"default every replicated database; -tables names the tables to compare in each of them,\n"+
 		"-tables-regex matches them by a regular expression, whole. (-tables was that expression\n"+
-		"once: a plain name means the same as it did; a pattern is refused, naming -tables-regex.)\n"+
-		"A difference on an object that an event not yet applied\n"+
-		"touches (the event is in the database's topic after the applier group's committed\n"+
-		"offset) is IN_FLIGHT: lag, not divergence. Every other difference is DIVERGED.\n\n"+
+		"once: a plain name means the same as it did; a pattern is refused, naming -tables-regex.)\n\n"+
+		"A difference on an object that an event not yet applied touches (the event is in the\n"+
+		"database's topic after the applier group's committed offset) is IN_FLIGHT: lag, not\n"+
+		"divergence. Every other difference is DIVERGED.\n\n"+
 		"Output: one line per difference, then a summary (with -json: one JSON object per line,\n"+
 		"\"type\" finding or summary). Progress goes to stderr when it is a terminal.\n\n"+
 		"Exit status: 0 nothing diverged (differences in flight may remain), 1 something diverged\n"+
