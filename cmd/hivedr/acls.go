@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hivedr/hivedr/internal/cli"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/kafka"
@@ -25,25 +26,27 @@ func runACLs(args []string, stdout, stderr io.Writer) int {
 		"Print the Kafka ACLs each role needs, and nothing more, under this configuration's topic\n"+
 		"prefix, groups and transactional IDs: the tailer, copyd, the applier, and operator (status,\n"+
 		"verify, cat, replay, bootstrap, failover, failback, drill). With -apply, create them as the\n"+
-		"configured Kafka user, who must be allowed to (a super user); existing ACLs stay as they are.", stderr)
-	roleList := fl.String("role", "", "only these roles, comma-separated (tailer, copyd, applier, operator); default all")
+		"configured Kafka user, who must be allowed to (a super user); existing ACLs stay as they are.\n"+
+		"-timeout bounds -apply.", stdout, stderr)
+	var roleList cli.List
+	fl.Var(&roleList, "role", "only these roles (tailer, copyd, applier, operator); repeatable, or comma-separated; default all")
 	var principals principalFlags
 	fl.Var(&principals, "principal", "the principal of a role, ROLE=User:NAME (repeatable); default User:<role>")
 	apply := fl.Bool("apply", false, "create the ACLs in the cluster (kafka section required)")
-	timeout := fl.Duration("timeout", time.Minute, "give up -apply after this long")
-	conf, _, ok := setup(fl, cf, args, stderr)
-	if !ok {
-		return exitUsage
+	timeout := timeoutFlag(fl, time.Minute)
+	conf, _, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "hivedr acls: unexpected arguments %q\n", fl.Args())
 		return exitUsage
 	}
 	roles := kafka.Roles
-	if *roleList != "" {
+	if len(roleList) > 0 {
 		roles = nil
-		for _, r := range strings.Split(*roleList, ",") {
-			role := kafka.Role(strings.TrimSpace(r))
+		for _, r := range roleList {
+			role := kafka.Role(r)
 			if !slices.Contains(kafka.Roles, role) {
 				fmt.Fprintf(stderr, "hivedr acls: -role: %q is not tailer, copyd, applier or operator\n", r)
 				return exitUsage

@@ -33,17 +33,17 @@ func (s *skipFlags) Set(v string) error {
 	return nil
 }
 
-func runApply(args []string, _, stderr io.Writer) int {
+func runApply(args []string, stdout, stderr io.Writer) int {
 	fl, cf := newFlagSet("apply", "Usage: hivedr apply [flags]\n\nApply the events of every <prefix>.events.<db> topic to the DR metastore, in order,\n"+
 		"each after the files it references are copied and verified; the committed offsets of\n"+
-		"the applier's consumer group are the replication checkpoints.", stderr)
-	metricsAddr := fl.String("metrics-addr", "", "serve /metrics here, overriding applier.metrics_addr")
-	dirFlag := fl.String("state-dir", "", "Pebble directory for the completion cache (default: $XDG_STATE_HOME or ~/.local/state, then hivedr/applier)")
-	var skips skipFlags
-	fl.Var(&skips, "skip-event", "skip exactly this event, as <database>:<event ID> (repeatable); recorded on the DR database with who and when")
-	conf, log, ok := setup(fl, cf, args, stderr)
-	if !ok {
-		return exitUsage
+		"the applier's consumer group are the replication checkpoints. The state directory\n"+
+		"(-state-dir) holds the completion cache.", stdout, stderr)
+	metricsAddr := metricsAddrFlag(fl)
+	dirFlag := stateDirFlag(fl)
+	skips := skipEventFlag(fl)
+	conf, log, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
 	}
 	logKafka(log, conf)
 	if *metricsAddr != "" {
@@ -51,7 +51,7 @@ func runApply(args []string, _, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if err := runApplier(ctx, conf, *dirFlag, skips, log); err != nil && ctx.Err() == nil {
+	if err := runApplier(ctx, conf, *dirFlag, *skips, log); err != nil && ctx.Err() == nil {
 		log.Error("applier stopped", "err", connect.Explain(conf, err))
 		return exitError
 	}

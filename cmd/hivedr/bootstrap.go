@@ -35,33 +35,31 @@ func runBootstrap(args []string, stdout, stderr io.Writer) int {
 		"parameters say its bootstrap is done (hivedr.bootstrap.done), showing tables and partitions\n"+
 		"applied, files and bytes copied, with rates and ETAs: bars on a terminal, a log line every 10 s\n"+
 		"otherwise.\n\n"+
+		"-db takes database names or globs (path.Match, e.g. 'sales_*') in the replication scope;\n"+
+		"-tables restricts the bootstrap of the one database -db names to those tables. -json prints\n"+
+		"the outcome as one JSON object.\n\n"+
 		"-repair-chain repairs a tailer stopped on CHAIN_BROKEN (the source log purged past its\n"+
 		"checkpoint): restart hivedr tail after it, and it resumes after the gap and bootstraps every\n"+
 		"database in scope.\n\n"+
 		"Exit status: 0 when every bootstrap is applied on DR (with -no-wait: the request is written);\n"+
 		"1 when a database halted on DR, the tailer stopped on a broken chain, the request matched no\n"+
-		"database, or a system could not be reached; 2 on bad flags or configuration.", stderr)
-	var dbs listFlag
-	fl.Var(&dbs, "db", "a database name or glob (path.Match, e.g. 'sales_*') in the replication scope; repeatable, or comma-separated")
-	tables := fl.String("tables", "", "only these tables (comma-separated) of the one database -db names")
-	all := fl.Bool("all", false, "every database in the replication scope")
+		"database, or a system could not be reached; 2 on bad flags or configuration.", stdout, stderr)
+	dbs := dbFlag(fl)
+	tables := tablesFlag(fl)
+	all := allFlag(fl)
 	repair := fl.Bool("repair-chain", false, "repair a broken chain (CHAIN_BROKEN): every database in scope, taken by the tailer at its restart")
 	noWait := fl.Bool("no-wait", false, "write the request and exit without following it")
-	asJSON := fl.Bool("json", false, "print the outcome as one JSON object on stdout")
+	asJSON := jsonFlag(fl)
 	metrics := fl.String("applier-metrics", "", "the applier's /metrics address (host:port), read for the halts it cannot record on DR (a DR database that is not this pipeline's replica); default applier.metrics_addr, \"off\" not to read it")
-	conf, log, ok := setup(fl, cf, args, stderr)
-	if !ok {
-		return exitUsage
+	conf, log, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "hivedr bootstrap: unexpected arguments %q\n", fl.Args())
 		return exitUsage
 	}
-	var tl []string
-	if *tables != "" {
-		tl = []string{*tables}
-	}
-	opts, err := bootstrap.Options{Databases: dbs, Tables: tl, All: *all, RepairChain: *repair}.Validate()
+	opts, err := bootstrap.Options{Databases: *dbs, Tables: *tables, All: *all, RepairChain: *repair}.Validate()
 	if err != nil {
 		fmt.Fprintf(stderr, "hivedr bootstrap: %v\n", strings.TrimPrefix(err.Error(), bootstrap.ErrUsage.Error()+": "))
 		return exitUsage

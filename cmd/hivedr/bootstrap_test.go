@@ -30,8 +30,8 @@ func TestBootstrapFlags(t *testing.T) {
 	var out, errb bytes.Buffer
 	run([]string{"bootstrap", "-h"}, &out, &errb)
 	for _, f := range []string{"-db", "-tables", "-all", "-repair-chain", "-no-wait", "-json", "Exit status", "CHAIN_BROKEN"} {
-		if !strings.Contains(errb.String(), f) {
-			t.Errorf("usage lacks %s:\n%s", f, errb.String())
+		if !strings.Contains(out.String(), f) {
+			t.Errorf("usage lacks %s:\n%s", f, out.String())
 		}
 	}
 }

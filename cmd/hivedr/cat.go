@@ -13,14 +13,15 @@ import (
 func runCat(args []string, stdout, stderr io.Writer) int {
 	fl, cf := newFlagSet("cat", "Usage: hivedr cat [flags] TOPIC...\n\nPrint the committed records of hivedr topics as JSON lines, decoded with the\n"+
 		"writer's schema from the schema registry (read only: cat registers nothing). Reads\n"+
-		"from the beginning; stops at the end of the topics unless -f.", stderr)
+		"from the beginning; stops at the end of the topics unless -f.", stdout, stderr)
 	n := fl.Int("n", 0, "stop after this many records (0: no limit)")
 	follow := fl.Bool("f", false, "keep waiting for new records instead of stopping at the end")
-	conf, _, ok := setup(fl, cf, args, stderr)
-	if !ok {
-		return exitUsage
+	conf, _, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
 	}
 	if fl.NArg() == 0 {
+		fmt.Fprint(stderr, "hivedr cat: want at least one TOPIC\n\n")
 		fl.Usage()
 		return exitUsage
 	}

@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
+	"slices"
+
+	"github.com/hivedr/hivedr/internal/cli"
 )
 
 // runConfig is `hivedr config check`: it loads the configuration as every
@@ -18,25 +20,27 @@ func runConfig(args []string, stdout, stderr io.Writer) int {
 		"*password*, *secret*, *token*). With -for, also require what those commands need.\n" +
 		"With no file, it checks and prints the local stack's defaults.\n\n" +
 		"Exit status: 0 valid, 2 invalid (the error on stderr)."
-	if len(args) == 0 || args[0] != "check" {
+	switch {
+	case len(args) > 0 && args[0] == "check":
+		args = args[1:]
+	case slices.ContainsFunc(args, cli.IsHelp): // hivedr config -h: config check's help
+		args = []string{"-h"}
+	default:
 		fmt.Fprintf(stderr, "%s\n\nhivedr config: want the subcommand check\n", summary)
 		return exitUsage
 	}
-	fl, cf := newFlagSet("config check", summary, stderr)
-	forList := fl.String("for", "", "also require what these commands need from the file, comma-separated (e.g. tail,apply)")
-	fl.Lookup("log-level").Usage = "accepted like every command's; config check logs nothing"
-	conf, _, ok := setup(fl, cf, args[1:], stderr)
-	if !ok {
-		return exitUsage
+	fl, cf := newFlagSet("config check", summary, stdout, stderr)
+	var forList cli.List
+	fl.Var(&forList, "for", "also require what these commands need from the file (e.g. tail,apply); repeatable, or comma-separated")
+	conf, _, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "hivedr config check: unexpected arguments %q\n", fl.Args())
 		return exitUsage
 	}
-	for _, name := range strings.Split(*forList, ",") {
-		if name = strings.TrimSpace(name); name == "" {
-			continue
-		}
+	for _, name := range forList {
 		c := lookup(name)
 		if c.run == nil {
 			fmt.Fprintf(stderr, "hivedr config check: -for: %q is not a hivedr command\n", name)

@@ -13,14 +13,15 @@ func runCopy(args []string, stdout, stderr io.Writer) int {
 	fl, cf := newFlagSet("copy", "Usage: hivedr copy [flags] SOURCE_DIR TARGET_DIR\n\nCopy a directory tree with copyd's engine (CRC32C verified, atomic, skipping\n"+
 		"identical files), without Kafka: for bootstraps and benchmarks. The directories may be\n"+
 		"on HDFS, S3 or local. Prints a line per file that did not copy, progress every 5 s and\n"+
-		"a summary. Exits 1 if any file failed.", stderr)
+		"a summary. Exits 1 if any file failed.", stdout, stderr)
 	workers := fl.Int("workers", copyd.DefaultTreeWorkers, "files copied at once")
 	bps := fl.Int64("bytes-per-second", 0, "bandwidth limit; 0 is unlimited")
-	conf, _, ok := setup(fl, cf, args, stderr)
-	if !ok {
-		return exitUsage
+	conf, _, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
 	}
 	if fl.NArg() != 2 {
+		fmt.Fprintf(stderr, "hivedr copy: want SOURCE_DIR and TARGET_DIR, got %q\n\n", fl.Args())
 		fl.Usage()
 		return exitUsage
 	}

@@ -16,17 +16,18 @@ import (
 	"github.com/hivedr/hivedr/internal/state"
 )
 
-func runCopyd(args []string, _, stderr io.Writer) int {
+func runCopyd(args []string, stdout, stderr io.Writer) int {
 	fl, cf := newFlagSet("copyd", "Usage: hivedr copyd [flags]\n\nCopy the files the copy tasks on <prefix>.manifests name, verify them with CRC32C,\n"+
 		"publish them atomically, and write one completion per task to <prefix>.completions,\n"+
 		"in Kafka transactions with the consumer group's offsets. Tasks run copyd.workers at\n"+
 		"a time in a sliding window of copyd.max_batch tasks; a partition's offset is committed\n"+
-		"up to its oldest unfinished task.", stderr)
-	metricsAddr := fl.String("metrics-addr", "", "serve /metrics here, overriding copyd.metrics_addr")
-	dirFlag := fl.String("state-dir", "", "Pebble directory for in-flight writes (default: $XDG_STATE_HOME or ~/.local/state, then hivedr/copyd-<instance>)")
-	conf, log, ok := setup(fl, cf, args, stderr)
-	if !ok {
-		return exitUsage
+		"up to its oldest unfinished task. The state directory (-state-dir) holds the in-flight\n"+
+		"writes.", stdout, stderr)
+	metricsAddr := metricsAddrFlag(fl)
+	dirFlag := stateDirFlag(fl)
+	conf, log, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
 	}
 	logKafka(log, conf)
 	if *metricsAddr != "" {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/hivedr/hivedr/internal/drill"
@@ -22,25 +21,30 @@ func runDrill(args []string, stdout, stderr io.Writer) int {
 		"went past its drop (none stays halted on it). Reports RPO, RTO and each step's duration.\n"+
 		"Without -reverse-config the failback steps are not run and the verdict is INCOMPLETE.\n\n"+
 		"-dry-run -db NAME checks a real database's readiness without changing anything: DR reachable,\n"+
-		"no halt, the replica's age within the database's RPO, verify clean on a sample of files.\n\n"+
+		"no halt, the replica's age within the database's RPO, verify clean on a sample of files\n"+
+		"(-sample; the drill itself checksums every file). -timeout bounds each waiting step.\n\n"+
 		"Exit status: 0 PASSED (every step ran and passed); 1 FAILED, or INCOMPLETE (failback not run);\n"+
-		"2 on bad flags or configuration.", stderr)
-	dryRun := fl.Bool("dry-run", false, "check the readiness of -db without changing anything")
-	db := fl.String("db", "", "the database -dry-run checks")
-	revFile := fl.String("reverse-config", "", "the reverse pipeline's configuration (failback steps are not run without it)")
-	timeout := fl.Duration("timeout", 5*time.Minute, "how long each waiting step may wait")
-	sample := fl.Float64("sample", 0.05, "-dry-run: the fraction of files whose checksums verify re-reads")
+		"2 on bad flags or configuration.", stdout, stderr)
+	dryRun := dryRunFlag(fl)
+	dbs := dbFlag(fl)
+	revFile := reverseConfigFlag(fl)
+	timeout := timeoutFlag(fl, 5*time.Minute)
+	sample := sampleFlag(fl, 0.05)
 	prefix := fl.String("scratch-prefix", "hivedr_drill_", "the scratch database's name prefix (it must begin with hivedr_drill_)")
-	asJSON := fl.Bool("json", false, "print the report as JSON on stdout")
-	conf, log, ok := setup(fl, cf, args, stderr)
-	if !ok {
+	asJSON := jsonFlag(fl)
+	conf, log, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
+	}
+	db, err := oneDB("drill", "-dry-run checks", *dbs)
+	if err != nil {
+		fmt.Fprintf(stderr, "hivedr drill: %v\n", err)
 		return exitUsage
 	}
-	if fl.NArg() > 0 || *dryRun != (*db != "") {
+	if fl.NArg() > 0 || *dryRun != (db != "") {
 		fmt.Fprintln(stderr, "hivedr drill: -db goes with -dry-run (a drill makes its own database)")
 		return exitUsage
 	}
-	var err error
 	opts := drill.Options{Conf: conf, Timeout: *timeout, Sample: *sample, By: operator(), Log: log}
 	if *revFile != "" {
 		if opts.Rev, err = loadReverse("hivedr drill -reverse-config", *revFile, log); err != nil {
@@ -57,7 +61,7 @@ func runDrill(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	var rep *drill.Report
 	if *dryRun {
-		rep = drill.DryRun(ctx, opts, strings.ToLower(*db))
+		rep = drill.DryRun(ctx, opts, db)
 	} else {
 		rep = drill.Run(ctx, opts, name)
 	}

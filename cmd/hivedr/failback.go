@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/failover"
@@ -22,23 +21,19 @@ func runFailback(args []string, stdout, stderr io.Writer) int {
 		"the reverse daemons (tail, copyd, apply -config FILE) to carry it out. A failback runs once: a\n"+
 		"database the reverse pipeline's replica already is refused unless -again.\n\n"+
 		"Exit status: 0 the requests are written; 1 refused or a system could not be reached; 2 on\n"+
-		"bad flags or configuration.", stderr)
-	var dbs listFlag
-	fl.Var(&dbs, "db", "a failed-over database; repeatable, or comma-separated")
-	revFile := fl.String("reverse-config", "", "the reverse pipeline's configuration file")
+		"bad flags or configuration.", stdout, stderr)
+	dbs := dbFlag(fl)
+	revFile := reverseConfigFlag(fl)
 	again := fl.Bool("again", false, "fail back databases an earlier failback marked already (mark them and request their tables again)")
-	asJSON := fl.Bool("json", false, "print the report as JSON on stdout")
-	conf, log, ok := setup(fl, cf, args, stderr)
-	if !ok {
-		return exitUsage
+	asJSON := jsonFlag(fl)
+	conf, log, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
 	}
-	var names []string
-	for _, d := range dbs {
-		for _, n := range strings.Split(d, ",") {
-			if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
-				names = append(names, n)
-			}
-		}
+	names, err := dbNames("failback", *dbs)
+	if err != nil {
+		fmt.Fprintf(stderr, "hivedr failback: %v\n", err)
+		return exitUsage
 	}
 	if fl.NArg() > 0 || len(names) == 0 || *revFile == "" {
 		fmt.Fprintln(stderr, "hivedr failback: give -reverse-config FILE and -db NAME ...")

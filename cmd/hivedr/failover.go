@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/hivedr/hivedr/internal/connect"
@@ -20,32 +19,28 @@ func runFailover(args []string, stdout, stderr io.Writer) int {
 		"achieved, the consistent cut of the set and the DR log's head (hivedr.failover.*), and removes\n"+
 		"repl.target.for: it is writable, and the applier refuses to write into it (failed_over).\n"+
 		"A database failed over already is refused; nothing changes unless every database can be.\n"+
-		"-all leaves out drills' scratch databases (hivedr_drill_*) and databases not on DR whose topic\n"+
-		"is applied to the end (dropped on the source). -dry-run checks all of that (and, planned, reads\n"+
-		"the source's head) and changes nothing: no wait, no mark.\n\n"+
+		"-all takes every database in the replication scope with an events topic, leaving out drills'\n"+
+		"scratch databases (hivedr_drill_*) and databases not on DR whose topic is applied to the end\n"+
+		"(dropped on the source). -dry-run checks all of that (and, planned, reads the source's head)\n"+
+		"and changes nothing: no wait, no mark. -timeout bounds the wait for the tailer and the applier.\n\n"+
 		"Exit status: 0 failed over (-dry-run: could be); 1 refused, timed out (planned: nothing changed) or a system could\n"+
-		"not be reached; 2 on bad flags or configuration.", stderr)
-	var dbs listFlag
-	fl.Var(&dbs, "db", "a database to fail over; repeatable, or comma-separated")
-	all := fl.Bool("all", false, "every database of the replication scope with an events topic")
+		"not be reached; 2 on bad flags or configuration.", stdout, stderr)
+	dbs := dbFlag(fl)
+	all := allFlag(fl)
 	planned := fl.Bool("planned", false, "the source is reachable (the default)")
 	unplanned := fl.Bool("unplanned", false, "the source is gone: apply what Kafka holds, then fail over")
-	timeout := fl.Duration("timeout", 5*time.Minute, "how long to wait for the tailer and the applier")
-	dryRun := fl.Bool("dry-run", false, "check what a failover would check; change nothing")
-	asJSON := fl.Bool("json", false, "print the report as JSON on stdout")
-	conf, log, ok := setup(fl, cf, args, stderr)
-	if !ok {
-		return exitUsage
+	timeout := timeoutFlag(fl, 5*time.Minute)
+	dryRun := dryRunFlag(fl)
+	asJSON := jsonFlag(fl)
+	conf, log, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
 	}
-	var names []string
-	for _, d := range dbs {
-		for _, n := range strings.Split(d, ",") {
-			if n = strings.TrimSpace(n); n != "" {
-				names = append(names, n)
-			}
-		}
-	}
+	names, err := dbNames("failover", *dbs)
 	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "hivedr failover: %v\n", err)
+		return exitUsage
 	case fl.NArg() > 0:
 		fmt.Fprintf(stderr, "hivedr failover: unexpected arguments %q\n", fl.Args())
 		return exitUsage

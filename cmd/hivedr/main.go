@@ -4,14 +4,44 @@
 //
 // Usage:
 //
-//	hivedr <command> [flags]
+//	hivedr <command> [flags] [arguments]
+//	hivedr help [command]
+//	hivedr <command> -h
 //
 // Each command is one process role or operator tool; see `hivedr help`.
 // This package only parses flags, loads the configuration, wires the roles
 // (producer, copyd, applier) and tools (internal/status, internal/cat,
 // copyd.CopyTree) to their adapters, and turns the outcome into an exit
-// code: 0 done (or stopped by SIGINT/SIGTERM), 1 failed, 2 bad flags or
-// configuration, 3 the tailer found the source log's chain broken.
+// code: 0 done (or stopped by SIGINT/SIGTERM, or help asked for with -h,
+// -help or --help), 1 failed, 2 bad flags or configuration, 3 the tailer
+// found the source log's chain broken.
+//
+// # Command line
+//
+// Flags are the standard library's flag package, read by internal/cli:
+// -name value, -name=value, --name alike (a boolean flag takes no separate
+// value: -json, -json=false); flags may come before, between or after
+// positional arguments, and "--" ends them. An unknown flag is an
+// error naming it, followed by the command's usage, exit 2. A flag that
+// more than one command takes means the same on each, with one usage text
+// (flags.go): -db is a database (a name; a glob where the command's usage
+// says GLOB), repeatable and comma-separated on every command; -tables is
+// table names, repeatable and comma-separated, on every command, and
+// verify's regular expression is -tables-regex. Every flag of several
+// values is a cli.List. -timeout and -sample default per command, as its
+// -h shows.
+//
+// hivedr uses no CLI library. Those that give shell completion (cobra
+// with pflag, urfave/cli) would remove about 150 lines (internal/cli,
+// `hivedr completion` and the help plumbing here), not the commands' flag
+// definitions, and cost hivedr's command line: pflag reads "-db" as the
+// shorthands -d -b, so every script, runbook and test that writes
+// hivedr's single-dash long flags would break or need a shim; urfave/cli
+// (v2) keeps single-dash flags, being the flag package underneath, but
+// stops at the first argument like it (urfave/cli#976). The standard
+// library keeps the flags as they were, and the module's dependencies;
+// `hivedr completion bash` prints a completion script made from the
+// commands' own flag sets.
 //
 // Every command takes -config FILE ($HIVEDR_CONFIG). With no file at all,
 // it runs on the local stack's defaults and says so once at start. With a
@@ -33,6 +63,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,6 +73,7 @@ import (
 	"time"
 
 	"github.com/hivedr/hivedr/internal/buildinfo"
+	"github.com/hivedr/hivedr/internal/cli"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/krb"
@@ -79,6 +111,8 @@ func commands() []command {
 				config.SectionDRMetastore, config.SectionReplication}},
 		{name: "cat", summary: "print records of hivedr topics as JSON, decoded with their schemas",
 			run: runCat, needs: []config.Section{config.SectionKafka, config.SectionSchemaRegistry}},
+		{name: "completion", summary: "print a bash completion script of the commands and their flags",
+			run: runCompletion},
 		{name: "config", summary: "check a configuration file; print it with every default filled and secrets masked",
 			run: runConfig},
 		{name: "copy", summary: "copy a directory tree with copyd's engine, without Kafka",
@@ -125,38 +159,81 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(stdout)
-		return 0
+		return exitOK
 	}
-	if c := lookup(args[0]); c.run != nil {
-		return c.run(args[1:], stdout, stderr)
+	switch name := args[0]; {
+	case name == "help" || cli.IsHelp(name):
+		return runHelp(args[1:], stdout, stderr)
+	case name == "-version" || name == "--version":
+		return runVersion(args[1:], stdout, stderr)
+	default:
+		if c := lookup(name); c.run != nil {
+			return c.run(args[1:], stdout, stderr)
+		}
 	}
 	fmt.Fprintf(stderr, "hivedr: unknown command %q\n\n", args[0])
 	usage(stderr)
-	return 2
+	return exitUsage
+}
+
+// runHelp is `hivedr help [COMMAND]`: the list of commands, or the
+// command's help as its -h prints it.
+func runHelp(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		usage(stdout)
+		return exitOK
+	case len(args) > 1:
+		fmt.Fprintf(stderr, "hivedr help: want one command, got %q\n", args)
+		return exitUsage
+	}
+	c := lookup(args[0])
+	if c.run == nil {
+		fmt.Fprintf(stderr, "hivedr help: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+	return c.run([]string{"-h"}, stdout, stderr)
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "hivedr: disaster-recovery replication for Hive warehouses over Kafka")
-	fmt.Fprintln(w, "\nUsage: hivedr <command> [flags]\n\nCommands:")
+	fmt.Fprintln(w, "\nUsage: hivedr <command> [flags] [arguments]\n\nCommands:")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintln(w, "\nFlags may follow arguments; -- ends them. A command's flags: hivedr help <command>, or hivedr <command> -h.")
 }
 
 // runVersion prints the build: version, commit, build date (stamped by
 // the Makefile's -ldflags; see internal/buildinfo) and Go version.
-func runVersion(_ []string, stdout, _ io.Writer) int {
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("version", flag.ContinueOnError)
+	if err := parseFlags(fl, versionSummary, args, stdout, stderr); err != nil {
+		return exitCode(err)
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "hivedr version: unexpected arguments %q\n", fl.Args())
+		return exitUsage
+	}
 	fmt.Fprintln(stdout, buildinfo.Get())
-	return 0
+	return exitOK
 }
 
-// commonFlags are the flags every command takes.
+const versionSummary = "Usage: hivedr version (or hivedr -version, hivedr --version)\n\n" +
+	"Print the version of hivedr, the commit and date it was built from, and the Go version."
+
+// commonFlags are the flags every command takes, with what its help
+// says and where it writes.
 type commonFlags struct {
 	config    string
 	logLevel  string
 	logFormat string
+
+	summary        string // the help above the flags
+	stdout, stderr io.Writer
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
@@ -182,22 +259,91 @@ func (c *commonFlags) logger(stderr io.Writer) (*slog.Logger, error) {
 }
 
 // newFlagSet makes a subcommand's flag set with the common flags and a
-// usage text (summary, what a configuration file must give it, then the
-// flags).
-func newFlagSet(name, summary string, stderr io.Writer) (*flag.FlagSet, *commonFlags) {
+// help text: summary, what a configuration file must give it, then the
+// flags. Its Usage prints that help on stderr.
+func newFlagSet(name, summary string, stdout, stderr io.Writer) (*flag.FlagSet, *commonFlags) {
 	fl := flag.NewFlagSet(name, flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	cf := &commonFlags{}
+	cf := &commonFlags{summary: summary, stdout: stdout, stderr: stderr}
 	cf.register(fl)
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, "%s\n", summary)
-		if needs := lookup(name).needs; len(needs) > 0 {
-			fmt.Fprintf(stderr, "\nA configuration file must give: %s.\n", joinSections(needs))
-		}
-		fmt.Fprintf(stderr, "\nFlags:\n")
+	fl.Usage = func() { printUsage(stderr, fl, summary) }
+	return fl, cf
+}
+
+// printUsage prints a command's help on w: summary, what a configuration
+// file must give the command, then its flags.
+func printUsage(w io.Writer, fl *flag.FlagSet, summary string) {
+	fmt.Fprintf(w, "%s\n", summary)
+	if needs := lookup(fl.Name()).needs; len(needs) > 0 {
+		fmt.Fprintf(w, "\nA configuration file must give: %s.\n", joinSections(needs))
+	}
+	n := 0
+	fl.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintf(w, "\nFlags (before, between or after arguments; -- ends them):\n")
+		fl.SetOutput(w)
 		fl.PrintDefaults()
 	}
-	return fl, cf
+}
+
+// parseFlags parses args into fl (cli.Parse). For -h, -help or --help it
+// prints the command's help on stdout and returns flag.ErrHelp; for a bad
+// flag, a line naming it (prefixed "hivedr name:") and the help on
+// stderr, and the error.
+func parseFlags(fl *flag.FlagSet, summary string, args []string, stdout, stderr io.Writer) error {
+	usage := fl.Usage
+	fl.Usage = func() {}
+	fl.SetOutput(io.Discard) // the flag package's own messages; ours follow
+	err := cli.Parse(fl, args)
+	fl.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printUsage(stdout, fl, summary)
+		if s, ok := stdout.(flagSetSink); ok {
+			s.flagSet(fl)
+		}
+	case err != nil:
+		fmt.Fprintf(stderr, "hivedr %s: %v\n\n", fl.Name(), err)
+		printUsage(stderr, fl, summary)
+	}
+	return err
+}
+
+// exitCode is the exit code of a command that setup or parseFlags
+// stopped with err: 0 for help, 2 otherwise.
+func exitCode(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
+// flagSetSink is a writer for a command's help that also takes the flag
+// set the help shows (commandFlags).
+type flagSetSink interface {
+	io.Writer
+	flagSet(*flag.FlagSet)
+}
+
+// flagCollector is the flagSetSink of commandFlags.
+type flagCollector struct {
+	io.Writer
+	last *flag.FlagSet
+}
+
+func (c *flagCollector) flagSet(fl *flag.FlagSet) { c.last = fl }
+
+// commandFlags returns each command's flag set by its name, as its -h
+// shows it: the flags are defined where each command runs.
+func commandFlags() map[string]*flag.FlagSet {
+	sets := map[string]*flag.FlagSet{}
+	for _, c := range commands() {
+		col := &flagCollector{Writer: io.Discard}
+		c.run([]string{"-h"}, col, io.Discard)
+		if col.last != nil {
+			sets[c.name] = col.last
+		}
+	}
+	return sets
 }
 
 func joinSections(s []config.Section) string {
@@ -251,13 +397,15 @@ func loadReverse(flag, path string, log *slog.Logger) (*config.Config, error) {
 // local stack's defaults.
 const noConfigFile = "no config file (-config, $HIVEDR_CONFIG): using the local stack's defaults (" + config.LocalStack + ")"
 
-// setup parses args and loads the logger and the configuration, which
-// must give what the command needs (its entry in commands), printing what
-// is wrong (prefixed "hivedr name:") when it fails. With no configuration
-// file it says so: a log line for a daemon, a line on stderr for a tool.
-func setup(fl *flag.FlagSet, cf *commonFlags, args []string, stderr io.Writer) (*config.Config, *slog.Logger, bool) {
-	if err := fl.Parse(args); err != nil {
-		return nil, nil, false
+// setup parses args (parseFlags) and loads the logger and the
+// configuration, which must give what the command needs (its entry in
+// commands), printing what is wrong (prefixed "hivedr name:") when it
+// fails; the caller exits with exitCode(err). With no configuration file
+// it says so: a log line for a daemon, a line on stderr for a tool.
+func setup(fl *flag.FlagSet, cf *commonFlags, args []string) (*config.Config, *slog.Logger, error) {
+	stderr := cf.stderr
+	if err := parseFlags(fl, cf.summary, args, cf.stdout, stderr); err != nil {
+		return nil, nil, err
 	}
 	cmd := lookup(fl.Name())
 	log, err := cf.logger(stderr)
@@ -277,9 +425,9 @@ func setup(fl *flag.FlagSet, cf *commonFlags, args []string, stderr io.Writer) (
 					fmt.Fprintf(stderr, "hivedr %s: %s\n", fl.Name(), noConfigFile)
 				}
 			}
-			return conf, log, true
+			return conf, log, nil
 		}
 	}
 	fmt.Fprintf(stderr, "hivedr %s: %v\n", fl.Name(), err)
-	return nil, nil, false
+	return nil, nil, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -95,8 +96,9 @@ func TestCommandNeeds(t *testing.T) {
 		for s := range sections {
 			p := configWithout(t, s)
 			var errb bytes.Buffer
-			fl, cf := newFlagSet(name, "", &errb)
-			_, _, ok := setup(fl, cf, []string{"-config", p}, &errb)
+			fl, cf := newFlagSet(name, "", io.Discard, &errb)
+			_, _, err := setup(fl, cf, []string{"-config", p})
+			ok := err == nil
 			if needed := slices.Contains(needs, s); ok == needed {
 				t.Errorf("hivedr %s with no %s: setup ok = %v, want %v (stderr %q)", name, s, ok, !needed, errb.String())
 				continue
@@ -132,9 +134,9 @@ func TestNoConfigFileSaysSo(t *testing.T) {
 			continue
 		}
 		var errb bytes.Buffer
-		fl, cf := newFlagSet(c.name, "", &errb)
-		conf, _, ok := setup(fl, cf, nil, &errb)
-		if !ok || conf.File() != "" {
+		fl, cf := newFlagSet(c.name, "", io.Discard, &errb)
+		conf, _, err := setup(fl, cf, nil)
+		if err != nil || conf.File() != "" {
 			t.Fatalf("hivedr %s with no file: %q", c.name, errb.String())
 		}
 		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
@@ -148,9 +150,9 @@ func TestNoConfigFileSaysSo(t *testing.T) {
 	}
 	t.Setenv("HIVEDR_CONFIG", configWithout(t))
 	var errb bytes.Buffer
-	fl, cf := newFlagSet("tail", "", &errb)
-	if conf, _, ok := setup(fl, cf, nil, &errb); !ok || conf.File() == "" || errb.Len() > 0 {
-		t.Errorf("tail with $HIVEDR_CONFIG: ok %v, stderr %q", ok, errb.String())
+	fl, cf := newFlagSet("tail", "", io.Discard, &errb)
+	if conf, _, err := setup(fl, cf, nil); err != nil || conf.File() == "" || errb.Len() > 0 {
+		t.Errorf("tail with $HIVEDR_CONFIG: %v, stderr %q", err, errb.String())
 	}
 }
 
@@ -263,8 +265,8 @@ func TestLogFormat(t *testing.T) {
 			continue
 		}
 		var errb bytes.Buffer
-		fl, cf := newFlagSet(c.name, "", &errb)
-		if _, _, ok := setup(fl, cf, []string{"-log-format", "json"}, &errb); !ok {
+		fl, cf := newFlagSet(c.name, "", io.Discard, &errb)
+		if _, _, err := setup(fl, cf, []string{"-log-format", "json"}); err != nil {
 			t.Fatalf("hivedr %s -log-format json: %q", c.name, errb.String())
 		}
 		if c.daemon {
@@ -274,9 +276,9 @@ func TestLogFormat(t *testing.T) {
 			}
 		}
 		errb.Reset()
-		fl, cf = newFlagSet(c.name, "", &errb)
-		if _, _, ok := setup(fl, cf, []string{"-log-format", "xml"}, &errb); ok || !strings.Contains(errb.String(), `-log-format: "xml" is not text or json`) {
-			t.Errorf("hivedr %s -log-format xml: ok %v, stderr %q", c.name, ok, errb.String())
+		fl, cf = newFlagSet(c.name, "", io.Discard, &errb)
+		if _, _, err := setup(fl, cf, []string{"-log-format", "xml"}); err == nil || !strings.Contains(errb.String(), `-log-format: "xml" is not text or json`) {
+			t.Errorf("hivedr %s -log-format xml: %v, stderr %q", c.name, err, errb.String())
 		}
 	}
 }

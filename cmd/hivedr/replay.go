@@ -35,28 +35,32 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		"it asks the running applier to seek, with a request on <prefix>.applier.control.\n\n"+
 		"-skip-event records the skip on the DR database (as apply -skip-event does) and asks the\n"+
 		"running applier to plan that database's head again, so a database halted on the event goes\n"+
-		"on without a restart.\n\n"+
-		"Exit status: 0 done, 1 failed or refused, 2 bad flags or configuration.", stderr)
-	db := fl.String("db", "", "the database whose topic to move")
+		"on without a restart. -timeout bounds the whole run.\n\n"+
+		"Exit status: 0 done, 1 failed or refused, 2 bad flags or configuration.", stdout, stderr)
+	dbs := dbFlag(fl)
 	from := fl.Int64("from-event", 0, "move to the first record with an event ID >= this")
 	latest := fl.Bool("to-latest", false, "move to the end of the topic (skip everything not applied yet)")
 	coordinate := fl.Bool("coordinate", false, "when an applier owns the topic, ask it to seek instead of refusing")
-	timeout := fl.Duration("timeout", time.Minute, "give up after this long")
-	var skips skipFlags
-	fl.Var(&skips, "skip-event", "skip exactly this event, as <database>:<event ID> (repeatable), on the running applier")
-	conf, _, ok := setup(fl, cf, args, stderr)
-	if !ok {
+	timeout := timeoutFlag(fl, time.Minute)
+	skips := skipEventFlag(fl)
+	conf, _, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
+	}
+	db, err := oneDB("replay", "moves the topic of", *dbs)
+	if err != nil {
+		fmt.Fprintf(stderr, "hivedr replay: %v\n", err)
 		return exitUsage
 	}
-	moving := *db != "" || *from != 0 || *latest
+	moving := db != "" || *from != 0 || *latest
 	switch {
 	case fl.NArg() > 0:
 		fmt.Fprintf(stderr, "hivedr replay: unexpected arguments %q\n", fl.Args())
 		return exitUsage
-	case len(skips) > 0 && moving:
+	case len(*skips) > 0 && moving:
 		fmt.Fprintln(stderr, "hivedr replay: -skip-event goes alone, without -db, -from-event or -to-latest")
 		return exitUsage
-	case len(skips) == 0 && (*db == "" || (*from > 0) == *latest):
+	case len(*skips) == 0 && (db == "" || (*from > 0) == *latest):
 		fmt.Fprintln(stderr, "hivedr replay: want -db and one of -from-event N (N > 0) or -to-latest, or -skip-event")
 		return exitUsage
 	}
@@ -74,10 +78,10 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer cl.Close()
-	if len(skips) > 0 {
-		err = skipRunning(ctx, conf, cl, skips, stdout)
+	if len(*skips) > 0 {
+		err = skipRunning(ctx, conf, cl, *skips, stdout)
 	} else {
-		err = moveTopic(ctx, conf, cl, kopts, strings.ToLower(*db), *from, *coordinate, stdout)
+		err = moveTopic(ctx, conf, cl, kopts, db, *from, *coordinate, stdout)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "hivedr replay: %v\n", connect.Explain(conf, err))

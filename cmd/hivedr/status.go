@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/hivedr/hivedr/internal/status"
@@ -21,7 +19,10 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		"yet, the replica's age against the database's rpo, whether its applier worker halted and\n"+
 		"why (hivedr.halted), events skipped by operators (hivedr.skipped.*), and the tailer's\n"+
 		"checkpoint: its age, its state (CHAIN_BROKEN) and how far it is from the source log's head.\n"+
-		"Status only reads: it registers no schema and commits no offset.\n\n"+
+		"Status only reads: it registers no schema and commits no offset, and logs nothing. -db limits\n"+
+		"it to those databases, each of which must have its topic and its DR database to count as\n"+
+		"caught up; -json prints the report as one JSON object instead of a table; -timeout bounds\n"+
+		"the whole run, unreachable systems included.\n\n"+
 		"Columns: REPL.LAST.ID the last source event applied to the DR database (- when it is not\n"+
 		"on the DR); LAG events of the topic not applied yet (heartbeats and transaction markers are\n"+
 		"not lag); RECORDS records the applier group has not committed (it commits every second);\n"+
@@ -37,18 +38,22 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		"status started, and every database is ok; 1 when something lags, is halted, is over its\n"+
 		"RPO, the tailer is down, behind or stopped on a broken chain, or a system could not be\n"+
 		"reached; 2 on bad flags or configuration. So a script can wait with:\n"+
-		"until hivedr status -db finance >/dev/null; do sleep 2; done", stderr)
-	asJSON := fl.Bool("json", false, "print the report as one JSON object instead of a table")
-	dbList := fl.String("db", "", "only these databases, comma-separated; each must have its topic and its DR database to count as caught up")
+		"until hivedr status -db finance >/dev/null; do sleep 2; done", stdout, stderr)
+	asJSON := jsonFlag(fl)
+	dbList := dbFlag(fl)
 	tailerWait := fl.Duration("tailer-wait", 5*time.Second, "how long to wait for the tailer's checkpoint to reach the source log's head before calling it behind (at least tailer.poll_interval + 1s)")
-	timeout := fl.Duration("timeout", 30*time.Second, "give up on unreachable systems after this long in all")
-	fl.Lookup("log-level").Usage = "accepted like every command's; status logs nothing"
-	conf, _, ok := setup(fl, cf, args, stderr)
-	if !ok {
-		return exitUsage
+	timeout := timeoutFlag(fl, 30*time.Second)
+	conf, _, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "hivedr status: unexpected arguments %q\n", fl.Args())
+		return exitUsage
+	}
+	dbs, err := dbNames("status", *dbList)
+	if err != nil {
+		fmt.Fprintf(stderr, "hivedr status: %v\n", err)
 		return exitUsage
 	}
 	if *timeout <= 0 || *tailerWait < 0 {
@@ -59,7 +64,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	rep := status.Gather(ctx, conf, splitList(*dbList), *tailerWait)
+	rep := status.Gather(ctx, conf, dbs, *tailerWait)
 	write := rep.WriteText
 	if *asJSON {
 		write = rep.WriteJSON
@@ -72,16 +77,4 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	return exitOK
-}
-
-// splitList parses -db: comma-separated names, lower-cased, without
-// blanks or repeats.
-func splitList(s string) []string {
-	var out []string
-	for _, d := range strings.Split(s, ",") {
-		if d = strings.ToLower(strings.TrimSpace(d)); d != "" && !slices.Contains(out, d) {
-			out = append(out, d)
-		}
-	}
-	return out
 }

@@ -70,16 +70,16 @@ func logKafka(log *slog.Logger, conf *config.Config) {
 // (connect.Kafka).
 func kafkaOpts(conf *config.Config) ([]kgo.Opt, error) { return connect.Kafka(conf.Kafka) }
 
-func runTail(args []string, _, stderr io.Writer) int {
+func runTail(args []string, stdout, stderr io.Writer) int {
 	fl, cf := newFlagSet("tail", "Usage: hivedr tail [flags]\n\nPublish the source metastore's notification log to Kafka: one ordered topic per\n"+
 		"database, copy tasks for the files events reference, and the tailer's checkpoint, in\n"+
 		"one transaction per batch. Exits 3 when the chain of events is broken (purged log), after\n"+
-		"serving its metrics for tailer.chain_broken_linger (default 60s; SIGTERM ends it at once).", stderr)
-	metricsAddr := fl.String("metrics-addr", "", "serve /metrics here, overriding tailer.metrics_addr")
+		"serving its metrics for tailer.chain_broken_linger (default 60s; SIGTERM ends it at once).", stdout, stderr)
+	metricsAddr := metricsAddrFlag(fl)
 	linger := fl.Duration("chain-broken-linger", 0, "on CHAIN_BROKEN, serve /metrics this long before exiting 3, overriding tailer.chain_broken_linger (0: exit at once)")
-	conf, log, ok := setup(fl, cf, args, stderr)
-	if !ok {
-		return exitUsage
+	conf, log, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
 	}
 	if *metricsAddr != "" {
 		conf.Tailer.MetricsAddr = *metricsAddr

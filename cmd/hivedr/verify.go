@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/hivedr/hivedr/internal/config"
@@ -16,52 +14,40 @@ import (
 	"github.com/hivedr/hivedr/internal/verify"
 )
 
-// listFlag collects a repeatable flag whose values may also be
-// comma-separated.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*l = append(*l, s)
-		}
-	}
-	return nil
-}
-
 // runVerify is `hivedr verify`: flags and wiring of internal/verify, the
 // findings printed as they come, then the summary.
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fl, cf := newFlagSet("verify", "Usage: hivedr verify [flags]\n\n"+
+	fl, cf := newFlagSet("verify", "Usage: hivedr verify [flags] [-db GLOB ...] [-tables NAME ... | -tables-regex REGEXP]\n\n"+
 		"Compare the replicated databases of the source metastore with their replicas on the DR\n"+
 		"metastore: databases, tables, columns, partition keys, partitions, the parameters that\n"+
 		"matter, locations after path mapping, data files by name and length, and the checksums of\n"+
-		"a sample of the files (-sample). A difference on an object that an event not yet applied\n"+
-		"touches (the event is in the database's topic after the applier group's committed\n"+
-		"offset) is IN_FLIGHT: lag, not divergence. Every other difference is DIVERGED.\n\n"+
+		"a sample of the files (-sample, default 0: lengths only). -db takes globs (path.Match),\n"+
+		"default every replicated database; -tables names the tables to compare in each of them,\n"+
+		"-tables-regex matches them by a regular expression, whole. (-tables was that expression\n"+
+		"once: a plain name means the same as it did; a pattern is refused, naming -tables-regex.)\n\n"+
+		"A difference on an object that an event not yet applied touches (the event is in the\n"+
+		"database's topic after the applier group's committed offset) is IN_FLIGHT: lag, not\n"+
+		"divergence. Every other difference is DIVERGED.\n\n"+
 		"Output: one line per difference, then a summary (with -json: one JSON object per line,\n"+
 		"\"type\" finding or summary). Progress goes to stderr when it is a terminal.\n\n"+
 		"Exit status: 0 nothing diverged (differences in flight may remain), 1 something diverged\n"+
-		"or a system could not be read, 2 bad flags or configuration.", stderr)
-	var dbs listFlag
-	fl.Var(&dbs, "db", "compare only databases matching this glob (repeatable, or comma-separated); default every replicated database")
-	tables := fl.String("tables", "", "compare only tables whose names match this regular expression whole")
-	sample := fl.Float64("sample", 0, "fraction of data files (0 to 1) whose checksums are compared besides their lengths (1: every file)")
+		"or a system could not be read, 2 bad flags or configuration.", stdout, stderr)
+	dbs := dbFlag(fl)
+	tables := tablesFlag(fl)
+	tablesRegex := fl.String("tables-regex", "", "compare only tables whose names this regular expression matches whole")
+	sample := sampleFlag(fl, 0)
 	seed := fl.Uint64("seed", 0, "picks the -sample files (0: a new pick each run, printed in the summary)")
 	pageSize := fl.Int("page-size", 500, "partitions read per metastore call (1 to 32767)")
-	asJSON := fl.Bool("json", false, "print one JSON object per difference and one for the summary")
-	fl.Lookup("log-level").Usage = "accepted like every command's; verify logs nothing"
-	conf, _, ok := setup(fl, cf, args, stderr)
-	if !ok {
-		return exitUsage
+	asJSON := jsonFlag(fl)
+	conf, _, err := setup(fl, cf, args)
+	if err != nil {
+		return exitCode(err)
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "hivedr verify: unexpected arguments %q\n", fl.Args())
 		return exitUsage
 	}
-	opts := verify.Options{Databases: dbs, Sample: *sample, Seed: *seed, PageSize: *pageSize}
+	opts := verify.Options{Databases: *dbs, Sample: *sample, Seed: *seed, PageSize: *pageSize}
 	if *pageSize < 1 || *pageSize > 32767 {
 		fmt.Fprintf(stderr, "hivedr verify: -page-size %d is not between 1 and 32767\n", *pageSize)
 		return exitUsage
@@ -70,13 +56,9 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hivedr verify: -sample %v is not a fraction between 0 and 1\n", *sample)
 		return exitUsage
 	}
-	if *tables != "" {
-		re, err := regexp.Compile("^(?:" + *tables + ")$")
-		if err != nil {
-			fmt.Fprintf(stderr, "hivedr verify: -tables: %v\n", err)
-			return exitUsage
-		}
-		opts.Tables = re
+	if opts.Tables, err = tablesRegexp(*tables, *tablesRegex); err != nil {
+		fmt.Fprintf(stderr, "hivedr verify: %v\n", err)
+		return exitUsage
 	}
 	if opts.Seed == 0 {
 		opts.Seed = uint64(time.Now().UnixNano())
@@ -85,7 +67,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "hivedr verify: config: source.metastore (the source's Thrift address) is required")
 		return exitUsage
 	}
-	for _, p := range dbs {
+	for _, p := range *dbs {
 		if _, err := path.Match(p, ""); err != nil {
 			fmt.Fprintf(stderr, "hivedr verify: -db %q: %v\n", p, err)
 			return exitUsage
