@@ -22,6 +22,7 @@ type partitionWriter struct {
 	added int
 	err   error
 	stop  chan struct{}
+	once  sync.Once
 	done  chan struct{}
 }
 
@@ -58,7 +59,7 @@ func (pw *partitionWriter) count() (int, error) {
 }
 
 func (pw *partitionWriter) halt() (int, error) {
-	close(pw.stop)
+	pw.once.Do(func() { close(pw.stop) })
 	<-pw.done
 	return pw.count()
 }
@@ -134,7 +135,20 @@ func TestTrustFailoverFenced(t *testing.T) {
 			return false
 		}
 		if head == 0 {
-			head = currentEventID(t, p.ctx, p.src)
+			// (A connection of its own each time: under load a read may
+			// time out, and the next poll asks again.)
+			c, err := hms.Dial(p.ctx, p.env.Get(t, "HIVEDR_HMS_SRC"), hms.Options{})
+			if err != nil {
+				t.Logf("source metastore: %v; asking again", err)
+				return false
+			}
+			id, err := c.GetCurrentNotificationEventId(p.ctx)
+			c.Close()
+			if err != nil {
+				t.Logf("source log head: %v; asking again", err)
+				return false
+			}
+			head = id.EventId
 		}
 		return tailerCheckpoint(t, p.pipeline) >= head &&
 			strings.Contains(grepLines(p.apply.out.String(), "db="+db), "reason=failed_over")

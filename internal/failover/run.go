@@ -486,7 +486,7 @@ func (r *run) measure(ctx context.Context, set []string, pos position) error {
 	}
 
 	// The RPO: the source events of each database after what it reached.
-	lost, lerr := countSourceLost(ctx, r.conf.Source, r.conf.SourceMetastoreOptions(), r.rep.Databases)
+	lost, lerr := countSourceLost(ctx, r.conf.Source, r.conf.SourceMetastoreOptions(), r.rep.Databases, cp)
 	if lerr != nil {
 		if r.opts.Mode == Planned {
 			return fmt.Errorf("count the source events DR does not have: %w", lerr)
@@ -937,7 +937,7 @@ func readBack(ctx context.Context, kopts []kgo.Opt, dec *schemas.Decoder, topic 
 // countSourceLost is countLost on src's log, given a minute: with
 // source.kind postgres the log is read from the metastore's database,
 // which may answer while the metastore does not.
-func countSourceLost(ctx context.Context, src config.Source, opts hms.Options, dbs []Database) (map[string]int64, error) {
+func countSourceLost(ctx context.Context, src config.Source, opts hms.Options, dbs []Database, cp *schemas.TailerCheckpoint) (map[string]int64, error) {
 	octx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	s, err := hmslog.Open(octx, src, opts)
@@ -945,7 +945,7 @@ func countSourceLost(ctx context.Context, src config.Source, opts hms.Options, d
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}
 	defer s.Close()
-	lost, err := countLost(octx, s, dbs)
+	lost, err := countLost(octx, s, dbs, cp)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}
@@ -953,27 +953,30 @@ func countSourceLost(ctx context.Context, src config.Source, opts hms.Options, d
 }
 
 // countLost counts, per database, the events of the log s after what it
-// reached (read from the oldest of them to the head): at a failover,
-// every one of them is lost.
-func countLost(ctx context.Context, s hmslog.Source, dbs []Database) (map[string]int64, error) {
+// reached (read from the oldest of them to the head, or from before the
+// first allocation of a transaction cp says was open: its commit counts
+// where it wrote): at a failover, every one of them is lost.
+func countLost(ctx context.Context, s hmslog.Source, dbs []Database, cp *schemas.TailerCheckpoint) (map[string]int64, error) {
 	from := int64(-1)
-	changed := map[string]map[string]int{}
+	counts := map[string]map[string]int{}
 	for _, d := range dbs {
-		changed[d.Database] = map[string]int{}
+		counts[d.Database] = map[string]int{}
 		if from < 0 || d.Reached < from {
 			from = d.Reached
 		}
 	}
-	err := scanLog(ctx, s, from, func(evs []hmslog.RawEvent) {
+	lt := newLogTables()
+	err := scanLog(ctx, s, scanFrom(from, cp), func(evs []hmslog.RawEvent) {
+		touched := lt.touched(evs)
 		for _, d := range dbs {
-			Changed(changed[d.Database], evs, d.Database, d.Reached)
+			changed(counts[d.Database], evs, touched, d.Database, d.Reached)
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]int64{}
-	for db, m := range changed {
+	for db, m := range counts {
 		out[db] = int64(sum(m))
 	}
 	return out, nil
