@@ -514,7 +514,7 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 			}
 			a.dispatch(ctx, p.Topic, p.Partition, p.Records)
 		})
-		a.runControls(cl)
+		a.runControls(ctx, cl)
 		cl.AllowRebalance()
 		if len(recreated) > 0 {
 			// The client keeps the ID a topic had when it first saw it; a

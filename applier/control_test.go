@@ -2,10 +2,13 @@ package applier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	hms "github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/kafka"
@@ -99,4 +102,89 @@ func TestControlSeekRedrives(t *testing.T) {
 		c, e := f.committed("g", "a")
 		return c["a"] == e["a"], fmt.Sprintf("committed %v, end %v", c, e)
 	})
+}
+
+// markFailedOver marks DR database db failed over with the fence token,
+// as `hivedr failover` does (one whole-object write).
+func (f *kfix) markFailedOver(db, token string) {
+	f.t.Helper()
+	d := f.ms.db(db)
+	d.Parameters[drparam.FailedOverAt] = "2026-12-06T01:00:00Z"
+	d.Parameters[drparam.FailoverMode] = "unplanned"
+	d.Parameters[drparam.FailoverFence] = token
+	delete(d.Parameters, drparam.Target)
+	if err := f.ms.AlterDatabase(context.Background(), db, d); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestControlFenceConfirms: a fence request for a failed-over database is
+// confirmed on it (its token in hivedr.failover.fenced) by the applier
+// that owns its topic, a fence naming another token is not, and after
+// the fence the applier writes nothing more into the database: the next
+// event halts failed_over, unapplied, and the mark stays.
+func TestControlFenceConfirms(t *testing.T) {
+	f := newKFix(t, "a")
+	ta := srcTable("a", "t", nil, "x int")
+	f.publish(createDB(1, "a"), createTable(2, ta), alterTable(3, ta, withParam(ta, "k", "v3")))
+	r := f.start("g", t.TempDir(), nil)
+	f.waitMark("a", 3)
+	waitControlReader(t, r)
+	f.markFailedOver("a", "tok-1")
+
+	f.control(schemas.ApplierControl{Kind: schemas.ControlFence, Database: "a", Fence: "tok-other"})
+	f.control(schemas.ApplierControl{Kind: schemas.ControlFence, Database: "a", Fence: "tok-1"})
+	waitFor(t, "the fence confirmed", func() (bool, string) {
+		got := f.ms.db("a").Parameters[drparam.FailoverFenced]
+		return got == "tok-1", fmt.Sprintf("%s=%q", drparam.FailoverFenced, got)
+	})
+
+	f.publish(alterTable(4, ta, withParam(ta, "k", "v4")))
+	// (The halt is not recorded on the database: it is no longer this
+	// pipeline's replica, and nothing of the applier's is written there.)
+	waitFor(t, "a halted failed_over", func() (bool, string) {
+		v, _ := r.metric(t, "hivedr_applier_halted", map[string]string{"db": "a", "reason": string(ReasonFailedOver)})
+		return v == 1, fmt.Sprintf("metric %v", v)
+	})
+	d := f.ms.db("a")
+	if d.Parameters[drparam.FailedOverAt] == "" || d.Parameters[drparam.FailoverFence] != "tok-1" {
+		t.Errorf("the failover mark is gone after the fence: %v", d.Parameters)
+	}
+	if got := f.ms.table("a", "t").Parameters["k"]; got != "v3" {
+		t.Errorf("a.t k=%q after the fence, want v3 (event 4 must not be applied into a failed-over database)", got)
+	}
+	if got := stamp(d.Parameters); got != 3 {
+		t.Errorf("repl.last.id %d after the fence, want 3", got)
+	}
+}
+
+// TestExecutorRefusesStaleDatabaseWrite: a plan whose copy of its
+// database predates a failover mark cannot write that copy back: the
+// database is read again in the same step and the write refused
+// (FencedError), so the mark stays.
+func TestExecutorRefusesStaleDatabaseWrite(t *testing.T) {
+	ms := newFakeHMS()
+	ctx := context.Background()
+	if err := ms.CreateDatabase(ctx, &hms.Database{Name: "a", Parameters: map[string]string{drparam.Target: drparam.TargetMark("src")}}); err != nil {
+		t.Fatal(err)
+	}
+	stale := ms.db("a")
+	marked := ms.db("a")
+	marked.Parameters[drparam.FailedOverAt] = "2026-12-06T01:00:00Z"
+	delete(marked.Parameters, drparam.Target)
+	if err := ms.AlterDatabase(ctx, "a", marked); err != nil {
+		t.Fatal(err)
+	}
+	x := &executor{ms: ms}
+	stale.Parameters[drparam.LastID] = "9"
+	for _, a := range []Action{AlterDatabase{Name: "a", DB: stale}, DropDatabase{Name: "a"}} {
+		err := x.run(ctx, a)
+		var fenced *FencedError
+		if !errors.As(err, &fenced) {
+			t.Errorf("%s over a failed-over database: err %v, want a FencedError", a, err)
+		}
+	}
+	if got := ms.db("a"); got == nil || got.Parameters[drparam.FailedOverAt] == "" {
+		t.Errorf("the failover mark was undone: %v", got)
+	}
 }

@@ -429,6 +429,42 @@ func (x *executor) inventory(ctx context.Context, db, id string, tables []string
 	return inv, nil
 }
 
+// FencedError is the refusal of a whole-database write (alter or drop)
+// into a DR database that `hivedr failover` marked while the plan was
+// made: the plan read the database before the mark (its copy is up to
+// dbFresh old), and writing that copy back would undo the mark.
+type FencedError struct {
+	DB string
+	// At, Mode and EventID are the failover's, as the mark records them.
+	At, Mode, EventID string
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("DR database %s was failed over at %s (%s, reflecting source event %s) while the plan was made: refusing to write into it",
+		e.DB, e.At, e.Mode, e.EventID)
+}
+
+// unfenced reads DR database name afresh and refuses (*FencedError) when
+// it carries a failover mark. Guarantee kept with failover's fence (see
+// schemas.ControlFence): a database's definition is only ever written
+// back from a copy read in the same step, after the mark was looked for,
+// so a whole-object write from a stale copy cannot erase a mark made
+// before that read; the failover's confirmation covers a mark made
+// between this read and the write.
+func (x *executor) unfenced(ctx context.Context, name string) error {
+	cur, err := x.ms.GetDatabase(ctx, name)
+	if isNoSuchObject(err) {
+		return nil
+	}
+	if err != nil {
+		return classify("get database "+name, err)
+	}
+	if at := cur.Parameters[drparam.FailedOverAt]; at != "" {
+		return &FencedError{DB: name, At: at, Mode: cur.Parameters[drparam.FailoverMode], EventID: cur.Parameters[drparam.FailoverEventID]}
+	}
+	return nil
+}
+
 // run performs one action.
 func (x *executor) run(ctx context.Context, a Action) error {
 	defer x.timed(callName(a), time.Now())
@@ -437,8 +473,14 @@ func (x *executor) run(ctx context.Context, a Action) error {
 	case CreateDatabase:
 		return classify(op, x.ms.CreateDatabase(ctx, a.DB))
 	case AlterDatabase:
+		if err := x.unfenced(ctx, a.Name); err != nil {
+			return err
+		}
 		return classify(op, x.ms.AlterDatabase(ctx, a.Name, a.DB))
 	case DropDatabase:
+		if err := x.unfenced(ctx, a.Name); err != nil {
+			return err
+		}
 		err := x.ms.DropDatabase(ctx, a.Name, false, true)
 		if isNoSuchObject(err) {
 			return nil

@@ -41,6 +41,11 @@ type worker struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	// between ends the worker between two steps (finish): every wait
+	// ends with it, while a step in progress (its metastore calls) runs
+	// on ctx to its end. A child of ctx.
+	between context.Context
+	finish  context.CancelFunc
 
 	mu       sync.Mutex
 	queue    []*item
@@ -63,7 +68,9 @@ type worker struct {
 // context exists from the start, so stop works even before run begins.
 func newWorker(parent context.Context, a *Applier, db, topic string, partition int32) *worker {
 	ctx, cancel := context.WithCancel(parent)
+	between, finish := context.WithCancel(ctx)
 	return &worker{
+		between: between, finish: finish,
 		a: a, db: db, topic: topic, partition: partition,
 		log:    a.log.With("db", db),
 		cache:  newCache(db),
@@ -113,6 +120,26 @@ func (w *worker) drained() bool {
 
 func (w *worker) stop() { w.cancel() }
 
+// stopBetween ends the worker at the end of the step it is in (or at
+// once when it waits), and waits for that up to bound; past it, it stops
+// it (stop) and waits for that. It reports whether the worker ended
+// between two steps: then no metastore call of it is in progress or in
+// transit (a call lost in transit was retried to its end, or the step
+// ended in a halt).
+func (w *worker) stopBetween(bound time.Duration) bool {
+	w.finish()
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return true
+	case <-t.C:
+		w.stop()
+		<-w.done
+		return false
+	}
+}
+
 // run is the worker's loop. Guarantee 1 (order): items are taken strictly
 // from the head of the queue, which holds the topic's records in offset
 // order, and an item leaves the queue (and its offset is marked for
@@ -139,7 +166,7 @@ func (w *worker) run() {
 	go w.reportLag(ctx)
 	w.log.Info("database worker started", "topic", w.topic)
 	for {
-		it, ok := w.head(ctx)
+		it, ok := w.head(w.between)
 		if !ok {
 			return
 		}
@@ -362,6 +389,11 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 			return false
 		}
 		if err != nil {
+			var fenced *FencedError
+			if errors.As(err, &fenced) {
+				w.cache.reset()
+				return w.halt(ctx, ev, Decision{Outcome: Halt, Reason: ReasonFailedOver, Detail: err.Error()})
+			}
 			var refused *RefusedError
 			if errors.As(err, &refused) && (isConflict(refused) || inTransit) && conflicts < maxConflicts {
 				// The object is there (or gone) though the plan read it
@@ -380,6 +412,8 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 				w.log.Warn("the DR metastore changed under the plan; reading it again", "event_id", ev.EventID,
 					"type", ev.EventType, "err", err, "attempt", conflicts, "after_a_call_lost_in_transit", inTransit)
 				w.cache.reset()
+				// (A call lost in transit may still run: the wait is
+				// not cut short by finish, so the step ends first.)
 				if inTransit && !sleep(ctx, backoff) {
 					return false
 				}
@@ -391,7 +425,7 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 			w.log.Warn("apply failed; retrying", "event_id", ev.EventID, "type", ev.EventType, "err", err, "retry_in", backoff)
 			inTransit = true
 			w.reconnect()
-			if !sleep(ctx, backoff) {
+			if !sleep(ctx, backoff) { // (not cut short by finish: see above)
 				return false
 			}
 			backoff = min(2*backoff, 30*time.Second)
@@ -431,7 +465,7 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 			changed := w.a.cfg.Completions.Changed()
 			t := time.NewTimer(time.Second)
 			select {
-			case <-ctx.Done():
+			case <-w.between.Done():
 				t.Stop()
 				return false
 			case <-changed:
@@ -523,7 +557,7 @@ func (w *worker) heartbeat(ctx context.Context, it *item) bool {
 			}
 			w.log.Warn("heartbeat check failed; retrying", "err", err, "retry_in", backoff)
 			w.reconnect()
-			if !sleep(ctx, backoff) {
+			if !sleep(w.between, backoff) {
 				return false
 			}
 			continue
@@ -767,7 +801,7 @@ func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) bool {
 		}
 	}
 	if !d.Reason.ReleasedByBootstrap() {
-		<-ctx.Done()
+		<-w.between.Done()
 		return false
 	}
 	return w.awaitRelease(ctx, d.Reason)
@@ -838,7 +872,7 @@ func (w *worker) awaitRelease(ctx context.Context, reason Reason) bool {
 		}
 		w.mu.Unlock()
 		select {
-		case <-ctx.Done():
+		case <-w.between.Done():
 			return false
 		case <-w.wake:
 		}

@@ -17,6 +17,15 @@ const (
 	// on the DR database (hivedr.skipped.<id>) since takes effect, on a
 	// halted worker too. `hivedr replay -skip-event` sends it.
 	ControlReplan ApplierControlKind = "replan"
+	// ControlFence: `hivedr failover` marked the database failed over
+	// (drparam.FailedOverAt, with the token Fence in
+	// drparam.FailoverFence). The applier that owns its topic stops the
+	// database's worker, waiting for the step it is in to end, starts it
+	// again at the head of its queue (a new worker reads the DR database
+	// before it writes, finds the mark and halts failed_over), and
+	// confirms: drparam.FailoverFenced = Fence on the DR database, only if
+	// the mark with that token is there.
+	ControlFence ApplierControlKind = "fence"
 )
 
 // ApplierControlType is the hivedr.type header of an ApplierControl
@@ -37,7 +46,9 @@ type ApplierControl struct {
 	Offset int64 `json:"offset,omitempty"`
 	// EventID is the event the request is about (the first at Offset
 	// for a seek, the skipped one for a replan), for the log.
-	EventID int64     `json:"event_id,omitempty"`
-	By      string    `json:"by,omitempty"`
-	At      time.Time `json:"at"`
+	EventID int64 `json:"event_id,omitempty"`
+	// Fence is the failover's token (fence).
+	Fence string    `json:"fence,omitempty"`
+	By    string    `json:"by,omitempty"`
+	At    time.Time `json:"at"`
 }

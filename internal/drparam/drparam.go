@@ -222,6 +222,17 @@ const (
 	// the failover was recorded: the reverse pipeline's tailer starts
 	// after it, and failback reads the new primary's changes from it.
 	FailoverDRLogHead = FailoverPrefix + "dr_log_head"
+	// FailoverFence is the token of the failover that marked the
+	// database, written with the mark; the failover asks the running
+	// appliers to confirm it (schemas.ControlFence).
+	FailoverFence = FailoverPrefix + "fence"
+	// FailoverFenced is written by the applier that owns the database's
+	// topic once its worker has stopped and it read the mark: the value
+	// is the FailoverFence token it saw. From then on no write of that
+	// applier lands on the database (the worker that made them is gone,
+	// and every new one reads the mark before it writes and halts
+	// failed_over).
+	FailoverFenced = FailoverPrefix + "fenced"
 )
 
 // The keys `hivedr failback` writes on an old primary's database when it

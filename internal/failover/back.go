@@ -57,18 +57,15 @@ func CheckReverse(fwd, rev *config.Config, dbs []string, drLogHead int64) []stri
 	return out
 }
 
-// Changed collects the tables of db that events after event after
+// changed collects the tables of db that events after event after
 // change (lower case), counting the events; database-level events count
-// under "".
-func Changed(into map[string]int, evs []hmslog.RawEvent, db string, after int64) {
-	for _, e := range evs {
-		if e.EventID > after && strings.EqualFold(e.Database, db) {
-			into[strings.ToLower(e.Table)]++
-		}
-	}
+// under "". touched are the tables of each event (logTables.touched): a
+// transaction's commit or abort counts where it wrote.
+func changed(into map[string]int, evs []hmslog.RawEvent, touched [][]tableRef, db string, after int64) {
+	countTouched(into, evs, touched, db, after, nil)
 }
 
-// SplitAtFailover counts the events of db after event after that the
+// splitAtFailover counts the events of db after event after that the
 // old primary's log holds, by table ("" for database-level events), into
 // lost, those written at or before the failover at (what the failover
 // could not have: its RPO in events), and late, those written on the old
@@ -76,18 +73,10 @@ func Changed(into map[string]int, evs []hmslog.RawEvent, db string, after int64)
 // the failover's record keeps at to the second: an event of the
 // failover's own second counts as lost, so the split errs toward a larger
 // loss. The times are the old primary's clock and the failover's host's.
-func SplitAtFailover(lost, late map[string]int, evs []hmslog.RawEvent, db string, after int64, at time.Time) {
+func splitAtFailover(lost, late map[string]int, evs []hmslog.RawEvent, touched [][]tableRef, db string, after int64, at time.Time) {
 	cut := at.Unix()
-	for _, e := range evs {
-		if e.EventID <= after || !strings.EqualFold(e.Database, db) {
-			continue
-		}
-		if e.EventTime <= cut {
-			lost[strings.ToLower(e.Table)]++
-		} else {
-			late[strings.ToLower(e.Table)]++
-		}
-	}
+	countTouched(lost, evs, touched, db, after, func(e hmslog.RawEvent) bool { return e.EventTime <= cut })
+	countTouched(late, evs, touched, db, after, func(e hmslog.RawEvent) bool { return e.EventTime > cut })
 }
 
 // RecordLost returns the parameters of a failed-over DR database with
@@ -277,22 +266,34 @@ func Failback(ctx context.Context, fwd, rev *config.Config, opts BackOptions) (*
 	for i := range rep.Databases {
 		lost[i], late[i] = map[string]int{}, map[string]int{}
 	}
-	if err := scanSource(ctx, fwd.Source, fwd.SourceMetastoreOptions(), minEvent, func(evs []hmslog.RawEvent) {
+	// From before the allocations of the transactions open at the forward
+	// tailer's last checkpoint: their commits on the old primary count
+	// where they wrote.
+	cp, err := forwardCheckpoint(ctx, fwd)
+	if err != nil {
+		log.Warn("the forward tailer's checkpoint cannot be read: a transaction that allocated write IDs before the failover and committed on the old primary after it is counted only if its allocation is after the failover's event", "err", err)
+	}
+	from := scanFrom(minEvent, cp)
+	srcTables := newLogTables()
+	if err := scanSource(ctx, fwd.Source, fwd.SourceMetastoreOptions(), from, func(evs []hmslog.RawEvent) {
+		touched := srcTables.touched(evs)
 		for i := range rep.Databases {
 			d := &rep.Databases[i]
-			Changed(d.SourceChanged, evs, d.Database, d.EventID)
-			SplitAtFailover(lost[i], late[i], evs, d.Database, d.EventID, d.FailedOverAt)
+			changed(d.SourceChanged, evs, touched, d.Database, d.EventID)
+			splitAtFailover(lost[i], late[i], evs, touched, d.Database, d.EventID, d.FailedOverAt)
 		}
 	}); err != nil {
-		return nil, fmt.Errorf("the old primary's log after event %d: %w", minEvent, err)
+		return nil, fmt.Errorf("the old primary's log after event %d: %w", from, err)
 	}
 	for i := range rep.Databases {
 		rep.Databases[i].LostEvents, rep.Databases[i].LateEvents = sum(lost[i]), sum(late[i])
 	}
+	drTables := newLogTables()
 	if err := scanSource(ctx, rev.Source, rev.SourceMetastoreOptions(), minHead, func(evs []hmslog.RawEvent) {
+		touched := drTables.touched(evs)
 		for i := range rep.Databases {
 			d := &rep.Databases[i]
-			Changed(d.DRChanged, evs, d.Database, d.DRLogHead)
+			changed(d.DRChanged, evs, touched, d.Database, d.DRLogHead)
 		}
 	}); err != nil {
 		return nil, fmt.Errorf("the new primary's log after event %d: %w", minHead, err)
@@ -424,4 +425,23 @@ func requestedBy() string {
 	}
 	host, _ := os.Hostname()
 	return name + "@" + host
+}
+
+// forwardCheckpoint is the forward tailer's newest checkpoint (nil when
+// it has none).
+func forwardCheckpoint(ctx context.Context, fwd *config.Config) (*schemas.TailerCheckpoint, error) {
+	kopts, err := connect.Kafka(fwd.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(kopts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka %s: %w", strings.Join(fwd.Kafka.Brokers, ","), err)
+	}
+	defer cl.Close()
+	dec, err := connect.Decoder(fwd.SchemaRegistry)
+	if err != nil {
+		return nil, err
+	}
+	return kafka.NewestCheckpoint(ctx, cl, kopts, kafka.Topics{Prefix: fwd.Kafka.TopicPrefix}.Checkpoints(), fwd.Source.Name, dec)
 }

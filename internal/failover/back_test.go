@@ -62,7 +62,7 @@ func TestChangedAndMoved(t *testing.T) {
 		{EventID: 15},
 	}
 	src := map[string]int{}
-	Changed(src, evs, "sales", 10)
+	changed(src, evs, newLogTables().touched(evs), "sales", 10)
 	if src["orders"] != 1 || src["accounts"] != 1 || src[""] != 1 || len(src) != 3 {
 		t.Fatalf("Changed after 10: %v", src)
 	}
@@ -133,7 +133,7 @@ func TestSplitAtFailover(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			lost, late := map[string]int{}, map[string]int{}
-			SplitAtFailover(lost, late, evs, "sales", c.after, at)
+			splitAtFailover(lost, late, evs, newLogTables().touched(evs), "sales", c.after, at)
 			if !maps.Equal(lost, c.lost) || !maps.Equal(late, c.late) {
 				t.Fatalf("lost %v late %v, want %v and %v", lost, late, c.lost, c.late)
 			}
@@ -192,7 +192,7 @@ func TestCountLost(t *testing.T) {
 		db := []string{"a", "b", "c"}[i%3]
 		log = append(log, hmslog.RawEvent{EventID: i, Database: db, Table: "t"})
 	}
-	got, err := countLost(context.Background(), log, []Database{{Database: "a", Reached: 2400}, {Database: "b", Reached: 2500}, {Database: "c", Reached: 10}})
+	got, err := countLost(context.Background(), log, []Database{{Database: "a", Reached: 2400}, {Database: "b", Reached: 2500}, {Database: "c", Reached: 10}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

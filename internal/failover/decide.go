@@ -152,7 +152,9 @@ func Mark(params map[string]string, d Database, mode Mode, cut int64, set []stri
 	for k, v := range params {
 		out[k] = v
 	}
-	out[drparam.FailoverTarget] = params[drparam.Target]
+	if t, ok := params[drparam.Target]; ok {
+		out[drparam.FailoverTarget] = t
+	}
 	delete(out, drparam.Target)
 	delete(out, drparam.Halted)
 	out[drparam.FailedOverAt] = at.UTC().Format(time.RFC3339)
@@ -169,6 +171,27 @@ func Mark(params map[string]string, d Database, mode Mode, cut int64, set []stri
 	}
 	out[drparam.FailoverRPOSeconds] = strconv.FormatFloat(d.RPOSeconds, 'f', 1, 64)
 	out[drparam.FailoverDRLogHead] = strconv.FormatInt(d.DRLogHead, 10)
+	return out
+}
+
+// FenceMark returns the parameters of a DR database marked failed over
+// before its figures are known (Run's fence step): FailedOverAt, the
+// mode and the fence token set, the replica marker moved to
+// FailoverTarget, a halt note removed. The applier refuses the database
+// from then on; Mark adds the figures later. params is not changed.
+func FenceMark(params map[string]string, mode Mode, token string, at time.Time) map[string]string {
+	out := make(map[string]string, len(params)+4)
+	for k, v := range params {
+		out[k] = v
+	}
+	if t, ok := params[drparam.Target]; ok {
+		out[drparam.FailoverTarget] = t
+	}
+	delete(out, drparam.Target)
+	delete(out, drparam.Halted)
+	out[drparam.FailedOverAt] = at.UTC().Format(time.RFC3339)
+	out[drparam.FailoverMode] = string(mode)
+	out[drparam.FailoverFence] = token
 	return out
 }
 

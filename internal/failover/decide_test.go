@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 func TestCheck(t *testing.T) {
@@ -133,5 +134,74 @@ func TestLeftOut(t *testing.T) {
 		if IsDrill(db) != want {
 			t.Errorf("IsDrill(%q) = %v", db, !want)
 		}
+	}
+}
+
+// TestFenceThenMark: the fence step's mark makes the database refused
+// (FailedOverAt) and moves the replica marker; the figures written later
+// (Mark) keep the marker where the fence put it and the fence's token.
+func TestFenceThenMark(t *testing.T) {
+	at := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
+	before := map[string]string{drparam.Target: "hivedr:src", drparam.LastID: "41", drparam.Halted: "event 9 X: y: z"}
+	fenced := FenceMark(before, Unplanned, "tok", at)
+	if before[drparam.FailedOverAt] != "" || before[drparam.Target] == "" {
+		t.Fatalf("FenceMark changed its argument: %v", before)
+	}
+	for k, want := range map[string]string{drparam.FailedOverAt: "2026-12-06T01:00:00Z", drparam.FailoverMode: "unplanned",
+		drparam.FailoverFence: "tok", drparam.FailoverTarget: "hivedr:src", drparam.LastID: "41"} {
+		if fenced[k] != want {
+			t.Errorf("after FenceMark %s=%q, want %q", k, fenced[k], want)
+		}
+	}
+	for _, k := range []string{drparam.Target, drparam.Halted} {
+		if _, ok := fenced[k]; ok {
+			t.Errorf("after FenceMark %s is still there", k)
+		}
+	}
+	if err := Check("sales", "src", fenced); err == nil || !strings.Contains(err.Error(), "failed over already") {
+		t.Errorf("Check of a fenced database: %v, want failed over already", err)
+	}
+	fenced[drparam.FailoverFenced] = "tok"
+	d := Database{Database: "sales", Reached: 41, LostEvents: 3, RPOSeconds: 12}
+	marked := Mark(fenced, d, Unplanned, 40, []string{"sales"}, at)
+	for k, want := range map[string]string{drparam.FailoverTarget: "hivedr:src", drparam.FailoverFence: "tok", drparam.FailoverFenced: "tok",
+		drparam.FailoverEventID: "41", drparam.FailoverRPOEvents: "3", drparam.FailoverCut: "40"} {
+		if marked[k] != want {
+			t.Errorf("after Mark %s=%q, want %q", k, marked[k], want)
+		}
+	}
+	r, ok, err := ReadRecord(marked)
+	if err != nil || !ok || r.WasTargetFor != "hivedr:src" || r.EventID != 41 {
+		t.Errorf("ReadRecord: %+v %v %v", r, ok, err)
+	}
+}
+
+// TestHeldByBootstrap: a bootstrap the tailer's checkpoint has for a
+// database, queued, publishing or catching up, holds its events back: a
+// planned failover's wait is not over, behind names it, and an unplanned
+// one does not take the checkpoint as what the database reached.
+func TestHeldByBootstrap(t *testing.T) {
+	cp := &schemas.TailerCheckpoint{LastEventID: 90, Bootstraps: []schemas.BootstrapState{
+		{Database: "big", Phase: schemas.PhaseSnapshot, Seq: 12, CutEventID: 50},
+		{Database: "C", Phase: schemas.PhaseSnapshot, CutEventID: 50},
+		{Database: "d", Phase: schemas.PhaseCatchup, Seq: 40, CutEventID: 60},
+	}}
+	p := position{cp: cp, caught: map[string]bool{"big": true, "c": true, "d": true, "e": true}}
+	for db, want := range map[string]string{"big": "publishing its snapshot", "c": "queued", "d": "catching up after its END", "e": ""} {
+		b, ok := p.held(db)
+		if got := ""; ok {
+			got = phaseOf(b)
+			if got != want {
+				t.Errorf("%s: %s, want %s", db, got, want)
+			}
+		} else if want != "" {
+			t.Errorf("%s: not held, want %s", db, want)
+		}
+	}
+	if got := p.behind([]string{"c", "e"}, 90); len(got) != 1 || !strings.Contains(got[0], "database c (a bootstrap in the tailer, queued, cut at event 50") {
+		t.Errorf("planned behind: %q", got)
+	}
+	if got := p.behind([]string{"c", "e"}, -1); len(got) != 0 {
+		t.Errorf("unplanned behind: %q, want nothing (an unplanned failover counts the held events lost)", got)
 	}
 }

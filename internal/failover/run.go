@@ -2,6 +2,8 @@ package failover
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -89,221 +91,461 @@ type Report struct {
 // changed nothing.
 var ErrTimeout = errors.New("timed out")
 
-// Run fails over the databases opts names. Everything is checked before
-// anything changes: a database that is not this pipeline's replica, is
-// being bootstrapped or failed over already makes Run fail untouched.
-// Then it waits (planned: until the tailer's checkpoint reached the
-// source log's head read at the start and the applier group consumed
-// every topic to its end; unplanned: the group only), reads back what DR
-// applied, chooses the cut, counts the RPO and marks each database
-// (Mark), one metastore write each.
+// ErrNotFenced is returned when the running appliers did not confirm a
+// failover's fence in time: the databases are marked, but a write an
+// applier started before the mark may still land (the report says which).
+var ErrNotFenced = errors.New("not confirmed by the applier")
+
+// fenceTimeout bounds the wait for the appliers' confirmation of a
+// fence; the applier waits up to 2 minutes for a worker to end its step.
+const fenceTimeout = 3 * time.Minute
+
+// Run fails over the databases opts names, in named steps:
 //
-// The applier is not stopped: it refuses a failed-over database by
-// itself (halt failed_over) once it reads the mark, within a second of
-// its cached copy. An event that reaches the applier between the wait's
-// end and the mark is applied before the mark; the operator should stop
-// writes on the source (planned) before the failover.
+//  1. check: everything is checked before anything changes: a database
+//     that is not this pipeline's replica, is being bootstrapped on DR or
+//     failed over already makes Run fail untouched;
+//  2. wait: planned, until the tailer's checkpoint reached the source
+//     log's head read at the start, no bootstrap in the tailer holds the
+//     databases' events back, and the applier group consumed every topic
+//     to its end; unplanned, the group only. A planned failover that
+//     times out changes nothing;
+//  3. fence: mark each database failed over (drparam.FailedOverAt, with a
+//     token) and have the applier that owns its topic confirm it
+//     (schemas.ControlFence): its worker stopped between two steps and
+//     the mark read back. A mark undone meanwhile (a whole-database write
+//     of the applier's, from a copy read before the mark) is made again
+//     and confirmed again. From the confirmation on nothing of the
+//     applier's lands on the database;
+//  4. measure: what DR applied, read now that nothing moves: the cut, the
+//     RPO, what a restarted ETL must redo;
+//  5. record: the failover's figures written beside the mark;
+//  6. the DR transactions left open for source transactions that never
+//     ended are aborted.
+//
+// Interleavings (docs/design.md, "Failover and bootstrap together"): the
+// wait counts a bootstrap the tailer has queued or is running as events
+// held back, so a planned failover never reports RPO 0 over them; an
+// unplanned one counts them lost. The fence makes the mark final: the
+// applier's whole-database writes re-read the database in the same step
+// (FencedError), and the confirmation comes from the applier itself after
+// its worker has stopped.
 func Run(ctx context.Context, conf *config.Config, opts Options) (*Report, error) {
 	start := time.Now()
 	if opts.Poll <= 0 {
 		opts.Poll = 500 * time.Millisecond
 	}
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	rep := &Report{Mode: opts.Mode, SourceHead: -1, DryRun: opts.DryRun}
-	topics := kafka.Topics{Prefix: conf.Kafka.TopicPrefix}
-
-	kopts, err := connect.Kafka(conf.Kafka)
+	r, err := dialRun(ctx, conf, opts)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(kopts...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka %s: %w", strings.Join(conf.Kafka.Brokers, ","), err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	dec, err := connect.Decoder(conf.SchemaRegistry)
+	defer r.close()
+
+	names, params, err := r.check(ctx)
 	if err != nil {
 		return nil, err
 	}
-	dr, err := hms.Dial(ctx, conf.Applier.Metastore, conf.DRMetastoreOptions())
-	if err != nil {
-		return nil, fmt.Errorf("DR metastore: %w", err)
-	}
-	defer dr.Close()
-
-	names, skipped, err := databases(ctx, adm, conf, topics, opts)
-	if err != nil {
-		return nil, err
-	}
-	rep.Skipped = skipped
-	params := map[string]map[string]string{}
-	var refused []string
-	for _, db := range names {
-		p, err := drParams(ctx, dr, db)
-		if err != nil {
-			return nil, err
-		}
-		// A database not on DR yet may be created by what the wait
-		// applies; it is checked again after the wait.
-		if err := Check(db, conf.Source.Name, p); err != nil && p != nil {
-			refused = append(refused, err.Error())
-		}
-		params[db] = p
-	}
-	if len(refused) > 0 {
-		return nil, fmt.Errorf("nothing changed: %s", strings.Join(refused, "; "))
-	}
-
 	if opts.Mode == Planned {
-		if rep.SourceHead, err = sourceHead(ctx, conf.Source, conf.SourceMetastoreOptions()); err != nil {
+		if r.rep.SourceHead, err = sourceHead(ctx, conf.Source, conf.SourceMetastoreOptions()); err != nil {
 			return nil, fmt.Errorf("a planned failover reads the source log's head (use -unplanned when the source is gone): %w", err)
 		}
 	}
 	if opts.DryRun {
-		return dryRun(ctx, cl, kopts, adm, dec, dr, conf, topics, opts, rep, names, params)
+		return dryRun(ctx, r.cl, r.kopts, r.adm, r.dec, r.dr, conf, r.topics, opts, r.rep, names, params)
 	}
-
-	head := rep.SourceHead
-	if opts.Mode == Unplanned {
-		head = -1
-	}
-	w := waiter{cl: cl, kopts: kopts, adm: adm, dec: dec, conf: conf, topics: topics, poll: opts.Poll}
-	pos, err := w.wait(ctx, names, head, start.Add(opts.Timeout))
+	pos, err := r.wait(ctx, names, start)
 	if err != nil {
 		return nil, err
 	}
-	cp, caught, committed := pos.cp, pos.caught, pos.committed
-	if what := pos.behind(names, head); len(what) > 0 {
-		if opts.Mode == Planned {
-			return nil, fmt.Errorf("%w after %s waiting for %s: nothing changed", ErrTimeout, opts.Timeout, strings.Join(what, ", "))
-		}
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the wait timed out after %s: %s not caught up; failed over at what DR reached", opts.Timeout, strings.Join(what, ", ")))
+	set, err := r.choose(ctx, names, pos)
+	if err != nil {
+		return nil, err
 	}
-	rep.WaitSeconds = time.Since(start).Seconds()
-	if cp != nil {
-		rep.TailerEventID = cp.LastEventID
+	r.rep.At = time.Now().UTC()
+	if err := r.fence(ctx, set); err != nil {
+		return r.rep, err
 	}
-	log.Info("DR applied what it can", "wait", time.Since(start).Round(time.Millisecond), "tailer_event_id", rep.TailerEventID)
+	if err := r.measure(ctx, set, pos); err != nil {
+		return r.rep, err
+	}
+	if err := r.record(ctx, set); err != nil {
+		return r.rep, err
+	}
+	r.abortTxns(ctx, set)
+	r.rep.Seconds = time.Since(start).Seconds()
+	return r.rep, nil
+}
 
-	// Where each database stands, read again now that nothing moves.
-	var set []string
+// run is one failover's clients and report, shared by its steps.
+type run struct {
+	conf   *config.Config
+	opts   Options
+	log    *slog.Logger
+	rep    *Report
+	topics kafka.Topics
+	kopts  []kgo.Opt
+	cl     *kgo.Client
+	adm    *kadm.Client
+	dec    *schemas.Decoder
+	dr     *hms.Client
+	// token is the fence token written with every mark of this failover.
+	token string
+}
+
+func dialRun(ctx context.Context, conf *config.Config, opts Options) (*run, error) {
+	r := &run{conf: conf, opts: opts, log: opts.Log, rep: &Report{Mode: opts.Mode, SourceHead: -1, DryRun: opts.DryRun},
+		topics: kafka.Topics{Prefix: conf.Kafka.TopicPrefix}}
+	var err error
+	if r.kopts, err = connect.Kafka(conf.Kafka); err != nil {
+		return nil, err
+	}
+	if r.cl, err = kgo.NewClient(r.kopts...); err != nil {
+		return nil, fmt.Errorf("kafka %s: %w", strings.Join(conf.Kafka.Brokers, ","), err)
+	}
+	r.adm = kadm.NewClient(r.cl)
+	if r.dec, err = connect.Decoder(conf.SchemaRegistry); err != nil {
+		r.cl.Close()
+		return nil, err
+	}
+	if r.dr, err = hms.Dial(ctx, conf.Applier.Metastore, conf.DRMetastoreOptions()); err != nil {
+		r.cl.Close()
+		return nil, fmt.Errorf("DR metastore: %w", err)
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		r.close()
+		return nil, fmt.Errorf("fence token: %w", err)
+	}
+	r.token = hex.EncodeToString(b[:])
+	return r, nil
+}
+
+func (r *run) close() {
+	r.dr.Close()
+	r.cl.Close()
+}
+
+// check finds the databases and refuses, changing nothing, any that
+// cannot be failed over (one not on DR yet is checked again after the
+// wait, which may create it).
+func (r *run) check(ctx context.Context) ([]string, map[string]map[string]string, error) {
+	names, skipped, err := databases(ctx, r.adm, r.conf, r.topics, r.opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.rep.Skipped = skipped
+	params := map[string]map[string]string{}
+	var refused []string
 	for _, db := range names {
-		p, err := drParams(ctx, dr, db)
+		p, err := drParams(ctx, r.dr, db)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if leaveOut(p, caught[db], opts.All) {
-			rep.Skipped = append(rep.Skipped, Skipped{Database: db, Why: WhyDropped})
-			continue
-		}
-		set = append(set, db)
-		if err := Check(db, conf.Source.Name, p); err != nil {
+		if err := Check(db, r.conf.Source.Name, p); err != nil && p != nil {
 			refused = append(refused, err.Error())
 		}
 		params[db] = p
-		d := Database{Database: db, CaughtUp: caught[db], LastID: stampOf(p)}
-		d.Reached = d.LastID
-		if d.CaughtUp && cp != nil && cp.LastEventID >= d.Reached {
-			d.Reached, d.ReachedTime = cp.LastEventID, cp.LastEventTime
+	}
+	if len(refused) > 0 {
+		return nil, nil, fmt.Errorf("nothing changed: %s", strings.Join(refused, "; "))
+	}
+	return names, params, nil
+}
+
+// wait waits for the pipeline (waiter.wait) and turns what did not get
+// there into ErrTimeout (planned) or a note (unplanned).
+func (r *run) wait(ctx context.Context, names []string, start time.Time) (position, error) {
+	head := r.rep.SourceHead
+	if r.opts.Mode == Unplanned {
+		head = -1
+	}
+	w := waiter{cl: r.cl, kopts: r.kopts, adm: r.adm, dec: r.dec, conf: r.conf, topics: r.topics, poll: r.opts.Poll}
+	pos, err := w.wait(ctx, names, head, start.Add(r.opts.Timeout))
+	if err != nil {
+		return pos, err
+	}
+	if what := pos.behind(names, head); len(what) > 0 {
+		if r.opts.Mode == Planned {
+			return pos, fmt.Errorf("%w after %s waiting for %s: nothing changed", ErrTimeout, r.opts.Timeout, strings.Join(what, ", "))
 		}
-		// From the event at Reached on: its record dates it.
-		recs, err := readBack(ctx, kopts, dec, topics.Events(db), committed[db], d.Reached-1)
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("the wait timed out after %s: %s not caught up; failed over at what DR reached", r.opts.Timeout, strings.Join(what, ", ")))
+	}
+	r.rep.WaitSeconds = time.Since(start).Seconds()
+	if pos.cp != nil {
+		r.rep.TailerEventID = pos.cp.LastEventID
+	}
+	for _, db := range names {
+		if b, ok := pos.held(db); ok {
+			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("database %s: a bootstrap in the tailer (%s, cut at event %d) holds back its source events after the cut: they are not on DR and count as lost",
+				db, phaseOf(b), b.CutEventID))
+		}
+	}
+	r.log.Info("DR applied what it can", "wait", time.Since(start).Round(time.Millisecond), "tailer_event_id", r.rep.TailerEventID)
+	return pos, nil
+}
+
+// choose is the set to fail over, read after the wait: -all leaves out
+// the databases the source dropped; every other one must pass Check.
+func (r *run) choose(ctx context.Context, names []string, pos position) ([]string, error) {
+	var set, refused []string
+	for _, db := range names {
+		p, err := drParams(ctx, r.dr, db)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range recs { // the newest applied record dates Reached
-			switch {
-			case r.heartbeat && r.id > d.Reached:
-				d.Reached, d.ReachedTime = r.id, r.time
-			case r.id == d.Reached && d.ReachedTime.IsZero():
-				d.ReachedTime = r.time
-			}
+		if leaveOut(p, pos.caught[db], r.opts.All) {
+			r.rep.Skipped = append(r.rep.Skipped, Skipped{Database: db, Why: WhyDropped})
+			continue
 		}
-		rep.Databases = append(rep.Databases, d)
+		if err := Check(db, r.conf.Source.Name, p); err != nil {
+			refused = append(refused, err.Error())
+			continue
+		}
+		set = append(set, db)
 	}
 	if len(refused) > 0 {
 		return nil, fmt.Errorf("nothing changed: %s", strings.Join(refused, "; "))
 	}
-	if len(rep.Databases) == 0 {
-		return nil, fmt.Errorf("no database to fail over: %s", skippedText(rep.Skipped))
+	if len(set) == 0 {
+		return nil, fmt.Errorf("no database to fail over: %s", skippedText(r.rep.Skipped))
 	}
-	rep.Cut = Cut(rep.Databases)
-	for i := range rep.Databases {
-		d := &rep.Databases[i]
-		recs, err := readBack(ctx, kopts, dec, topics.Events(d.Database), committed[d.Database], rep.Cut)
-		if err != nil {
-			return nil, err
+	return set, nil
+}
+
+// fence marks each database of set failed over (FenceMark) and waits
+// until the applier that owns its topic confirms it (or no applier of
+// the group runs: nothing can write then). A mark found undone is made
+// again and asked again. Past fenceTimeout it returns ErrNotFenced, the
+// marks in place.
+func (r *run) fence(ctx context.Context, set []string) error {
+	for _, db := range set {
+		if err := r.markFence(ctx, db, true); err != nil {
+			return err
 		}
-		var applied []Applied
-		for _, r := range recs {
-			if !r.heartbeat && r.id <= d.Reached {
-				applied = append(applied, Applied{EventID: r.id, Table: r.table})
+	}
+	deadline := time.Now().Add(fenceTimeout)
+	pending := slices.Clone(set)
+	asked := time.Now()
+	for len(pending) > 0 {
+		members, err := groupMembers(ctx, r.adm, r.conf.Applier.Group)
+		if err != nil {
+			return err
+		}
+		var still []string
+		for _, db := range pending {
+			p, err := drParams(ctx, r.dr, db)
+			if err != nil {
+				return err
+			}
+			switch {
+			case p == nil:
+				return fmt.Errorf("DR database %s is gone while failing over", db)
+			case p[drparam.FailoverFence] != r.token || p[drparam.FailedOverAt] == "":
+				// Undone by a write that read the database before the mark.
+				r.log.Warn("the failover mark was undone by the applier; marking again", "db", db)
+				r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("database %s: the mark was undone by an applier write made from an older copy; marked again and confirmed", db))
+				if err := r.markFence(ctx, db, true); err != nil {
+					return err
+				}
+				still = append(still, db)
+			case p[drparam.FailoverFenced] == r.token:
+				r.log.Info("the applier confirmed the fence", "db", db)
+			case members == 0:
+				r.log.Info("no applier of the group runs: nothing writes into the database", "db", db, "group", r.conf.Applier.Group)
+			default:
+				if time.Since(asked) > 10*time.Second {
+					// A request sent while the owner was rebalancing may
+					// have found no owner: ask again.
+					if err := r.sendFence(ctx, db); err != nil {
+						return err
+					}
+				}
+				still = append(still, db)
 			}
 		}
-		d.Redo = Redo(rep.Cut, applied)
+		if time.Since(asked) > 10*time.Second {
+			asked = time.Now()
+		}
+		pending = still
+		if len(pending) == 0 {
+			break
+		}
+		if !time.Now().Before(deadline) {
+			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("the applier group %s did not confirm the fence of %s within %s: the databases are marked, but a write its appliers started before the mark may still land; stop them, then check the databases",
+				r.conf.Applier.Group, strings.Join(pending, ", "), fenceTimeout))
+			return fmt.Errorf("fence of %s: %w within %s (the marks are in place)", strings.Join(pending, ", "), ErrNotFenced, fenceTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(r.opts.Poll):
+		}
+	}
+	return nil
+}
+
+// markFence writes the fence mark on DR database db (read afresh: the
+// failover's own write keeps whatever the database has) and, with ask,
+// asks the appliers to confirm it.
+func (r *run) markFence(ctx context.Context, db string, ask bool) error {
+	cur, err := r.dr.GetDatabase(ctx, db)
+	if err != nil {
+		return fmt.Errorf("get DR database %s: %w", db, err)
+	}
+	if cur.Parameters[drparam.FailoverFence] != r.token {
+		if err := Check(db, r.conf.Source.Name, cur.Parameters); err != nil {
+			return fmt.Errorf("changed while failing over: %w", err)
+		}
+	}
+	cur.Parameters = FenceMark(cur.Parameters, r.opts.Mode, r.token, r.rep.At)
+	if err := r.dr.AlterDatabase(ctx, db, cur); err != nil {
+		return fmt.Errorf("mark DR database %s failed over: %w", db, err)
+	}
+	if !ask {
+		return nil
+	}
+	return r.sendFence(ctx, db)
+}
+
+func (r *run) sendFence(ctx context.Context, db string) error {
+	c := schemas.ApplierControl{Kind: schemas.ControlFence, Database: db, Fence: r.token, By: "hivedr failover", At: time.Now().UTC()}
+	if err := kafka.SendApplierControl(ctx, r.cl, r.topics, r.conf.Kafka.ReplicationFactor, c); err != nil {
+		return fmt.Errorf("ask the applier to confirm the failover of %s: %w", db, err)
+	}
+	return nil
+}
+
+// groupMembers is how many members the applier group has now.
+func groupMembers(ctx context.Context, adm *kadm.Client, group string) (int, error) {
+	gs, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return 0, fmt.Errorf("kafka: describe the applier group %s: %w", group, err)
+	}
+	g, ok := gs[group]
+	if !ok || g.Err != nil {
+		return 0, nil
+	}
+	return len(g.Members), nil
+}
+
+// measure reads, now that the applier writes nothing more into them,
+// where the databases of set stand: each one's Reached, the cut, what a
+// restarted ETL must redo, and the RPO.
+func (r *run) measure(ctx context.Context, set []string, pos position) error {
+	cp, committed := pos.cp, pos.committed
+	// The group may have committed more before the fence.
+	caught := map[string]bool{}
+	if _, err := groupCaughtUp(ctx, r.adm, r.conf.Applier.Group, r.topics, set, caught, committed); err != nil {
+		return err
+	}
+	for _, db := range set {
+		p, err := drParams(ctx, r.dr, db)
+		if err != nil {
+			return err
+		}
+		d := Database{Database: db, CaughtUp: caught[db], LastID: stampOf(p)}
+		d.Reached = d.LastID
+		_, held := pos.held(db)
+		// Complete up to the tailer's checkpoint when every event of it
+		// is applied, unless a bootstrap holds its events back there.
+		if d.CaughtUp && !held && cp != nil && cp.LastEventID >= d.Reached {
+			d.Reached, d.ReachedTime = cp.LastEventID, cp.LastEventTime
+		}
+		// From the event at Reached on: its record dates it.
+		recs, err := readBack(ctx, r.kopts, r.dec, r.topics.Events(db), committed[db], d.Reached-1)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs { // the newest applied record dates Reached
+			switch {
+			case rec.heartbeat && rec.id > d.Reached:
+				d.Reached, d.ReachedTime = rec.id, rec.time
+			case rec.id == d.Reached && d.ReachedTime.IsZero():
+				d.ReachedTime = rec.time
+			}
+		}
+		r.rep.Databases = append(r.rep.Databases, d)
+	}
+	r.rep.Cut = Cut(r.rep.Databases)
+	for i := range r.rep.Databases {
+		d := &r.rep.Databases[i]
+		recs, err := readBack(ctx, r.kopts, r.dec, r.topics.Events(d.Database), committed[d.Database], r.rep.Cut)
+		if err != nil {
+			return err
+		}
+		var applied []Applied
+		for _, rec := range recs {
+			if !rec.heartbeat && rec.id <= d.Reached {
+				applied = append(applied, Applied{EventID: rec.id, Table: rec.table})
+			}
+		}
+		d.Redo = Redo(r.rep.Cut, applied)
 	}
 
 	// The RPO: the source events of each database after what it reached.
-	lost, lerr := countSourceLost(ctx, conf.Source, conf.SourceMetastoreOptions(), rep.Databases)
+	lost, lerr := countSourceLost(ctx, r.conf.Source, r.conf.SourceMetastoreOptions(), r.rep.Databases, cp)
 	if lerr != nil {
-		if opts.Mode == Planned {
-			return nil, fmt.Errorf("count the source events DR does not have: %w", lerr)
+		if r.opts.Mode == Planned {
+			return fmt.Errorf("count the source events DR does not have: %w", lerr)
 		}
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the source log cannot be read (%v): the events lost are unknown until failback reads it (and records them on each DR database); RPO seconds count from the newest source time DR is complete to", lerr))
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("the source log cannot be read (%v): the events lost are unknown until failback reads it (and records them on each DR database); RPO seconds count from the newest source time DR is complete to", lerr))
 	}
-	drHead, err := sourceHead(ctx, config.Source{Name: "dr", Kind: config.SourceThrift, Metastore: conf.Applier.Metastore}, conf.DRMetastoreOptions())
+	drHead, err := sourceHead(ctx, config.Source{Name: "dr", Kind: config.SourceThrift, Metastore: r.conf.Applier.Metastore}, r.conf.DRMetastoreOptions())
 	if err != nil {
-		return nil, fmt.Errorf("the DR metastore's notification log (the reverse pipeline starts there): %w", err)
+		return fmt.Errorf("the DR metastore's notification log (the reverse pipeline starts there): %w", err)
 	}
-
-	rep.At = time.Now().UTC()
-	for i := range rep.Databases {
-		d := &rep.Databases[i]
+	for i := range r.rep.Databases {
+		d := &r.rep.Databases[i]
 		d.LostEvents = -1
 		if lerr == nil {
 			d.LostEvents = lost[d.Database]
 		}
-		d.RPOSeconds, d.DRLogHead = RPO(*d, d.LostEvents, rep.At), drHead
+		d.RPOSeconds, d.DRLogHead = RPO(*d, d.LostEvents, r.rep.At), drHead
 	}
-	for _, d := range rep.Databases {
-		cur, err := dr.GetDatabase(ctx, d.Database)
+	return nil
+}
+
+// record writes each database's failover figures beside its mark.
+func (r *run) record(ctx context.Context, set []string) error {
+	for _, d := range r.rep.Databases {
+		cur, err := r.dr.GetDatabase(ctx, d.Database)
 		if err != nil {
-			return rep, fmt.Errorf("get DR database %s: %w", d.Database, err)
+			return fmt.Errorf("get DR database %s: %w", d.Database, err)
 		}
-		if err := Check(d.Database, conf.Source.Name, cur.Parameters); err != nil {
-			return rep, fmt.Errorf("changed while failing over: %w", err)
+		if cur.Parameters[drparam.FailoverFence] != r.token {
+			return fmt.Errorf("DR database %s: the failover mark changed while failing over (fence %q, want %q)", d.Database, cur.Parameters[drparam.FailoverFence], r.token)
 		}
-		cur.Parameters = Mark(cur.Parameters, d, opts.Mode, rep.Cut, set, rep.At)
-		if err := dr.AlterDatabase(ctx, d.Database, cur); err != nil {
-			return rep, fmt.Errorf("mark DR database %s failed over: %w", d.Database, err)
+		cur.Parameters = Mark(cur.Parameters, d, r.opts.Mode, r.rep.Cut, set, r.rep.At)
+		if err := r.dr.AlterDatabase(ctx, d.Database, cur); err != nil {
+			return fmt.Errorf("record the failover of DR database %s: %w", d.Database, err)
 		}
-		log.Info("database failed over", "db", d.Database, "event_id", d.Reached, "rpo_events", d.LostEvents, "rpo_seconds", d.RPOSeconds)
+		r.log.Info("database failed over", "db", d.Database, "event_id", d.Reached, "rpo_events", d.LostEvents, "rpo_seconds", d.RPOSeconds)
 	}
-	// Marked: the applier refuses the databases from now on; what it left
-	// open for source transactions that never ended goes (txns.go).
-	aborted, note, err := abortReplTxns(ctx, dr, set, applierSettle)
-	for i := range rep.Databases {
-		d := &rep.Databases[i]
+	return nil
+}
+
+// abortTxns aborts what the applier left open for source transactions
+// that never ended (txns.go); a failure is the operator's, noted.
+func (r *run) abortTxns(ctx context.Context, set []string) {
+	aborted, note, err := abortReplTxns(ctx, r.dr, set, applierSettle)
+	for i := range r.rep.Databases {
+		d := &r.rep.Databases[i]
 		d.ReplTxns = aborted[d.Database]
 		if len(d.ReplTxns) > 0 {
-			log.Info("aborted DR transactions of source transactions that never ended", "db", d.Database, "txns", d.ReplTxns)
+			r.log.Info("aborted DR transactions of source transactions that never ended", "db", d.Database, "txns", d.ReplTxns)
 		}
 	}
 	if note != "" {
-		rep.Notes = append(rep.Notes, note)
+		r.rep.Notes = append(r.rep.Notes, note)
 	}
 	if err != nil {
-		// The databases are failed over; what is left is the operator's.
-		log.Error("could not abort the DR transactions left open by source transactions that never ended", "err", err)
-		rep.Notes = append(rep.Notes, fmt.Sprintf("could not abort the DR transactions source transactions left open (%v): "+
+		r.log.Error("could not abort the DR transactions left open by source transactions that never ended", "err", err)
+		r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("could not abort the DR transactions source transactions left open (%v): "+
 			"abort those of user hivedr whose host is %s<database> (abort_txns), or their write IDs stay open", err, drparam.ReplTxnAgentPrefix))
 	}
-	rep.Seconds = time.Since(start).Seconds()
-	return rep, nil
 }
 
 // databases are the (lower-case) databases opts names, sorted; with
@@ -513,7 +755,7 @@ func (w waiter) wait(ctx context.Context, dbs []string, head int64, deadline tim
 		if err != nil {
 			return pos, err
 		}
-		if (all && pos.tailerAt(head)) || !time.Now().Before(deadline) {
+		if (all && pos.tailerAt(head) && (head < 0 || len(pos.holding(dbs)) == 0)) || !time.Now().Before(deadline) {
 			return pos, nil
 		}
 		select {
@@ -530,14 +772,59 @@ func (p position) tailerAt(head int64) bool {
 	return head < 0 || (p.cp != nil && p.cp.LastEventID >= head)
 }
 
+// held returns the bootstrap of db the tailer's checkpoint has in
+// progress or queued (any phase): while it is there the tailer publishes
+// none of db's events after its cut, so db's topic consumed to its end
+// does not mean DR has them.
+func (p position) held(db string) (schemas.BootstrapState, bool) {
+	if p.cp == nil {
+		return schemas.BootstrapState{}, false
+	}
+	for _, b := range p.cp.Bootstraps {
+		if strings.EqualFold(b.Database, db) {
+			return b, true
+		}
+	}
+	return schemas.BootstrapState{}, false
+}
+
+// holding names the databases of dbs a bootstrap in the tailer holds
+// back (held).
+func (p position) holding(dbs []string) []string {
+	var out []string
+	for _, db := range dbs {
+		if b, ok := p.held(db); ok {
+			out = append(out, fmt.Sprintf("database %s (a bootstrap in the tailer, %s, cut at event %d, holds its events back)", db, phaseOf(b), b.CutEventID))
+		}
+	}
+	return out
+}
+
+// phaseOf says where a bootstrap in the tailer stands.
+func phaseOf(b schemas.BootstrapState) string {
+	switch {
+	case b.Phase == schemas.PhaseCatchup:
+		return "catching up after its END"
+	case b.Seq == 0 && len(b.PublishedTables) == 0 && b.TableInProgress == "":
+		return "queued"
+	default:
+		return "publishing its snapshot"
+	}
+}
+
 // behind names what had not caught up when the wait ended: databases
-// whose topic the group had not consumed to its end, and the tailer.
+// whose topic the group had not consumed to its end, those a bootstrap
+// in the tailer holds back (when the tailer is waited for), and the
+// tailer.
 func (p position) behind(dbs []string, head int64) []string {
 	var out []string
 	for _, db := range dbs {
 		if !p.caught[db] {
 			out = append(out, "database "+db)
 		}
+	}
+	if head >= 0 {
+		out = append(out, p.holding(dbs)...)
 	}
 	if !p.tailerAt(head) {
 		at := int64(0)
@@ -650,7 +937,7 @@ func readBack(ctx context.Context, kopts []kgo.Opt, dec *schemas.Decoder, topic 
 // countSourceLost is countLost on src's log, given a minute: with
 // source.kind postgres the log is read from the metastore's database,
 // which may answer while the metastore does not.
-func countSourceLost(ctx context.Context, src config.Source, opts hms.Options, dbs []Database) (map[string]int64, error) {
+func countSourceLost(ctx context.Context, src config.Source, opts hms.Options, dbs []Database, cp *schemas.TailerCheckpoint) (map[string]int64, error) {
 	octx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	s, err := hmslog.Open(octx, src, opts)
@@ -658,7 +945,7 @@ func countSourceLost(ctx context.Context, src config.Source, opts hms.Options, d
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}
 	defer s.Close()
-	lost, err := countLost(octx, s, dbs)
+	lost, err := countLost(octx, s, dbs, cp)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}
@@ -666,27 +953,30 @@ func countSourceLost(ctx context.Context, src config.Source, opts hms.Options, d
 }
 
 // countLost counts, per database, the events of the log s after what it
-// reached (read from the oldest of them to the head): at a failover,
-// every one of them is lost.
-func countLost(ctx context.Context, s hmslog.Source, dbs []Database) (map[string]int64, error) {
+// reached (read from the oldest of them to the head, or from before the
+// first allocation of a transaction cp says was open: its commit counts
+// where it wrote): at a failover, every one of them is lost.
+func countLost(ctx context.Context, s hmslog.Source, dbs []Database, cp *schemas.TailerCheckpoint) (map[string]int64, error) {
 	from := int64(-1)
-	changed := map[string]map[string]int{}
+	counts := map[string]map[string]int{}
 	for _, d := range dbs {
-		changed[d.Database] = map[string]int{}
+		counts[d.Database] = map[string]int{}
 		if from < 0 || d.Reached < from {
 			from = d.Reached
 		}
 	}
-	err := scanLog(ctx, s, from, func(evs []hmslog.RawEvent) {
+	lt := newLogTables()
+	err := scanLog(ctx, s, scanFrom(from, cp), func(evs []hmslog.RawEvent) {
+		touched := lt.touched(evs)
 		for _, d := range dbs {
-			Changed(changed[d.Database], evs, d.Database, d.Reached)
+			changed(counts[d.Database], evs, touched, d.Database, d.Reached)
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]int64{}
-	for db, m := range changed {
+	for db, m := range counts {
 		out[db] = int64(sum(m))
 	}
 	return out, nil
