@@ -145,20 +145,10 @@ func RPO(d Database, lost int64, at time.Time) float64 {
 }
 
 // Mark returns the parameters of a DR database after its failover: the
-// failover keys set, the replica marker (repl.target.for) removed and
-// kept as FailoverTarget, a halt note removed. params is not changed.
+// fence's mark (FenceMark, its token kept) and the failover's figures.
+// params is not changed.
 func Mark(params map[string]string, d Database, mode Mode, cut int64, set []string, at time.Time) map[string]string {
-	out := make(map[string]string, len(params)+10)
-	for k, v := range params {
-		out[k] = v
-	}
-	if t, ok := params[drparam.Target]; ok {
-		out[drparam.FailoverTarget] = t
-	}
-	delete(out, drparam.Target)
-	delete(out, drparam.Halted)
-	out[drparam.FailedOverAt] = at.UTC().Format(time.RFC3339)
-	out[drparam.FailoverMode] = string(mode)
+	out := FenceMark(params, mode, params[drparam.FailoverFence], at)
 	out[drparam.FailoverEventID] = strconv.FormatInt(d.Reached, 10)
 	if !d.ReachedTime.IsZero() {
 		out[drparam.FailoverSourceTime] = d.ReachedTime.UTC().Format(time.RFC3339)
@@ -176,7 +166,7 @@ func Mark(params map[string]string, d Database, mode Mode, cut int64, set []stri
 
 // FenceMark returns the parameters of a DR database marked failed over
 // before its figures are known (Run's fence step): FailedOverAt, the
-// mode and the fence token set, the replica marker moved to
+// mode and the fence token (unless "") set, the replica marker moved to
 // FailoverTarget, a halt note removed. The applier refuses the database
 // from then on; Mark adds the figures later. params is not changed.
 func FenceMark(params map[string]string, mode Mode, token string, at time.Time) map[string]string {
@@ -191,7 +181,9 @@ func FenceMark(params map[string]string, mode Mode, token string, at time.Time) 
 	delete(out, drparam.Halted)
 	out[drparam.FailedOverAt] = at.UTC().Format(time.RFC3339)
 	out[drparam.FailoverMode] = string(mode)
-	out[drparam.FailoverFence] = token
+	if token != "" {
+		out[drparam.FailoverFence] = token
+	}
 	return out
 }
 
