@@ -112,6 +112,11 @@ type Finding struct {
 	Object string `json:"object"`
 	// Detail says how it differs.
 	Detail string `json:"detail"`
+	// Reason says, of a difference in flight, which event explains it:
+	// one on the database's topic the applier has not applied, one of
+	// the source log the tailer has not published, or a bootstrap holding
+	// the database's events back.
+	Reason string `json:"reason,omitempty"`
 }
 
 func (f Finding) String() string {
@@ -141,6 +146,10 @@ type Summary struct {
 	// PendingEvents are the events after the applier's committed offsets
 	// of the databases compared (what in_flight is decided from).
 	PendingEvents int `json:"pending_events"`
+	// Unpublished are the source log's events of the databases compared
+	// that the tailer has not published to their topics yet: above its
+	// newest checkpoint, or held back by a bootstrap in progress.
+	Unpublished int `json:"unpublished_events"`
 	// ListedInFull counts the partitioned tables whose partitions could
 	// not be read in pages (a partition key that is not a string, values
 	// the metastore's filters cannot quote, an order or a count that did
