@@ -39,8 +39,10 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		"metastore: databases, tables, columns, partition keys, partitions, the parameters that\n"+
 		"matter, locations after path mapping, data files by name and length, and the checksums of\n"+
 		"a sample of the files (-sample). A difference on an object that an event not yet applied\n"+
-		"touches (the event is in the database's topic after the applier group's committed\n"+
-		"offset) is IN_FLIGHT: lag, not divergence. Every other difference is DIVERGED.\n\n"+
+		"touches is IN_FLIGHT: lag, not divergence, with the event named. Not yet applied: the\n"+
+		"event is in the database's topic after the applier group's committed offset, or in the\n"+
+		"source log above the tailer's newest checkpoint (not published yet), or held back by a\n"+
+		"bootstrap of the database in progress. Every other difference is DIVERGED.\n\n"+
 		"Output: one line per difference, then a summary (with -json: one JSON object per line,\n"+
 		"\"type\" finding or summary). Progress goes to stderr when it is a terminal.\n\n"+
 		"Exit status: 0 nothing diverged (differences in flight may remain), 1 something diverged\n"+
@@ -133,9 +135,9 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		if sum.ListedInFull > 0 {
 			full = fmt.Sprintf(", %d partitioned tables listed in full", sum.ListedInFull)
 		}
-		fmt.Fprintf(stdout, "%s: %d databases, %d tables, %d partitions, %d files (%d bytes), %d checksummed (-sample %v, -seed %d) in %.1fs: %d diverged, %d in flight (%d events not applied yet)%s\n",
+		fmt.Fprintf(stdout, "%s: %d databases, %d tables, %d partitions, %d files (%d bytes), %d checksummed (-sample %v, -seed %d) in %.1fs: %d diverged, %d in flight (%d events not applied yet, %d not published yet)%s\n",
 			verdict, sum.Databases, sum.Tables, sum.Partitions, sum.Files, sum.Bytes, sum.Sampled, *sample, opts.Seed,
-			sum.Seconds, sum.Diverged, sum.InFlight, sum.PendingEvents, full)
+			sum.Seconds, sum.Diverged, sum.InFlight, sum.PendingEvents, sum.Unpublished, full)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "hivedr verify: %v\n", connect.Explain(conf, err))
