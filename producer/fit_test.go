@@ -2,6 +2,9 @@ package producer
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -82,5 +85,77 @@ func TestRecordBytes(t *testing.T) {
 	r := &kgo.Record{Key: []byte("12"), Value: make([]byte, 1000), Headers: []kgo.RecordHeader{{Key: "hivedr.type", Value: []byte("x")}}}
 	if n := recordBytes(r); n < 1000+2+len("hivedr.type")+1+61 {
 		t.Errorf("recordBytes = %d, below the record's own bytes and a batch header", n)
+	}
+}
+
+// wideLister lists n files under directories ending in wide, one file
+// under the others.
+type wideLister struct {
+	wide string
+	n    int
+}
+
+func (l wideLister) Walk(_ context.Context, dir string, fn func(string, int64) error) error {
+	if !strings.HasSuffix(dir, l.wide) {
+		return fn(dir+"/000000_0", 10)
+	}
+	for i := range l.n {
+		if err := fn(fmt.Sprintf("%s/part-%05d-0f8e3c2a-6d41-4b7e-9a55-2c1d0e9b7f13.c000", dir, i), 10); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestBootstrapRecordTooLarge: a bootstrap's PARTITION record of a
+// partition of 3,000 files, over 64 KiB, is published without its files,
+// RECORD_TOO_LARGE naming the bootstrap's record; the bootstrap publishes
+// its other records whole and ends, and hr's events go on meanwhile.
+func TestBootstrapRecordTooLarge(t *testing.T) {
+	f := newBootFixture(t)
+	f.conf.Kafka.MaxMessageBytes = 64 << 10
+	f.conf.Replication.Databases = []config.DatabasePolicy{{Name: "sales"}, {Name: "hr"}}
+	f.snaps.addTable(thriftTable("sales", "b", "ds"), 4)
+	f.src.add("sales", schemas.EventCreateDatabase)
+	tl, err := New(Config{Conf: f.conf, Source: f.src, Codec: f.serde, Snapshots: f.snaps, Lister: wideLister{wide: "/ds=002", n: 3000},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := drive(t, tl, func() bool { return tl.checkpoint == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	f.request(t, schemas.BootstrapRequest{RequestID: "r1", Databases: []string{"sales"}})
+	if err := drive(t, tl, func() bool { return len(tl.boots) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	f.src.add("hr", schemas.EventCreateDatabase) // 2
+	if err := drive(t, tl, func() bool { return len(tl.boots) == 0 && tl.checkpoint == 2 }); err != nil {
+		t.Fatal(err)
+	}
+	recs := f.topic(t, "sales")
+	if got, want := describe(recs), "1 B T:b P:b*4 E"; got != want {
+		t.Fatalf("sales topic: %s, want %s", got, want)
+	}
+	for _, r := range recs {
+		if r.ev.EventType != schemas.EventSnapshotPartition {
+			continue
+		}
+		c, _ := r.ev.Payload.(*schemas.PartitionChange)
+		tooLarge := len(r.ev.Errors) > 0 && r.ev.Errors[0].Kind == schemas.ErrRecordTooLarge
+		switch wide := r.ev.Snapshot.Seq == 4; {
+		case wide && (!tooLarge || c != nil || len(r.ev.Files) != 0):
+			t.Errorf("record %d of the wide partition: errors %v, payload %v, %d files; want RECORD_TOO_LARGE alone", r.ev.Snapshot.Seq, r.ev.Errors, c, len(r.ev.Files))
+		case wide && !strings.Contains(r.ev.Errors[0].Message, "HIVEDR_SNAPSHOT_PARTITION record 4 of bootstrap "+r.ev.Snapshot.BootstrapID):
+			t.Errorf("RECORD_TOO_LARGE message %q does not name the record", r.ev.Errors[0].Message)
+		case !wide && (tooLarge || c == nil || len(r.ev.Files) != 1):
+			t.Errorf("record %d: errors %v, payload %v, %d files; want it whole", r.ev.Snapshot.Seq, r.ev.Errors, c, len(r.ev.Files))
+		}
+	}
+	if got := describe(f.topic(t, "hr")); got != "2" {
+		t.Errorf("hr topic: %s, want 2", got)
 	}
 }
