@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -158,4 +159,43 @@ func TestBootstrapRecordTooLarge(t *testing.T) {
 	if got := describe(f.topic(t, "hr")); got != "2" {
 		t.Errorf("hr topic: %s, want 2", got)
 	}
+}
+
+// TestTailerTopicTakesLess: a topic created before, taking less than
+// kafka.max_message_bytes, refuses a record under it; the error says
+// what to raise rather than only what the broker answered.
+func TestTailerTopicTakesLess(t *testing.T) {
+	f := newFixture(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.conf.Kafka.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topic := kafka.Topics{Prefix: f.conf.Kafka.TopicPrefix}.Events("sales")
+	if _, err := kafka.Ensure(context.Background(), kadm.NewClient(cl), kafka.Spec{Name: topic, Partitions: 1, ReplicationFactor: 1, MaxMessageBytes: 70_000}); err != nil {
+		t.Fatal(err)
+	}
+	f.src.mu.Lock()
+	f.src.evs = append(f.src.evs, hmslog.RawEvent{EventID: 1, EventTime: 1_700_000_001, EventType: schemas.EventAlterDatabase, Catalog: "hive",
+		Database: "sales", MessageFormat: "json-0.2", Message: `{"db":"sales","blob":"` + randomText(100<<10) + `"}`})
+	f.src.mu.Unlock()
+	tl := f.tailer(t)
+	if err := tl.start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tl.step(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "MESSAGE_TOO_LARGE") || !strings.Contains(err.Error(), "raise its max.message.bytes") ||
+		!strings.Contains(err.Error(), topic) {
+		t.Fatalf("step = %v; want MESSAGE_TOO_LARGE naming %s and what to raise", err, topic)
+	}
+}
+
+// randomText is n characters no compression shrinks much.
+func randomText(n int) string {
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + r.IntN(26))
+	}
+	return string(b)
 }

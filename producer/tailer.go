@@ -711,6 +711,12 @@ func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
 				mu.Lock()
 				if firstErr == nil {
 					firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+					if errors.Is(err, kerr.MessageTooLarge) {
+						// Every record is at most kafka.max_message_bytes
+						// (fit): the topic was created with less.
+						firstErr = fmt.Errorf("%w (a batch of at most kafka.max_message_bytes %d: the topic takes less; raise its max.message.bytes to it)",
+							firstErr, t.maxBytes)
+					}
 				}
 				if errors.Is(err, kerr.UnknownTopicID) && !slices.Contains(recreated, r.Topic) {
 					recreated = append(recreated, r.Topic)
