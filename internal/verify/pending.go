@@ -86,6 +86,30 @@ type unpublished struct {
 	after     int64 // read up to this event
 	published int64 // the checkpoint's event: those at or below it were held back by a bootstrap
 	boot      string
+	// The checkpoint's source transactions that allocated write IDs and
+	// had not ended: whether each allocated in the database; those above
+	// trackedAbove are all there.
+	open         map[int64]bool
+	trackedAbove int64
+}
+
+// mayWrite reports whether a commit or abort whose message names no
+// writes may end a transaction that wrote in the database: one the
+// checkpoint holds open with an allocation there, or one older than the
+// checkpoint tracks. A transaction that allocated after the checkpoint
+// did so in an event read with it (ALLOC_WRITE_ID, which names its
+// database).
+func (u *unpublished) mayWrite(ev *schemas.Event) bool {
+	t, ok := ev.Payload.(*schemas.Transaction)
+	if !ok {
+		return true // not decoded: it may be any
+	}
+	for _, id := range t.TxnIDs {
+		if in, held := u.open[id]; in || (!held && (u.trackedAbove < 0 || id <= u.trackedAbove)) {
+			return true
+		}
+	}
+	return false
 }
 
 // newPending reads a database's pending events. The tailer's checkpoint
@@ -129,7 +153,10 @@ func newPending(ctx context.Context, log Log, tl Tailer, db string) (*pending, e
 // after the bootstrap's cut (SNAPSHOT) or catch-up position (CATCHUP),
 // whose events the tailer holds back until the catch-up publishes them.
 func (p *pending) holdBack(cp *schemas.TailerCheckpoint, db string) *unpublished {
-	u := &unpublished{after: cp.LastEventID, published: cp.LastEventID}
+	u := &unpublished{after: cp.LastEventID, published: cp.LastEventID, open: map[int64]bool{}, trackedAbove: cp.TxnsTrackedAbove}
+	for _, o := range cp.OpenTxns {
+		u.open[o.TxnID] = slices.ContainsFunc(o.Databases, func(d string) bool { return strings.EqualFold(d, db) })
+	}
 	for _, b := range cp.Bootstraps {
 		if !strings.EqualFold(b.Database, db) {
 			continue
@@ -200,9 +227,7 @@ func (p *pending) readSource(ctx context.Context, tl Tailer, db string) error {
 	}
 	err = tl.Events(ctx, p.src.after, head, func(ev *schemas.Event) {
 		if !slices.ContainsFunc(ev.Databases, func(d string) bool { return strings.EqualFold(d, db) }) {
-			if len(ev.Databases) == 0 && isTxnEnd(ev.EventType) {
-				// A commit whose message names no writes may be of any
-				// database's transaction.
+			if len(ev.Databases) == 0 && isTxnEnd(ev.EventType) && p.src.mayWrite(ev) {
 				p.txns = cmp.Or(p.txns, p.unpublishedWhy(ev))
 			}
 			return

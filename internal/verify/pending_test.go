@@ -150,29 +150,43 @@ func TestRunTailerLag(t *testing.T) {
 	}
 }
 
-// TestPendingUnpublishedTxn: a commit whose message names no writes may
-// be of any database's transaction: a transactional table's difference
-// is in flight while one is unpublished; a commit of another database's
-// writes is not, and neither is it for a table that is not
-// transactional.
+// TestPendingUnpublishedTxn: a commit whose message names no writes
+// explains a transactional table's difference when its transaction may
+// have written in the database: held open by the checkpoint with an
+// allocation there, or older than the checkpoint tracks, or not decoded.
+// One the checkpoint tracks and holds no allocation of allocated nothing
+// (an allocation after the checkpoint is an event of its own, naming its
+// database); a commit of another database's writes is not the
+// database's either. No table is touched by any of them.
 func TestPendingUnpublishedTxn(t *testing.T) {
-	commit := func(id int64, dbs ...string) *schemas.Event {
-		return &schemas.Event{EventID: id, EventType: schemas.EventCommitTxn, Databases: dbs, Payload: &schemas.Transaction{}}
+	commit := func(txn int64, dbs ...string) *schemas.Event {
+		return &schemas.Event{EventID: 11, EventType: schemas.EventCommitTxn, Databases: dbs, Payload: &schemas.Transaction{TxnIDs: []int64{txn}}}
 	}
+	cp := &schemas.TailerCheckpoint{LastEventID: 10, TxnsTrackedAbove: 5,
+		OpenTxns: []schemas.OpenTxn{{TxnID: 7, Databases: []string{"db"}}, {TxnID: 8, Databases: []string{"other"}}}}
 	for _, c := range []struct {
+		name string
 		ev   *schemas.Event
 		want bool
-	}{{commit(11), true}, {commit(11, "other"), false}, {commit(11, "db"), true}} {
-		tl := &fakeTailer{cp: &schemas.TailerCheckpoint{LastEventID: 10}, heads: []int64{11}, log: []*schemas.Event{c.ev}}
+	}{
+		{"open with an allocation in db", commit(7), true},
+		{"open with an allocation elsewhere", commit(8), false},
+		{"tracked, allocated nothing", commit(9), false},
+		{"older than tracked", commit(3), true},
+		{"naming db's writes", commit(9, "db"), true},
+		{"naming another database's writes", commit(7, "other"), false},
+		{"not decoded", &schemas.Event{EventID: 11, EventType: schemas.EventCommitTxn}, true},
+	} {
+		tl := &fakeTailer{cp: cp, heads: []int64{11}, log: []*schemas.Event{c.ev}}
 		p, err := newPending(context.Background(), nil, tl, "db")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := p.txns != ""; got != c.want || p.covers("t") != "" {
-			t.Errorf("commit of %v: txns %q, covers(t) %q; want txns %v and no table", c.ev.Databases, p.txns, p.covers("t"), c.want)
+			t.Errorf("%s: txns %q, covers(t) %q; want txns %v and no table", c.name, p.txns, p.covers("t"), c.want)
 		}
 		if c.want && !strings.Contains(p.txns, "source event 11 (COMMIT_TXN) not yet published") {
-			t.Errorf("reason %q", p.txns)
+			t.Errorf("%s: reason %q", c.name, p.txns)
 		}
 	}
 }
