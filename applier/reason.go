@@ -123,6 +123,10 @@ const (
 	// not read whole from the source metastore
 	// (schemas.ErrWritesUnavailable).
 	ReasonWritesUnavailable Reason = "writes_unavailable"
+	// ReasonRecordTooLarge: the tailer could not publish the event's
+	// record whole: it was larger than the topics take
+	// (schemas.ErrRecordTooLarge).
+	ReasonRecordTooLarge Reason = "record_too_large"
 	// ReasonUnknownError: the tailer recorded an error of a kind this
 	// applier does not know (schemas.ErrUnknown).
 	ReasonUnknownError Reason = "unknown"
@@ -162,6 +166,8 @@ func errorReason(k schemas.EventErrorKind) Reason {
 		return ReasonListingFailed
 	case schemas.ErrWritesUnavailable:
 		return ReasonWritesUnavailable
+	case schemas.ErrRecordTooLarge:
+		return ReasonRecordTooLarge
 	}
 	return ReasonUnknownError
 }

@@ -501,7 +501,11 @@ func (pg *snapPage) add(typ schemas.EventType, table string, payload schemas.Pay
 		t.log.Warn("publishing a bootstrap record with errors; the applier will halt the database on it",
 			"bootstrap_id", b.BootstrapID, "seq", seq, "type", typ, "table", table, "errors", r.Event.Errors)
 	}
-	pg.recs = append(pg.recs, record(t.topics.Events(b.Database), fmt.Sprintf("snapshot/%s/%d", b.BootstrapID, seq), v, schemas.NameMetastoreEvent, id))
+	rec := record(t.topics.Events(b.Database), fmt.Sprintf("snapshot/%s/%d", b.BootstrapID, seq), v, schemas.NameMetastoreEvent, id)
+	if _, err := t.fit(rec, &r.Event, b.Database); err != nil {
+		return err
+	}
+	pg.recs = append(pg.recs, rec)
 	for _, task := range r.Tasks {
 		tv, err := t.cfg.Codec.Encode(&task)
 		if err != nil {

@@ -45,7 +45,8 @@ func (t *Tailer) prepareTopics(ctx context.Context, next chain, dbs []string) er
 	var specs []kafka.Spec
 	for _, db := range dbs {
 		if topic := t.topics.Events(db); !t.created[topic] {
-			specs = append(specs, kafka.Spec{Name: topic, Partitions: 1, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration})
+			specs = append(specs, kafka.Spec{Name: topic, Partitions: 1, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration,
+				MaxMessageBytes: t.maxBytes})
 			t.created[topic] = true // (the map is cleared when a step fails)
 		}
 	}

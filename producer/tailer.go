@@ -1,6 +1,7 @@
 package producer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,6 +117,11 @@ type Tailer struct {
 	acid *acidBoot
 
 	version string // this build's, for source_info
+
+	// maxBytes is the largest record batch the topics take
+	// (kafka.max_message_bytes); a record over it is published without
+	// its payload, with RECORD_TOO_LARGE (fit.go).
+	maxBytes int32
 }
 
 // New checks cfg and connects to Kafka. Nothing is read or written yet.
@@ -129,11 +136,14 @@ func New(cfg Config) (*Tailer, error) {
 		cfg.Metrics = NewMetrics()
 	}
 	c := cfg.Conf
+	maxBytes := cmp.Or(max(c.Kafka.MaxMessageBytes, 0), config.DefaultMaxMessageBytes)
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(c.Kafka.Brokers...),
 		kgo.TransactionalID(c.Tailer.TransactionalID),
 		kgo.TransactionTimeout(60 * time.Second),
-		kgo.ProducerBatchMaxBytes(16 << 20),
+		// The topics' max.message.bytes (set when the tailer creates
+		// them): a batch the producer makes is one the broker takes.
+		kgo.ProducerBatchMaxBytes(maxBytes),
 		kgo.MaxBufferedRecords(1 << 20),
 		kgo.ProducerLinger(0),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
@@ -152,7 +162,7 @@ func New(cfg Config) (*Tailer, error) {
 		log: cfg.Logger.With("role", "tailer", "source", c.Source.Name), m: cfg.Metrics,
 		prod: prod, adm: kadm.NewClient(prod), created: map[string]bool{}, warned: map[string]bool{},
 		partNames: map[string]partNames{}, touch: map[string]*touchIndex{}, version: buildinfo.Get().Version,
-		txns: newTxnTable(nil, 0),
+		txns: newTxnTable(nil, 0), maxBytes: maxBytes,
 	}
 	if cfg.Lister != nil {
 		t.lister = &lister{l: cfg.Lister, pol: &c.Replication, retryFor: c.Tailer.ListRetryFor.Duration,
@@ -238,9 +248,11 @@ func (t *Tailer) Run(ctx context.Context) error {
 func (t *Tailer) start(ctx context.Context) error {
 	k := t.conf.Kafka
 	if _, err := kafka.Ensure(ctx, t.adm,
-		kafka.Spec{Name: t.topics.Manifests(), Partitions: k.ManifestPartitions, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration},
-		kafka.Spec{Name: t.topics.Completions(), Partitions: k.ManifestPartitions, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration},
-		kafka.Spec{Name: t.topics.Checkpoints(), Partitions: 1, ReplicationFactor: k.ReplicationFactor, Compact: true},
+		kafka.Spec{Name: t.topics.Manifests(), Partitions: k.ManifestPartitions, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration,
+			MaxMessageBytes: t.maxBytes},
+		kafka.Spec{Name: t.topics.Completions(), Partitions: k.ManifestPartitions, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration,
+			MaxMessageBytes: t.maxBytes},
+		kafka.Spec{Name: t.topics.Checkpoints(), Partitions: 1, ReplicationFactor: k.ReplicationFactor, Compact: true, MaxMessageBytes: t.maxBytes},
 	); err != nil {
 		return err
 	}
@@ -549,7 +561,17 @@ func (t *Tailer) commit(ctx context.Context, recs []*kgo.Record, st txState, sta
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
-	recs = append(recs, record(t.topics.Checkpoints(), t.conf.Source.Name, cv, schemas.NameTailerCheckpoint, ""))
+	cr := record(t.topics.Checkpoints(), t.conf.Source.Name, cv, schemas.NameTailerCheckpoint, "")
+	if n := recordBytes(cr); n > int(t.maxBytes) {
+		// Every database waits on the checkpoint: say what fills it.
+		names := 0
+		for _, b := range st.boots {
+			names += len(b.PublishedTables)
+		}
+		return fmt.Errorf("the checkpoint is %d bytes, over kafka.max_message_bytes %d (%d bootstraps holding %d published table names): raise it",
+			n, t.maxBytes, len(st.boots), names)
+	}
+	recs = append(recs, cr)
 	if err := t.transact(ctx, recs); err != nil {
 		return err
 	}
@@ -586,7 +608,9 @@ func (t *Tailer) encodeEvents(jobs []encodeJob) error {
 		ev.PreviousEventID = &j.prev
 		if j.rec.Value, errs[i] = t.cfg.Codec.Encode(&ev); errs[i] != nil {
 			errs[i] = fmt.Errorf("encode event %d (%s) for %s: %w", ev.EventID, ev.EventType, j.rec.Topic, errs[i])
+			return
 		}
+		_, errs[i] = t.fit(j.rec, &ev, strings.TrimPrefix(j.rec.Topic, t.topics.Events("")))
 	})
 	return errors.Join(errs...)
 }
@@ -687,6 +711,12 @@ func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
 				mu.Lock()
 				if firstErr == nil {
 					firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+					if errors.Is(err, kerr.MessageTooLarge) {
+						// Every record is at most kafka.max_message_bytes
+						// (fit): the topic was created with less.
+						firstErr = fmt.Errorf("%w (a batch of at most kafka.max_message_bytes %d: the topic takes less; raise its max.message.bytes to it)",
+							firstErr, t.maxBytes)
+					}
 				}
 				if errors.Is(err, kerr.UnknownTopicID) && !slices.Contains(recreated, r.Topic) {
 					recreated = append(recreated, r.Topic)

@@ -610,7 +610,7 @@ func bootstrapRequestToNative(r *BootstrapRequest) map[string]any {
 // The symbols of the schemas' enums, in schema order. A symbol added to an
 // .avsc must be added here too (TestEnumSymbolsMatchSchemas checks).
 var (
-	eventErrorKinds = []string{string(ErrUnknown), string(ErrDecode), string(ErrUnknownEventType), string(ErrPathOutsideRoots), string(ErrListingFailed), string(ErrWritesUnavailable)}
+	eventErrorKinds = []string{string(ErrUnknown), string(ErrDecode), string(ErrUnknownEventType), string(ErrPathOutsideRoots), string(ErrListingFailed), string(ErrWritesUnavailable), string(ErrRecordTooLarge)}
 	copyStatuses    = []string{string(StatusUnknown), string(StatusCopied), string(StatusSkippedIdentical), string(StatusFailed), string(StatusSourceGone)}
 )
 

@@ -263,6 +263,10 @@ const (
 	// ErrWritesUnavailable: a COMMIT_TXN whose message names no writes,
 	// and whose writes the source metastore could not give whole.
 	ErrWritesUnavailable EventErrorKind = "WRITES_UNAVAILABLE"
+	// ErrRecordTooLarge: the event's record was larger than the topics
+	// take (kafka.max_message_bytes); it was published without its
+	// payload, raw message and files.
+	ErrRecordTooLarge EventErrorKind = "RECORD_TOO_LARGE"
 )
 
 // EventError is a reason the applier must halt at an event.

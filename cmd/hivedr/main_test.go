@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -357,6 +358,11 @@ func TestACLs(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("hivedr acls lacks %q:\n%s", want, out)
 		}
+	}
+	// The tailer reads the completions (READ implies DESCRIBE) to release
+	// its bootstraps' HDFS snapshots.
+	if !regexp.MustCompile(`(?m)^tailer\s+User:tailer\s+TOPIC\s+LITERAL\s+dr1\.completions\s+CREATE,READ\s`).MatchString(out) {
+		t.Errorf("hivedr acls does not let the tailer read dr1.completions:\n%s", out)
 	}
 	// copyd's transactional IDs follow the topic prefix, not a shared one.
 	if strings.Contains(out, "hivedr-copyd-") {

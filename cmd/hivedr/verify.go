@@ -25,9 +25,11 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		"default every replicated database; -tables names the tables to compare in each of them,\n"+
 		"-tables-regex matches them by a regular expression, whole. (-tables was that expression\n"+
 		"once: a plain name means the same as it did; a pattern is refused, naming -tables-regex.)\n\n"+
-		"A difference on an object that an event not yet applied touches (the event is in the\n"+
-		"database's topic after the applier group's committed offset) is IN_FLIGHT: lag, not\n"+
-		"divergence. Every other difference is DIVERGED.\n\n"+
+		"A difference on an object that an event not yet applied touches is IN_FLIGHT: lag, not\n"+
+		"divergence, with the event named. Not yet applied: the event is in the database's topic\n"+
+		"after the applier group's committed offset, or in the source log above the tailer's\n"+
+		"newest checkpoint (not published yet), or held back by a bootstrap of the database in\n"+
+		"progress. Every other difference is DIVERGED.\n\n"+
 		"Output: one line per difference, then a summary (with -json: one JSON object per line,\n"+
 		"\"type\" finding or summary). Progress goes to stderr when it is a terminal.\n\n"+
 		"Exit status: 0 nothing diverged (differences in flight may remain), 1 something diverged\n"+
@@ -115,9 +117,9 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		if sum.ListedInFull > 0 {
 			full = fmt.Sprintf(", %d partitioned tables listed in full", sum.ListedInFull)
 		}
-		fmt.Fprintf(stdout, "%s: %d databases, %d tables, %d partitions, %d files (%d bytes), %d checksummed (-sample %v, -seed %d) in %.1fs: %d diverged, %d in flight (%d events not applied yet)%s\n",
+		fmt.Fprintf(stdout, "%s: %d databases, %d tables, %d partitions, %d files (%d bytes), %d checksummed (-sample %v, -seed %d) in %.1fs: %d diverged, %d in flight (%d events not applied yet, %d not published yet)%s\n",
 			verdict, sum.Databases, sum.Tables, sum.Partitions, sum.Files, sum.Bytes, sum.Sampled, *sample, opts.Seed,
-			sum.Seconds, sum.Diverged, sum.InFlight, sum.PendingEvents, full)
+			sum.Seconds, sum.Diverged, sum.InFlight, sum.PendingEvents, sum.Unpublished, full)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "hivedr verify: %v\n", connect.Explain(conf, err))

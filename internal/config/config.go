@@ -227,6 +227,11 @@ type Kafka struct {
 	// Retention of event and manifest topics; it bounds how far back ops can
 	// re-drive. Default 168h (7 days); 0 leaves the broker's default.
 	Retention Duration `yaml:"retention"`
+	// MaxMessageBytes is the largest record batch the topics hivedr
+	// creates take (their max.message.bytes, set at creation) and the
+	// largest the tailer produces. A record larger than it halts its
+	// database only. Default 16 MiB; the broker's own default is 1 MiB.
+	MaxMessageBytes int32 `yaml:"max_message_bytes"`
 	// SASL authenticates every client hivedr makes; none by default.
 	SASL SASL `yaml:"sasl"`
 	// TLS encrypts every connection to the brokers; off by default.
@@ -259,11 +264,12 @@ func (k Kafka) Security() string {
 const (
 	DefaultReplicationFactor  int16 = 3
 	DefaultManifestPartitions int32 = 12
+	DefaultMaxMessageBytes    int32 = 16 << 20
 )
 
 func defaultKafka() Kafka {
 	return Kafka{TopicPrefix: "hivedr", ReplicationFactor: DefaultReplicationFactor, ManifestPartitions: DefaultManifestPartitions,
-		Retention: Duration{168 * time.Hour}}
+		Retention: Duration{168 * time.Hour}, MaxMessageBytes: DefaultMaxMessageBytes}
 }
 
 // Validate checks k, naming the key at fault. It requires no broker:
@@ -285,6 +291,9 @@ func (k Kafka) Validate() error {
 	}
 	if k.Retention.Duration < 0 {
 		return fmt.Errorf("kafka.retention: %s must not be negative", k.Retention)
+	}
+	if k.MaxMessageBytes < 64<<10 {
+		return fmt.Errorf("kafka.max_message_bytes: %d must be at least 65536", k.MaxMessageBytes)
 	}
 	if err := k.SASL.Validate("kafka.sasl"); err != nil {
 		return err

@@ -91,7 +91,7 @@ func RoleACLs(role Role, n Names) []ACL {
 		return []ACL{
 			acl(ResourceTopic, Prefixed, events, "creates each database's topic, publishes its events, reads its newest records at start (the chain)", create, write, read),
 			acl(ResourceTopic, Literal, t.Manifests(), "creates it, publishes copy tasks", create, write),
-			acl(ResourceTopic, Literal, t.Completions(), "creates it at start (copyd writes it)", create),
+			acl(ResourceTopic, Literal, t.Completions(), "creates it at start (copyd writes it); reads completions to release bootstraps' HDFS snapshots", create, read),
 			acl(ResourceTopic, Literal, t.Checkpoints(), "creates it, commits checkpoints, reads its own at start", create, write, read),
 			acl(ResourceTopic, Literal, t.Control(), "creates it, reads bootstrap requests", create, read),
 			acl(ResourceTransactionalID, Literal, n.TailerTransactionalID, "one transaction per batch; fences an older tailer", write),

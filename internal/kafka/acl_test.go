@@ -75,6 +75,8 @@ func TestRoleACLsLeastPrivilege(t *testing.T) {
 		{RoleTailer, ResourceTransactionalID, "hivedr-tailer-prod", kmsg.ACLOperationWrite, true},
 		{RoleTailer, ResourceTopic, tp.Prefix + ".events.", kmsg.ACLOperationCreate, true},
 		{RoleTailer, ResourceGroup, "dr1-applier", kmsg.ACLOperationRead, false},
+		{RoleTailer, ResourceTopic, tp.Completions(), kmsg.ACLOperationRead, true},
+		{RoleTailer, ResourceTopic, tp.Completions(), kmsg.ACLOperationWrite, false},
 		{RoleCopyd, ResourceTopic, tp.Completions(), kmsg.ACLOperationWrite, true},
 		{RoleCopyd, ResourceTopic, tp.Prefix + ".events.", kmsg.ACLOperationRead, false},
 		{RoleCopyd, ResourceGroup, "dr1-copyd", kmsg.ACLOperationRead, true},

@@ -95,17 +95,22 @@ type Spec struct {
 	Retention time.Duration
 	// Compact sets cleanup.policy=compact (retention then does not apply).
 	Compact bool
+	// MaxMessageBytes is max.message.bytes, the largest record batch the
+	// topic takes; 0 leaves the broker default (1 MiB unless set).
+	MaxMessageBytes int32
 }
 
 // Ensure creates the topics that do not exist yet, in one request per
 // distinct layout, and returns the names it created. Existing topics are
-// left as they are (their partition count is not changed).
+// left as they are (their partition count and settings are not changed:
+// no role may alter a topic).
 func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[string]bool, err error) {
 	type layout struct {
 		partitions int32
 		rf         int16
 		compact    bool
 		retention  time.Duration
+		maxBytes   int32
 	}
 	groups := map[layout][]string{}
 	var order []layout
@@ -113,7 +118,7 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[s
 		if err := CheckName(s.Name); err != nil {
 			return nil, err
 		}
-		l := layout{s.Partitions, s.ReplicationFactor, s.Compact, s.Retention}
+		l := layout{s.Partitions, s.ReplicationFactor, s.Compact, s.Retention, s.MaxMessageBytes}
 		if _, ok := groups[l]; !ok {
 			order = append(order, l)
 		}
@@ -126,6 +131,9 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[s
 			cfg["cleanup.policy"] = kadm.StringPtr("compact")
 		} else if l.retention > 0 {
 			cfg["retention.ms"] = kadm.StringPtr(strconv.FormatInt(l.retention.Milliseconds(), 10))
+		}
+		if l.maxBytes > 0 {
+			cfg["max.message.bytes"] = kadm.StringPtr(strconv.FormatInt(int64(l.maxBytes), 10))
 		}
 		res, err := adm.CreateTopics(ctx, l.partitions, l.rf, cfg, groups[l]...)
 		if err != nil {

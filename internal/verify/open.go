@@ -10,14 +10,16 @@ import (
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/producer"
 )
 
 // Open makes the Config of a pipeline's configuration: the source
 // metastore (source.metastore, Thrift), the DR metastore
 // (applier.metastore), the filesystems, the scope and path mapping of
-// replication, and the event topics with the applier group's offsets for
-// in_flight. close releases the connections.
+// replication, and for in_flight the event topics with the applier
+// group's offsets, the tailer's checkpoints and the source log. close releases the connections.
 func Open(ctx context.Context, conf *config.Config) (cfg Config, close func(), err error) {
 	if conf.Source.Metastore == "" {
 		return Config{}, nil, errors.New("config: source.metastore (the source's Thrift address) is required")
@@ -56,6 +58,12 @@ func Open(ctx context.Context, conf *config.Config) (cfg Config, close func(), e
 	if err != nil {
 		return Config{}, nil, err
 	}
+	srcLog, err := hmslog.Open(ctx, conf.Source, conf.SourceMetastoreOptions())
+	if err != nil {
+		return Config{}, nil, fmt.Errorf("source log: %w", err)
+	}
+	closers = append(closers, srcLog.Close)
+	topics := kafka.Topics{Prefix: conf.Kafka.TopicPrefix}
 	files := FileStore{Router: router}
 	return Config{
 		Source: src, DR: dr, SourceFiles: files, DRFiles: files,
@@ -65,7 +73,8 @@ func Open(ctx context.Context, conf *config.Config) (cfg Config, close func(), e
 			return ok && (table == "" || p.TableIncluded(table))
 		},
 		Target: drparam.TargetMark(conf.Source.Name),
-		Log: &KafkaLog{Opts: kopts, Topics: kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
-			Group: conf.Applier.Group, Decoder: dec},
+		Log:    &KafkaLog{Opts: kopts, Topics: topics, Group: conf.Applier.Group, Decoder: dec},
+		Tailer: &SourceLog{Log: srcLog, Decode: producer.Decode, Opts: kopts, Topics: topics,
+			Source: conf.Source.Name, Decoder: dec},
 	}, close, nil
 }

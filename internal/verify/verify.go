@@ -64,8 +64,12 @@ type Config struct {
 	// with it is compared even when the source has no such database.
 	Target string
 	// Log reads what of a database's topic the applier has not committed;
-	// nil: every difference is diverged.
+	// nil: no event on the topics is pending.
 	Log Log
+	// Tailer reads what of the source log the tailer has not published;
+	// nil: no source event is pending. With neither, every difference
+	// is diverged.
+	Tailer Tailer
 }
 
 // Options select what Run compares.
@@ -112,10 +116,19 @@ type Finding struct {
 	Object string `json:"object"`
 	// Detail says how it differs.
 	Detail string `json:"detail"`
+	// Reason says, of a difference in flight, which event explains it:
+	// one on the database's topic the applier has not applied, one of
+	// the source log the tailer has not published, or a bootstrap holding
+	// the database's events back.
+	Reason string `json:"reason,omitempty"`
 }
 
 func (f Finding) String() string {
-	return fmt.Sprintf("%-9s %s: %s", strings.ToUpper(string(f.Class)), f.Object, f.Detail)
+	s := fmt.Sprintf("%-9s %s: %s", strings.ToUpper(string(f.Class)), f.Object, f.Detail)
+	if f.Reason != "" {
+		s += " (" + f.Reason + ")"
+	}
+	return s
 }
 
 // Sink receives findings as Run makes them.
@@ -141,6 +154,10 @@ type Summary struct {
 	// PendingEvents are the events after the applier's committed offsets
 	// of the databases compared (what in_flight is decided from).
 	PendingEvents int `json:"pending_events"`
+	// Unpublished are the source log's events of the databases compared
+	// that the tailer has not published to their topics yet: above its
+	// newest checkpoint, or held back by a bootstrap in progress.
+	Unpublished int `json:"unpublished_events"`
 	// ListedInFull counts the partitioned tables whose partitions could
 	// not be read in pages (a partition key that is not a string, values
 	// the metastore's filters cannot quote, an order or a count that did
@@ -249,16 +266,14 @@ func (r *run) all(ctx context.Context) error {
 
 // database compares one database and its tables.
 func (r *run) database(ctx context.Context, name string) error {
-	var pend *pending
-	if r.cfg.Log != nil {
-		var err error
-		if pend, err = newPending(ctx, r.cfg.Log, name); err != nil {
-			return err
-		}
-	} else {
-		pend = &pending{}
+	pend, err := newPending(ctx, r.cfg.Log, r.cfg.Tailer, name)
+	if err != nil {
+		return err
 	}
-	defer func() { r.sum.PendingEvents += pend.events }()
+	defer func() {
+		r.sum.PendingEvents += pend.events
+		r.sum.Unpublished += pend.unpublished
+	}()
 	r.sum.Databases++
 	a, err := getDatabase(ctx, r.cfg.Source, name)
 	if err != nil {
@@ -724,18 +739,21 @@ func (r *run) emit(ctx context.Context, pend *pending, db, table string, found *
 	}
 	r.held = max(r.held, len(*found))
 	defer func() { *found = (*found)[:0] }()
-	if !pend.covers(table) && r.cfg.Log != nil {
-		if err := pend.refresh(ctx, r.cfg.Log, db); err != nil {
+	if pend.covers(table) == "" {
+		if err := pend.refresh(ctx, r.cfg.Log, r.cfg.Tailer, db); err != nil {
 			return err
 		}
 	}
 	slices.SortStableFunc(*found, func(x, y Finding) int { return strings.Compare(x.Object, y.Object) })
-	class := Diverged
-	if pend.covers(table) || (r.txn != nil && pend.txns) {
+	class, why := Diverged, pend.covers(table)
+	if why == "" && r.txn != nil {
+		why = pend.txns
+	}
+	if why != "" {
 		class = InFlight
 	}
 	for _, f := range *found {
-		f.Class, f.Database, f.Table = class, db, table
+		f.Class, f.Database, f.Table, f.Reason = class, db, table, why
 		if class == InFlight {
 			r.sum.InFlight++
 		} else {

@@ -85,12 +85,12 @@ func TestPendingCovers(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := &pending{tables: map[string]bool{}}
+			p := &pending{tables: map[string]string{}}
 			for _, ev := range c.events {
-				p.add("db", ev)
+				p.add("db", ev, "pending")
 			}
 			for table, want := range c.covers {
-				if got := p.covers(table); got != want {
+				if got := p.covers(table) != ""; got != want {
 					t.Errorf("covers(%q) = %v, want %v", table, got, want)
 				}
 			}
@@ -365,7 +365,7 @@ func site(root string, n int) (*fakeMS, fakeFiles) {
 	return ms, files
 }
 
-func runFake(t *testing.T, src, dr *fakeMS, sf, df fakeFiles, opts Options, log Log) (Summary, []Finding) {
+func runFake(t *testing.T, src, dr *fakeMS, sf, df fakeFiles, opts Options, log Log, more ...func(*Config)) (Summary, []Finding) {
 	t.Helper()
 	src.t, dr.t = t, t
 	var got []Finding
@@ -373,6 +373,9 @@ func runFake(t *testing.T, src, dr *fakeMS, sf, df fakeFiles, opts Options, log 
 		MapLocation: func(s string) (string, error) { return strings.Replace(s, "hdfs://src", "hdfs://dr", 1), nil },
 		Replicated:  func(db, table string) bool { return !strings.HasPrefix(table, "tmp_") },
 		Target:      "hivedr:primary", Log: log}
+	for _, m := range more {
+		m(&cfg)
+	}
 	sum, err := Run(context.Background(), cfg, opts, func(f Finding) { got = append(got, f) })
 	if err != nil {
 		t.Fatal(err)
@@ -569,11 +572,11 @@ func TestPendingStreams(t *testing.T) {
 		log.events = append(log.events, &schemas.Event{EventType: schemas.EventAlterTable,
 			Payload: &schemas.TableChange{Before: &schemas.Table{Database: "db", Name: tbl}, After: &schemas.Table{Database: "db", Name: tbl}}})
 	}
-	p, err := newPending(context.Background(), log, "db")
+	p, err := newPending(context.Background(), log, nil, "db")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.events != 200_000 || len(p.tables) != 3 || p.database {
+	if p.events != 200_000 || len(p.tables) != 3 || p.database != "" {
 		t.Fatalf("pending: %d events, tables %v, database %v", p.events, p.tables, p.database)
 	}
 }
