@@ -114,14 +114,67 @@ func bootIndex(boots []schemas.BootstrapState, db string) int {
 func (t *Tailer) bootstrapping(db string) bool { return bootIndex(t.boots, db) >= 0 }
 
 // newBootstrap is the state of a bootstrap of db at cut (tables: a
-// table-scoped one).
-func newBootstrap(db string, tables []string, reason, requestID string, cut int64, cutTime, now time.Time, pol *config.DatabasePolicy) schemas.BootstrapState {
+// table-scoped one); txns is the transaction table at the cut.
+func newBootstrap(db string, tables []string, reason, requestID string, cut int64, cutTime, now time.Time, pol *config.DatabasePolicy,
+	txns *txnTable) schemas.BootstrapState {
 	db = strings.ToLower(db)
-	return schemas.BootstrapState{
+	b := schemas.BootstrapState{
 		Database: db, BootstrapID: fmt.Sprintf("%s-%d-%d", db, cut, now.UnixMilli()), RequestID: requestID, Reason: reason,
 		CutEventID: cut, CutEventTime: cutTime, Phase: schemas.PhaseSnapshot, Tables: tables,
 		WithData: pol.ExternalWithData(), Started: now,
 	}
+	keepTxns(&b, txns)
+	return b
+}
+
+// The catch-up's transactions. A commit or abort goes to every database
+// its transaction allocated in (txnTable), and a catch-up re-reads events
+// the main loop's table has passed, in batches of its own. So each
+// bootstrap carries a table of its own: the main one at the cut, as far
+// as its database goes (a transaction open at the cut may end after it),
+// then advanced by each catch-up batch with the events it publishes and
+// committed with them. One that only allocated in the database, its
+// commit in a later batch than the allocation, thus still reaches it,
+// and its DR transaction ends.
+
+// keepTxns stores in b what tt knows of the transactions that allocated
+// in b's database: the others' ends do not concern its topic.
+func keepTxns(b *schemas.BootstrapState, tt *txnTable) {
+	b.OpenTxns, b.TxnsTrackedAbove = nil, tt.above
+	for _, o := range tt.list() {
+		if _, found := slices.BinarySearch(o.Databases, b.Database); found {
+			b.OpenTxns = append(b.OpenTxns, o)
+		}
+	}
+}
+
+// catchupTxns is the table b's next catch-up batch starts with. An older
+// tailer's checkpoint carries none: nothing is known, and every commit
+// naming no writes is then read from the source.
+func catchupTxns(b *schemas.BootstrapState) *txnTable {
+	if b.TxnsTrackedAbove < 0 {
+		return newTxnTable(nil, math.MaxInt64)
+	}
+	return newTxnTable(b.OpenTxns, b.TxnsTrackedAbove)
+}
+
+// txnsAfter is tt after the events of ps, in log order (the changes
+// completeTxns made to the table, without its reads): the table at the
+// last of them, when a catch-up batch ends before its last event.
+func txnsAfter(tt *txnTable, ps []prepared) *txnTable {
+	tt = tt.clone()
+	for i := range ps {
+		ev := &ps[i].routed.Event
+		switch x := ev.Payload.(type) {
+		case *schemas.WriteIDAllocation:
+			tt.allocated(x, ev.EventID)
+		case *schemas.Transaction:
+			if txnEvent(ev.EventType) && len(x.TxnIDs) == 1 {
+				tt.end(x.TxnIDs[0])
+			}
+		}
+	}
+	return tt
 }
 
 // planRequest decides which bootstraps a request starts at cut, given the
@@ -130,7 +183,7 @@ func newBootstrap(db string, tables []string, reason, requestID string, cut int6
 // scope, databases already bootstrapping, tables asked of several
 // databases.
 func planRequest(req *schemas.BootstrapRequest, source []string, pol *config.Replication, active []schemas.BootstrapState,
-	cut int64, cutTime, now time.Time) (boots []schemas.BootstrapState, warnings []string) {
+	cut int64, cutTime, now time.Time, txns *txnTable) (boots []schemas.BootstrapState, warnings []string) {
 	var dbs []string
 	add := func(db string) {
 		if !slices.Contains(dbs, db) {
@@ -190,7 +243,7 @@ func planRequest(req *schemas.BootstrapRequest, source []string, pol *config.Rep
 			continue
 		}
 		p, _ := pol.Scope(db)
-		boots = append(boots, newBootstrap(db, tables, reason, req.RequestID, cut, cutTime, now, p))
+		boots = append(boots, newBootstrap(db, tables, reason, req.RequestID, cut, cutTime, now, p, txns))
 	}
 	return boots, warnings
 }
@@ -356,7 +409,7 @@ func (t *Tailer) takeRequests(ctx context.Context) (bool, error) {
 				return false, err
 			}
 		}
-		boots, warnings := planRequest(r.req, source, &t.conf.Replication, st.boots, st.cp, st.cpTime, time.Now())
+		boots, warnings := planRequest(r.req, source, &t.conf.Replication, st.boots, st.cp, st.cpTime, time.Now(), st.txns)
 		for _, w := range warnings {
 			t.log.Warn(w, "request_id", r.req.RequestID)
 		}
@@ -380,7 +433,7 @@ func (t *Tailer) autoBootstraps(ctx context.Context) error {
 		if p == nil || !p.AutoBootstrap() || st.chain[db] > 0 || bootIndex(st.boots, db) >= 0 {
 			continue
 		}
-		b := newBootstrap(db, nil, ReasonNewDatabase, "", st.cp, st.cpTime, time.Now(), p)
+		b := newBootstrap(db, nil, ReasonNewDatabase, "", st.cp, st.cpTime, time.Now(), p, st.txns)
 		t.log.Info("bootstrapping a database of the scope never replicated (policy bootstrap: auto)", "db", db, "bootstrap_id", b.BootstrapID, "cut", b.CutEventID)
 		st.boots = append(st.boots, b)
 	}
@@ -422,7 +475,7 @@ func (t *Tailer) enterScope(st txState, entered []tableKey) []schemas.BootstrapS
 			continue
 		}
 		p, _ := t.conf.Replication.Scope(k.db)
-		b := newBootstrap(k.db, []string{k.table}, ReasonEnteredScope, "", st.cp, st.cpTime, time.Now(), p)
+		b := newBootstrap(k.db, []string{k.table}, ReasonEnteredScope, "", st.cp, st.cpTime, time.Now(), p, st.txns)
 		t.log.Info("a table was renamed into the scope: bootstrapping it", "db", k.db, "table", k.table, "bootstrap_id", b.BootstrapID, "cut", b.CutEventID)
 		boots = append(boots, b)
 	}
@@ -1042,10 +1095,10 @@ func (t *Tailer) catchup(ctx context.Context, db string) (bool, error) {
 		recs []*kgo.Record
 		jobs []encodeJob
 	)
-	// The catch-up reads again events the main loop has passed: its own
-	// transaction table, which knows no allocation before the batch, so
-	// every commit that names no writes is completed from the source.
-	ps, _, err := t.prepare(ctx, evs, newTxnTable(nil, math.MaxInt64))
+	// The catch-up reads again events the main loop has passed: the
+	// bootstrap's own transaction table, as the last batch left it.
+	before := catchupTxns(b)
+	ps, txns, err := t.prepare(ctx, evs, before)
 	if err != nil {
 		return false, err
 	}
@@ -1069,6 +1122,9 @@ func (t *Tailer) catchup(ctx context.Context, db string) (bool, error) {
 		recs = append(recs, t.taskRecords(&p, id)...)
 		if k, ok := enteredScope(ev, &t.conf.Replication); ok && k.db == db {
 			entered = &k
+			if j+1 < len(ps) {
+				txns = txnsAfter(before, ps[:j+1]) // the rest is read again
+			}
 			break
 		}
 	}
@@ -1076,11 +1132,12 @@ func (t *Tailer) catchup(ctx context.Context, db string) (bool, error) {
 		return false, err
 	}
 	b.CatchupEventID = last
+	keepTxns(b, txns)
 	more := true
 	switch {
 	case entered != nil:
 		p, _ := t.conf.Replication.Scope(db)
-		nb := newBootstrap(db, []string{entered.table}, ReasonEnteredScope, "", last, b.CutEventTime, time.Now(), p)
+		nb := newBootstrap(db, []string{entered.table}, ReasonEnteredScope, "", last, b.CutEventTime, time.Now(), p, txns)
 		t.log.Info("a table was renamed into the scope during a catch-up: bootstrapping it", "db", db, "table", entered.table,
 			"bootstrap_id", nb.BootstrapID, "cut", last, "after", b.BootstrapID)
 		*b = nb
@@ -1174,7 +1231,7 @@ func (t *Tailer) discontinuity(st *txState, db string) (*kgo.Record, error) {
 	}
 	st.chain[db] = st.cp
 	if p, _ := t.conf.Replication.Scope(db); p.AutoBootstrap() && t.cfg.Snapshots != nil && bootIndex(st.boots, db) < 0 {
-		st.boots = append(st.boots, newBootstrap(db, nil, ReasonDiscontinuity, "", st.cp, st.cpTime, time.Now(), p))
+		st.boots = append(st.boots, newBootstrap(db, nil, ReasonDiscontinuity, "", st.cp, st.cpTime, time.Now(), p, st.txns))
 	}
 	return record(t.topics.Events(db), id, v, schemas.NameMetastoreEvent, id), nil
 }
@@ -1221,7 +1278,7 @@ func (t *Tailer) applyScope(ctx context.Context, rep config.Replication) error {
 			}
 			recs, holes = append(recs, r), append(holes, db)
 		case p.AutoBootstrap() && t.cfg.Snapshots != nil && bootIndex(st.boots, db) < 0:
-			st.boots = append(st.boots, newBootstrap(db, nil, ReasonNewDatabase, "", st.cp, st.cpTime, time.Now(), p))
+			st.boots = append(st.boots, newBootstrap(db, nil, ReasonNewDatabase, "", st.cp, st.cpTime, time.Now(), p, st.txns))
 		default:
 			waiting = append(waiting, db)
 		}
@@ -1281,7 +1338,10 @@ func (t *Tailer) repairChain(ctx context.Context) error {
 	st.cp, st.reqOff = cut, reqs[k].offset+1
 	all := *req
 	all.Databases = nil
-	boots, warnings := planRequest(&all, source, &t.conf.Replication, nil, cut, st.cpTime, time.Now())
+	// The gap's allocations are unknown: no transaction is known whole.
+	txns := st.txns.clone()
+	txns.above = math.MaxInt64
+	boots, warnings := planRequest(&all, source, &t.conf.Replication, nil, cut, st.cpTime, time.Now(), txns)
 	for _, w := range warnings {
 		t.log.Warn(w)
 	}

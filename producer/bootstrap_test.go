@@ -727,7 +727,7 @@ func TestPlanRequest(t *testing.T) {
 	}
 	for _, c := range cases {
 		c.req.RequestID = "r"
-		boots, warnings := planRequest(&c.req, source, &pol, active, 42, time.Time{}, now)
+		boots, warnings := planRequest(&c.req, source, &pol, active, 42, time.Time{}, now, newTxnTable(nil, 0))
 		var got []string
 		for _, b := range boots {
 			got = append(got, fmt.Sprintf("%s/%s/%v", b.Database, strings.Join(b.Tables, ","), b.WithData))
@@ -1106,5 +1106,114 @@ func TestAdoptLegacyCursor(t *testing.T) {
 				t.Errorf("adopted in progress %q, published %v; want %q, %v", b.TableInProgress, b.PublishedTables, tc.inProgress, tc.published)
 			}
 		})
+	}
+}
+
+// TestCatchupTxns: a catch-up's commits and aborts reach the database
+// its transaction allocated in, whichever batch (or the time before the
+// cut) held the allocation; the table a bootstrap keeps is its
+// database's only; a checkpoint of an older tailer knows nothing, and a
+// commit naming no writes is read from the source.
+func TestCatchupTxns(t *testing.T) {
+	abort := func(id, txn int64) schemas.Event {
+		return schemas.Event{EventID: id, EventType: schemas.EventAbortTxn, Payload: &schemas.Transaction{TxnIDs: []int64{txn}}}
+	}
+	ledger := schemas.TableWriteID{Database: "finance", Table: "ledger", WriteID: 1}
+	for _, tc := range []struct {
+		name string
+		// main is the main table at the cut (nil: an older tailer's
+		// checkpoint, which carried none); batches the catch-up's.
+		main    *txnTable
+		batches [][]schemas.Event
+		// want, for the last event: whether it reaches sales, whether it
+		// was read from the source; the table kept after the last batch.
+		reaches, read bool
+		kept          []int64
+	}{
+		{name: "a commit in a later batch than the allocation",
+			main:    newTxnTable(nil, 0),
+			batches: [][]schemas.Event{{allocEvent(11, "sales", "orders", 10)}, {allocEvent(12, "finance", "ledger", 10)}, {commitEvent(13, 10, ledger)}},
+			reaches: true},
+		{name: "an abort in a later batch than the allocation",
+			main:    newTxnTable(nil, 0),
+			batches: [][]schemas.Event{{allocEvent(11, "sales", "orders", 10)}, {abort(12, 10)}},
+			reaches: true},
+		{name: "a transaction open at the cut",
+			main:    newTxnTable([]schemas.OpenTxn{{TxnID: 10, FirstEventID: 9, Databases: []string{"finance", "sales"}}}, 0),
+			batches: [][]schemas.Event{{allocEvent(11, "sales", "orders", 12)}, {commitEvent(12, 10, ledger)}},
+			reaches: true, kept: []int64{12}},
+		{name: "one open at the cut in another database only is not kept",
+			main:    newTxnTable([]schemas.OpenTxn{{TxnID: 10, FirstEventID: 9, Databases: []string{"finance"}}}, 0),
+			batches: [][]schemas.Event{{allocEvent(11, "sales", "orders", 12)}, {commitEvent(12, 10, ledger)}},
+			kept:    []int64{12}},
+		{name: "still open after the last batch",
+			main:    newTxnTable(nil, 0),
+			batches: [][]schemas.Event{{allocEvent(11, "sales", "orders", 10)}, {allocEvent(12, "finance", "ledger", 12)}, {commitEvent(13, 12, ledger)}},
+			kept:    []int64{10}},
+		{name: "an older tailer's checkpoint: a commit naming no writes is read",
+			batches: [][]schemas.Event{{allocEvent(11, "sales", "orders", 10)}, {commitEvent(12, 10)}},
+			reaches: true, read: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &fakeTxns{writes: map[int64][]TxnWrite{10: {{Database: "sales", Table: "orders", WriteID: 1,
+				Files: ordersFile + "#c1##delta_0000001_0000001_0000"}}}}
+			tl := txnTailer(t, logWith(9, 11, 12, 13), src)
+			b := schemas.BootstrapState{Database: "sales", TxnsTrackedAbove: -1}
+			if tc.main != nil {
+				b = newBootstrap("sales", nil, ReasonRequested, "", 10, time.Time{}, time.Unix(1, 0), &config.DatabasePolicy{Name: "sales"}, tc.main)
+			}
+			var last schemas.Event
+			for _, evs := range tc.batches {
+				tt, err := tl.completeTxns(context.Background(), evs, catchupTxns(&b))
+				if err != nil {
+					t.Fatal(err)
+				}
+				keepTxns(&b, tt)
+				last = evs[len(evs)-1]
+			}
+			if got := slices.Contains(last.Databases, "sales"); got != tc.reaches {
+				t.Errorf("event %d reaches sales: %v (databases %v), want %v", last.EventID, got, last.Databases, tc.reaches)
+			}
+			if read := len(src.reads) > 0; read != tc.read {
+				t.Errorf("read from the source: %v, want %v", read, tc.read)
+			}
+			var kept []int64
+			for _, o := range b.OpenTxns {
+				kept = append(kept, o.TxnID)
+				if !slices.Contains(o.Databases, "sales") {
+					t.Errorf("kept transaction %d of databases %v", o.TxnID, o.Databases)
+				}
+			}
+			if !slices.Equal(kept, tc.kept) {
+				t.Errorf("kept %v, want %v", kept, tc.kept)
+			}
+		})
+	}
+}
+
+// TestTxnsAfter: the table after a prefix of a batch's events is the one
+// completeTxns leaves after those events alone.
+func TestTxnsAfter(t *testing.T) {
+	evs := []schemas.Event{allocEvent(5, "sales", "orders", 10, 11), commitEvent(6, 10), allocEvent(7, "finance", "ledger", 12),
+		{EventID: 8, EventType: schemas.EventAbortTxn, Payload: &schemas.Transaction{TxnIDs: []int64{11}}}}
+	tl := txnTailer(t, logWith(5, 6, 7, 8), &fakeTxns{})
+	for n := range len(evs) + 1 {
+		ps := make([]prepared, n)
+		for i := range n {
+			ps[i].routed.Event = evs[i]
+		}
+		before := newTxnTable([]schemas.OpenTxn{{TxnID: 9, FirstEventID: 4, Databases: []string{"sales"}}}, 0)
+		want, err := tl.completeTxns(context.Background(), slices.Clone(evs[:n]), before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := txnsAfter(before, ps); !slices.EqualFunc(got.list(), want.list(), func(a, b schemas.OpenTxn) bool {
+			return a.TxnID == b.TxnID && a.FirstEventID == b.FirstEventID && slices.Equal(a.Databases, b.Databases)
+		}) {
+			t.Errorf("after %d events: %v, want %v", n, got.list(), want.list())
+		}
+		if len(before.open) != 1 {
+			t.Errorf("after %d events the table given changed: %v", n, before.list())
+		}
 	}
 }
