@@ -840,7 +840,7 @@ func markPublished(b *schemas.BootstrapState, name string) {
 func finishTable(b *schemas.BootstrapState, name string) {
 	b.DoneTable, b.DonePartition = name, ""
 	if b.TableInProgress == name {
-		b.TableInProgress = ""
+		b.TableInProgress, b.TableInProgressIncarnation = "", ""
 	}
 }
 
@@ -869,6 +869,13 @@ func adoptLegacyCursor(b *schemas.BootstrapState, tables []string) {
 func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Table, n int) (bool, error) {
 	b, db := pg.b, pg.b.Database
 	name := strings.ToLower(tb.Name)
+	if b.DonePartition == "" {
+		// The table's first page, in the transaction of its TABLE record
+		// (of tb): which table the partitions to come belong to.
+		b.TableInProgressIncarnation = tableIncarnation(tb)
+	} else if !t.sameTable(b, tb) {
+		return false, nil
+	}
 	names, left, err := t.partitionNames(ctx, b, name, n)
 	if errors.Is(err, ErrNoSuchObject) {
 		return false, nil
@@ -890,6 +897,17 @@ func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Ta
 		return false, serr
 	}
 	t.m.partitionsRead.WithLabelValues(db).Add(float64(len(parts)))
+	// Read between two reads of the same table (a table ID is never
+	// given again), they are its partitions.
+	again, err := t.cfg.Snapshots.Table(ctx, db, name)
+	switch {
+	case errors.Is(err, ErrNoSuchObject):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !t.sameTable(b, again):
+		return false, nil
+	}
 	// Each partition's files from the snapshot holding its directory,
 	// unless the table changed since the snapshots were taken.
 	from := make([]*hdfsSnap, len(parts))
@@ -927,6 +945,52 @@ func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Ta
 	}
 	b.DonePartition = names[len(names)-1]
 	return left, nil
+}
+
+// A table dropped and created again under the name of the table in
+// progress is another table: its partitions (other keys, other values)
+// do not belong under the TABLE record published, and the applier would
+// add them to the DR table that record made. So the table in progress is
+// known by its incarnation, recorded with its first partition page, and
+// a page that finds another one ends the table there, as if it were
+// dropped: the DR table keeps the old one's state, stamped before the
+// drop, and the events after the cut (the drop, the create, the new
+// table's partitions and data) bring the new one.
+
+// tableIncarnation names which table tb is: the metastore's table ID
+// (Hive 4's Table.id, never given again), or its create time from a
+// metastore without IDs.
+func tableIncarnation(tb *schemas.Table) string {
+	var id int64
+	err := tjsonParse(tb.ThriftJSON, func(r *tjsonReader, f int16, typ tjsonType) (err error) {
+		if f == 25 && typ == tjsonI64 {
+			id, err = r.i64()
+			return err
+		}
+		return r.skip(typ, tjsonMaxDepth)
+	})
+	if err == nil && id > 0 {
+		return "id:" + strconv.FormatInt(id, 10)
+	}
+	return "created:" + strconv.FormatInt(tb.CreateTime, 10)
+}
+
+// sameIncarnation reports whether tb is the table whose TABLE record was
+// published with incarnation recorded ("": not known, taken as the same).
+func sameIncarnation(recorded string, tb *schemas.Table) bool {
+	return recorded == "" || tableIncarnation(tb) == recorded
+}
+
+// sameTable reports whether tb is b's table in progress, logging when it
+// is another one.
+func (t *Tailer) sameTable(b *schemas.BootstrapState, tb *schemas.Table) bool {
+	if sameIncarnation(b.TableInProgressIncarnation, tb) {
+		return true
+	}
+	t.log.Info("bootstrap: the table in progress was dropped and created again; its partitions end here, and its events after the cut bring the new table",
+		"db", b.Database, "bootstrap_id", b.BootstrapID, "table", b.TableInProgress, "after", b.DonePartition,
+		"published", b.TableInProgressIncarnation, "found", tableIncarnation(tb))
+	return false
 }
 
 // partitionWindow is how many partition names of the table in progress a

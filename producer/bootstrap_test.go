@@ -1217,3 +1217,50 @@ func TestTxnsAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestTableIncarnation: the table in progress is known by the
+// metastore's table ID, or its create time where the metastore gives no
+// ID; a table made again under the name is another one, and a cursor of
+// an older tailer (no incarnation recorded) is taken as the same.
+func TestTableIncarnation(t *testing.T) {
+	read := func(id *int64, created int32, keys ...string) *schemas.Table {
+		t.Helper()
+		ht := &hive_metastore.Table{TableName: "big", DbName: "sales", CreateTime: created, ID: id, Sd: &hive_metastore.StorageDescriptor{}}
+		for _, k := range keys {
+			ht.PartitionKeys = append(ht.PartitionKeys, &hive_metastore.FieldSchema{Name: k, Type: "string"})
+		}
+		tb, err := TableFromThriftJSON(tjsonOf(t, ht))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tb
+	}
+	id := func(n int64) *int64 { return &n }
+	for _, tc := range []struct {
+		name        string
+		published   *schemas.Table // nil: an older tailer's cursor
+		found       *schemas.Table
+		incarnation string // of published
+		same        bool
+	}{
+		{"the same table", read(id(41), 1700000000, "dt"), read(id(41), 1700000000, "dt"), "id:41", true},
+		{"made again in the same second", read(id(41), 1700000000, "dt"), read(id(42), 1700000000, "dt"), "id:41", false},
+		{"made again with other keys", read(id(41), 1700000000, "dt"), read(id(42), 1700000005, "region", "day"), "id:41", false},
+		{"no ID: the create time", read(nil, 1700000000, "dt"), read(nil, 1700000000, "dt"), "created:1700000000", true},
+		{"no ID, made again later", read(nil, 1700000000, "dt"), read(nil, 1700000003, "region"), "created:1700000000", false},
+		{"an older tailer's cursor", nil, read(id(42), 1700000005, "region"), "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var recorded string
+			if tc.published != nil {
+				recorded = tableIncarnation(tc.published)
+			}
+			if recorded != tc.incarnation {
+				t.Errorf("incarnation %q, want %q", recorded, tc.incarnation)
+			}
+			if got := sameIncarnation(recorded, tc.found); got != tc.same {
+				t.Errorf("same table: %v, want %v", got, tc.same)
+			}
+		})
+	}
+}

@@ -569,6 +569,7 @@ func (w *avroWriter) checkpoint(c *TailerCheckpoint) {
 		w.long(b.SnapshotEventID)
 		w.openTxns(b.OpenTxns)
 		w.long(b.TxnsTrackedAbove)
+		w.str(b.TableInProgressIncarnation)
 	}
 	w.end()
 	w.count(len(c.SnapshotReleases))

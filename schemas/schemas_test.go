@@ -193,7 +193,7 @@ func testRecords() map[string]any {
 					TablesTotal: 40, TablesDone: 3, PartitionsDone: 9, Files: 20, Bytes: 1 << 33, Started: t1,
 					HDFSSnapshots:   []string{"hdfs://src-nn:8020/warehouse/.snapshot/hivedr-b-1"},
 					TableInProgress: "orders_v2", PublishedTables: []string{"customers", "orders", "orders_v2"}, SnapshotEventID: 995,
-					TxnsTrackedAbove: -1},
+					TxnsTrackedAbove: -1, TableInProgressIncarnation: "id:4077"},
 				{Database: "hr", BootstrapID: "b-2", CutEventID: 1000, Phase: PhaseCatchup, Tables: []string{"people"}, CatchupEventID: 1000,
 					OpenTxns: []OpenTxn{{TxnID: 41, FirstEventID: 990, Databases: []string{"hr", "sales"}}}, TxnsTrackedAbove: 40},
 			},

@@ -430,6 +430,9 @@ type BootstrapState struct {
 	// cut, -1 in the checkpoint of an older tailer.
 	OpenTxns         []OpenTxn
 	TxnsTrackedAbove int64
+	// TableInProgressIncarnation says which table TableInProgress's TABLE
+	// record is of (tableIncarnation in the producer); "" when unknown.
+	TableInProgressIncarnation string
 }
 
 // The phases of a BootstrapState.
