@@ -1166,13 +1166,13 @@ func (t *Tailer) catchup(ctx context.Context, db string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	last := b.CatchupEventID
+	last, lastTime := b.CatchupEventID, b.CutEventTime
 	var entered *tableKey
 	for j, p := range ps {
 		if p.err != nil {
 			return false, p.err
 		}
-		last = evs[j].EventID
+		last, lastTime = evs[j].EventID, time.Unix(evs[j].EventTime, 0).UTC()
 		ev := &p.routed.Event
 		if p.routed.Filtered != "" || !slices.Contains(ev.Databases, db) {
 			continue
@@ -1201,7 +1201,7 @@ func (t *Tailer) catchup(ctx context.Context, db string) (bool, error) {
 	switch {
 	case entered != nil:
 		p, _ := t.conf.Replication.Scope(db)
-		nb := newBootstrap(db, []string{entered.table}, ReasonEnteredScope, "", last, b.CutEventTime, time.Now(), p, txns)
+		nb := newBootstrap(db, []string{entered.table}, ReasonEnteredScope, "", last, lastTime, time.Now(), p, txns)
 		t.log.Info("a table was renamed into the scope during a catch-up: bootstrapping it", "db", db, "table", entered.table,
 			"bootstrap_id", nb.BootstrapID, "cut", last, "after", b.BootstrapID)
 		*b = nb
@@ -1360,6 +1360,25 @@ func (t *Tailer) applyScope(ctx context.Context, rep config.Replication) error {
 	return t.commit(ctx, recs, st, schemas.StateRunning)
 }
 
+// repairCut is where a repair resumes after the gap that broke the
+// chain at checkpoint (of time cpTime), given the log's head and its
+// first event after the checkpoint (none when the log holds none), and
+// the cut's time: what the new bootstraps are stamped with, and what the
+// replica's age and the RPO count from. The cut event itself is purged:
+// its time is taken as the first event's after it (the closest known,
+// never before it), or now when the log holds nothing after the
+// checkpoint (the head's events are all gone, and the snapshot reads the
+// source as of now). Not the checkpoint's: the gap may be days long.
+func repairCut(checkpoint int64, cpTime time.Time, head int64, first []hmslog.RawEvent, now time.Time) (int64, time.Time) {
+	switch {
+	case len(first) > 0 && first[0].EventID-1 > checkpoint:
+		return first[0].EventID - 1, time.Unix(first[0].EventTime, 0).UTC()
+	case len(first) == 0 && head > checkpoint:
+		return head, now
+	}
+	return checkpoint, cpTime
+}
+
 // repairChain runs at the start of a tailer whose checkpoint is
 // CHAIN_BROKEN: if the control topic holds a chain_broken request for it
 // (hivedr bootstrap -repair-chain), the checkpoint moves to just before
@@ -1390,22 +1409,19 @@ func (t *Tailer) repairChain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cut := max(t.checkpoint, head)
-	if len(first) > 0 {
-		cut = max(t.checkpoint, first[0].EventID-1)
-	}
+	cut, cutTime := repairCut(t.checkpoint, t.checkpointTime, head, first, time.Now())
 	source, err := t.cfg.Source.Databases(ctx)
 	if err != nil {
 		return err
 	}
 	st := t.state()
-	st.cp, st.reqOff = cut, reqs[k].offset+1
+	st.cp, st.cpTime, st.reqOff = cut, cutTime, reqs[k].offset+1
 	all := *req
 	all.Databases = nil
 	// The gap's allocations are unknown: no transaction is known whole.
 	txns := st.txns.clone()
 	txns.above = math.MaxInt64
-	boots, warnings := planRequest(&all, source, &t.conf.Replication, nil, cut, st.cpTime, time.Now(), txns)
+	boots, warnings := planRequest(&all, source, &t.conf.Replication, nil, cut, cutTime, time.Now(), txns)
 	for _, w := range warnings {
 		t.log.Warn(w)
 	}

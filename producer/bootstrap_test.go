@@ -829,6 +829,11 @@ func TestBootstrapRepairsChainBroken(t *testing.T) {
 	if tl.checkpoint != 5 || len(tl.boots) != 1 || tl.boots[0].CutEventID != 5 || tl.boots[0].Reason != ReasonChainBroken {
 		t.Fatalf("after the repair: checkpoint %d, bootstraps %+v", tl.checkpoint, tl.boots)
 	}
+	// Event 5 is purged: the cut's time is event 6's, not the broken
+	// checkpoint's (event 3's).
+	if at := time.Unix(1_700_000_006, 0); !tl.boots[0].CutEventTime.Equal(at) || !tl.checkpointTime.Equal(at) {
+		t.Errorf("after the repair: cut time %s, checkpoint time %s; want %s", tl.boots[0].CutEventTime, tl.checkpointTime, at)
+	}
 	if err := drive(t, tl, func() bool { return tl.checkpoint == 8 && len(tl.boots) == 0 }); err != nil {
 		t.Fatal(err)
 	}
@@ -1260,6 +1265,36 @@ func TestTableIncarnation(t *testing.T) {
 			}
 			if got := sameIncarnation(recorded, tc.found); got != tc.same {
 				t.Errorf("same table: %v, want %v", got, tc.same)
+			}
+		})
+	}
+}
+
+// TestRepairCut: a repair resumes just before the first event after the
+// gap, its bootstraps stamped with that event's time (the cut event is
+// purged), never the broken checkpoint's; with nothing after the
+// checkpoint it resumes at the head, as of now.
+func TestRepairCut(t *testing.T) {
+	cpTime := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC) // days before the repair
+	now := time.Date(2026, 11, 4, 12, 0, 0, 0, time.UTC)
+	after := time.Date(2026, 11, 4, 11, 59, 0, 0, time.UTC)
+	ev := func(id int64) []hmslog.RawEvent { return []hmslog.RawEvent{{EventID: id, EventTime: after.Unix()}} }
+	for _, tc := range []struct {
+		name     string
+		head     int64
+		first    []hmslog.RawEvent
+		wantCut  int64
+		wantTime time.Time
+	}{
+		{"a gap after the checkpoint", 900, ev(500), 499, after},
+		{"everything after the checkpoint purged", 900, nil, 900, now},
+		{"no gap", 900, ev(101), 100, cpTime},
+		{"nothing after the checkpoint", 100, nil, 100, cpTime},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cut, at := repairCut(100, cpTime, tc.head, tc.first, now)
+			if cut != tc.wantCut || !at.Equal(tc.wantTime) {
+				t.Errorf("cut %d at %s, want %d at %s", cut, at, tc.wantCut, tc.wantTime)
 			}
 		})
 	}
