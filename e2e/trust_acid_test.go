@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
+	wl "github.com/hivedr/hivedr/e2e/workload"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/testenv"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // TestTrustCatchupOpenTxn: transactions that allocate a write ID in a
@@ -67,4 +71,92 @@ func TestTrustCatchupOpenTxn(t *testing.T) {
 		t.Errorf("DR has open transactions of the applier %v after every source transaction ended", got)
 	}
 	verifyClean(t, r.conf, r.db1, r.db2)
+}
+
+// TestTrustCompactionDuringBootstrap: a major compaction of a partition
+// of a transactional table commits (and the source's cleaner removes the
+// deltas it merged) after the table's TABLE record is published and
+// before that partition's page: the tailer is held (SIGSTOP) once its
+// checkpoint shows the table in progress short of the partition. DR's
+// partition ends with the compacted base, a reader of it sees what a
+// source reader sees, and every table's write IDs equal the source's.
+func TestTrustCompactionDuringBootstrap(t *testing.T) {
+	env := testenv.Require(t)
+	r := newAcidSource(t, env, "trustcp")
+	ctx := r.ctx
+	var days [][]string
+	for i := range 120 {
+		days = append(days, []string{fmt.Sprintf("2025-%04d", i)})
+	}
+	big := acidTable{db: r.db1, name: "big", partitions: days}
+	if err := r.w.CreateACIDTable(ctx, big.db, big.name, wl.ACIDTableSpec{Columns: []string{"id bigint", "note string"}, PartitionKeys: []string{"dt"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.w.AddACIDPartitions(ctx, big.db, big.name, days); err != nil {
+		t.Fatal(err)
+	}
+	r.tables = append(r.tables, big)
+	bi, last := len(r.tables)-1, len(days)-1
+	// Every partition written by one transaction, the last by two more:
+	// deltas for the compaction to merge.
+	tx, err := r.w.OpenTxn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []acidWrite
+	for p := range days {
+		all = append(all, acidWrite{bi, p, false})
+	}
+	r.write(tx, all...)
+	r.end(tx, true, all...)
+	r.txn(true, acidWrite{bi, last, false})
+	r.txn(true, acidWrite{bi, last, false})
+	lastName := "dt=" + days[last][0]
+
+	r.pipeline = newPipeline(t, env, []string{r.db1, r.db2}, currentEventID(t, ctx, r.src))
+	r.withTailer("bootstrap_page: 2")
+	r.startAll()
+	r.requestBootstrap([]string{r.db1, r.db2}, nil)
+
+	s := serde(t, env)
+	inProgress := func() *schemas.BootstrapState {
+		b := bootstrapOf(newestCheckpoint(t, r.pipeline, s, r.cfg.Source.Name), r.db1)
+		if b == nil || b.TableInProgress != big.name || b.DonePartition == "" || b.DonePartition >= lastName {
+			return nil
+		}
+		return b
+	}
+	poll(t, 5*time.Minute, 20*time.Millisecond, big.full()+" in progress in the tailer's checkpoint", func() bool {
+		r.checkAlive()
+		return inProgress() != nil
+	})
+	if err := r.tail.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	held := true
+	resume := func() {
+		if held {
+			held = false
+			r.tail.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	b := inProgress()
+	if b == nil {
+		t.Fatalf("the tailer, held, has passed %s's partition %s", big.full(), lastName)
+	}
+	t.Logf("tailer held with %s in progress after partition %s", big.full(), b.DonePartition)
+	c := r.compact(bi, last, true)
+	resume()
+
+	eventually(t, 5*time.Minute, "both bootstraps done on DR", func() bool {
+		r.checkAlive()
+		return bootstrapDone(ctx, r.dr, r.db1) != "" && bootstrapDone(ctx, r.dr, r.db2) != ""
+	})
+	r.converge(5 * time.Minute)
+	r.compactedOnDR()
+	if got := r.drOpenReplTxns(); len(got) != 0 {
+		t.Errorf("DR has open transactions of the applier %v after every source transaction ended", got)
+	}
+	t.Logf("compaction %d of %s %s (%s) on DR", c.ID, big.full(), lastName, c.Dir)
 }

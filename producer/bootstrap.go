@@ -919,6 +919,7 @@ func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Ta
 	if err := pg.acidPartitions(ctx, tb); err != nil {
 		return false, err
 	}
+	stamp = acidStamp(stamp, pg.acidView(tb))
 	// The partitions' directories are listed at once (I/O, one call each),
 	// then the records made in order.
 	type listed struct {
@@ -991,6 +992,23 @@ func (t *Tailer) sameTable(b *schemas.BootstrapState, tb *schemas.Table) bool {
 		"db", b.Database, "bootstrap_id", b.BootstrapID, "table", b.TableInProgress, "after", b.DonePartition,
 		"published", b.TableInProgressIncarnation, "found", tableIncarnation(tb))
 	return false
+}
+
+// acidStamp is the stamp of a page of partitions of a transactional
+// table whose files are chosen by write-ID state v (nil: not one): at
+// most the log's head when v was read. The page's own stamp says its
+// metadata is as of a later head, but its files are what v selects
+// among those still there: a compaction committed since v (its
+// directory invisible to v) whose merged deltas the source's cleaner
+// has removed leaves the partition without them, and the compaction's
+// event, after v's head, must then apply on DR rather than be taken as
+// already applied. Events replayed over a state read later converge, as
+// for any stamp h1.
+func acidStamp(stamp int64, v *acidView) int64 {
+	if v == nil {
+		return stamp
+	}
+	return min(stamp, v.at)
 }
 
 // partitionWindow is how many partition names of the table in progress a

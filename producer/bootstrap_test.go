@@ -1299,3 +1299,27 @@ func TestRepairCut(t *testing.T) {
 		})
 	}
 }
+
+// TestAcidStamp: a page of a transactional table's partitions is stamped
+// at most at the head read before the write-ID state its files are
+// chosen by, so a compaction committed after that state (its directory
+// invisible to it) applies on DR; other tables keep the page's stamp.
+func TestAcidStamp(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		page  int64
+		view  *acidView
+		stamp int64
+	}{
+		{"not transactional", 120, nil, 120},
+		{"state read before the page (its TABLE record's)", 120, &acidView{at: 100}, 100},
+		{"state read again after the page's read (a restart)", 120, &acidView{at: 125}, 120},
+		{"state read at the page's head", 120, &acidView{at: 120}, 120},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := acidStamp(tc.page, tc.view); got != tc.stamp {
+				t.Errorf("stamp %d, want %d", got, tc.stamp)
+			}
+		})
+	}
+}
