@@ -114,14 +114,67 @@ func bootIndex(boots []schemas.BootstrapState, db string) int {
 func (t *Tailer) bootstrapping(db string) bool { return bootIndex(t.boots, db) >= 0 }
 
 // newBootstrap is the state of a bootstrap of db at cut (tables: a
-// table-scoped one).
-func newBootstrap(db string, tables []string, reason, requestID string, cut int64, cutTime, now time.Time, pol *config.DatabasePolicy) schemas.BootstrapState {
+// table-scoped one); txns is the transaction table at the cut.
+func newBootstrap(db string, tables []string, reason, requestID string, cut int64, cutTime, now time.Time, pol *config.DatabasePolicy,
+	txns *txnTable) schemas.BootstrapState {
 	db = strings.ToLower(db)
-	return schemas.BootstrapState{
+	b := schemas.BootstrapState{
 		Database: db, BootstrapID: fmt.Sprintf("%s-%d-%d", db, cut, now.UnixMilli()), RequestID: requestID, Reason: reason,
 		CutEventID: cut, CutEventTime: cutTime, Phase: schemas.PhaseSnapshot, Tables: tables,
 		WithData: pol.ExternalWithData(), Started: now,
 	}
+	keepTxns(&b, txns)
+	return b
+}
+
+// The catch-up's transactions. A commit or abort goes to every database
+// its transaction allocated in (txnTable), and a catch-up re-reads events
+// the main loop's table has passed, in batches of its own. So each
+// bootstrap carries a table of its own: the main one at the cut, as far
+// as its database goes (a transaction open at the cut may end after it),
+// then advanced by each catch-up batch with the events it publishes and
+// committed with them. One that only allocated in the database, its
+// commit in a later batch than the allocation, thus still reaches it,
+// and its DR transaction ends.
+
+// keepTxns stores in b what tt knows of the transactions that allocated
+// in b's database: the others' ends do not concern its topic.
+func keepTxns(b *schemas.BootstrapState, tt *txnTable) {
+	b.OpenTxns, b.TxnsTrackedAbove = nil, tt.above
+	for _, o := range tt.list() {
+		if _, found := slices.BinarySearch(o.Databases, b.Database); found {
+			b.OpenTxns = append(b.OpenTxns, o)
+		}
+	}
+}
+
+// catchupTxns is the table b's next catch-up batch starts with. An older
+// tailer's checkpoint carries none: nothing is known, and every commit
+// naming no writes is then read from the source.
+func catchupTxns(b *schemas.BootstrapState) *txnTable {
+	if b.TxnsTrackedAbove < 0 {
+		return newTxnTable(nil, math.MaxInt64)
+	}
+	return newTxnTable(b.OpenTxns, b.TxnsTrackedAbove)
+}
+
+// txnsAfter is tt after the events of ps, in log order (the changes
+// completeTxns made to the table, without its reads): the table at the
+// last of them, when a catch-up batch ends before its last event.
+func txnsAfter(tt *txnTable, ps []prepared) *txnTable {
+	tt = tt.clone()
+	for i := range ps {
+		ev := &ps[i].routed.Event
+		switch x := ev.Payload.(type) {
+		case *schemas.WriteIDAllocation:
+			tt.allocated(x, ev.EventID)
+		case *schemas.Transaction:
+			if txnEvent(ev.EventType) && len(x.TxnIDs) == 1 {
+				tt.end(x.TxnIDs[0])
+			}
+		}
+	}
+	return tt
 }
 
 // planRequest decides which bootstraps a request starts at cut, given the
@@ -130,7 +183,7 @@ func newBootstrap(db string, tables []string, reason, requestID string, cut int6
 // scope, databases already bootstrapping, tables asked of several
 // databases.
 func planRequest(req *schemas.BootstrapRequest, source []string, pol *config.Replication, active []schemas.BootstrapState,
-	cut int64, cutTime, now time.Time) (boots []schemas.BootstrapState, warnings []string) {
+	cut int64, cutTime, now time.Time, txns *txnTable) (boots []schemas.BootstrapState, warnings []string) {
 	var dbs []string
 	add := func(db string) {
 		if !slices.Contains(dbs, db) {
@@ -190,7 +243,7 @@ func planRequest(req *schemas.BootstrapRequest, source []string, pol *config.Rep
 			continue
 		}
 		p, _ := pol.Scope(db)
-		boots = append(boots, newBootstrap(db, tables, reason, req.RequestID, cut, cutTime, now, p))
+		boots = append(boots, newBootstrap(db, tables, reason, req.RequestID, cut, cutTime, now, p, txns))
 	}
 	return boots, warnings
 }
@@ -356,7 +409,7 @@ func (t *Tailer) takeRequests(ctx context.Context) (bool, error) {
 				return false, err
 			}
 		}
-		boots, warnings := planRequest(r.req, source, &t.conf.Replication, st.boots, st.cp, st.cpTime, time.Now())
+		boots, warnings := planRequest(r.req, source, &t.conf.Replication, st.boots, st.cp, st.cpTime, time.Now(), st.txns)
 		for _, w := range warnings {
 			t.log.Warn(w, "request_id", r.req.RequestID)
 		}
@@ -380,7 +433,7 @@ func (t *Tailer) autoBootstraps(ctx context.Context) error {
 		if p == nil || !p.AutoBootstrap() || st.chain[db] > 0 || bootIndex(st.boots, db) >= 0 {
 			continue
 		}
-		b := newBootstrap(db, nil, ReasonNewDatabase, "", st.cp, st.cpTime, time.Now(), p)
+		b := newBootstrap(db, nil, ReasonNewDatabase, "", st.cp, st.cpTime, time.Now(), p, st.txns)
 		t.log.Info("bootstrapping a database of the scope never replicated (policy bootstrap: auto)", "db", db, "bootstrap_id", b.BootstrapID, "cut", b.CutEventID)
 		st.boots = append(st.boots, b)
 	}
@@ -422,7 +475,7 @@ func (t *Tailer) enterScope(st txState, entered []tableKey) []schemas.BootstrapS
 			continue
 		}
 		p, _ := t.conf.Replication.Scope(k.db)
-		b := newBootstrap(k.db, []string{k.table}, ReasonEnteredScope, "", st.cp, st.cpTime, time.Now(), p)
+		b := newBootstrap(k.db, []string{k.table}, ReasonEnteredScope, "", st.cp, st.cpTime, time.Now(), p, st.txns)
 		t.log.Info("a table was renamed into the scope: bootstrapping it", "db", k.db, "table", k.table, "bootstrap_id", b.BootstrapID, "cut", b.CutEventID)
 		boots = append(boots, b)
 	}
@@ -791,7 +844,7 @@ func markPublished(b *schemas.BootstrapState, name string) {
 func finishTable(b *schemas.BootstrapState, name string) {
 	b.DoneTable, b.DonePartition = name, ""
 	if b.TableInProgress == name {
-		b.TableInProgress = ""
+		b.TableInProgress, b.TableInProgressIncarnation = "", ""
 	}
 }
 
@@ -820,6 +873,13 @@ func adoptLegacyCursor(b *schemas.BootstrapState, tables []string) {
 func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Table, n int) (bool, error) {
 	b, db := pg.b, pg.b.Database
 	name := strings.ToLower(tb.Name)
+	if b.DonePartition == "" {
+		// The table's first page, in the transaction of its TABLE record
+		// (of tb): which table the partitions to come belong to.
+		b.TableInProgressIncarnation = tableIncarnation(tb)
+	} else if !t.sameTable(b, tb) {
+		return false, nil
+	}
 	names, left, err := t.partitionNames(ctx, b, name, n)
 	if errors.Is(err, ErrNoSuchObject) {
 		return false, nil
@@ -841,6 +901,17 @@ func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Ta
 		return false, serr
 	}
 	t.m.partitionsRead.WithLabelValues(db).Add(float64(len(parts)))
+	// Read between two reads of the same table (a table ID is never
+	// given again), they are its partitions.
+	again, err := t.cfg.Snapshots.Table(ctx, db, name)
+	switch {
+	case errors.Is(err, ErrNoSuchObject):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !t.sameTable(b, again):
+		return false, nil
+	}
 	// Each partition's files from the snapshot holding its directory,
 	// unless the table changed since the snapshots were taken.
 	from := make([]*hdfsSnap, len(parts))
@@ -852,6 +923,7 @@ func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Ta
 	if err := pg.acidPartitions(ctx, tb); err != nil {
 		return false, err
 	}
+	stamp = acidStamp(stamp, pg.acidView(tb))
 	// The partitions' directories are listed at once (I/O, one call each),
 	// then the records made in order.
 	type listed struct {
@@ -878,6 +950,69 @@ func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Ta
 	}
 	b.DonePartition = names[len(names)-1]
 	return left, nil
+}
+
+// A table dropped and created again under the name of the table in
+// progress is another table: its partitions (other keys, other values)
+// do not belong under the TABLE record published, and the applier would
+// add them to the DR table that record made. So the table in progress is
+// known by its incarnation, recorded with its first partition page, and
+// a page that finds another one ends the table there, as if it were
+// dropped: the DR table keeps the old one's state, stamped before the
+// drop, and the events after the cut (the drop, the create, the new
+// table's partitions and data) bring the new one.
+
+// tableIncarnation names which table tb is: the metastore's table ID
+// (Hive 4's Table.id, never given again), or its create time from a
+// metastore without IDs.
+func tableIncarnation(tb *schemas.Table) string {
+	var id int64
+	err := tjsonParse(tb.ThriftJSON, func(r *tjsonReader, f int16, typ tjsonType) (err error) {
+		if f == 25 && typ == tjsonI64 {
+			id, err = r.i64()
+			return err
+		}
+		return r.skip(typ, tjsonMaxDepth)
+	})
+	if err == nil && id > 0 {
+		return "id:" + strconv.FormatInt(id, 10)
+	}
+	return "created:" + strconv.FormatInt(tb.CreateTime, 10)
+}
+
+// sameIncarnation reports whether tb is the table whose TABLE record was
+// published with incarnation recorded ("": not known, taken as the same).
+func sameIncarnation(recorded string, tb *schemas.Table) bool {
+	return recorded == "" || tableIncarnation(tb) == recorded
+}
+
+// sameTable reports whether tb is b's table in progress, logging when it
+// is another one.
+func (t *Tailer) sameTable(b *schemas.BootstrapState, tb *schemas.Table) bool {
+	if sameIncarnation(b.TableInProgressIncarnation, tb) {
+		return true
+	}
+	t.log.Info("bootstrap: the table in progress was dropped and created again; its partitions end here, and its events after the cut bring the new table",
+		"db", b.Database, "bootstrap_id", b.BootstrapID, "table", b.TableInProgress, "after", b.DonePartition,
+		"published", b.TableInProgressIncarnation, "found", tableIncarnation(tb))
+	return false
+}
+
+// acidStamp is the stamp of a page of partitions of a transactional
+// table whose files are chosen by write-ID state v (nil: not one): at
+// most the log's head when v was read. The page's own stamp says its
+// metadata is as of a later head, but its files are what v selects
+// among those still there: a compaction committed since v (its
+// directory invisible to v) whose merged deltas the source's cleaner
+// has removed leaves the partition without them, and the compaction's
+// event, after v's head, must then apply on DR rather than be taken as
+// already applied. Events replayed over a state read later converge, as
+// for any stamp h1.
+func acidStamp(stamp int64, v *acidView) int64 {
+	if v == nil {
+		return stamp
+	}
+	return min(stamp, v.at)
 }
 
 // partitionWindow is how many partition names of the table in progress a
@@ -1046,20 +1181,20 @@ func (t *Tailer) catchup(ctx context.Context, db string) (bool, error) {
 		recs []*kgo.Record
 		jobs []encodeJob
 	)
-	// The catch-up reads again events the main loop has passed: its own
-	// transaction table, which knows no allocation before the batch, so
-	// every commit that names no writes is completed from the source.
-	ps, _, err := t.prepare(ctx, evs, newTxnTable(nil, math.MaxInt64))
+	// The catch-up reads again events the main loop has passed: the
+	// bootstrap's own transaction table, as the last batch left it.
+	before := catchupTxns(b)
+	ps, txns, err := t.prepare(ctx, evs, before)
 	if err != nil {
 		return false, err
 	}
-	last := b.CatchupEventID
+	last, lastTime := b.CatchupEventID, b.CutEventTime
 	var entered *tableKey
 	for j, p := range ps {
 		if p.err != nil {
 			return false, p.err
 		}
-		last = evs[j].EventID
+		last, lastTime = evs[j].EventID, time.Unix(evs[j].EventTime, 0).UTC()
 		ev := &p.routed.Event
 		if p.routed.Filtered != "" || !slices.Contains(ev.Databases, db) {
 			continue
@@ -1073,6 +1208,9 @@ func (t *Tailer) catchup(ctx context.Context, db string) (bool, error) {
 		recs = append(recs, t.taskRecords(&p, id)...)
 		if k, ok := enteredScope(ev, &t.conf.Replication); ok && k.db == db {
 			entered = &k
+			if j+1 < len(ps) {
+				txns = txnsAfter(before, ps[:j+1]) // the rest is read again
+			}
 			break
 		}
 	}
@@ -1080,11 +1218,12 @@ func (t *Tailer) catchup(ctx context.Context, db string) (bool, error) {
 		return false, err
 	}
 	b.CatchupEventID = last
+	keepTxns(b, txns)
 	more := true
 	switch {
 	case entered != nil:
 		p, _ := t.conf.Replication.Scope(db)
-		nb := newBootstrap(db, []string{entered.table}, ReasonEnteredScope, "", last, b.CutEventTime, time.Now(), p)
+		nb := newBootstrap(db, []string{entered.table}, ReasonEnteredScope, "", last, lastTime, time.Now(), p, txns)
 		t.log.Info("a table was renamed into the scope during a catch-up: bootstrapping it", "db", db, "table", entered.table,
 			"bootstrap_id", nb.BootstrapID, "cut", last, "after", b.BootstrapID)
 		*b = nb
@@ -1178,7 +1317,7 @@ func (t *Tailer) discontinuity(st *txState, db string) (*kgo.Record, error) {
 	}
 	st.chain[db] = st.cp
 	if p, _ := t.conf.Replication.Scope(db); p.AutoBootstrap() && t.cfg.Snapshots != nil && bootIndex(st.boots, db) < 0 {
-		st.boots = append(st.boots, newBootstrap(db, nil, ReasonDiscontinuity, "", st.cp, st.cpTime, time.Now(), p))
+		st.boots = append(st.boots, newBootstrap(db, nil, ReasonDiscontinuity, "", st.cp, st.cpTime, time.Now(), p, st.txns))
 	}
 	return record(t.topics.Events(db), id, v, schemas.NameMetastoreEvent, id), nil
 }
@@ -1225,7 +1364,7 @@ func (t *Tailer) applyScope(ctx context.Context, rep config.Replication) error {
 			}
 			recs, holes = append(recs, r), append(holes, db)
 		case p.AutoBootstrap() && t.cfg.Snapshots != nil && bootIndex(st.boots, db) < 0:
-			st.boots = append(st.boots, newBootstrap(db, nil, ReasonNewDatabase, "", st.cp, st.cpTime, time.Now(), p))
+			st.boots = append(st.boots, newBootstrap(db, nil, ReasonNewDatabase, "", st.cp, st.cpTime, time.Now(), p, st.txns))
 		default:
 			waiting = append(waiting, db)
 		}
@@ -1241,6 +1380,25 @@ func (t *Tailer) applyScope(ctx context.Context, rep config.Replication) error {
 		return nil
 	}
 	return t.commit(ctx, recs, st, schemas.StateRunning)
+}
+
+// repairCut is where a repair resumes after the gap that broke the
+// chain at checkpoint (of time cpTime), given the log's head and its
+// first event after the checkpoint (none when the log holds none), and
+// the cut's time: what the new bootstraps are stamped with, and what the
+// replica's age and the RPO count from. The cut event itself is purged:
+// its time is taken as the first event's after it (the closest known,
+// never before it), or now when the log holds nothing after the
+// checkpoint (the head's events are all gone, and the snapshot reads the
+// source as of now). Not the checkpoint's: the gap may be days long.
+func repairCut(checkpoint int64, cpTime time.Time, head int64, first []hmslog.RawEvent, now time.Time) (int64, time.Time) {
+	switch {
+	case len(first) > 0 && first[0].EventID-1 > checkpoint:
+		return first[0].EventID - 1, time.Unix(first[0].EventTime, 0).UTC()
+	case len(first) == 0 && head > checkpoint:
+		return head, now
+	}
+	return checkpoint, cpTime
 }
 
 // repairChain runs at the start of a tailer whose checkpoint is
@@ -1273,19 +1431,19 @@ func (t *Tailer) repairChain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cut := max(t.checkpoint, head)
-	if len(first) > 0 {
-		cut = max(t.checkpoint, first[0].EventID-1)
-	}
+	cut, cutTime := repairCut(t.checkpoint, t.checkpointTime, head, first, time.Now())
 	source, err := t.cfg.Source.Databases(ctx)
 	if err != nil {
 		return err
 	}
 	st := t.state()
-	st.cp, st.reqOff = cut, reqs[k].offset+1
+	st.cp, st.cpTime, st.reqOff = cut, cutTime, reqs[k].offset+1
 	all := *req
 	all.Databases = nil
-	boots, warnings := planRequest(&all, source, &t.conf.Replication, nil, cut, st.cpTime, time.Now())
+	// The gap's allocations are unknown: no transaction is known whole.
+	txns := st.txns.clone()
+	txns.above = math.MaxInt64
+	boots, warnings := planRequest(&all, source, &t.conf.Replication, nil, cut, cutTime, time.Now(), txns)
 	for _, w := range warnings {
 		t.log.Warn(w)
 	}

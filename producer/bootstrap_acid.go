@@ -114,6 +114,9 @@ type acidView struct {
 	table string // lower case
 	txns  acid.Txns
 	w     acid.WriteIDs
+	// at is the source log's head read just before the state: every
+	// event after it may be missing from what the state selects.
+	at int64
 }
 
 // acidWait is a transactional table whose write IDs were open when a
@@ -174,6 +177,10 @@ func (pg *snapPage) acidTable(ctx context.Context, tb *schemas.Table, now time.T
 		return true, nil
 	}
 	name := strings.ToLower(tb.Name)
+	at, err := t.cfg.Source.Head(ctx)
+	if err != nil {
+		return false, err
+	}
 	txns, w, err := src.TableWriteIDs(ctx, b.Database, name)
 	if err != nil {
 		return false, fmt.Errorf("bootstrap %s: write-ID state of %s.%s: %w", b.BootstrapID, b.Database, name, err)
@@ -206,7 +213,7 @@ func (pg *snapPage) acidTable(ctx context.Context, tb *schemas.Table, now time.T
 			"db", b.Database, "table", name, "bootstrap_id", b.BootstrapID, "open_write_ids", w.Open, "waited", now.Sub(aw.since).Round(time.Second))
 	}
 	delete(st.waits[b.BootstrapID], name)
-	st.views[b.BootstrapID] = acidView{table: name, txns: txns, w: w}
+	st.views[b.BootstrapID] = acidView{table: name, txns: txns, w: w, at: at}
 	pg.writeIDs = &schemas.SnapshotWriteIDs{HighWaterMark: w.HighWaterMark, Aborted: w.Aborted, Open: w.Open}
 	return true, nil
 }
@@ -225,13 +232,17 @@ func (pg *snapPage) acidPartitions(ctx context.Context, tb *schemas.Table) error
 	if !ok {
 		return nil
 	}
+	at, err := t.cfg.Source.Head(ctx)
+	if err != nil {
+		return err
+	}
 	txns, w, err := src.TableWriteIDs(ctx, b.Database, name)
 	if err != nil {
 		return fmt.Errorf("bootstrap %s: write-ID state of %s.%s: %w", b.BootstrapID, b.Database, name, err)
 	}
 	t.log.Info("bootstrap: read the write-ID state of the transactional table in progress again (after a restart) for its partitions",
 		"db", b.Database, "table", name, "bootstrap_id", b.BootstrapID, "write_ids", w.String())
-	t.acidState().views[b.BootstrapID] = acidView{table: name, txns: txns, w: w}
+	t.acidState().views[b.BootstrapID] = acidView{table: name, txns: txns, w: w, at: at}
 	return nil
 }
 

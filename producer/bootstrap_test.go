@@ -727,7 +727,7 @@ func TestPlanRequest(t *testing.T) {
 	}
 	for _, c := range cases {
 		c.req.RequestID = "r"
-		boots, warnings := planRequest(&c.req, source, &pol, active, 42, time.Time{}, now)
+		boots, warnings := planRequest(&c.req, source, &pol, active, 42, time.Time{}, now, newTxnTable(nil, 0))
 		var got []string
 		for _, b := range boots {
 			got = append(got, fmt.Sprintf("%s/%s/%v", b.Database, strings.Join(b.Tables, ","), b.WithData))
@@ -828,6 +828,11 @@ func TestBootstrapRepairsChainBroken(t *testing.T) {
 	tl = f.tailer(t)
 	if tl.checkpoint != 5 || len(tl.boots) != 1 || tl.boots[0].CutEventID != 5 || tl.boots[0].Reason != ReasonChainBroken {
 		t.Fatalf("after the repair: checkpoint %d, bootstraps %+v", tl.checkpoint, tl.boots)
+	}
+	// Event 5 is purged: the cut's time is event 6's, not the broken
+	// checkpoint's (event 3's).
+	if at := time.Unix(1_700_000_006, 0); !tl.boots[0].CutEventTime.Equal(at) || !tl.checkpointTime.Equal(at) {
+		t.Errorf("after the repair: cut time %s, checkpoint time %s; want %s", tl.boots[0].CutEventTime, tl.checkpointTime, at)
 	}
 	if err := drive(t, tl, func() bool { return tl.checkpoint == 8 && len(tl.boots) == 0 }); err != nil {
 		t.Fatal(err)
@@ -1104,6 +1109,216 @@ func TestAdoptLegacyCursor(t *testing.T) {
 			adoptLegacyCursor(&b, tables)
 			if b.TableInProgress != tc.inProgress || !slices.Equal(b.PublishedTables, tc.published) {
 				t.Errorf("adopted in progress %q, published %v; want %q, %v", b.TableInProgress, b.PublishedTables, tc.inProgress, tc.published)
+			}
+		})
+	}
+}
+
+// TestCatchupTxns: a catch-up's commits and aborts reach the database
+// its transaction allocated in, whichever batch (or the time before the
+// cut) held the allocation; the table a bootstrap keeps is its
+// database's only; a checkpoint of an older tailer knows nothing, and a
+// commit naming no writes is read from the source.
+func TestCatchupTxns(t *testing.T) {
+	abort := func(id, txn int64) schemas.Event {
+		return schemas.Event{EventID: id, EventType: schemas.EventAbortTxn, Payload: &schemas.Transaction{TxnIDs: []int64{txn}}}
+	}
+	ledger := schemas.TableWriteID{Database: "finance", Table: "ledger", WriteID: 1}
+	for _, tc := range []struct {
+		name string
+		// main is the main table at the cut (nil: an older tailer's
+		// checkpoint, which carried none); batches the catch-up's.
+		main    *txnTable
+		batches [][]schemas.Event
+		// want, for the last event: whether it reaches sales, whether it
+		// was read from the source; the table kept after the last batch.
+		reaches, read bool
+		kept          []int64
+	}{
+		{name: "a commit in a later batch than the allocation",
+			main:    newTxnTable(nil, 0),
+			batches: [][]schemas.Event{{allocEvent(11, "sales", "orders", 10)}, {allocEvent(12, "finance", "ledger", 10)}, {commitEvent(13, 10, ledger)}},
+			reaches: true},
+		{name: "an abort in a later batch than the allocation",
+			main:    newTxnTable(nil, 0),
+			batches: [][]schemas.Event{{allocEvent(11, "sales", "orders", 10)}, {abort(12, 10)}},
+			reaches: true},
+		{name: "a transaction open at the cut",
+			main:    newTxnTable([]schemas.OpenTxn{{TxnID: 10, FirstEventID: 9, Databases: []string{"finance", "sales"}}}, 0),
+			batches: [][]schemas.Event{{allocEvent(11, "sales", "orders", 12)}, {commitEvent(12, 10, ledger)}},
+			reaches: true, kept: []int64{12}},
+		{name: "one open at the cut in another database only is not kept",
+			main:    newTxnTable([]schemas.OpenTxn{{TxnID: 10, FirstEventID: 9, Databases: []string{"finance"}}}, 0),
+			batches: [][]schemas.Event{{allocEvent(11, "sales", "orders", 12)}, {commitEvent(12, 10, ledger)}},
+			kept:    []int64{12}},
+		{name: "still open after the last batch",
+			main:    newTxnTable(nil, 0),
+			batches: [][]schemas.Event{{allocEvent(11, "sales", "orders", 10)}, {allocEvent(12, "finance", "ledger", 12)}, {commitEvent(13, 12, ledger)}},
+			kept:    []int64{10}},
+		{name: "an older tailer's checkpoint: a commit naming no writes is read",
+			batches: [][]schemas.Event{{allocEvent(11, "sales", "orders", 10)}, {commitEvent(12, 10)}},
+			reaches: true, read: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &fakeTxns{writes: map[int64][]TxnWrite{10: {{Database: "sales", Table: "orders", WriteID: 1,
+				Files: ordersFile + "#c1##delta_0000001_0000001_0000"}}}}
+			tl := txnTailer(t, logWith(9, 11, 12, 13), src)
+			b := schemas.BootstrapState{Database: "sales", TxnsTrackedAbove: -1}
+			if tc.main != nil {
+				b = newBootstrap("sales", nil, ReasonRequested, "", 10, time.Time{}, time.Unix(1, 0), &config.DatabasePolicy{Name: "sales"}, tc.main)
+			}
+			var last schemas.Event
+			for _, evs := range tc.batches {
+				tt, err := tl.completeTxns(context.Background(), evs, catchupTxns(&b))
+				if err != nil {
+					t.Fatal(err)
+				}
+				keepTxns(&b, tt)
+				last = evs[len(evs)-1]
+			}
+			if got := slices.Contains(last.Databases, "sales"); got != tc.reaches {
+				t.Errorf("event %d reaches sales: %v (databases %v), want %v", last.EventID, got, last.Databases, tc.reaches)
+			}
+			if read := len(src.reads) > 0; read != tc.read {
+				t.Errorf("read from the source: %v, want %v", read, tc.read)
+			}
+			var kept []int64
+			for _, o := range b.OpenTxns {
+				kept = append(kept, o.TxnID)
+				if !slices.Contains(o.Databases, "sales") {
+					t.Errorf("kept transaction %d of databases %v", o.TxnID, o.Databases)
+				}
+			}
+			if !slices.Equal(kept, tc.kept) {
+				t.Errorf("kept %v, want %v", kept, tc.kept)
+			}
+		})
+	}
+}
+
+// TestTxnsAfter: the table after a prefix of a batch's events is the one
+// completeTxns leaves after those events alone.
+func TestTxnsAfter(t *testing.T) {
+	evs := []schemas.Event{allocEvent(5, "sales", "orders", 10, 11), commitEvent(6, 10), allocEvent(7, "finance", "ledger", 12),
+		{EventID: 8, EventType: schemas.EventAbortTxn, Payload: &schemas.Transaction{TxnIDs: []int64{11}}}}
+	tl := txnTailer(t, logWith(5, 6, 7, 8), &fakeTxns{})
+	for n := range len(evs) + 1 {
+		ps := make([]prepared, n)
+		for i := range n {
+			ps[i].routed.Event = evs[i]
+		}
+		before := newTxnTable([]schemas.OpenTxn{{TxnID: 9, FirstEventID: 4, Databases: []string{"sales"}}}, 0)
+		want, err := tl.completeTxns(context.Background(), slices.Clone(evs[:n]), before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := txnsAfter(before, ps); !slices.EqualFunc(got.list(), want.list(), func(a, b schemas.OpenTxn) bool {
+			return a.TxnID == b.TxnID && a.FirstEventID == b.FirstEventID && slices.Equal(a.Databases, b.Databases)
+		}) {
+			t.Errorf("after %d events: %v, want %v", n, got.list(), want.list())
+		}
+		if len(before.open) != 1 {
+			t.Errorf("after %d events the table given changed: %v", n, before.list())
+		}
+	}
+}
+
+// TestTableIncarnation: the table in progress is known by the
+// metastore's table ID, or its create time where the metastore gives no
+// ID; a table made again under the name is another one, and a cursor of
+// an older tailer (no incarnation recorded) is taken as the same.
+func TestTableIncarnation(t *testing.T) {
+	read := func(id *int64, created int32, keys ...string) *schemas.Table {
+		t.Helper()
+		ht := &hive_metastore.Table{TableName: "big", DbName: "sales", CreateTime: created, ID: id, Sd: &hive_metastore.StorageDescriptor{}}
+		for _, k := range keys {
+			ht.PartitionKeys = append(ht.PartitionKeys, &hive_metastore.FieldSchema{Name: k, Type: "string"})
+		}
+		tb, err := TableFromThriftJSON(tjsonOf(t, ht))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tb
+	}
+	id := func(n int64) *int64 { return &n }
+	for _, tc := range []struct {
+		name        string
+		published   *schemas.Table // nil: an older tailer's cursor
+		found       *schemas.Table
+		incarnation string // of published
+		same        bool
+	}{
+		{"the same table", read(id(41), 1700000000, "dt"), read(id(41), 1700000000, "dt"), "id:41", true},
+		{"made again in the same second", read(id(41), 1700000000, "dt"), read(id(42), 1700000000, "dt"), "id:41", false},
+		{"made again with other keys", read(id(41), 1700000000, "dt"), read(id(42), 1700000005, "region", "day"), "id:41", false},
+		{"no ID: the create time", read(nil, 1700000000, "dt"), read(nil, 1700000000, "dt"), "created:1700000000", true},
+		{"no ID, made again later", read(nil, 1700000000, "dt"), read(nil, 1700000003, "region"), "created:1700000000", false},
+		{"an older tailer's cursor", nil, read(id(42), 1700000005, "region"), "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var recorded string
+			if tc.published != nil {
+				recorded = tableIncarnation(tc.published)
+			}
+			if recorded != tc.incarnation {
+				t.Errorf("incarnation %q, want %q", recorded, tc.incarnation)
+			}
+			if got := sameIncarnation(recorded, tc.found); got != tc.same {
+				t.Errorf("same table: %v, want %v", got, tc.same)
+			}
+		})
+	}
+}
+
+// TestRepairCut: a repair resumes just before the first event after the
+// gap, its bootstraps stamped with that event's time (the cut event is
+// purged), never the broken checkpoint's; with nothing after the
+// checkpoint it resumes at the head, as of now.
+func TestRepairCut(t *testing.T) {
+	cpTime := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC) // days before the repair
+	now := time.Date(2026, 11, 4, 12, 0, 0, 0, time.UTC)
+	after := time.Date(2026, 11, 4, 11, 59, 0, 0, time.UTC)
+	ev := func(id int64) []hmslog.RawEvent { return []hmslog.RawEvent{{EventID: id, EventTime: after.Unix()}} }
+	for _, tc := range []struct {
+		name     string
+		head     int64
+		first    []hmslog.RawEvent
+		wantCut  int64
+		wantTime time.Time
+	}{
+		{"a gap after the checkpoint", 900, ev(500), 499, after},
+		{"everything after the checkpoint purged", 900, nil, 900, now},
+		{"no gap", 900, ev(101), 100, cpTime},
+		{"nothing after the checkpoint", 100, nil, 100, cpTime},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cut, at := repairCut(100, cpTime, tc.head, tc.first, now)
+			if cut != tc.wantCut || !at.Equal(tc.wantTime) {
+				t.Errorf("cut %d at %s, want %d at %s", cut, at, tc.wantCut, tc.wantTime)
+			}
+		})
+	}
+}
+
+// TestAcidStamp: a page of a transactional table's partitions is stamped
+// at most at the head read before the write-ID state its files are
+// chosen by, so a compaction committed after that state (its directory
+// invisible to it) applies on DR; other tables keep the page's stamp.
+func TestAcidStamp(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		page  int64
+		view  *acidView
+		stamp int64
+	}{
+		{"not transactional", 120, nil, 120},
+		{"state read before the page (its TABLE record's)", 120, &acidView{at: 100}, 100},
+		{"state read again after the page's read (a restart)", 120, &acidView{at: 125}, 120},
+		{"state read at the page's head", 120, &acidView{at: 120}, 120},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := acidStamp(tc.page, tc.view); got != tc.stamp {
+				t.Errorf("stamp %d, want %d", got, tc.stamp)
 			}
 		})
 	}

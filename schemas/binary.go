@@ -567,6 +567,9 @@ func (w *avroWriter) checkpoint(c *TailerCheckpoint) {
 		w.str(b.TableInProgress)
 		w.strs(b.PublishedTables)
 		w.long(b.SnapshotEventID)
+		w.openTxns(b.OpenTxns)
+		w.long(b.TxnsTrackedAbove)
+		w.str(b.TableInProgressIncarnation)
 	}
 	w.end()
 	w.count(len(c.SnapshotReleases))
@@ -582,14 +585,18 @@ func (w *avroWriter) checkpoint(c *TailerCheckpoint) {
 		w.long(o)
 	}
 	w.end()
-	w.count(len(c.OpenTxns))
-	for _, t := range c.OpenTxns {
+	w.openTxns(c.OpenTxns)
+	w.long(c.TxnsTrackedAbove)
+}
+
+func (w *avroWriter) openTxns(ts []OpenTxn) {
+	w.count(len(ts))
+	for _, t := range ts {
 		w.long(t.TxnID)
 		w.long(t.FirstEventID)
 		w.strs(t.Databases)
 	}
 	w.end()
-	w.long(c.TxnsTrackedAbove)
 }
 
 func (w *avroWriter) bootstrapRequest(r *BootstrapRequest) {

@@ -192,8 +192,10 @@ func testRecords() map[string]any {
 					Phase: PhaseSnapshot, WithData: true, DoneTable: "orders", DonePartition: "dt=2025-03-01", Seq: 12,
 					TablesTotal: 40, TablesDone: 3, PartitionsDone: 9, Files: 20, Bytes: 1 << 33, Started: t1,
 					HDFSSnapshots:   []string{"hdfs://src-nn:8020/warehouse/.snapshot/hivedr-b-1"},
-					TableInProgress: "orders_v2", PublishedTables: []string{"customers", "orders", "orders_v2"}, SnapshotEventID: 995},
-				{Database: "hr", BootstrapID: "b-2", CutEventID: 1000, Phase: PhaseCatchup, Tables: []string{"people"}, CatchupEventID: 1000},
+					TableInProgress: "orders_v2", PublishedTables: []string{"customers", "orders", "orders_v2"}, SnapshotEventID: 995,
+					TxnsTrackedAbove: -1, TableInProgressIncarnation: "id:4077"},
+				{Database: "hr", BootstrapID: "b-2", CutEventID: 1000, Phase: PhaseCatchup, Tables: []string{"people"}, CatchupEventID: 1000,
+					OpenTxns: []OpenTxn{{TxnID: 41, FirstEventID: 990, Databases: []string{"hr", "sales"}}}, TxnsTrackedAbove: 40},
 			},
 			SnapshotReleases: []SnapshotRelease{
 				{BootstrapID: "b-1", HDFSSnapshots: []string{"hdfs://src-nn:8020/warehouse/.snapshot/hivedr-b-1"}, Tasks: -1, Completed: 3},

@@ -428,6 +428,15 @@ type BootstrapState struct {
 	// SnapshotEventID is the source head read just before the snapshots
 	// of HDFSSnapshots were created; 0 while they are only planned.
 	SnapshotEventID int64
+	// OpenTxns are the source transactions that had allocated write IDs
+	// in Database and not ended at the catch-up's position (CutEventID,
+	// then CatchupEventID); TxnsTrackedAbove is the checkpoint's at the
+	// cut, -1 in the checkpoint of an older tailer.
+	OpenTxns         []OpenTxn
+	TxnsTrackedAbove int64
+	// TableInProgressIncarnation says which table TableInProgress's TABLE
+	// record is of (tableIncarnation in the producer); "" when unknown.
+	TableInProgressIncarnation string
 }
 
 // The phases of a BootstrapState.

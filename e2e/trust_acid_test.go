@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	wl "github.com/hivedr/hivedr/e2e/workload"
+	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/testenv"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// TestTrustCatchupOpenTxn: transactions that allocate a write ID in a
+// database while its bootstrap's snapshot is being published, after the
+// table's record, and end later without writing there (one commits
+// having written another database only, one aborts) are ended on DR too,
+// though the catch-up publishes their allocation and their end in
+// different batches (tailer.batch_size 1). A transaction open at the
+// cut keeps the snapshot going (its table waits for it) while they run.
+// At the end DR's valid write IDs of every table equal the source's, no
+// DR transaction of the applier is left open, and verify finds nothing.
+func TestTrustCatchupOpenTxn(t *testing.T) {
+	env := testenv.Require(t)
+	r := newAcidSource(t, env, "trustcu")
+	r.round()
+	open, err := r.w.OpenTxn(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	openWrites := []acidWrite{{0, -1, false}} // orders (db1) waits for it
+	r.write(open, openWrites...)
+
+	r.pipeline = newPipeline(t, env, []string{r.db1, r.db2}, currentEventID(t, r.ctx, r.src))
+	r.editConfig("batch_size: 200", "batch_size: 1")
+	r.startAll()
+	r.requestBootstrap([]string{r.db1, r.db2}, nil)
+
+	// events (db1) is on DR, stamped before what follows; orders waits.
+	events := r.tables[1]
+	poll(t, 5*time.Minute, 100*time.Millisecond, events.full()+"'s record applied on DR while "+r.tables[0].full()+" waits", func() bool {
+		r.checkAlive()
+		d := drDatabase(t, r.pipelineTest, r.db1)
+		if d == nil {
+			return false
+		}
+		prog, _ := drparam.ParseProgress(d.Parameters[drparam.BootstrapApplied])
+		return prog.Tables >= 1
+	})
+	if bootstrapDone(r.ctx, r.dr, r.db1) != "" {
+		t.Fatalf("%s's bootstrap was done while %s waited", r.db1, r.tables[0].full())
+	}
+	// After the cut: a commit that allocated in db1 (events) and wrote db2
+	// only, and an abort of a write to events.
+	r.allocOnly(1, acidWrite{2, 1, false})
+	aborted := r.txn(false, acidWrite{1, 0, false})
+	t.Logf("after the cut, in %s's snapshot: transaction %d allocated in %s and wrote %s only; transaction %d wrote %s and aborted",
+		r.db1, r.allocOnlys[len(r.allocOnlys)-1], events.full(), r.tables[2].full(), aborted.ID, events.full())
+	if bootstrapDone(r.ctx, r.dr, r.db1) != "" {
+		t.Fatalf("%s's bootstrap was done before the open transaction ended", r.db1)
+	}
+	r.end(open, true, openWrites...)
+
+	eventually(t, 5*time.Minute, "both bootstraps done on DR", func() bool {
+		r.checkAlive()
+		return bootstrapDone(r.ctx, r.dr, r.db1) != "" && bootstrapDone(r.ctx, r.dr, r.db2) != ""
+	})
+	r.converge(5 * time.Minute)
+	if got := r.drOpenReplTxns(); len(got) != 0 {
+		t.Errorf("DR has open transactions of the applier %v after every source transaction ended", got)
+	}
+	verifyClean(t, r.conf, r.db1, r.db2)
+}
+
+// TestTrustCompactionDuringBootstrap: a major compaction of a partition
+// of a transactional table commits (and the source's cleaner removes the
+// deltas it merged) after the table's TABLE record is published and
+// before that partition's page: the tailer is held (SIGSTOP) once its
+// checkpoint shows the table in progress short of the partition. DR's
+// partition ends with the compacted base, a reader of it sees what a
+// source reader sees, and every table's write IDs equal the source's.
+func TestTrustCompactionDuringBootstrap(t *testing.T) {
+	env := testenv.Require(t)
+	r := newAcidSource(t, env, "trustcp")
+	ctx := r.ctx
+	var days [][]string
+	for i := range 120 {
+		days = append(days, []string{fmt.Sprintf("2025-%04d", i)})
+	}
+	big := acidTable{db: r.db1, name: "big", partitions: days}
+	if err := r.w.CreateACIDTable(ctx, big.db, big.name, wl.ACIDTableSpec{Columns: []string{"id bigint", "note string"}, PartitionKeys: []string{"dt"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.w.AddACIDPartitions(ctx, big.db, big.name, days); err != nil {
+		t.Fatal(err)
+	}
+	r.tables = append(r.tables, big)
+	bi, last := len(r.tables)-1, len(days)-1
+	// Every partition written by one transaction, the last by two more:
+	// deltas for the compaction to merge.
+	tx, err := r.w.OpenTxn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []acidWrite
+	for p := range days {
+		all = append(all, acidWrite{bi, p, false})
+	}
+	r.write(tx, all...)
+	r.end(tx, true, all...)
+	r.txn(true, acidWrite{bi, last, false})
+	r.txn(true, acidWrite{bi, last, false})
+	lastName := "dt=" + days[last][0]
+
+	r.pipeline = newPipeline(t, env, []string{r.db1, r.db2}, currentEventID(t, ctx, r.src))
+	r.withTailer("bootstrap_page: 2")
+	r.startAll()
+	r.requestBootstrap([]string{r.db1, r.db2}, nil)
+
+	s := serde(t, env)
+	inProgress := func() *schemas.BootstrapState {
+		b := bootstrapOf(newestCheckpoint(t, r.pipeline, s, r.cfg.Source.Name), r.db1)
+		if b == nil || b.TableInProgress != big.name || b.DonePartition == "" || b.DonePartition >= lastName {
+			return nil
+		}
+		return b
+	}
+	poll(t, 5*time.Minute, 20*time.Millisecond, big.full()+" in progress in the tailer's checkpoint", func() bool {
+		r.checkAlive()
+		return inProgress() != nil
+	})
+	if err := r.tail.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	held := true
+	resume := func() {
+		if held {
+			held = false
+			r.tail.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	b := inProgress()
+	if b == nil {
+		t.Fatalf("the tailer, held, has passed %s's partition %s", big.full(), lastName)
+	}
+	t.Logf("tailer held with %s in progress after partition %s", big.full(), b.DonePartition)
+	c := r.compact(bi, last, true)
+	resume()
+
+	eventually(t, 5*time.Minute, "both bootstraps done on DR", func() bool {
+		r.checkAlive()
+		return bootstrapDone(ctx, r.dr, r.db1) != "" && bootstrapDone(ctx, r.dr, r.db2) != ""
+	})
+	r.converge(5 * time.Minute)
+	r.compactedOnDR()
+	if got := r.drOpenReplTxns(); len(got) != 0 {
+		t.Errorf("DR has open transactions of the applier %v after every source transaction ended", got)
+	}
+	t.Logf("compaction %d of %s %s (%s) on DR", c.ID, big.full(), lastName, c.Dir)
+}
