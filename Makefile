@@ -22,9 +22,12 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/hivedr ./cmd/hivedr
 
-## test: unit tests, then both local stacks up (the plain one and the secured one), then the e2e
-## tests on them (TestSecure* on the secured stack; they fail if it is not up)
-test: vet tools unit stack-up stack-secure-up e2e
+## test: vet, the tools, unit tests, then both local stacks up (the plain one and the secured one),
+## then the e2e tests on them (TestSecure* on the secured stack; they fail if it is not up), through
+## e2e/stack/phases.sh: it stops at the first phase that fails and ends with one line per phase (wall
+## time; tests run, passed, failed) and the totals, `N passed, N failed`, alone on the last line
+test:
+	@bash e2e/stack/phases.sh "$(MAKE)"
 
 ## tools: helm, promtool and prometheus for the deployment checks, and the Python consumer of
 ## TestConsumer* (deploy/tools.sh, deploy/pyconsumer.sh)
@@ -42,13 +45,22 @@ image:
 	$(GO) run ./deploy/image -binary $(IMAGE_BIN) -arch $(GOARCH_IMAGE) -out $(IMAGE_OUT) \
 		-version $(VERSION) -commit $(COMMIT) -date $(DATE)
 
-## unit: tests that need no stack (kfake and pure code only)
+## unit: tests that need no stack (kfake and pure code only), with the race detector (it needs cgo:
+## a C compiler, which `make tools` installs) and in a random order; UNITFLAGS adds go test flags
+## (`make test` adds -v, to count the tests)
+## SHUFFLE: the test order of unit and e2e, `on` (a new seed each run; go test prints it as
+## "-test.shuffle N") or a seed to replay, e.g. `make e2e SHUFFLE=1796512861335799451`
+SHUFFLE   ?= on
+UNITFLAGS ?=
 unit:
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	CGO_ENABLED=1 $(GO) test -race -shuffle=$(SHUFFLE) -count=1 -timeout 30m $(UNITFLAGS) $(PKGS)
 
-## e2e: tests on the real local stacks (fails if one is not up)
+## e2e: tests on the real local stacks (fails if one is not up), in a random order (SHUFFLE); the
+## build first fills the build cache, so whichever test runs the hivedr binary first only links it
+## within its deadline
 e2e:
-	$(GO) test -count=1 -timeout 50m -v ./e2e/
+	$(GO) build -o /dev/null ./cmd/hivedr
+	$(GO) test -shuffle=$(SHUFFLE) -count=1 -timeout 50m -v ./e2e/
 
 ## fuzz: each fuzz target of a decoder of untrusted input (notifications, Thrift JSON, Avro, config,
 ## locations, and the DataNode and NameNode bytes internal/hdfscrc reads) for FUZZTIME (default 30s); crashers land

@@ -4,6 +4,7 @@
 #            $(go env GOPATH)/bin when GOBIN is unset (where deploy/tools_test.go looks)
 #   promtool and prometheus, from Debian's `prometheus` package (2.42 on Debian 12);
 #            TestAlert* and TestDashboard* run them. The package's service is not started.
+#   gcc      a C compiler for cgo, which the race detector of `make unit` needs
 #   py-consumer  a Python venv with confluent-kafka[avro,schemaregistry] (deploy/pyconsumer.sh),
 #            for TestConsumer*
 # Idempotent: a tool already there is left alone.
@@ -22,6 +23,13 @@ if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2
   apt-get update -qq >&2
   # policy-rc.d keeps the package's own service from starting
   apt-get install -y -qq --no-install-recommends prometheus >&2
+fi
+# A C compiler: `make unit` runs the race detector, which needs cgo.
+if ! command -v "$(go env CC)" >/dev/null 2>&1; then
+  echo "tools: apt-get install gcc libc6-dev (cgo, for go test -race)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq --no-install-recommends gcc libc6-dev >&2
 fi
 # The Python consumer of TestConsumer* (confluent-kafka in a cached venv).
 bash "$(dirname "$0")/pyconsumer.sh" >/dev/null

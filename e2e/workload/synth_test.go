@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/beltran/gohive/hive_metastore"
@@ -71,10 +72,17 @@ func TestSynthTemplateRoundTrip(t *testing.T) {
 	}
 }
 
-type memPut map[string][]byte
+// memPut keeps what put writes in memory; Stage's writers call put at
+// once, so the map is behind a lock.
+type memPut struct {
+	mu    sync.Mutex
+	files map[string][]byte
+}
 
-func (m memPut) put(_ context.Context, loc string, data []byte) error {
-	m[loc] = append([]byte(nil), data...)
+func (m *memPut) put(_ context.Context, loc string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[loc] = append([]byte(nil), data...)
 	return nil
 }
 
@@ -104,10 +112,11 @@ func TestSynthSteps(t *testing.T) {
 		steps = append(steps, s.PlanStep(s.Tables()[i%len(s.Tables())], rng, 0.4, 0.7, 1700000001))
 	}
 	steps = append(steps, s.Reinsert(s.Tables()[1], 1))
-	files := memPut{}
-	if err := s.Stage(context.Background(), steps, files.put, fakeSums{}, 3); err != nil {
+	staged := &memPut{files: map[string][]byte{}}
+	if err := s.Stage(context.Background(), steps, staged.put, fakeSums{}, 3); err != nil {
 		t.Fatal(err)
 	}
+	files := staged.files // Stage has returned: no writer is left
 	id := int64(0)
 	kinds := map[StepKind]int{}
 	for _, st := range steps {

@@ -197,7 +197,8 @@ func fileData(loc string) []byte {
 }
 
 // PutFunc writes data to a new file at the full location loc, creating
-// its parent directories.
+// its parent directories. Stage and Populate call it from several
+// goroutines at once.
 type PutFunc func(ctx context.Context, loc string, data []byte) error
 
 // NativePut writes files with a native HDFS client: mkdir, create, write,
