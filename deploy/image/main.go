@@ -27,6 +27,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/hivedr/hivedr/internal/config"
 )
 
 // The image's fixed facts, which the Helm chart and compose file rely on.
@@ -175,7 +177,8 @@ func Image(s Spec, created time.Time) (v1.Image, error) {
 		Labels:     labels,
 		// The daemons' default metrics addresses (README: Configuration);
 		// a configuration file moves them off loopback.
-		ExposedPorts: map[string]struct{}{"9464/tcp": {}, "9465/tcp": {}, "9466/tcp": {}},
+		ExposedPorts: map[string]struct{}{config.TailerMetricsPort + "/tcp": {}, config.CopydMetricsPort + "/tcp": {},
+			config.ApplierMetricsPort + "/tcp": {}},
 	}
 	return mutate.ConfigFile(img, cf)
 }

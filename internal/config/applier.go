@@ -88,7 +88,7 @@ func HeartbeatInterval(d time.Duration) time.Duration { return d / 6 }
 
 func defaultApplier() Applier {
 	return Applier{Group: "hivedr-applier", HaltAfter: Duration{DefaultHaltAfter}, LookAhead: DefaultLookAhead,
-		LookAheadBytes: DefaultLookAheadBytes, BatchPartitions: DefaultBatchPartitions, MetricsAddr: "127.0.0.1:9466", SessionTimeout: Duration{DefaultSessionTimeout}}
+		LookAheadBytes: DefaultLookAheadBytes, BatchPartitions: DefaultBatchPartitions, MetricsAddr: "127.0.0.1:" + ApplierMetricsPort, SessionTimeout: Duration{DefaultSessionTimeout}}
 }
 
 // EnsureDefaults fills Instance with the host name.

@@ -359,7 +359,7 @@ const DefaultChainBrokenLinger = 60 * time.Second
 
 func defaultTailer() Tailer {
 	return Tailer{BatchSize: 1000, PollInterval: Duration{time.Second}, HeartbeatInterval: Duration{5 * time.Second},
-		StartEventID: "latest", MetricsAddr: "127.0.0.1:9464", ListRetryFor: Duration{DefaultListRetryFor},
+		StartEventID: "latest", MetricsAddr: "127.0.0.1:" + TailerMetricsPort, ListRetryFor: Duration{DefaultListRetryFor},
 		ChainBrokenLinger: Duration{DefaultChainBrokenLinger}, BootstrapPage: 1000, BootstrapConcurrency: 4,
 		BootstrapOpenTxnWait: Duration{DefaultBootstrapOpenTxnWait}}
 }
@@ -484,7 +484,10 @@ const DefaultRPO = 5 * time.Minute
 
 // PathMapping maps a source location prefix to a DR one.
 type PathMapping struct {
+	// Source is a source location prefix, e.g. hdfs://prod-nn:8020/.
 	Source string `yaml:"source"`
+	// Target is the DR location prefix that replaces it, e.g.
+	// hdfs://dr-nn:8020/.
 	Target string `yaml:"target"`
 }
 
@@ -551,6 +554,15 @@ const (
 	localHDFSSrc  = "hdfs://127.0.0.1:18020"
 	localHDFSDR   = "hdfs://127.0.0.1:28020"
 	localS3       = "http://127.0.0.1:19000"
+)
+
+// The roles' metrics ports: their default metrics_addr listens on
+// 127.0.0.1 at these, and the container image, the Helm chart and the
+// compose files expose the same (TestMetricsPortsAgree).
+const (
+	TailerMetricsPort  = "9464"
+	CopydMetricsPort   = "9465"
+	ApplierMetricsPort = "9466"
 )
 
 // LocalStack summarises the addresses of the local stack's defaults, for

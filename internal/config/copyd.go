@@ -25,8 +25,11 @@ type Copyd struct {
 	SessionTimeout Duration `yaml:"session_timeout"`
 	// Workers is how many files one daemon copies at once. Default 8.
 	Workers int `yaml:"workers"`
-	// MaxBatch is the most tasks taken per round (one transaction).
-	// Default 4 x workers.
+	// MaxBatch bounds each manifest partition's window: the most copy
+	// tasks one partition holds at once (queued, copying, or finished and
+	// waiting for an older task of the partition before they can be
+	// committed); a partition holding that many is not fetched until a
+	// commit. Default 4 x workers.
 	MaxBatch int `yaml:"max_batch"`
 	// BytesPerSecond limits the daemon's copy bandwidth; 0 is unlimited.
 	BytesPerSecond int64 `yaml:"bytes_per_second"`
@@ -60,15 +63,20 @@ type Copyd struct {
 // copy time. A copy that cannot keep it fails saying why: the owner needs
 // filesystems.hdfs[].user to be the DR cluster's superuser.
 type Preserve struct {
-	// Owner, Group, Permission and Times keep the owner, the group, the
-	// permission bits and the modification time.
-	Owner      bool `yaml:"owner"`
-	Group      bool `yaml:"group"`
+	// Owner keeps the source file's owner (mapped by users); it needs
+	// filesystems.hdfs[].user to be the DR cluster's superuser.
+	Owner bool `yaml:"owner"`
+	// Group keeps the source file's group (mapped by groups).
+	Group bool `yaml:"group"`
+	// Permission keeps the source file's permission bits.
 	Permission bool `yaml:"permission"`
-	Times      bool `yaml:"times"`
-	// Users and Groups map source user and group names to DR ones where
-	// the sites differ; unlisted names are kept.
-	Users  map[string]string `yaml:"users"`
+	// Times keeps the source file's modification time.
+	Times bool `yaml:"times"`
+	// Users maps source user names to DR ones where the sites differ;
+	// unlisted names are kept. Only with owner.
+	Users map[string]string `yaml:"users"`
+	// Groups maps source group names to DR ones where the sites differ;
+	// unlisted names are kept. Only with group.
 	Groups map[string]string `yaml:"groups"`
 }
 
@@ -108,7 +116,7 @@ const (
 func DefaultMaxBatch(workers int) int { return 4 * workers }
 
 func defaultCopyd() Copyd {
-	return Copyd{Group: "hivedr-copyd", Workers: DefaultCopydWorkers, Retries: 5, MetricsAddr: "127.0.0.1:9465",
+	return Copyd{Group: "hivedr-copyd", Workers: DefaultCopydWorkers, Retries: 5, MetricsAddr: "127.0.0.1:" + CopydMetricsPort,
 		SplitSize: DefaultSplitSize, SplitWorkers: DefaultSplitWorkers, SessionTimeout: Duration{DefaultSessionTimeout}}
 }
 

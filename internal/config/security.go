@@ -24,10 +24,12 @@ type TLS struct {
 	// CAFile is a PEM file of the CAs that verify the server, instead of
 	// the system's.
 	CAFile string `yaml:"ca_file"`
-	// CertFile and KeyFile are the client's certificate and key (PEM) for
-	// mutual TLS; both or neither.
+	// CertFile is the client's certificate (PEM) for mutual TLS; it
+	// needs key_file.
 	CertFile string `yaml:"cert_file"`
-	KeyFile  string `yaml:"key_file"`
+	// KeyFile is the client certificate's private key (PEM); it needs
+	// cert_file.
+	KeyFile string `yaml:"key_file"`
 	// ServerName is the name the server's certificate must carry, when it
 	// is not the host hivedr dials.
 	ServerName string `yaml:"server_name"`
@@ -93,12 +95,19 @@ type SASL struct {
 	// Mechanism is SCRAM-SHA-512, SCRAM-SHA-256, PLAIN, OAUTHBEARER or
 	// GSSAPI; empty: no SASL.
 	Mechanism string `yaml:"mechanism"`
-	// User and one of Password or PasswordFile, for SCRAM and PLAIN.
-	User         string `yaml:"user"`
-	Password     string `yaml:"password"`
+	// User is the SCRAM or PLAIN user; it needs password or
+	// password_file.
+	User string `yaml:"user"`
+	// Password is the user's password (${NAME} reads it from the
+	// environment). Not with password_file.
+	Password string `yaml:"password"`
+	// PasswordFile is a file holding the user's password, read again at
+	// every authentication. Not with password.
 	PasswordFile string `yaml:"password_file"`
-	// Token or TokenFile is the OAUTHBEARER token.
-	Token     string `yaml:"token"`
+	// Token is the OAUTHBEARER token. Not with token_file.
+	Token string `yaml:"token"`
+	// TokenFile is a file holding the OAUTHBEARER token, read again at
+	// every authentication. Not with token.
 	TokenFile string `yaml:"token_file"`
 	// Kerberos is GSSAPI's principal and keytab.
 	Kerberos Kerberos `yaml:"kerberos"`
@@ -301,11 +310,15 @@ type SchemaRegistry struct {
 	// URL is http:// or https://host:port. With https, TLS verifies the
 	// server with the system's roots unless tls says otherwise.
 	URL string `yaml:"url"`
-	// User and one of Password or PasswordFile are the basic-auth
-	// credentials; none: no auth. The file is read again at every
-	// request, so a password rotated in place is picked up.
-	User         string `yaml:"user"`
-	Password     string `yaml:"password"`
+	// User is the basic-auth user, with password or password_file;
+	// empty: no auth.
+	User string `yaml:"user"`
+	// Password is the basic-auth password (${NAME} reads it from the
+	// environment). Not with password_file.
+	Password string `yaml:"password"`
+	// PasswordFile is a file holding the basic-auth password, read again
+	// at every request, so a password rotated in place is picked up. Not
+	// with password.
 	PasswordFile string `yaml:"password_file"`
 	// TLS: CA, client certificate for mutual TLS, server name.
 	TLS TLS `yaml:"tls"`

@@ -155,6 +155,8 @@ type S3Config struct {
 	// (AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN: Kubernetes IRSA),
 	// ECS container credentials, then the EC2 instance metadata service.
 	AccessKey string `yaml:"access_key"`
+	// SecretKey is access_key's secret (${NAME} reads it from the
+	// environment).
 	SecretKey string `yaml:"secret_key"`
 	// Profile is the shared-files profile the default chain reads;
 	// default AWS_PROFILE, else "default". Not with access_key.
