@@ -48,8 +48,8 @@ type Config struct {
 	Instance string
 	// SessionTimeout is the group session: how long a member that stopped
 	// heartbeating keeps its databases before the others take them over.
-	// Heartbeats go every sixth of it. Default 6s
-	// (config.DefaultSessionTimeout).
+	// Heartbeats go every sixth of it. 0: applier.session_timeout's
+	// default.
 	SessionTimeout time.Duration
 	// Source names the primary site (DR databases are marked with it).
 	Source string
@@ -68,28 +68,28 @@ type Config struct {
 	Codec       Codec
 	// HaltAfter is how long a worker waits on a file that cannot be copied
 	// (FAILED, SOURCE_GONE) with no later event removing it before it
-	// halts. Default 2m (config.DefaultHaltAfter).
+	// halts. 0: applier.halt_after's default.
 	HaltAfter time.Duration
 	// LookAhead is the most events a worker buffers beyond the one it
-	// applies (fetching of its topic pauses beyond it). Default 10000
-	// (config.DefaultLookAhead).
+	// applies (fetching of its topic pauses beyond it). 0:
+	// applier.look_ahead's default.
 	LookAhead int
 	// LookAheadBytes bounds what all the workers buffer together, by the
 	// records' encoded size (their Kafka keys and values): each worker's
 	// share is it divided among the running workers, at least
 	// MinLookAheadShare (lookAheadShare). A bootstrap's records carry
 	// whole Thrift objects, and a backlog of a million events over ten
-	// databases held 880 MiB with 16 MiB for each worker. Default 16 MiB
-	// (config.DefaultLookAheadBytes).
+	// databases held 880 MiB with 16 MiB for each worker. 0:
+	// applier.look_ahead_bytes' default.
 	LookAheadBytes int64
 	// BatchPartitions is the most consecutive SNAPSHOT_PARTITION records
 	// of one table a worker applies as one plan (one add_partitions /
-	// alter_partitions), marking their offsets together after it. Default
-	// 1000 (config.DefaultBatchPartitions); 1 applies them one by one.
+	// alter_partitions), marking their offsets together after it; 1
+	// applies them one by one. 0: applier.batch_partitions' default.
 	BatchPartitions int
 	// CompletionPartitions and ReplicationFactor create the completions
-	// topic if it is missing: default config.DefaultManifestPartitions
-	// partitions, and the broker's default.replication.factor.
+	// topic if it is missing. 0: kafka.manifest_partitions' and
+	// kafka.replication_factor's defaults.
 	CompletionPartitions int32
 	ReplicationFactor    int16
 	// Skips are operator requests to skip events (hivedr apply
@@ -138,26 +138,17 @@ func New(cfg Config) (*Applier, error) {
 	if len(cfg.Brokers) == 0 || cfg.Group == "" || cfg.Dial == nil || cfg.Policy == nil || cfg.Completions == nil || cfg.Codec == nil {
 		return nil, errors.New("applier: Config needs Brokers, Group, Dial, Policy, Completions and Codec")
 	}
-	if cfg.HaltAfter <= 0 {
-		cfg.HaltAfter = config.DefaultHaltAfter
-	}
-	if cfg.LookAhead <= 0 {
-		cfg.LookAhead = config.DefaultLookAhead
-	}
-	if cfg.LookAheadBytes <= 0 {
-		cfg.LookAheadBytes = config.DefaultLookAheadBytes
-	}
-	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = config.DefaultSessionTimeout
-	}
-	if cfg.BatchPartitions <= 0 {
-		cfg.BatchPartitions = config.DefaultBatchPartitions
-	}
-	if cfg.CompletionPartitions <= 0 {
-		cfg.CompletionPartitions = config.DefaultManifestPartitions
-	}
-	if cfg.ReplicationFactor <= 0 {
-		cfg.ReplicationFactor = -1 // the broker's default
+	// A field left zero gets its configuration key's default.
+	config.FillZero(&cfg.HaltAfter, "applier.halt_after")
+	config.FillZero(&cfg.LookAhead, "applier.look_ahead")
+	config.FillZero(&cfg.LookAheadBytes, "applier.look_ahead_bytes")
+	config.FillZero(&cfg.SessionTimeout, "applier.session_timeout")
+	config.FillZero(&cfg.BatchPartitions, "applier.batch_partitions")
+	config.FillZero(&cfg.CompletionPartitions, "kafka.manifest_partitions")
+	config.FillZero(&cfg.ReplicationFactor, "kafka.replication_factor")
+	if cfg.HaltAfter < 0 || cfg.LookAhead < 0 || cfg.LookAheadBytes < 0 || cfg.SessionTimeout < 0 || cfg.BatchPartitions < 0 ||
+		cfg.CompletionPartitions < 0 || cfg.ReplicationFactor < 0 {
+		return nil, errors.New("applier: Config's durations, sizes and counts must not be negative")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

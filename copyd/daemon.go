@@ -47,25 +47,25 @@ type DaemonConfig struct {
 	Instance string
 	// SessionTimeout is the group session: how long a daemon that stopped
 	// heartbeating keeps its partitions before the others take them over.
-	// Heartbeats go every sixth of it. Default 6s
-	// (config.DefaultSessionTimeout).
+	// Heartbeats go every sixth of it. 0: copyd.session_timeout's
+	// default.
 	SessionTimeout time.Duration
-	// Workers is how many files are copied at once. Default 8
-	// (config.DefaultCopydWorkers).
+	// Workers is how many files are copied at once. 0: copyd.workers'
+	// default.
 	Workers int
 	// MaxBatch bounds the sliding window: the most copy tasks one
 	// partition holds at once, queued, copying, or finished and waiting
 	// for an older task of the partition before they can be committed; a
 	// partition that holds that many is not fetched until some commit.
-	// Default 4*Workers (config.DefaultMaxBatch).
+	// 0: 4*Workers (config.DefaultMaxBatch, copyd.max_batch's default).
 	MaxBatch int
 	// CommitInterval is how often finished tasks are committed (one Kafka
-	// transaction for all partitions). Default 200ms. A full window
-	// commits at once.
+	// transaction for all partitions); 0: 200ms (not configurable: tests
+	// shorten it). A full window commits at once.
 	CommitInterval time.Duration
 	// CompletionPartitions and ReplicationFactor create the completions
-	// topic if it is missing: default config.DefaultManifestPartitions
-	// partitions, and the broker's default.replication.factor.
+	// topic if it is missing. 0: kafka.manifest_partitions' and
+	// kafka.replication_factor's defaults.
 	CompletionPartitions int32
 	ReplicationFactor    int16
 
@@ -116,6 +116,9 @@ type Daemon struct {
 	commits atomic.Int64 // transactions committed
 }
 
+// commitInterval is DaemonConfig.CommitInterval when it is zero.
+const commitInterval = 200 * time.Millisecond
+
 // revokeWait is how long a revoke waits for the copies it cancelled to
 // return, so that a cancelled write does not race the new owner's.
 const revokeWait = 10 * time.Second
@@ -130,23 +133,20 @@ func NewDaemon(cfg DaemonConfig) (*Daemon, error) {
 	if cfg.Copier == nil || cfg.Codec == nil || len(cfg.Brokers) == 0 || cfg.Group == "" || cfg.TransactionalID == "" {
 		return nil, errors.New("copyd: DaemonConfig needs Copier, Codec, Brokers, Group and TransactionalID")
 	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = config.DefaultCopydWorkers
-	}
-	if cfg.MaxBatch <= 0 {
+	// A field left zero gets its configuration key's default.
+	config.FillZero(&cfg.Workers, "copyd.workers")
+	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = config.DefaultMaxBatch(cfg.Workers)
 	}
-	if cfg.SessionTimeout <= 0 {
-		cfg.SessionTimeout = config.DefaultSessionTimeout
+	config.FillZero(&cfg.SessionTimeout, "copyd.session_timeout")
+	config.FillZero(&cfg.CompletionPartitions, "kafka.manifest_partitions")
+	config.FillZero(&cfg.ReplicationFactor, "kafka.replication_factor")
+	if cfg.CommitInterval == 0 {
+		cfg.CommitInterval = commitInterval
 	}
-	if cfg.CommitInterval <= 0 {
-		cfg.CommitInterval = 200 * time.Millisecond
-	}
-	if cfg.CompletionPartitions <= 0 {
-		cfg.CompletionPartitions = config.DefaultManifestPartitions
-	}
-	if cfg.ReplicationFactor <= 0 {
-		cfg.ReplicationFactor = -1 // the broker's default
+	if cfg.Workers < 0 || cfg.MaxBatch < 0 || cfg.SessionTimeout < 0 || cfg.CommitInterval < 0 || cfg.CompletionPartitions < 0 ||
+		cfg.ReplicationFactor < 0 {
+		return nil, errors.New("copyd: DaemonConfig's durations, sizes and counts must not be negative")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -77,7 +77,8 @@ type EngineConfig struct {
 	// copy adds range workers beyond its first only while the Engine runs
 	// fewer than SplitWorkers copy streams in all (whole files and ranges),
 	// so splitting speeds up a large file copied alone and adds no streams
-	// to an Engine busy with many (copyRanges). Default 4.
+	// to an Engine busy with many (copyRanges). 0: copyd.split_workers'
+	// default.
 	SplitWorkers int
 	// Preserve is the source metadata each copy keeps on its target (owner,
 	// group, permission bits, modification time); the zero value keeps
@@ -126,9 +127,7 @@ func NewEngine(cfg EngineConfig, r Resolver, m *Metrics) (*Engine, error) {
 	if cfg.SplitSize < 0 || cfg.SplitWorkers < 0 {
 		return nil, fmt.Errorf("copyd: split size %d and split workers %d must not be negative", cfg.SplitSize, cfg.SplitWorkers)
 	}
-	if cfg.SplitWorkers == 0 {
-		cfg.SplitWorkers = DefaultSplitWorkers
-	}
+	config.FillZero(&cfg.SplitWorkers, "copyd.split_workers")
 	if m == nil {
 		m = NewMetrics()
 	}
@@ -171,10 +170,6 @@ func NewEngine(cfg EngineConfig, r Resolver, m *Metrics) (*Engine, error) {
 
 // copyBufferSize is the size of the buffer each copy streams through.
 const copyBufferSize = 1 << 20
-
-// DefaultSplitWorkers is EngineConfig.SplitWorkers's default: copyd's
-// configuration default, which the Engine keeps when used without it.
-const DefaultSplitWorkers = config.DefaultSplitWorkers
 
 func parseRoots(what string, roots []string) ([]location.Location, error) {
 	var out []location.Location

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/state"
 	"github.com/hivedr/hivedr/internal/webhdfs"
@@ -1205,7 +1206,7 @@ func TestNewEngineSplitChecks(t *testing.T) {
 		}
 	}
 	e, err := NewEngine(base, r, nil)
-	if err != nil || e.cfg.SplitWorkers != DefaultSplitWorkers {
+	if err != nil || e.cfg.SplitWorkers != config.DefaultSplitWorkers {
 		t.Fatalf("defaults: %v %+v", err, e)
 	}
 }

@@ -449,8 +449,8 @@ func TestBootstrapTailerDiscontinuity(t *testing.T) {
 	}
 	// `hivedr status` (of the new tailer's configuration) does not call the
 	// replica caught up over the hole: halted needs_bootstrap, exit 1.
-	if row, code := dbStatus(t, freshConf, db); code != 1 || row.State != "HALTED" || !strings.Contains(row.Halted, "needs_bootstrap") {
-		t.Errorf("hivedr status of %s before the bootstrap: exit %d, state %q, halted %q; want exit 1, HALTED, needs_bootstrap",
+	if row, code := dbStatus(t, freshConf, db); code != 1 || row.State != "halted" || !strings.Contains(row.Halted, "needs_bootstrap") {
+		t.Errorf("hivedr status of %s before the bootstrap: exit %d, state %q, halted %q; want exit 1, halted, needs_bootstrap",
 			db, code, row.State, row.Halted)
 	}
 	requestBootstrap(t, pt.pipeline, schemas.BootstrapRequest{RequestID: "r-" + u, Source: fresh, Databases: []string{db}})

@@ -487,7 +487,7 @@ func TestTailerListingHaltsOnlyItsDatabase(t *testing.T) {
 		t.Errorf("hivedr.halted = %q: want the location outside the roots named", h)
 	}
 	out, code := runStatus(t, "-config", p.conf, "-db", bad+","+good, "-timeout", "30s")
-	if code != 1 || !strings.Contains(out, "HALTED") {
-		t.Errorf("hivedr status exited %d, want 1 with %s HALTED:\n%s", code, bad, out)
+	if code != 1 || !strings.Contains(out, " halted\n") {
+		t.Errorf("hivedr status exited %d, want 1 with %s halted:\n%s", code, bad, out)
 	}
 }

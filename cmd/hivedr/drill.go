@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hivedr/hivedr/internal/drill"
+	"github.com/hivedr/hivedr/internal/failover"
 )
 
 func runDrill(args []string, stdout, stderr io.Writer) int {
@@ -30,7 +31,7 @@ func runDrill(args []string, stdout, stderr io.Writer) int {
 	revFile := reverseConfigFlag(fl)
 	timeout := timeoutFlag(fl, 5*time.Minute)
 	sample := sampleFlag(fl, 0.05)
-	prefix := fl.String("scratch-prefix", "hivedr_drill_", "the scratch database's name prefix (it must begin with hivedr_drill_)")
+	prefix := fl.String("scratch-prefix", failover.DrillPrefix, "the scratch database's name prefix (it must begin with "+failover.DrillPrefix+")")
 	asJSON := jsonFlag(fl)
 	conf, log, err := setup(fl, cf, args)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/hivedr/hivedr/internal/health"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/hmslog"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // pprofEnv, set to 1, adds Go's profiles (/debug/pprof/) to a daemon's
@@ -119,7 +120,7 @@ func tailerChecks(conf *config.Config) checksFor {
 // RUNNING. It fails while the tailer starts, stops, and while it lingers
 // on CHAIN_BROKEN (lingerChainBroken).
 func runningCheck(g prometheus.Gatherer) health.Check {
-	return health.Check{Name: "running", Run: health.StateIs(g, "hivedr_tailer_state", "state", "RUNNING")}
+	return health.Check{Name: "running", Run: health.StateIs(g, "hivedr_tailer_state", "state", string(schemas.StateRunning))}
 }
 
 func copydChecks(conf *config.Config) checksFor {

@@ -30,10 +30,11 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		"minus the source time up to which the DR database is complete (kept current by heartbeats;\n"+
 		"it grows while the tailer is down); RPO replication.databases[].rpo; NEWEST RECORD the age\n"+
 		"of the topic's newest event or heartbeat; SKIPPED events skipped with apply -skip-event;\n"+
-		"STATE chain_broken, unknown, HALTED, rpo_breached (AGE over RPO), tailer_down (no tailer\n"+
-		"checkpoint for max(3 x (tailer.heartbeat_interval + tailer.poll_interval), 15s)),\n"+
-		"tailer_behind (the source head not published within -tailer-wait), no topic, lagging, not\n"+
-		"on DR, not a target (a DR database without repl.target.for), ok.\n\n"+
+		"STATE chain_broken, unknown, halted, bootstrapping, rpo_breached (AGE over RPO), tailer_down\n"+
+		"(no tailer checkpoint for max(3 x (tailer.heartbeat_interval + tailer.poll_interval), 15s)),\n"+
+		"tailer_behind (the source head not published within -tailer-wait), no_topic, lagging,\n"+
+		"not_on_dr, not_a_target (a DR database without repl.target.for), ok; -json spells them the\n"+
+		"same.\n\n"+
 		"Exit status: 0 when the tailer is running and has published the source log as it was when\n"+
 		"status started, and every database is ok; 1 when something lags, is halted, is over its\n"+
 		"RPO, the tailer is down, behind or stopped on a broken chain, or a system could not be\n"+

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hivedr/hivedr/internal/config/internal/docgen"
 )
@@ -91,5 +92,32 @@ func TestMetricsPortsAgree(t *testing.T) {
 				t.Errorf("%s does not hold %s", file, want)
 			}
 		}
+	}
+}
+
+func TestFillZero(t *testing.T) {
+	var d time.Duration
+	FillZero(&d, "applier.halt_after")
+	var rf int16
+	FillZero(&rf, "kafka.replication_factor")
+	var w, set int = 0, 3
+	FillZero(&w, "copyd.workers")
+	FillZero(&set, "copyd.workers")
+	if d != DefaultHaltAfter || rf != DefaultReplicationFactor || w != DefaultCopydWorkers || set != 3 {
+		t.Errorf("FillZero: halt_after %s, replication_factor %d, workers %d and %d (given 3)", d, rf, w, set)
+	}
+	for _, bad := range []func(){
+		func() { var s string; FillZero(&s, "applier.halt_after") },
+		func() { var n int; FillZero(&n, "applier.no_such_key") },
+		func() { var n int; FillZero(&n, "applier.halt_after.x") },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("FillZero of a wrong key or type did not panic")
+				}
+			}()
+			bad()
+		}()
 	}
 }

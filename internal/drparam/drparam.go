@@ -10,6 +10,8 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // The parameter keys.
@@ -160,7 +162,7 @@ func HaltReason(v string) string {
 // decode, a location outside the roots, the metastore refusing, ...) need
 // the operator whatever follows.
 const (
-	HaltChainBroken       = "chain_broken"
+	HaltChainBroken       = schemas.ReasonChainBroken
 	HaltNeedsBootstrap    = "needs_bootstrap"
 	HaltBootstrapNotBegun = "bootstrap_not_begun"
 	HaltDatabaseMissing   = "database_missing"

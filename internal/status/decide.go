@@ -27,7 +27,7 @@ func DownAfter(c config.Tailer) time.Duration {
 
 // tailerState decides the tailer's state from its checkpoint, the source
 // head and the checkpoint's age (CheckpointAge, DownAfter). Pure.
-func tailerState(t Tailer) string {
+func tailerState(t Tailer) State {
 	switch {
 	case t.Unknown:
 		return TailerUnknown
@@ -57,7 +57,7 @@ func tailerState(t Tailer) string {
 // table); then the RPO, the promise made to the database's owners;
 // then the tailer as the cause upstream of everything the applier does;
 // then the applier's own lag and the DR side.
-func databaseState(tailer string, d Database) string {
+func databaseState(tailer State, d Database) State {
 	// The replica is at least as old as its oldest unapplied event was
 	// published ago: that event's source time is before its publication.
 	breached := d.RPO > 0 && (d.Age != nil && *d.Age > d.RPO || d.Behind != nil && *d.Behind > d.RPO)

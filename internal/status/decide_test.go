@@ -93,8 +93,8 @@ func TestDecide(t *testing.T) {
 	tests := []struct {
 		name     string
 		f        func(*facts)
-		tailer   string
-		state    string
+		tailer   State
+		state    State
 		lag      int64   // unapplied events
 		age      float64 // seconds, or none
 		caughtUp bool
@@ -263,8 +263,8 @@ func TestDecide(t *testing.T) {
 	tests = append(tests, []struct {
 		name     string
 		f        func(*facts)
-		tailer   string
-		state    string
+		tailer   State
+		state    State
 		lag      int64
 		age      float64
 		caughtUp bool

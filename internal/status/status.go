@@ -20,59 +20,69 @@ import (
 	"github.com/hivedr/hivedr/schemas"
 )
 
+// State is a database's or the tailer's state in a Report: one lower-case
+// word or snake_case phrase, spelled the same in the table WriteText
+// prints and in WriteJSON's "state".
+type State string
+
 // Database states, the values of Database.State, in the order they are
 // decided (the first that applies wins; see databaseState).
 const (
 	// StateChainBroken: the tailer stopped on a gap in the source log
 	// (its newest checkpoint says CHAIN_BROKEN); every database in scope
-	// is affected and needs a new bootstrap.
-	StateChainBroken = "chain_broken"
+	// is affected and needs a new bootstrap. It is spelled as the
+	// bootstrap reason and the applier's halt of the same cause.
+	StateChainBroken State = schemas.ReasonChainBroken
 	// StateUnknown: Kafka or the DR metastore could not be asked.
-	StateUnknown = "unknown"
+	StateUnknown State = "unknown"
 	// StateHalted: the database's applier worker halted (hivedr.halted).
-	StateHalted = "HALTED"
+	StateHalted State = "halted"
 	// StateBootstrapping: a bootstrap of the database is in progress (the
 	// tailer's newest checkpoint holds its BootstrapState, or the DR
 	// database's parameters show one being applied) and nothing stops
 	// it; Database.Bootstrap has its figures.
-	StateBootstrapping = "bootstrapping"
+	StateBootstrapping State = "bootstrapping"
 	// StateRPOBreached: the replica is older than the database's RPO.
-	StateRPOBreached = "rpo_breached"
+	StateRPOBreached State = "rpo_breached"
 	// StateTailerDown: the tailer has written no checkpoint for longer
 	// than Tailer.DownAfter: source changes are not being published.
-	StateTailerDown = "tailer_down"
+	StateTailerDown State = "tailer_down"
 	// StateTailerBehind: the tailer is running but has not published the
 	// source log up to its head within the wait.
-	StateTailerBehind = "tailer_behind"
+	StateTailerBehind State = "tailer_behind"
 	// StateNoTopic: no <prefix>.events.<db> topic exists yet.
-	StateNoTopic = "no topic"
+	StateNoTopic State = "no_topic"
 	// StateLagging: events on the topic are not applied yet.
-	StateLagging = "lagging"
+	StateLagging State = "lagging"
 	// StateNotOnDR: the DR metastore has no such database.
-	StateNotOnDR = "not on DR"
+	StateNotOnDR State = "not_on_dr"
 	// StateNotTarget: the DR database has no repl.target.for.
-	StateNotTarget = "not a target"
+	StateNotTarget State = "not_a_target"
 	// StateOK: the database is on the DR, a replication target, every
 	// event of its topic is applied, it is not halted, its replica is
 	// within its RPO and the tailer is publishing.
-	StateOK = "ok"
+	StateOK State = "ok"
 )
+
+// DatabaseStates are the database states in the order they are decided.
+var DatabaseStates = []State{StateChainBroken, StateUnknown, StateHalted, StateBootstrapping, StateRPOBreached,
+	StateTailerDown, StateTailerBehind, StateNoTopic, StateLagging, StateNotOnDR, StateNotTarget, StateOK}
 
 // Tailer states, the values of Tailer.State (see tailerState).
 const (
 	// TailerRunning: a fresh checkpoint at (or past) the source head.
-	TailerRunning = "running"
+	TailerRunning State = "running"
 	// TailerBehind: a fresh checkpoint, behind the source head after the
 	// wait.
-	TailerBehind = "behind"
+	TailerBehind State = "behind"
 	// TailerDown: the newest checkpoint is older than Tailer.DownAfter.
-	TailerDown = "down"
+	TailerDown State = "down"
 	// TailerChainBroken: the newest checkpoint's state is CHAIN_BROKEN.
-	TailerChainBroken = "chain_broken"
+	TailerChainBroken = StateChainBroken
 	// TailerNoCheckpoint: the tailer has never written a checkpoint.
-	TailerNoCheckpoint = "no_checkpoint"
+	TailerNoCheckpoint State = "no_checkpoint"
 	// TailerUnknown: the checkpoint could not be read.
-	TailerUnknown = "unknown"
+	TailerUnknown = StateUnknown
 )
 
 // Report is what `hivedr status` prints: the tailer's position, one row
@@ -105,7 +115,7 @@ type Tailer struct {
 	// Source is the configured source name (source.name).
 	Source string `json:"source"`
 	// State is one of the Tailer states.
-	State string `json:"state"`
+	State State `json:"state"`
 	// CheckpointEventID is the newest event the tailer published (or
 	// filtered), from <prefix>.tailer.checkpoints; 0 with no checkpoint.
 	CheckpointEventID int64 `json:"checkpoint_event_id"`
@@ -211,7 +221,7 @@ type Database struct {
 	// (phase, tables, partitions, files, applied); nil when none is.
 	Bootstrap *bootstrap.Database `json:"bootstrap,omitempty"`
 	// State is one of the Database states.
-	State string `json:"state"`
+	State State `json:"state"`
 	// params are the DR database's parameters; nil when not read or not
 	// on DR.
 	params map[string]string

@@ -76,7 +76,7 @@ func TestWriteText(t *testing.T) {
 				d.Skipped = []SkippedEvent{{33, "requested by ops@host at 2026-02-01T10:00:00Z"}, {40, "requested by ops@host"}}
 			})},
 			want: []string{
-				"finance    100            3     6         ?        4s    5m    3s ago (heartbeat)   2         HALTED",
+				"finance    100            3     6         ?        4s    5m    3s ago (heartbeat)   2         halted",
 				"total: 1 databases, lag 3 events, 1 lagging, 1 halted, 0 over RPO, 2 skipped events: NOT caught up",
 				"halted (see the applier's log",
 				"  finance: event 101 ADD_PARTITION: copy_failed: checksum mismatch",
@@ -101,24 +101,24 @@ func TestWriteText(t *testing.T) {
 			dbs: []Database{db("finance", 118, 0, nil), db("risk", 0, 0, func(d *Database) {
 				d.TopicExists, d.OnDR, d.InConfig, d.Newest, d.End, d.Committed, d.Complete = false, false, true, time.Time{}, 0, -1, time.Time{}
 			})},
-			want: []string{"risk       -              0     0         -        -     5m    -                    -         no topic", ": caught up"},
+			want: []string{"risk       -              0     0         -        -     5m    -                    -         no_topic", ": caught up"},
 		},
 		{
 			name: "a database named with -db must be replicated", tailer: tailerOK, required: []string{"risk"},
 			dbs: []Database{db("risk", 0, 0, func(d *Database) {
 				d.TopicExists, d.OnDR, d.Newest, d.End, d.Committed, d.Complete = false, false, time.Time{}, 0, -1, time.Time{}
 			})},
-			want: []string{"risk       -              0     0         -        -     5m    -               -         no topic", ": NOT caught up"},
+			want: []string{"risk       -              0     0         -        -     5m    -               -         no_topic", ": NOT caught up"},
 		},
 		{
 			name: "topic but no DR database yet", tailer: tailerOK, caughtUp: true,
 			dbs:  []Database{db("scratch", 0, 0, func(d *Database) { d.OnDR, d.ReplTarget = false, "" })},
-			want: []string{"scratch    -              0     0         -        4s    5m    3s ago (heartbeat)   -         not on DR"},
+			want: []string{"scratch    -              0     0         -        4s    5m    3s ago (heartbeat)   -         not_on_dr"},
 		},
 		{
 			name: "DR database that is not a replication target", tailer: tailerOK,
 			dbs:  []Database{db("finance", 0, 0, func(d *Database) { d.ReplTarget = "" })},
-			want: []string{"not a target", "NOT caught up"},
+			want: []string{"not_a_target", "NOT caught up"},
 		},
 		{
 			name: "tailer behind",
