@@ -47,7 +47,7 @@ func tableKey(db, name string) TableKey { return schemas.NewTableKey(db, name) }
 func partKey(t TableKey, values []string) PartKey { return schemas.NewPartKey(t, values) }
 
 // Replica is what the DR metastore holds of the objects an event touches
-// (see Touches); a missing entry means the object does not exist.
+// (see schemas.Touches); a missing entry means the object does not exist.
 type Replica struct {
 	Databases  map[string]*hive_metastore.Database
 	Tables     map[TableKey]*hive_metastore.Table

@@ -47,7 +47,7 @@ func BenchmarkTailerPostgres(b *testing.B) {
 			b.Fatal(err)
 		}
 		m := producer.NewMetrics()
-		tl, err := producer.New(producer.Config{Conf: conf, Source: source, Codec: s, Metrics: m,
+		tl, err := producer.New(producer.Config{Origin: conf.Source, Kafka: conf.Kafka, Tailer: conf.Tailer, Replication: conf.Replication, Source: source, Codec: s, Metrics: m,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			b.Fatal(err)

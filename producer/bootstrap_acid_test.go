@@ -90,8 +90,8 @@ func newAcidFixture(t *testing.T) *acidFixture {
 // tailer starts a tailer reading f's source and files, on f's clock.
 func (f *acidFixture) tailer(t *testing.T) *Tailer {
 	t.Helper()
-	tl, err := New(Config{Conf: f.conf, Source: f.src, Codec: f.serde, Snapshots: f.acid, Lister: f.files,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tl, err := New(withConf(f.conf, Config{Source: f.src, Codec: f.serde, Snapshots: f.acid, Lister: f.files,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,8 +77,8 @@ func publishPartitions(t *testing.T, parts int) (peak int64, g *genSnaps) {
 	t.Helper()
 	f := newBootFixture(t)
 	g = &genSnaps{parts: parts}
-	tl, err := New(Config{Conf: f.conf, Source: f.src, Codec: f.serde, Snapshots: g,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tl, err := New(withConf(f.conf, Config{Source: f.src, Codec: f.serde, Snapshots: g,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	if err != nil {
 		t.Fatal(err)
 	}

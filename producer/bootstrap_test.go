@@ -186,8 +186,8 @@ func newBootFixture(t *testing.T) *bootFixture {
 // tailer starts a tailer (New and start) to drive with drive.
 func (f *bootFixture) tailer(t *testing.T) *Tailer {
 	t.Helper()
-	tl, err := New(Config{Conf: f.conf, Source: f.src, Codec: f.serde, Snapshots: f.snaps, Lister: memLister{}, DirSnapshots: f.dirSnaps,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tl, err := New(withConf(f.conf, Config{Source: f.src, Codec: f.serde, Snapshots: f.snaps, Lister: memLister{}, DirSnapshots: f.dirSnaps,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-// Package producer is the tailer: it reads the source Hive Metastore's
-// notification log after its checkpoint (an internal/hmslog Source: Thrift
-// or Postgres) and publishes it, in Kafka transactions, to one ordered
-// topic per database plus copy tasks for the files the events reference.
+// Package producer is the tailer (`hivedr tail`; the package keeps its
+// older name): it reads the source Hive Metastore's notification log
+// after its checkpoint (an internal/hmslog Source: Thrift or Postgres) and
+// publishes it, in Kafka transactions, to one ordered topic per database
+// plus copy tasks for the files the events reference.
 //
 // Each batch goes through these steps, the first three pure:
 //

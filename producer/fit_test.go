@@ -118,8 +118,8 @@ func TestBootstrapRecordTooLarge(t *testing.T) {
 	f.conf.Replication.Databases = []config.DatabasePolicy{{Name: "sales"}, {Name: "hr"}}
 	f.snaps.addTable(thriftTable("sales", "b", "ds"), 4)
 	f.src.add("sales", schemas.EventCreateDatabase)
-	tl, err := New(Config{Conf: f.conf, Source: f.src, Codec: f.serde, Snapshots: f.snaps, Lister: wideLister{wide: "/ds=002", n: 3000},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tl, err := New(withConf(f.conf, Config{Source: f.src, Codec: f.serde, Snapshots: f.snaps, Lister: wideLister{wide: "/ds=002", n: 3000},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package producer
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,9 +34,16 @@ type Codec interface {
 
 // Config wires a Tailer.
 type Config struct {
-	// Conf is the loaded configuration (source name, Kafka, tailer tuning,
-	// replication policy).
-	Conf *config.Config
+	// Origin is the source section: the source's name (the tailer's
+	// checkpoints, every record's source info) and metastore.
+	Origin config.Source
+	// Kafka is the cluster and the topics' settings.
+	Kafka config.Kafka
+	// Tailer is the tailer's tuning, validated.
+	Tailer config.Tailer
+	// Replication is the policy, validated (config.Config.Validate
+	// compiles it).
+	Replication config.Replication
 	// Source is the notification log to read.
 	Source hmslog.Source
 	// Codec encodes records (and decodes the checkpoint).
@@ -71,7 +77,7 @@ type Config struct {
 // and run it with Run; it is not reusable after Run returns.
 type Tailer struct {
 	cfg    Config
-	conf   *config.Config
+	conf   *sections // cfg's configuration sections, which applyScope changes
 	topics kafka.Topics
 	log    *slog.Logger
 	m      *Metrics
@@ -124,10 +130,19 @@ type Tailer struct {
 	maxBytes int32
 }
 
+// sections are the configuration sections a Tailer reads, named as in
+// the configuration file.
+type sections struct {
+	Source      config.Source
+	Kafka       config.Kafka
+	Tailer      config.Tailer
+	Replication config.Replication
+}
+
 // New checks cfg and connects to Kafka. Nothing is read or written yet.
 func New(cfg Config) (*Tailer, error) {
-	if cfg.Conf == nil || cfg.Source == nil || cfg.Codec == nil {
-		return nil, errors.New("producer: Config needs Conf, Source and Codec")
+	if cfg.Origin.Name == "" || len(cfg.Kafka.Brokers) == 0 || cfg.Tailer.TransactionalID == "" || cfg.Source == nil || cfg.Codec == nil {
+		return nil, errors.New("producer: Config needs Origin, Kafka, Tailer (validated), Source and Codec")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -135,8 +150,9 @@ func New(cfg Config) (*Tailer, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
-	c := cfg.Conf
-	maxBytes := cmp.Or(max(c.Kafka.MaxMessageBytes, 0), config.DefaultMaxMessageBytes)
+	config.FillZero(&cfg.Kafka.MaxMessageBytes, "kafka.max_message_bytes") // built in code without it
+	c := &sections{Source: cfg.Origin, Kafka: cfg.Kafka, Tailer: cfg.Tailer, Replication: cfg.Replication}
+	maxBytes := c.Kafka.MaxMessageBytes
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(c.Kafka.Brokers...),
 		kgo.TransactionalID(c.Tailer.TransactionalID),

@@ -141,7 +141,7 @@ func (f *fixture) run(t *testing.T, upTo int64) error {
 
 func (f *fixture) tailer(t *testing.T) *Tailer {
 	t.Helper()
-	tl, err := New(Config{Conf: f.conf, Source: f.src, Codec: f.serde, Txns: f.txns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tl, err := New(withConf(f.conf, Config{Source: f.src, Codec: f.serde, Txns: f.txns, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,4 +390,10 @@ func TestTailerRecordsChainBrokenInCheckpoint(t *testing.T) {
 	if cp.State != schemas.StateChainBroken || cp.LastEventID != 5 || cp.TopicLastEventIDs["sales"] != 5 {
 		t.Fatalf("last checkpoint %+v, want state %s at event 5 with the sales chain at 5", cp, schemas.StateChainBroken)
 	}
+}
+
+// withConf is cfg with c's sections.
+func withConf(c *config.Config, cfg Config) Config {
+	cfg.Origin, cfg.Kafka, cfg.Tailer, cfg.Replication = c.Source, c.Kafka, c.Tailer, c.Replication
+	return cfg
 }

@@ -36,11 +36,11 @@ func txnTailer(t *testing.T, src hmslog.Source, txns TxnWrites) *Tailer {
 	t.Helper()
 	c := config.Default()
 	c.Replication = *testPolicy(t)
-	cfg := Config{Conf: c, Source: src, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := withConf(c, Config{Source: src, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if txns != nil {
 		cfg.Txns = txns
 	}
-	return &Tailer{cfg: cfg, conf: c, m: NewMetrics(), log: cfg.Logger, warned: map[string]bool{}}
+	return &Tailer{cfg: cfg, conf: &sections{Source: c.Source, Kafka: c.Kafka, Tailer: c.Tailer, Replication: c.Replication}, m: NewMetrics(), log: cfg.Logger, warned: map[string]bool{}}
 }
 
 func allocEvent(id int64, db, table string, txns ...int64) schemas.Event {

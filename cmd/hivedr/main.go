@@ -10,11 +10,13 @@
 //
 // Each command is one process role or operator tool; see `hivedr help`.
 // This package only parses flags, loads the configuration, wires the roles
-// (producer, copyd, applier) and tools (internal/status, internal/cat,
-// copyd.CopyTree) to their adapters, and turns the outcome into an exit
-// code: 0 done (or stopped by SIGINT/SIGTERM, or help asked for with -h,
-// -help or --help), 1 failed, 2 bad flags or configuration, 3 the tailer
-// found the source log's chain broken.
+// (producer, the tailer; copyd; applier) and tools (internal/status,
+// internal/bootstrap, internal/failover, internal/drill, internal/verify,
+// internal/replay, internal/cat, copyd.CopyTree) to their adapters, and
+// turns the outcome into an exit code: 0 done (or stopped by
+// SIGINT/SIGTERM, or help asked for with -h, -help or --help), 1 failed,
+// 2 bad flags or configuration, 3 the tailer found the source log's chain
+// broken.
 //
 // # Command line
 //

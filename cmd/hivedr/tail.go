@@ -163,7 +163,8 @@ func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	pc := producer.Config{Conf: conf, Source: src, Codec: serde, Lister: router, DirSnapshots: router, Logger: log, Metrics: m,
+	pc := producer.Config{Origin: conf.Source, Kafka: conf.Kafka, Tailer: conf.Tailer, Replication: conf.Replication,
+		Source: src, Codec: serde, Lister: router, DirSnapshots: router, Logger: log, Metrics: m,
 		Scope: config.Watch(ctx, conf, config.WatchEvery, hupSignal(ctx), log), KafkaOpts: kopts}
 	// Bootstraps read the source metastore's objects over Thrift, and
 	// commits that name no writes read them there.

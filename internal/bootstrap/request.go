@@ -12,7 +12,7 @@
 // from the completions topic, and how far each database is applied from
 // its DR database's parameters (internal/drparam). Folding those into
 // figures and a verdict is pure (Tracker); so is drawing them (Renderer,
-// with a clock the caller gives); Follow does the I/O.
+// with a clock the caller gives); Follower.Run does the I/O.
 package bootstrap
 
 import (

@@ -1,8 +1,12 @@
 // Package drparam names the parameters hivedr keeps on the objects of the
-// DR metastore: where a replica stands, whose replica it is, why its
-// applier halted, and which events operators skipped. The applier writes
-// them (it is the only writer); `hivedr status` and operators read them,
-// Hive's own `REPL STATUS` too (repl.last.id).
+// metastores it replicates between: where a replica stands, whose replica
+// it is, why its applier halted, which events operators skipped, how far
+// a bootstrap has been applied, and a failover's and a failback's marks.
+// The applier writes the replication keys; `hivedr failover` and
+// `hivedr failback` (internal/failover) write theirs and change Target
+// and LastID when they hand a database over; `hivedr drill` writes on its
+// scratch databases. `hivedr status`, `hivedr bootstrap`, `hivedr verify`
+// and operators read them, Hive's own `REPL STATUS` too (repl.last.id).
 package drparam
 
 import (

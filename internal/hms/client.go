@@ -10,7 +10,11 @@
 // protocol over a buffered socket, the metastore's default when SASL and
 // framing are off, or over Thrift's SASL transport with Kerberos (GSSAPI,
 // QOP auth) when Options.Kerberos is set, for metastores with
-// metastore.sasl.enabled) and small helpers. A connection without Kerberos
+// metastore.sasl.enabled) and what several roles call alike: a connection
+// made on first use and again after a failure (Lazy), partition names
+// (names.go) and streaming a table's partitions by name (stream.go),
+// replicated transactions as Hive's REPL LOAD opens them (repl.go), and a
+// source transaction's writes (writes.go). A connection without Kerberos
 // to a metastore that requires it fails on its first call with a
 // SASLRequiredError saying so and naming the keys to set (plain.go).
 package hms

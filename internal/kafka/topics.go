@@ -1,10 +1,15 @@
 // Package kafka holds what every role and tool shares about hivedr's
-// topics: their names under a prefix (Topics), the headers every record
-// carries, creating them with their settings (Ensure), and reading a
-// partition's committed records in an offset range (CommittedEnd,
-// ReadCommitted: the tailer's checkpoint and chain on start, and `hivedr
-// status`, read from the end backwards), and a source's newest checkpoint
-// (NewestCheckpoint: `hivedr status` and `hivedr bootstrap`).
+// topics: their names under a prefix (Topics) and the transactional IDs
+// derived from it, the headers every record carries, creating them with
+// their settings (Ensure), and reading a partition's committed records in
+// an offset range (CommittedEnd, ReadCommitted, EachCommitted: the
+// tailer's checkpoint and chain on start, and `hivedr status`, read from
+// the end backwards), and a source's checkpoints (NewestCheckpoint,
+// CheckpointsBackward: `hivedr status` and `hivedr bootstrap`). It also
+// sends operators' requests to the appliers (SendApplierControl), names
+// each role's ACLs (RoleACLs, CreateACLs: `hivedr kafka-acls`), and tells
+// an authentication or TLS refusal from other errors (IsAuthError,
+// IsTLSRefusal).
 package kafka
 
 import (

@@ -10,7 +10,8 @@
 //
 // A difference is in_flight when the object is touched by an event of the
 // database's topic after the applier group's committed offset (the DR has
-// not applied it yet: lag), and diverged otherwise (see Pending).
+// not applied it yet: lag), and diverged otherwise (pending.go: the events
+// after that offset are read through a Log, and what they touch decides).
 //
 // Run streams: it holds one table at a time, and of a partitioned table
 // the two sorted lists of partition names plus one page of partitions

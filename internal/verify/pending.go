@@ -61,7 +61,7 @@ type Tailer interface {
 //     a commit or abort names the tables it wrote, not those it only
 //     allocated in;
 //   - one on a table (its definition, partitions or files) is in flight
-//     when a pending event touches that table (applier.Touches: a rename
+//     when a pending event touches that table (schemas.Touches: a rename
 //     touches both names), or when a pending event is of the whole
 //     database (CREATE/ALTER/DROP_DATABASE, a bootstrap's records, a
 //     discontinuity), which may change any of its tables;
