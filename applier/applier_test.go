@@ -780,6 +780,8 @@ func (f *kfix) start(group, dir string, mod func(*Config)) *running {
 		Codec:       f.serde,
 		Files:       f.files,
 		HaltAfter:   time.Minute,
+		// The fixture's cluster has one broker.
+		ReplicationFactor: 1,
 		// Small, so topics are paused and resumed.
 		LookAhead: 3,
 		Logger:    testLogger(),

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 
@@ -69,9 +68,7 @@ type Partition struct {
 }
 
 // Column is a column or partition key.
-type Column struct{ Name, Type string }
-
-func (c Column) String() string { return c.Name + " " + c.Type }
+type Column = verify.Column
 
 // FileSum is a data file's length and the CRC32C of its bytes.
 type FileSum struct {
@@ -159,10 +156,10 @@ func captureTable(ctx context.Context, c *hms.Client, files Files, db, name stri
 	}
 	t := &Table{
 		Database: db, Name: ht.TableName, Type: ht.TableType,
-		PartitionKeys: columns(ht.PartitionKeys), Parameters: ht.Parameters,
+		PartitionKeys: verify.Columns(ht.PartitionKeys), Parameters: ht.Parameters,
 	}
 	if sd := ht.Sd; sd != nil {
-		t.Location, t.Columns, t.InputFormat, t.OutputFormat = sd.Location, columns(sd.Cols), sd.InputFormat, sd.OutputFormat
+		t.Location, t.Columns, t.InputFormat, t.OutputFormat = sd.Location, verify.Columns(sd.Cols), sd.InputFormat, sd.OutputFormat
 		if sd.SerdeInfo != nil {
 			t.SerDe = sd.SerdeInfo.SerializationLib
 		}
@@ -183,7 +180,7 @@ func captureTable(ctx context.Context, c *hms.Client, files Files, db, name stri
 	for _, hp := range parts {
 		p := &Partition{Values: hp.Values, Parameters: hp.Parameters}
 		if hp.Sd != nil {
-			p.Location, p.Columns = hp.Sd.Location, columns(hp.Sd.Cols)
+			p.Location, p.Columns = hp.Sd.Location, verify.Columns(hp.Sd.Cols)
 		}
 		if p.Location != "" {
 			if p.Files, err = captureFiles(ctx, files, p.Location); err != nil {
@@ -240,29 +237,14 @@ func fileSum(ctx context.Context, files Files, loc string) (FileSum, error) {
 	return FileSum{Size: n, CRC32C: h.Sum32()}, nil
 }
 
-func columns(fs []*hive_metastore.FieldSchema) []Column {
-	var cs []Column
-	for _, f := range fs {
-		cs = append(cs, Column{f.Name, f.Type})
-	}
-	return cs
-}
-
 func isNotFound(err error) bool {
 	var nso *hive_metastore.NoSuchObjectException
 	return errors.As(err, &nso)
 }
 
-// Diff is one difference between a source and its replica.
-type Diff struct {
-	// Object names what differs: "db", "db.table", "db.table partition
-	// [v1,v2]", or one of those followed by " file <relative name>".
-	Object string
-	// Detail says how, e.g. "missing on DR".
-	Detail string
-}
-
-func (d Diff) String() string { return d.Object + ": " + d.Detail }
+// Diff is one difference between a source and its replica, worded as
+// `hivedr verify` words it.
+type Diff = verify.Diff
 
 // Compare captures the databases dbs on the source metastore src (files
 // through srcFS) and on the replica dr (through drFS) and returns every
@@ -287,16 +269,16 @@ func Compare(ctx context.Context, src, dr *hms.Client, srcFS, drFS Files, dbs []
 // mapLocation of the source location must equal the DR location; and data
 // files by relative name, length and CRC32C.
 func DiffSnapshots(src, dr *Snapshot, mapLocation func(string) (string, error)) []Diff {
-	var ds diffs
-	for _, name := range unionKeys(src.Databases, dr.Databases) {
+	var ds verify.Diffs
+	for _, name := range verify.UnionKeys(src.Databases, dr.Databases) {
 		a, b := src.Databases[name], dr.Databases[name]
-		if !ds.presence(name, a != nil, b != nil) {
+		if !ds.Presence(name, a != nil, b != nil) {
 			continue
 		}
-		ds.location(name, a.Location, b.Location, mapLocation)
-		ds.params(name, a.Parameters, b.Parameters)
-		for _, tn := range unionKeys(a.Tables, b.Tables) {
-			ds.table(name+"."+tn, a.Tables[tn], b.Tables[tn], mapLocation)
+		ds.Location(name, a.Location, b.Location, mapLocation)
+		ds.Params(name, a.Parameters, b.Parameters)
+		for _, tn := range verify.UnionKeys(a.Tables, b.Tables) {
+			diffTable(&ds, name+"."+tn, a.Tables[tn], b.Tables[tn], mapLocation)
 		}
 	}
 	slices.SortFunc(ds, func(x, y Diff) int {
@@ -305,38 +287,21 @@ func DiffSnapshots(src, dr *Snapshot, mapLocation func(string) (string, error)) 
 	return ds
 }
 
-type diffs []Diff
-
-func (ds *diffs) add(obj, format string, args ...any) {
-	*ds = append(*ds, Diff{obj, fmt.Sprintf(format, args...)})
-}
-
-// presence records an object on one side only and reports whether it is
-// on both.
-func (ds *diffs) presence(obj string, onSource, onDR bool) bool {
-	switch {
-	case onSource && !onDR:
-		ds.add(obj, "missing on DR")
-	case !onSource && onDR:
-		ds.add(obj, "only on DR")
-	}
-	return onSource && onDR
-}
-
-func (ds *diffs) table(obj string, a, b *Table, mapLocation func(string) (string, error)) {
-	if !ds.presence(obj, a != nil, b != nil) {
+// diffTable records the differences of a table and its partitions.
+func diffTable(ds *verify.Diffs, obj string, a, b *Table, mapLocation func(string) (string, error)) {
+	if !ds.Presence(obj, a != nil, b != nil) {
 		return
 	}
-	ds.value(obj, "table type", a.Type, b.Type)
-	ds.columns(obj, "column", a.Columns, b.Columns)
-	ds.columns(obj, "partition key", a.PartitionKeys, b.PartitionKeys)
-	ds.value(obj, "input format", a.InputFormat, b.InputFormat)
-	ds.value(obj, "output format", a.OutputFormat, b.OutputFormat)
-	ds.value(obj, "serde", a.SerDe, b.SerDe)
-	ds.location(obj, a.Location, b.Location, mapLocation)
-	ds.params(obj, a.Parameters, b.Parameters)
-	ds.files(obj, a.Files, b.Files)
-	for _, k := range unionKeys(a.Partitions, b.Partitions) {
+	ds.Value(obj, "table type", a.Type, b.Type)
+	ds.Columns(obj, "column", a.Columns, b.Columns)
+	ds.Columns(obj, "partition key", a.PartitionKeys, b.PartitionKeys)
+	ds.Value(obj, "input format", a.InputFormat, b.InputFormat)
+	ds.Value(obj, "output format", a.OutputFormat, b.OutputFormat)
+	ds.Value(obj, "serde", a.SerDe, b.SerDe)
+	ds.Location(obj, a.Location, b.Location, mapLocation)
+	ds.Params(obj, a.Parameters, b.Parameters)
+	diffFiles(ds, obj, a.Files, b.Files)
+	for _, k := range verify.UnionKeys(a.Partitions, b.Partitions) {
 		pa, pb := a.Partitions[k], b.Partitions[k]
 		var vals []string
 		if pa != nil {
@@ -345,98 +310,29 @@ func (ds *diffs) table(obj string, a, b *Table, mapLocation func(string) (string
 			vals = pb.Values
 		}
 		pobj := obj + " partition [" + strings.Join(vals, ",") + "]"
-		if !ds.presence(pobj, pa != nil, pb != nil) {
+		if !ds.Presence(pobj, pa != nil, pb != nil) {
 			continue
 		}
-		ds.columns(pobj, "column", pa.Columns, pb.Columns)
-		ds.location(pobj, pa.Location, pb.Location, mapLocation)
-		ds.params(pobj, pa.Parameters, pb.Parameters)
-		ds.files(pobj, pa.Files, pb.Files)
+		ds.Columns(pobj, "column", pa.Columns, pb.Columns)
+		ds.Location(pobj, pa.Location, pb.Location, mapLocation)
+		ds.Params(pobj, pa.Parameters, pb.Parameters)
+		diffFiles(ds, pobj, pa.Files, pb.Files)
 	}
 }
 
-func (ds *diffs) value(obj, what, a, b string) {
-	if a != b {
-		ds.add(obj, "%s %q on source, %q on DR", what, a, b)
-	}
-}
-
-// columns compares column lists: type changes one by one when the names
-// match in order, else the whole lists.
-func (ds *diffs) columns(obj, what string, a, b []Column) {
-	if slices.Equal(a, b) {
-		return
-	}
-	sameNames := len(a) == len(b)
-	for i := 0; sameNames && i < len(a); i++ {
-		sameNames = a[i].Name == b[i].Name
-	}
-	if !sameNames {
-		ds.add(obj, "%ss %v on source, %v on DR", what, a, b)
-		return
-	}
-	for i := range a {
-		if a[i].Type != b[i].Type {
-			ds.add(obj, "%s %s: type %s on source, %s on DR", what, a[i].Name, a[i].Type, b[i].Type)
-		}
-	}
-}
-
-func (ds *diffs) location(obj, a, b string, mapLocation func(string) (string, error)) {
-	if a == "" && b == "" {
-		return
-	}
-	want, err := mapLocation(a)
-	if err != nil {
-		ds.add(obj, "source location %s does not map: %v", a, err)
-		return
-	}
-	if !location.Same(want, b) {
-		ds.add(obj, "location %s on DR, want %s (source %s)", b, want, a)
-	}
-}
-
-func (ds *diffs) params(obj string, a, b map[string]string) {
-	for _, k := range unionKeys(a, b) {
-		if IgnoredParameter(k) {
-			continue
-		}
-		va, okA := a[k]
-		vb, okB := b[k]
-		switch {
-		case okA && !okB:
-			ds.add(obj, "parameter %s=%q missing on DR", k, va)
-		case !okA && okB:
-			ds.add(obj, "parameter %s=%q only on DR", k, vb)
-		case va != vb:
-			ds.add(obj, "parameter %s: %q on source, %q on DR", k, va, vb)
-		}
-	}
-}
-
-func (ds *diffs) files(obj string, a, b map[string]FileSum) {
-	for _, name := range unionKeys(a, b) {
+// diffFiles records the data files that differ by presence, length or
+// CRC32C.
+func diffFiles(ds *verify.Diffs, obj string, a, b map[string]FileSum) {
+	for _, name := range verify.UnionKeys(a, b) {
 		fa, okA := a[name]
 		fb, okB := b[name]
 		fobj := obj + " file " + name
 		switch {
-		case !ds.presence(fobj, okA, okB):
+		case !ds.Presence(fobj, okA, okB):
 		case fa.Size != fb.Size:
-			ds.add(fobj, "%d bytes on source, %d on DR", fa.Size, fb.Size)
+			ds.Add(fobj, "%d bytes on source, %d on DR", fa.Size, fb.Size)
 		case fa.CRC32C != fb.CRC32C:
-			ds.add(fobj, "CRC32C %08x on source, %08x on DR", fa.CRC32C, fb.CRC32C)
+			ds.Add(fobj, "CRC32C %08x on source, %08x on DR", fa.CRC32C, fb.CRC32C)
 		}
 	}
-}
-
-// unionKeys returns the keys of a and b, sorted.
-func unionKeys[V any](a, b map[string]V) []string {
-	keys := slices.Collect(maps.Keys(a))
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -21,8 +21,8 @@ func snapshot(authority string) *Snapshot {
 		Tables: map[string]*Table{
 			"orders": {
 				Database: "fin", Name: "orders", Type: "EXTERNAL_TABLE", Location: root + "/orders",
-				Columns:       []Column{{"id", "bigint"}, {"amount", "double"}},
-				PartitionKeys: []Column{{"dt", "string"}},
+				Columns:       []Column{{Name: "id", Type: "bigint"}, {Name: "amount", Type: "double"}},
+				PartitionKeys: []Column{{Name: "dt", Type: "string"}},
 				Parameters:    map[string]string{"EXTERNAL": "TRUE", "transient_lastDdlTime": authority},
 				Partitions: map[string]*Partition{
 					"2026-01-01": {Values: []string{"2026-01-01"}, Location: root + "/orders/dt=2026-01-01",
@@ -32,7 +32,7 @@ func snapshot(authority string) *Snapshot {
 			},
 			"accounts": {
 				Database: "fin", Name: "accounts", Type: "EXTERNAL_TABLE", Location: root + "/accounts",
-				Columns:    []Column{{"id", "bigint"}},
+				Columns:    []Column{{Name: "id", Type: "bigint"}},
 				Parameters: map[string]string{"repl.last.id": authority},
 				Files:      map[string]FileSum{"000000_0": {5, 1}, "000000_0_copy_1": {6, 2}},
 			},
@@ -61,7 +61,7 @@ func TestDiffSnapshots(t *testing.T) {
 		{"column type", func(d *Database) { d.Tables["orders"].Columns[1].Type = "string" },
 			[]string{"fin.orders: column amount: type double on source, string on DR"}},
 		{"columns renamed", func(d *Database) { d.Tables["accounts"].Columns[0].Name = "acct" },
-			[]string{"fin.accounts: columns [id bigint] on source, [acct bigint] on DR"}},
+			[]string{"fin.accounts: columns (id bigint) on source, (acct bigint) on DR"}},
 		{"partition key", func(d *Database) { d.Tables["orders"].PartitionKeys[0].Type = "date" },
 			[]string{"fin.orders: partition key dt: type string on source, date on DR"}},
 		{"table missing", func(d *Database) { delete(d.Tables, "accounts") },

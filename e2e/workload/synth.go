@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/beltran/gohive/hive_metastore"
+
+	"github.com/hivedr/hivedr/internal/verify"
 )
 
 // Synth is a synthetic warehouse whose changes are written as notification
@@ -389,11 +391,11 @@ func (s *Synth) Snapshot() *Snapshot {
 	for _, t := range s.tables {
 		tb := t.obj
 		st := &Table{Database: tb.DbName, Name: tb.TableName, Type: tb.TableType, Location: tb.Sd.Location,
-			Columns: columns(tb.Sd.Cols), PartitionKeys: columns(tb.PartitionKeys),
+			Columns: verify.Columns(tb.Sd.Cols), PartitionKeys: verify.Columns(tb.PartitionKeys),
 			InputFormat: tb.Sd.InputFormat, OutputFormat: tb.Sd.OutputFormat, SerDe: tb.Sd.SerdeInfo.SerializationLib,
 			Parameters: tb.Parameters, Partitions: map[string]*Partition{}}
 		for _, p := range t.parts {
-			sp := &Partition{Values: p.values, Location: p.loc, Columns: columns(tb.Sd.Cols), Files: map[string]FileSum{},
+			sp := &Partition{Values: p.values, Location: p.loc, Columns: verify.Columns(tb.Sd.Cols), Files: map[string]FileSum{},
 				Parameters: s.tpl.Partition(tb, p.values, p.loc, p.ts, p.stats()).Parameters}
 			for _, f := range p.files {
 				sp.Files[strings.TrimPrefix(f.Location, p.loc+"/")] = FileSum{Size: f.Size, CRC32C: f.CRC32C}

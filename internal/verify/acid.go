@@ -39,7 +39,7 @@ type writeIDStates struct{ src, dr acid.WriteIDs }
 
 // writeIDs reads a transactional table's write-ID states and records how
 // they differ.
-func (r *run) writeIDs(ctx context.Context, found *findings, obj, db, table string) (*writeIDStates, error) {
+func (r *run) writeIDs(ctx context.Context, found *Diffs, obj, db, table string) (*writeIDStates, error) {
 	full := strings.ToLower(db + "." + table)
 	a, err := acid.ReadWriteIDs(ctx, r.cfg.Source, []string{full})
 	if err != nil {
@@ -54,12 +54,12 @@ func (r *run) writeIDs(ctx context.Context, found *findings, obj, db, table stri
 	return st, nil
 }
 
-func (fs *findings) writeIDs(obj string, a, b acid.WriteIDs) {
+func (ds *Diffs) writeIDs(obj string, a, b acid.WriteIDs) {
 	if a.HighWaterMark != b.HighWaterMark {
-		fs.add(obj, "write-ID high-water mark %d on source, %d on DR", a.HighWaterMark, b.HighWaterMark)
+		ds.Add(obj, "write-ID high-water mark %d on source, %d on DR", a.HighWaterMark, b.HighWaterMark)
 	}
 	if !slices.Equal(a.Open, b.Open) {
-		fs.add(obj, "open write IDs %v on source, %v on DR", a.Open, b.Open)
+		ds.Add(obj, "open write IDs %v on source, %v on DR", a.Open, b.Open)
 	}
 	var notAborted []int64
 	for _, id := range a.Aborted {
@@ -68,7 +68,7 @@ func (fs *findings) writeIDs(obj string, a, b acid.WriteIDs) {
 		}
 	}
 	if len(notAborted) > 0 {
-		fs.add(obj, "write IDs %v aborted on source, not on DR", notAborted)
+		ds.Add(obj, "write IDs %v aborted on source, not on DR", notAborted)
 	}
 }
 

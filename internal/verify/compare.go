@@ -36,67 +36,65 @@ func IgnoredParameter(key string) bool {
 	return strings.HasPrefix(key, "repl.") || strings.HasPrefix(key, "hivedr.")
 }
 
-// findings collects the differences of one table (or database).
-type findings []Finding
-
-func (fs *findings) add(obj, format string, args ...any) {
-	*fs = append(*fs, Finding{Object: obj, Detail: fmt.Sprintf(format, args...)})
+// Diff is one difference between a source object and its replica.
+type Diff struct {
+	// Object names what differs: "db", "db.table", "db.table partition
+	// k=v", each possibly followed by " file <relative name>".
+	Object string
+	// Detail says how, e.g. "missing on DR".
+	Detail string
 }
 
-// presence records an object on one side only and reports whether it is
+func (d Diff) String() string { return d.Object + ": " + d.Detail }
+
+// Diffs collects differences between source objects and their replicas.
+// Its methods are the one comparison `hivedr verify` (Run) and the
+// end-to-end tests' snapshots (e2e/workload) share: each records what
+// differs in one aspect of an object, worded the same for both.
+type Diffs []Diff
+
+// Add records a difference of obj.
+func (ds *Diffs) Add(obj, format string, args ...any) {
+	*ds = append(*ds, Diff{Object: obj, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Presence records an object on one side only and reports whether it is
 // on both.
-func (fs *findings) presence(obj string, onSource, onDR bool) bool {
+func (ds *Diffs) Presence(obj string, onSource, onDR bool) bool {
 	switch {
 	case onSource && !onDR:
-		fs.add(obj, "missing on DR")
+		ds.Add(obj, "missing on DR")
 	case !onSource && onDR:
-		fs.add(obj, "only on DR")
+		ds.Add(obj, "only on DR")
 	}
 	return onSource && onDR
 }
 
-// tableDef compares what defines a table: type, columns, partition keys,
-// formats, SerDe, location and parameters.
-func (fs *findings) tableDef(obj string, a, b *hive_metastore.Table, mapLocation func(string) (string, error)) {
-	fs.value(obj, "table type", a.TableType, b.TableType)
-	fs.columns(obj, "partition key", a.PartitionKeys, b.PartitionKeys)
-	fs.storage(obj, a.Sd, b.Sd, mapLocation)
-	fs.params(obj, a.Parameters, b.Parameters)
-	fs.value(obj, "view text", a.ViewExpandedText, b.ViewExpandedText)
-}
-
-// partitionDef compares a partition's columns, formats, location and
-// parameters.
-func (fs *findings) partitionDef(obj string, a, b *hive_metastore.Partition, mapLocation func(string) (string, error)) {
-	fs.storage(obj, a.Sd, b.Sd, mapLocation)
-	fs.params(obj, a.Parameters, b.Parameters)
-}
-
-func (fs *findings) storage(obj string, a, b *hive_metastore.StorageDescriptor, mapLocation func(string) (string, error)) {
-	if a == nil || b == nil {
-		if (a == nil) != (b == nil) {
-			fs.add(obj, "storage descriptor on one side only (source %v, DR %v)", a != nil, b != nil)
-		}
-		return
-	}
-	fs.columns(obj, "column", a.Cols, b.Cols)
-	fs.value(obj, "input format", a.InputFormat, b.InputFormat)
-	fs.value(obj, "output format", a.OutputFormat, b.OutputFormat)
-	if a.SerdeInfo != nil && b.SerdeInfo != nil {
-		fs.value(obj, "serde", a.SerdeInfo.SerializationLib, b.SerdeInfo.SerializationLib)
-	}
-	fs.location(obj, a.Location, b.Location, mapLocation)
-}
-
-func (fs *findings) value(obj, what, a, b string) {
+// Value records a difference in a string-valued aspect (what) of obj.
+func (ds *Diffs) Value(obj, what, a, b string) {
 	if a != b {
-		fs.add(obj, "%s %q on source, %q on DR", what, a, b)
+		ds.Add(obj, "%s %q on source, %q on DR", what, a, b)
 	}
 }
 
-// columns compares column lists: type changes one by one when the names
-// match in order, else the whole lists.
-func (fs *findings) columns(obj, what string, a, b []*hive_metastore.FieldSchema) {
+// Column is a column or partition key: its name and type.
+type Column struct{ Name, Type string }
+
+func (c Column) String() string { return c.Name + " " + c.Type }
+
+// Columns is the metastore's field schemas as Columns.
+func Columns(fs []*hive_metastore.FieldSchema) []Column {
+	var cs []Column
+	for _, f := range fs {
+		cs = append(cs, Column{f.Name, f.Type})
+	}
+	return cs
+}
+
+// Columns compares column lists (what: "column", "partition key"),
+// ignoring case as the metastore does: type changes one by one when the
+// names match in order, else the whole lists.
+func (ds *Diffs) Columns(obj, what string, a, b []Column) {
 	ca, cb := columnList(a), columnList(b)
 	if slices.Equal(ca, cb) {
 		return
@@ -106,40 +104,44 @@ func (fs *findings) columns(obj, what string, a, b []*hive_metastore.FieldSchema
 		sameNames = strings.EqualFold(a[i].Name, b[i].Name)
 	}
 	if !sameNames {
-		fs.add(obj, "%ss (%s) on source, (%s) on DR", what, strings.Join(ca, ", "), strings.Join(cb, ", "))
+		ds.Add(obj, "%ss (%s) on source, (%s) on DR", what, strings.Join(ca, ", "), strings.Join(cb, ", "))
 		return
 	}
 	for i := range a {
 		if !strings.EqualFold(a[i].Type, b[i].Type) {
-			fs.add(obj, "%s %s: type %s on source, %s on DR", what, a[i].Name, a[i].Type, b[i].Type)
+			ds.Add(obj, "%s %s: type %s on source, %s on DR", what, a[i].Name, a[i].Type, b[i].Type)
 		}
 	}
 }
 
-func columnList(cs []*hive_metastore.FieldSchema) []string {
+func columnList(cs []Column) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
-		out[i] = strings.ToLower(c.Name + " " + c.Type)
+		out[i] = strings.ToLower(c.String())
 	}
 	return out
 }
 
-func (fs *findings) location(obj, a, b string, mapLocation func(string) (string, error)) {
+// Location records a DR location b that is not where mapLocation puts
+// the source location a.
+func (ds *Diffs) Location(obj, a, b string, mapLocation func(string) (string, error)) {
 	if a == "" && b == "" {
 		return
 	}
 	want, err := mapLocation(a)
 	if err != nil {
-		fs.add(obj, "source location %s does not map: %v", a, err)
+		ds.Add(obj, "source location %s does not map: %v", a, err)
 		return
 	}
 	if !location.Same(want, b) {
-		fs.add(obj, "location %s on DR, want %s (source %s)", b, want, a)
+		ds.Add(obj, "location %s on DR, want %s (source %s)", b, want, a)
 	}
 }
 
-func (fs *findings) params(obj string, a, b map[string]string) {
-	for _, k := range unionKeys(a, b) {
+// Params records the parameters that differ, but for those
+// IgnoredParameter names.
+func (ds *Diffs) Params(obj string, a, b map[string]string) {
+	for _, k := range UnionKeys(a, b) {
 		if IgnoredParameter(k) {
 			continue
 		}
@@ -147,13 +149,46 @@ func (fs *findings) params(obj string, a, b map[string]string) {
 		vb, okB := b[k]
 		switch {
 		case okA && !okB:
-			fs.add(obj, "parameter %s=%q missing on DR", k, va)
+			ds.Add(obj, "parameter %s=%q missing on DR", k, va)
 		case !okA && okB:
-			fs.add(obj, "parameter %s=%q only on DR", k, vb)
+			ds.Add(obj, "parameter %s=%q only on DR", k, vb)
 		case va != vb:
-			fs.add(obj, "parameter %s: %q on source, %q on DR", k, va, vb)
+			ds.Add(obj, "parameter %s: %q on source, %q on DR", k, va, vb)
 		}
 	}
+}
+
+// tableDef compares what defines a table: type, columns, partition keys,
+// formats, SerDe, location and parameters.
+func (ds *Diffs) tableDef(obj string, a, b *hive_metastore.Table, mapLocation func(string) (string, error)) {
+	ds.Value(obj, "table type", a.TableType, b.TableType)
+	ds.Columns(obj, "partition key", Columns(a.PartitionKeys), Columns(b.PartitionKeys))
+	ds.storage(obj, a.Sd, b.Sd, mapLocation)
+	ds.Params(obj, a.Parameters, b.Parameters)
+	ds.Value(obj, "view text", a.ViewExpandedText, b.ViewExpandedText)
+}
+
+// partitionDef compares a partition's columns, formats, location and
+// parameters.
+func (ds *Diffs) partitionDef(obj string, a, b *hive_metastore.Partition, mapLocation func(string) (string, error)) {
+	ds.storage(obj, a.Sd, b.Sd, mapLocation)
+	ds.Params(obj, a.Parameters, b.Parameters)
+}
+
+func (ds *Diffs) storage(obj string, a, b *hive_metastore.StorageDescriptor, mapLocation func(string) (string, error)) {
+	if a == nil || b == nil {
+		if (a == nil) != (b == nil) {
+			ds.Add(obj, "storage descriptor on one side only (source %v, DR %v)", a != nil, b != nil)
+		}
+		return
+	}
+	ds.Columns(obj, "column", Columns(a.Cols), Columns(b.Cols))
+	ds.Value(obj, "input format", a.InputFormat, b.InputFormat)
+	ds.Value(obj, "output format", a.OutputFormat, b.OutputFormat)
+	if a.SerdeInfo != nil && b.SerdeInfo != nil {
+		ds.Value(obj, "serde", a.SerdeInfo.SerializationLib, b.SerdeInfo.SerializationLib)
+	}
+	ds.Location(obj, a.Location, b.Location, mapLocation)
 }
 
 // merge walks two sorted lists of names in step, calling fn with each
@@ -179,8 +214,8 @@ func merge(a, b []string, fn func(name string, inA, inB bool) bool) {
 	}
 }
 
-// unionKeys returns the keys of a and b, sorted.
-func unionKeys[V any](a, b map[string]V) []string {
+// UnionKeys returns the keys of a and b, sorted.
+func UnionKeys[V any](a, b map[string]V) []string {
 	keys := slices.Collect(maps.Keys(a))
 	for k := range b {
 		if _, ok := a[k]; !ok {

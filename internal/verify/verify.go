@@ -283,10 +283,10 @@ func (r *run) database(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("DR: %w", err)
 	}
-	var found findings
-	if found.presence(name, a != nil, b != nil) {
-		found.location(name, a.LocationUri, b.LocationUri, r.cfg.MapLocation)
-		found.params(name, a.Parameters, b.Parameters)
+	var found Diffs
+	if found.Presence(name, a != nil, b != nil) {
+		found.Location(name, a.LocationUri, b.LocationUri, r.cfg.MapLocation)
+		found.Params(name, a.Parameters, b.Parameters)
 	}
 	if err := r.emit(ctx, pend, name, "", &found); err != nil {
 		return err
@@ -333,7 +333,7 @@ func (r *run) tables(ctx context.Context, ms Metastore, db string) ([]string, er
 // held does not grow with the table's partitions.
 func (r *run) table(ctx context.Context, pend *pending, db, name string, onSource, onDR bool) error {
 	obj := db + "." + name
-	var found findings
+	var found Diffs
 	defer func() { r.progress(db, name) }()
 	r.sum.Tables++
 	var a, b *hive_metastore.Table
@@ -348,7 +348,7 @@ func (r *run) table(ctx context.Context, pend *pending, db, name string, onSourc
 			return fmt.Errorf("DR: %w", err)
 		}
 	}
-	if !found.presence(obj, a != nil, b != nil) {
+	if !found.Presence(obj, a != nil, b != nil) {
 		return r.emit(ctx, pend, db, name, &found)
 	}
 	found.tableDef(obj, a, b, r.cfg.MapLocation)
@@ -408,7 +408,7 @@ type reach struct{ src, dr string }
 func (r *run) paged(ctx context.Context, pend *pending, db, table string, keys []*hive_metastore.FieldSchema) (reach, bool, error) {
 	obj := db + "." + table
 	var at reach
-	var found findings
+	var found Diffs
 	ok, err := r.pages(ctx, r.cfg.Source, db, table, keys, func(page []*hive_metastore.Partition, names []string) error {
 		b, err := getPartitions(ctx, r.cfg.DR, db, table, names)
 		if err != nil {
@@ -418,7 +418,7 @@ func (r *run) paged(ctx context.Context, pend *pending, db, table string, keys [
 			pb := b[names[i]]
 			pobj := obj + " partition " + names[i]
 			r.sum.Partitions++
-			if !found.presence(pobj, true, pb != nil) {
+			if !found.Presence(pobj, true, pb != nil) {
 				continue
 			}
 			found.partitionDef(pobj, pa, pb, r.cfg.MapLocation)
@@ -441,7 +441,7 @@ func (r *run) paged(ctx context.Context, pend *pending, db, table string, keys [
 		for _, n := range names {
 			if a[n] == nil {
 				r.sum.Partitions++
-				found.presence(obj+" partition "+n, false, true)
+				found.Presence(obj+" partition "+n, false, true)
 			}
 		}
 		at.dr = names[len(names)-1]
@@ -611,7 +611,7 @@ func (r *run) listed(ctx context.Context, pend *pending, db, table string, done 
 		return err
 	}
 	var page []string
-	var found findings
+	var found Diffs
 	// flush compares the page of partitions on both sides, then sends
 	// the findings made since the last flush: those of the page and of
 	// the partitions on one side only merged in between, all after the
@@ -631,7 +631,7 @@ func (r *run) listed(ctx context.Context, pend *pending, db, table string, done 
 				pa, pb := a[n], b[n]
 				pobj := obj + " partition " + n
 				r.sum.Partitions++
-				if !found.presence(pobj, pa != nil, pb != nil) {
+				if !found.Presence(pobj, pa != nil, pb != nil) {
 					continue // dropped on one side since the listing
 				}
 				found.partitionDef(pobj, pa, pb, r.cfg.MapLocation)
@@ -649,7 +649,7 @@ func (r *run) listed(ctx context.Context, pend *pending, db, table string, done 
 			return true
 		case !onSource || !onDR:
 			r.sum.Partitions++
-			found.presence(obj+" partition "+n, onSource, onDR)
+			found.Presence(obj+" partition "+n, onSource, onDR)
 		default:
 			page = append(page, n)
 		}
@@ -667,7 +667,7 @@ func (r *run) listed(ctx context.Context, pend *pending, db, table string, done 
 
 // files compares the data files under a source location and its replica's
 // location: names, lengths, and the sampled files' checksums.
-func (r *run) files(ctx context.Context, found *findings, obj, srcLoc, drLoc string) error {
+func (r *run) files(ctx context.Context, found *Diffs, obj, srcLoc, drLoc string) error {
 	if srcLoc == "" || drLoc == "" {
 		return nil
 	}
@@ -682,7 +682,7 @@ func (r *run) files(ctx context.Context, found *findings, obj, srcLoc, drLoc str
 	if r.txn != nil { // a reader's files only, on each side
 		a, b = visibleFiles(a, r.txn.src), visibleFiles(b, r.txn.dr)
 	}
-	for _, rel := range unionKeys(a, b) {
+	for _, rel := range UnionKeys(a, b) {
 		fa, okA := a[rel]
 		fb, okB := b[rel]
 		fobj := obj + " file " + rel
@@ -691,9 +691,9 @@ func (r *run) files(ctx context.Context, found *findings, obj, srcLoc, drLoc str
 			r.sum.Bytes += fa.size
 		}
 		switch {
-		case !found.presence(fobj, okA, okB):
+		case !found.Presence(fobj, okA, okB):
 		case fa.size != fb.size:
-			found.add(fobj, "%d bytes on source, %d on DR", fa.size, fb.size)
+			found.Add(fobj, "%d bytes on source, %d on DR", fa.size, fb.size)
 		case r.sampled(fa.loc):
 			r.sum.Sampled++
 			ca, how, err := r.cfg.SourceFiles.CRC32C(ctx, fa.loc)
@@ -705,7 +705,7 @@ func (r *run) files(ctx context.Context, found *findings, obj, srcLoc, drLoc str
 				return fmt.Errorf("checksum of DR file %s: %w", fb.loc, err)
 			}
 			if ca != cb {
-				found.add(fobj, "CRC32C %08x on source (%s), %08x on DR (%s), same length %d", ca, how, cb, howB, fa.size)
+				found.Add(fobj, "CRC32C %08x on source (%s), %08x on DR (%s), same length %d", ca, how, cb, howB, fa.size)
 			}
 		}
 	}
@@ -733,7 +733,7 @@ func (r *run) sampled(loc string) bool {
 // published while we compared explains a difference as well as one
 // published before. A table's findings go out in parts (its own, then a
 // page of partitions at a time), each classified as it goes.
-func (r *run) emit(ctx context.Context, pend *pending, db, table string, found *findings) error {
+func (r *run) emit(ctx context.Context, pend *pending, db, table string, found *Diffs) error {
 	if len(*found) == 0 {
 		return nil
 	}
@@ -744,7 +744,7 @@ func (r *run) emit(ctx context.Context, pend *pending, db, table string, found *
 			return err
 		}
 	}
-	slices.SortStableFunc(*found, func(x, y Finding) int { return strings.Compare(x.Object, y.Object) })
+	slices.SortStableFunc(*found, func(x, y Diff) int { return strings.Compare(x.Object, y.Object) })
 	class, why := Diverged, pend.covers(table)
 	if why == "" && r.txn != nil {
 		why = pend.txns
@@ -752,8 +752,8 @@ func (r *run) emit(ctx context.Context, pend *pending, db, table string, found *
 	if why != "" {
 		class = InFlight
 	}
-	for _, f := range *found {
-		f.Class, f.Database, f.Table, f.Reason = class, db, table, why
+	for _, d := range *found {
+		f := Finding{Class: class, Database: db, Table: table, Reason: why, Object: d.Object, Detail: d.Detail}
 		if class == InFlight {
 			r.sum.InFlight++
 		} else {
