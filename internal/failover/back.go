@@ -208,95 +208,29 @@ type BackOptions struct {
 // pipeline's daemons do the rest; this returns once the requests are
 // written.
 func Failback(ctx context.Context, fwd, rev *config.Config, opts BackOptions) (*BackReport, error) {
-	start := time.Now()
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	b := &failingBack{fwd: fwd, rev: rev, opts: opts, log: opts.Log, start: time.Now(), rep: &BackReport{}}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
 	}
-	dbs := opts.Databases
-	dr, err := hms.Dial(ctx, fwd.Applier.Metastore, fwd.DRMetastoreOptions())
-	if err != nil {
+	var err error
+	if b.dr, err = hms.Dial(ctx, fwd.Applier.Metastore, fwd.DRMetastoreOptions()); err != nil {
 		return nil, fmt.Errorf("the new primary (forward DR) metastore: %w", err)
 	}
-	defer dr.Close()
-	old, err := hms.Dial(ctx, fwd.Source.Metastore, fwd.SourceMetastoreOptions())
-	if err != nil {
+	defer b.dr.Close()
+	if b.old, err = hms.Dial(ctx, fwd.Source.Metastore, fwd.SourceMetastoreOptions()); err != nil {
 		return nil, fmt.Errorf("the old primary's metastore: %w", err)
 	}
-	defer old.Close()
+	defer b.old.Close()
 
-	rep := &BackReport{}
-	var minEvent, minHead int64 = -1, -1
-	for _, db := range dbs {
-		p, err := drParams(ctx, dr, db)
-		if err != nil {
-			return nil, err
-		}
-		r, ok, err := ReadRecord(p)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("database %s: %w", db, err)
-		case !ok:
-			return nil, fmt.Errorf("database %s: not failed over on DR (no %s): nothing to fail back", db, drparam.FailedOverAt)
-		case r.WasTargetFor != drparam.TargetMark(fwd.Source.Name):
-			return nil, fmt.Errorf("database %s: failed over from %q, not from this pipeline's source %s", db, r.WasTargetFor, fwd.Source.Name)
-		}
-		op, err := drParams(ctx, old, db)
-		if err != nil {
-			return nil, fmt.Errorf("old primary: %w", err)
-		}
-		if err := CheckOldPrimary(db, op, drparam.TargetMark(rev.Source.Name), opts.Again); err != nil {
-			return nil, err
-		}
-		rep.Databases = append(rep.Databases, BackDatabase{Database: db, EventID: r.EventID, DRLogHead: r.DRLogHead, FailedOverAt: r.At,
-			SourceChanged: map[string]int{}, DRChanged: map[string]int{}, RecordedLost: r.LostEvents})
-		if minEvent < 0 || r.EventID < minEvent {
-			minEvent = r.EventID
-		}
-		if minHead < 0 || r.DRLogHead < minHead {
-			minHead = r.DRLogHead
-		}
+	minEvent, minHead, err := b.checkFailedOver(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if probs := CheckReverse(fwd, rev, dbs, minHead); len(probs) > 0 {
+	if probs := CheckReverse(fwd, rev, opts.Databases, minHead); len(probs) > 0 {
 		return nil, fmt.Errorf("the reverse configuration %s: %s", rev.File(), strings.Join(probs, "; "))
 	}
-
-	// Both logs after the failover.
-	lost, late := make([]map[string]int, len(rep.Databases)), make([]map[string]int, len(rep.Databases))
-	for i := range rep.Databases {
-		lost[i], late[i] = map[string]int{}, map[string]int{}
-	}
-	// From before the allocations of the transactions open at the forward
-	// tailer's last checkpoint: their commits on the old primary count
-	// where they wrote.
-	cp, err := forwardCheckpoint(ctx, fwd)
-	if err != nil {
-		log.Warn("the forward tailer's checkpoint cannot be read: a transaction that allocated write IDs before the failover and committed on the old primary after it is counted only if its allocation is after the failover's event", "err", err)
-	}
-	from := scanFrom(minEvent, cp)
-	srcTables := newLogTables()
-	if err := scanSource(ctx, fwd.Source, fwd.SourceMetastoreOptions(), from, func(evs []hmslog.RawEvent) {
-		touched := srcTables.touched(evs)
-		for i := range rep.Databases {
-			d := &rep.Databases[i]
-			changed(d.SourceChanged, evs, touched, d.Database, d.EventID)
-			splitAtFailover(lost[i], late[i], evs, touched, d.Database, d.EventID, d.FailedOverAt)
-		}
-	}); err != nil {
-		return nil, fmt.Errorf("the old primary's log after event %d: %w", from, err)
-	}
-	for i := range rep.Databases {
-		rep.Databases[i].LostEvents, rep.Databases[i].LateEvents = sum(lost[i]), sum(late[i])
-	}
-	drTables := newLogTables()
-	if err := scanSource(ctx, rev.Source, rev.SourceMetastoreOptions(), minHead, func(evs []hmslog.RawEvent) {
-		touched := drTables.touched(evs)
-		for i := range rep.Databases {
-			d := &rep.Databases[i]
-			changed(d.DRChanged, evs, touched, d.Database, d.DRLogHead)
-		}
-	}); err != nil {
-		return nil, fmt.Errorf("the new primary's log after event %d: %w", minHead, err)
+	if err := b.scanLogs(ctx, minEvent, minHead); err != nil {
+		return nil, err
 	}
 
 	kopts, err := connect.Kafka(rev.Kafka)
@@ -313,73 +247,215 @@ func Failback(ctx context.Context, fwd, rev *config.Config, opts BackOptions) (*
 		return nil, err
 	}
 	by := requestedBy()
-	for i := range rep.Databases {
-		d := &rep.Databases[i]
-		for _, n := range d.SourceChanged {
-			d.SourceEvents += n
+	for i := range b.rep.Databases {
+		if err := b.handBack(ctx, &b.rep.Databases[i], cl, serde, by); err != nil {
+			return nil, err
 		}
-		d.Moved = Moved(d.SourceChanged, d.DRChanged)
-		tables, err := dr.GetAllTables(ctx, d.Database)
-		if err != nil {
-			return nil, fmt.Errorf("tables of %s on the new primary: %w", d.Database, err)
-		}
-		for _, t := range tables {
-			if !contains(d.Moved, strings.ToLower(t)) {
-				d.Unchanged++
-			}
-		}
-		// The failover could not count what it lost: now it is known.
-		if d.RecordedLost < 0 {
-			cur, err := dr.GetDatabase(ctx, d.Database)
-			if err != nil {
-				return nil, fmt.Errorf("get DR database %s: %w", d.Database, err)
-			}
-			cur.Parameters = RecordLost(cur.Parameters, d.LostEvents, time.Now())
-			if err := dr.AlterDatabase(ctx, d.Database, cur); err != nil {
-				return nil, fmt.Errorf("record on DR database %s the %d event(s) its failover lost: %w", d.Database, d.LostEvents, err)
-			}
-			d.RPORecorded = true
-		}
-		// The old primary's database becomes the reverse pipeline's
-		// replica at the DR log's recorded head.
-		odb, err := old.GetDatabase(ctx, d.Database)
-		if err != nil {
-			return nil, fmt.Errorf("old primary: get database %s: %w", d.Database, err)
-		}
-		if odb.Parameters == nil {
-			odb.Parameters = map[string]string{}
-		}
-		odb.Parameters[drparam.Target] = drparam.TargetMark(rev.Source.Name)
-		odb.Parameters[drparam.LastID] = strconv.FormatInt(d.DRLogHead, 10)
-		odb.Parameters[drparam.FailbackAt] = time.Now().UTC().Format(time.RFC3339)
-		odb.Parameters[drparam.FailbackDRLogHead] = strconv.FormatInt(d.DRLogHead, 10)
-		delete(odb.Parameters, drparam.Halted)
-		if err := old.AlterDatabase(ctx, d.Database, odb); err != nil {
-			return nil, fmt.Errorf("old primary: mark %s a replica of %s: %w", d.Database, rev.Source.Name, err)
-		}
-		// A reverse applier that ran before the mark halted the database
-		// (not_a_replica); it plans the database's head again now.
-		c := schemas.ApplierControl{Kind: schemas.ControlReplan, Database: d.Database, By: by, At: time.Now().UTC()}
-		if err := kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: rev.Kafka.TopicPrefix}, rev.Kafka.ReplicationFactor, c); err != nil {
-			return nil, fmt.Errorf("ask the reverse applier to plan %s again: %w", d.Database, err)
-		}
-		if len(d.Moved) > 0 {
-			o, err := bootstrap.Options{Databases: []string{d.Database}, Tables: d.Moved}.Validate()
-			if err != nil {
-				return nil, fmt.Errorf("bootstrap request for %s: %w", d.Database, err)
-			}
-			req := bootstrap.Request(o, rev.Source.Name, by, time.Now())
-			if _, err := bootstrap.Write(ctx, cl, serde, kafka.Topics{Prefix: rev.Kafka.TopicPrefix}, rev.Kafka, &req); err != nil {
-				return nil, err
-			}
-			d.RequestID = req.RequestID
-		}
-		rep.MovedTables += len(d.Moved)
-		log.Info("failing back", "db", d.Database, "moved_tables", d.Moved, "unchanged_tables", d.Unchanged, "source_events_after_failover", d.SourceEvents,
-			"lost_events", d.LostEvents, "late_events", d.LateEvents)
 	}
-	rep.Seconds = time.Since(start).Seconds()
-	return rep, nil
+	b.rep.Seconds = time.Since(b.start).Seconds()
+	return b.rep, nil
+}
+
+// failingBack is one failback under way: the forward and reverse
+// configurations, both metastores, and its report as the steps of
+// Failback fill it.
+type failingBack struct {
+	fwd, rev *config.Config
+	opts     BackOptions
+	log      *slog.Logger
+	start    time.Time
+	dr, old  *hms.Client // the new primary (forward DR) and the old primary
+	rep      *BackReport
+}
+
+// checkFailedOver checks that each database was failed over from this
+// pipeline's source and that the old primary may become its replica, and
+// starts its row of the report. It returns the oldest failover event and
+// DR log head among them, where the logs are read from.
+func (b *failingBack) checkFailedOver(ctx context.Context) (minEvent, minHead int64, err error) {
+	minEvent, minHead = -1, -1
+	for _, db := range b.opts.Databases {
+		p, err := drParams(ctx, b.dr, db)
+		if err != nil {
+			return 0, 0, err
+		}
+		r, ok, err := ReadRecord(p)
+		switch {
+		case err != nil:
+			return 0, 0, fmt.Errorf("database %s: %w", db, err)
+		case !ok:
+			return 0, 0, fmt.Errorf("database %s: not failed over on DR (no %s): nothing to fail back", db, drparam.FailedOverAt)
+		case r.WasTargetFor != drparam.TargetMark(b.fwd.Source.Name):
+			return 0, 0, fmt.Errorf("database %s: failed over from %q, not from this pipeline's source %s", db, r.WasTargetFor, b.fwd.Source.Name)
+		}
+		op, err := drParams(ctx, b.old, db)
+		if err != nil {
+			return 0, 0, fmt.Errorf("old primary: %w", err)
+		}
+		if err := CheckOldPrimary(db, op, drparam.TargetMark(b.rev.Source.Name), b.opts.Again); err != nil {
+			return 0, 0, err
+		}
+		b.rep.Databases = append(b.rep.Databases, BackDatabase{Database: db, EventID: r.EventID, DRLogHead: r.DRLogHead, FailedOverAt: r.At,
+			SourceChanged: map[string]int{}, DRChanged: map[string]int{}, RecordedLost: r.LostEvents})
+		if minEvent < 0 || r.EventID < minEvent {
+			minEvent = r.EventID
+		}
+		if minHead < 0 || r.DRLogHead < minHead {
+			minHead = r.DRLogHead
+		}
+	}
+	return minEvent, minHead, nil
+}
+
+// scanLogs reads both logs after the failover: the old primary's from
+// minEvent (the tables it changed since, and the events the failover
+// lost or that came after it) and the new primary's from minHead (the
+// tables changed there).
+func (b *failingBack) scanLogs(ctx context.Context, minEvent, minHead int64) error {
+	dbs := b.rep.Databases
+	lost, late := make([]map[string]int, len(dbs)), make([]map[string]int, len(dbs))
+	for i := range dbs {
+		lost[i], late[i] = map[string]int{}, map[string]int{}
+	}
+	// From before the allocations of the transactions open at the forward
+	// tailer's last checkpoint: their commits on the old primary count
+	// where they wrote.
+	cp, err := forwardCheckpoint(ctx, b.fwd)
+	if err != nil {
+		b.log.Warn("the forward tailer's checkpoint cannot be read: a transaction that allocated write IDs before the failover and committed on the old primary after it is counted only if its allocation is after the failover's event", "err", err)
+	}
+	from := scanFrom(minEvent, cp)
+	srcTables := newLogTables()
+	if err := scanSource(ctx, b.fwd.Source, b.fwd.SourceMetastoreOptions(), from, func(evs []hmslog.RawEvent) {
+		touched := srcTables.touched(evs)
+		for i := range dbs {
+			d := &dbs[i]
+			changed(d.SourceChanged, evs, touched, d.Database, d.EventID)
+			splitAtFailover(lost[i], late[i], evs, touched, d.Database, d.EventID, d.FailedOverAt)
+		}
+	}); err != nil {
+		return fmt.Errorf("the old primary's log after event %d: %w", from, err)
+	}
+	for i := range dbs {
+		dbs[i].LostEvents, dbs[i].LateEvents = sum(lost[i]), sum(late[i])
+	}
+	drTables := newLogTables()
+	if err := scanSource(ctx, b.rev.Source, b.rev.SourceMetastoreOptions(), minHead, func(evs []hmslog.RawEvent) {
+		touched := drTables.touched(evs)
+		for i := range dbs {
+			d := &dbs[i]
+			changed(d.DRChanged, evs, touched, d.Database, d.DRLogHead)
+		}
+	}); err != nil {
+		return fmt.Errorf("the new primary's log after event %d: %w", minHead, err)
+	}
+	return nil
+}
+
+// handBack fails one database back: it decides the tables to move,
+// records on DR what its failover lost when that was unknown, makes the
+// old primary's database the reverse pipeline's replica, asks the
+// reverse applier to plan it again and requests the bootstrap of the
+// tables moved.
+func (b *failingBack) handBack(ctx context.Context, d *BackDatabase, cl *kgo.Client, serde *schemas.Serde, by string) error {
+	if err := b.tablesMoved(ctx, d); err != nil {
+		return err
+	}
+	if err := b.recordLost(ctx, d); err != nil {
+		return err
+	}
+	if err := b.markReplica(ctx, d); err != nil {
+		return err
+	}
+	if err := b.requestMoves(ctx, d, cl, serde, by); err != nil {
+		return err
+	}
+	b.rep.MovedTables += len(d.Moved)
+	b.log.Info("failing back", "db", d.Database, "moved_tables", d.Moved, "unchanged_tables", d.Unchanged, "source_events_after_failover", d.SourceEvents,
+		"lost_events", d.LostEvents, "late_events", d.LateEvents)
+	return nil
+}
+
+// tablesMoved sets d's source events, the tables to move (Moved) and how
+// many of the new primary's tables stay as they are.
+func (b *failingBack) tablesMoved(ctx context.Context, d *BackDatabase) error {
+	for _, n := range d.SourceChanged {
+		d.SourceEvents += n
+	}
+	d.Moved = Moved(d.SourceChanged, d.DRChanged)
+	tables, err := b.dr.GetAllTables(ctx, d.Database)
+	if err != nil {
+		return fmt.Errorf("tables of %s on the new primary: %w", d.Database, err)
+	}
+	for _, t := range tables {
+		if !contains(d.Moved, strings.ToLower(t)) {
+			d.Unchanged++
+		}
+	}
+	return nil
+}
+
+// recordLost records on the DR database the events its failover lost,
+// when the failover could not count them: now they are known.
+func (b *failingBack) recordLost(ctx context.Context, d *BackDatabase) error {
+	if d.RecordedLost >= 0 {
+		return nil
+	}
+	cur, err := b.dr.GetDatabase(ctx, d.Database)
+	if err != nil {
+		return fmt.Errorf("get DR database %s: %w", d.Database, err)
+	}
+	cur.Parameters = RecordLost(cur.Parameters, d.LostEvents, time.Now())
+	if err := b.dr.AlterDatabase(ctx, d.Database, cur); err != nil {
+		return fmt.Errorf("record on DR database %s the %d event(s) its failover lost: %w", d.Database, d.LostEvents, err)
+	}
+	d.RPORecorded = true
+	return nil
+}
+
+// markReplica makes the old primary's database the reverse pipeline's
+// replica at the DR log's recorded head.
+func (b *failingBack) markReplica(ctx context.Context, d *BackDatabase) error {
+	odb, err := b.old.GetDatabase(ctx, d.Database)
+	if err != nil {
+		return fmt.Errorf("old primary: get database %s: %w", d.Database, err)
+	}
+	if odb.Parameters == nil {
+		odb.Parameters = map[string]string{}
+	}
+	odb.Parameters[drparam.Target] = drparam.TargetMark(b.rev.Source.Name)
+	odb.Parameters[drparam.LastID] = strconv.FormatInt(d.DRLogHead, 10)
+	odb.Parameters[drparam.FailbackAt] = time.Now().UTC().Format(time.RFC3339)
+	odb.Parameters[drparam.FailbackDRLogHead] = strconv.FormatInt(d.DRLogHead, 10)
+	delete(odb.Parameters, drparam.Halted)
+	if err := b.old.AlterDatabase(ctx, d.Database, odb); err != nil {
+		return fmt.Errorf("old primary: mark %s a replica of %s: %w", d.Database, b.rev.Source.Name, err)
+	}
+	return nil
+}
+
+// requestMoves asks the reverse applier to plan the database again (one
+// that ran before the mark halted it: not_a_replica) and the reverse
+// tailer to bootstrap the tables moved.
+func (b *failingBack) requestMoves(ctx context.Context, d *BackDatabase, cl *kgo.Client, serde *schemas.Serde, by string) error {
+	rev := b.rev
+	c := schemas.ApplierControl{Kind: schemas.ControlReplan, Database: d.Database, By: by, At: time.Now().UTC()}
+	if err := kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: rev.Kafka.TopicPrefix}, rev.Kafka.ReplicationFactor, c); err != nil {
+		return fmt.Errorf("ask the reverse applier to plan %s again: %w", d.Database, err)
+	}
+	if len(d.Moved) == 0 {
+		return nil
+	}
+	o, err := bootstrap.Options{Databases: []string{d.Database}, Tables: d.Moved}.Validate()
+	if err != nil {
+		return fmt.Errorf("bootstrap request for %s: %w", d.Database, err)
+	}
+	req := bootstrap.Request(o, rev.Source.Name, by, time.Now())
+	if _, err := bootstrap.Write(ctx, cl, serde, kafka.Topics{Prefix: rev.Kafka.TopicPrefix}, rev.Kafka, &req); err != nil {
+		return err
+	}
+	d.RequestID = req.RequestID
+	return nil
 }
 
 func contains(s []string, v string) bool {
