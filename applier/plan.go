@@ -688,91 +688,57 @@ func (p *planner) dropTable(src *schemas.Table) Decision {
 
 func (p *planner) alterTable(c *schemas.TableChange) Decision {
 	bk, ak := tableKey(c.Before.Database, c.Before.Name), tableKey(c.After.Database, c.After.Name)
+	if bk == ak {
+		return p.alterInPlace(c, bk)
+	}
+	return p.rename(c, bk, ak)
+}
+
+// alterInPlace plans an alter of table k that keeps its name (a
+// truncate among them).
+func (p *planner) alterInPlace(c *schemas.TableChange, k TableKey) Decision {
+	cur := p.in.Replica.Tables[k]
+	e := p.ev.EventID
+	// A truncate replaces an unpartitioned table's contents whole, so
+	// it also brings back a table left out earlier because a file of
+	// it could not be copied (see supersededBy).
+	recreate := cur == nil && c.IsTruncate && len(c.After.PartitionKeys) == 0
+	if cur == nil && !recreate {
+		return p.missing(objKey{db: k.DB, table: k.Name}, "%s does not exist on DR", k)
+	}
+	if cur != nil && stamp(cur.Parameters) >= e {
+		return p.noop(ReasonAlreadyApplied, "%s is at event %d", k, stamp(cur.Parameters))
+	}
+	t, err := p.table(c.After)
+	if err != nil {
+		return pathHalt(err)
+	}
+	// Prune before stamping: once the table carries the event's stamp
+	// a re-run is a no-op, so a crash in between must not lose the prune.
+	var acts []Action
+	if c.IsTruncate && len(t.PartitionKeys) == 0 && t.Sd != nil && t.Sd.Location != "" {
+		acts = append(acts, PruneFiles{Dir: t.Sd.Location, EventID: e, Source: c.After.Location})
+	}
+	if recreate {
+		return apply(append(acts, CreateTable{Table: t})...)
+	}
+	return apply(append(acts, AlterTable{DB: k.DB, Name: k.Name, Table: t})...)
+}
+
+// rename plans the rename of table bk to ak.
+func (p *planner) rename(c *schemas.TableChange, bk, ak TableKey) Decision {
 	cur, dst := p.in.Replica.Tables[bk], p.in.Replica.Tables[ak]
 	e := p.ev.EventID
-	if bk == ak {
-		// A truncate replaces an unpartitioned table's contents whole, so
-		// it also brings back a table left out earlier because a file of
-		// it could not be copied (see supersededBy).
-		recreate := cur == nil && c.IsTruncate && len(c.After.PartitionKeys) == 0
-		if cur == nil && !recreate {
-			return p.missing(objKey{db: bk.DB, table: bk.Name}, "%s does not exist on DR", bk)
-		}
-		if cur != nil && stamp(cur.Parameters) >= e {
-			return p.noop(ReasonAlreadyApplied, "%s is at event %d", bk, stamp(cur.Parameters))
-		}
-		t, err := p.table(c.After)
-		if err != nil {
-			return pathHalt(err)
-		}
-		// Prune before stamping: once the table carries the event's stamp
-		// a re-run is a no-op, so a crash in between must not lose the prune.
-		var acts []Action
-		if c.IsTruncate && len(t.PartitionKeys) == 0 && t.Sd != nil && t.Sd.Location != "" {
-			acts = append(acts, PruneFiles{Dir: t.Sd.Location, EventID: e, Source: c.After.Location})
-		}
-		if recreate {
-			return apply(append(acts, CreateTable{Table: t})...)
-		}
-		return apply(append(acts, AlterTable{DB: bk.DB, Name: bk.Name, Table: t})...)
-	}
-
-	// A rename.
 	if dst != nil && stamp(dst.Parameters) >= e {
-		if cur != nil && stamp(cur.Parameters) < e && bk.DB == p.db && p.in.Policy.Replicated(bk.DB, bk.Name) {
-			// The new name was read after the rename (a bootstrap read the
-			// table under it), while the old name still holds an older
-			// state (the bootstrap had published it before the rename):
-			// the rename is done under the new name, and the old name is
-			// gone at the source, so it goes here too (data kept, as for
-			// drops). A table made again under the old name later carries
-			// a later stamp, so a re-drive never drops it.
-			d := apply(DropTable{DB: bk.DB, Name: bk.Name})
-			d.Detail = fmt.Sprintf("%s is already on DR under its new name %s (at event %d, read after the rename); the old name goes", bk, ak, stamp(dst.Parameters))
-			return d
-		}
-		return p.noop(ReasonAlreadyApplied, "%s is at event %d", ak, stamp(dst.Parameters))
+		return p.renamedAlready(bk, ak, cur, dst)
 	}
 	fromInScope := p.in.Policy.Replicated(bk.DB, bk.Name)
 	cross := ak.DB != bk.DB
 	if cross && p.db == ak.DB && fromInScope {
-		// The destination database's worker. A cross-database rename
-		// changes both databases, so it must land in both orders: the
-		// destination worker first records that everything before the
-		// rename is applied (repl.last.id = event-1), then waits while the
-		// source database's worker, which waited for that, renames.
-		if own := p.in.Replica.Databases[p.db]; own != nil && stamp(own.Parameters) < e-1 {
-			next := *own
-			next.Parameters = copyParams(own.Parameters)
-			next.Parameters[drparam.LastID] = strconv.FormatInt(e-1, 10)
-			delete(next.Parameters, drparam.Halted) // as any watermark: the worker runs again
-			return Decision{Outcome: Wait, Reason: ReasonCrossDatabase, WaitDB: bk.DB, Actions: []Action{AlterDatabase{Name: p.db, DB: &next}},
-				Detail: fmt.Sprintf("rename of %s to %s: database %s is applied up to it; database %s's worker renames", bk, ak, ak.DB, bk.DB)}
-		}
-		if src := p.in.Replica.Databases[bk.DB]; src == nil || stamp(src.Parameters) < e {
-			return Decision{Outcome: Wait, Reason: ReasonCrossDatabase, WaitDB: bk.DB,
-				Detail: fmt.Sprintf("rename of %s to %s is applied by database %s's worker", bk, ak, bk.DB)}
-		}
-		return p.noop(ReasonAppliedByOtherDatabase, "rename of %s to %s was handled by database %s's worker", bk, ak, bk.DB)
+		return p.renameAtDestination(bk, ak)
 	}
 	if !fromInScope {
-		// Guarantee 4: the table's data was never copied (its database or
-		// name was out of scope), so creating it would show a table
-		// without its files. A bootstrap of the table (the tailer starts
-		// one after such a rename) or of its database, later on the
-		// topic, brings it with its files: until then the name stays
-		// empty (a stale holder of it goes), so the events in between
-		// find the table missing and are left out too.
-		if s := p.supersededBy(objKey{db: ak.DB, table: ak.Name}); s != nil && s.EventType == schemas.EventSnapshotBegin {
-			d := p.noop(ReasonSupersededByBootstrap, "%s is renamed into the replication scope from %s; bootstrap %s (event %d) brings it",
-				ak, bk, s.Snapshot.BootstrapID, s.EventID)
-			if dst != nil && ak.DB == p.db {
-				d.Outcome, d.Actions = Apply, []Action{DropTable{DB: ak.DB, Name: ak.Name}}
-			}
-			return d
-		}
-		return halt(ReasonEntersScope, "%s is renamed into the replication scope from %s, which is not replicated: its files were never copied; "+
-			"copy them (hivedr copy) and skip this event, or bootstrap the table", ak, bk)
+		return p.renameIntoScope(bk, ak, dst)
 	}
 	if !p.in.Policy.Replicated(ak.DB, ak.Name) { // leaving the scope
 		if cur == nil || stamp(cur.Parameters) >= e {
@@ -780,34 +746,8 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 		}
 		return apply(DropTable{DB: bk.DB, Name: bk.Name})
 	}
-	if cur == nil && dst != nil && !cross {
-		// The old name is gone from DR and the new one holds an older
-		// stamp: a bootstrap read the table under its new name, after the
-		// rename (a table cannot be renamed onto a name that exists, so no
-		// other holder of the name can be older than the rename on a
-		// replica applied up to it). The rename is done; its event sets
-		// the table as a re-drive would.
-		t, err := p.table(c.After)
-		if err != nil {
-			return pathHalt(err)
-		}
-		d := apply(AlterTable{DB: ak.DB, Name: ak.Name, Table: t})
-		d.Detail = fmt.Sprintf("%s is already on DR under its new name %s (at event %d, read after the rename)", bk, ak, stamp(dst.Parameters))
-		return d
-	}
 	if cur == nil {
-		// Left out earlier (a file of it could not be copied) because a
-		// later event removes or replaces it: that event names the table
-		// by its new name, after this rename.
-		if s := p.supersededBy(objKey{db: ak.DB, table: ak.Name}); s != nil {
-			d := p.noop(supersededReason(s), "%s (renamed to %s) does not exist on DR; event %d (%s) removes or replaces it",
-				bk, ak, s.EventID, s.EventType)
-			if dst != nil && ak.DB == p.db { // a stale holder of the new name
-				d.Outcome, d.Actions = Apply, append([]Action{DropTable{DB: ak.DB, Name: ak.Name}}, d.Actions...)
-			}
-			return d
-		}
-		return p.missing(objKey{db: bk.DB, table: bk.Name}, "%s (renamed to %s) does not exist on DR", bk, ak)
+		return p.renameMissing(c, bk, ak, dst, cross)
 	}
 	if stamp(cur.Parameters) >= e {
 		return p.noop(ReasonAlreadyApplied, "%s is at event %d", bk, stamp(cur.Parameters))
@@ -833,6 +773,99 @@ func (p *planner) alterTable(c *schemas.TableChange) Decision {
 		acts = append(acts, DropTable{DB: ak.DB, Name: ak.Name})
 	}
 	return apply(append(acts, AlterTable{DB: bk.DB, Name: bk.Name, Table: t})...)
+}
+
+// renamedAlready plans a rename whose new name ak holds the table at or
+// after the event on DR.
+func (p *planner) renamedAlready(bk, ak TableKey, cur, dst *hive_metastore.Table) Decision {
+	if cur != nil && stamp(cur.Parameters) < p.ev.EventID && bk.DB == p.db && p.in.Policy.Replicated(bk.DB, bk.Name) {
+		// The new name was read after the rename (a bootstrap read the
+		// table under it), while the old name still holds an older
+		// state (the bootstrap had published it before the rename):
+		// the rename is done under the new name, and the old name is
+		// gone at the source, so it goes here too (data kept, as for
+		// drops). A table made again under the old name later carries
+		// a later stamp, so a re-drive never drops it.
+		d := apply(DropTable{DB: bk.DB, Name: bk.Name})
+		d.Detail = fmt.Sprintf("%s is already on DR under its new name %s (at event %d, read after the rename); the old name goes", bk, ak, stamp(dst.Parameters))
+		return d
+	}
+	return p.noop(ReasonAlreadyApplied, "%s is at event %d", ak, stamp(dst.Parameters))
+}
+
+// renameAtDestination is the destination database's worker's part of a
+// cross-database rename. A cross-database rename changes both
+// databases, so it must land in both orders: the destination worker
+// first records that everything before the rename is applied
+// (repl.last.id = event-1), then waits while the source database's
+// worker, which waited for that, renames.
+func (p *planner) renameAtDestination(bk, ak TableKey) Decision {
+	e := p.ev.EventID
+	if own := p.in.Replica.Databases[p.db]; own != nil && stamp(own.Parameters) < e-1 {
+		next := *own
+		next.Parameters = copyParams(own.Parameters)
+		next.Parameters[drparam.LastID] = strconv.FormatInt(e-1, 10)
+		delete(next.Parameters, drparam.Halted) // as any watermark: the worker runs again
+		return Decision{Outcome: Wait, Reason: ReasonCrossDatabase, WaitDB: bk.DB, Actions: []Action{AlterDatabase{Name: p.db, DB: &next}},
+			Detail: fmt.Sprintf("rename of %s to %s: database %s is applied up to it; database %s's worker renames", bk, ak, ak.DB, bk.DB)}
+	}
+	if src := p.in.Replica.Databases[bk.DB]; src == nil || stamp(src.Parameters) < e {
+		return Decision{Outcome: Wait, Reason: ReasonCrossDatabase, WaitDB: bk.DB,
+			Detail: fmt.Sprintf("rename of %s to %s is applied by database %s's worker", bk, ak, bk.DB)}
+	}
+	return p.noop(ReasonAppliedByOtherDatabase, "rename of %s to %s was handled by database %s's worker", bk, ak, bk.DB)
+}
+
+// renameIntoScope plans a rename from a name out of the replication
+// scope. Guarantee 4: the table's data was never copied (its database or
+// name was out of scope), so creating it would show a table without its
+// files. A bootstrap of the table (the tailer starts one after such a
+// rename) or of its database, later on the topic, brings it with its
+// files: until then the name stays empty (a stale holder of it goes), so
+// the events in between find the table missing and are left out too.
+func (p *planner) renameIntoScope(bk, ak TableKey, dst *hive_metastore.Table) Decision {
+	if s := p.supersededBy(objKey{db: ak.DB, table: ak.Name}); s != nil && s.EventType == schemas.EventSnapshotBegin {
+		d := p.noop(ReasonSupersededByBootstrap, "%s is renamed into the replication scope from %s; bootstrap %s (event %d) brings it",
+			ak, bk, s.Snapshot.BootstrapID, s.EventID)
+		if dst != nil && ak.DB == p.db {
+			d.Outcome, d.Actions = Apply, []Action{DropTable{DB: ak.DB, Name: ak.Name}}
+		}
+		return d
+	}
+	return halt(ReasonEntersScope, "%s is renamed into the replication scope from %s, which is not replicated: its files were never copied; "+
+		"copy them (hivedr copy) and skip this event, or bootstrap the table", ak, bk)
+}
+
+// renameMissing plans a rename within the scope whose old name bk is
+// not on DR.
+func (p *planner) renameMissing(c *schemas.TableChange, bk, ak TableKey, dst *hive_metastore.Table, cross bool) Decision {
+	if dst != nil && !cross {
+		// The old name is gone from DR and the new one holds an older
+		// stamp: a bootstrap read the table under its new name, after the
+		// rename (a table cannot be renamed onto a name that exists, so no
+		// other holder of the name can be older than the rename on a
+		// replica applied up to it). The rename is done; its event sets
+		// the table as a re-drive would.
+		t, err := p.table(c.After)
+		if err != nil {
+			return pathHalt(err)
+		}
+		d := apply(AlterTable{DB: ak.DB, Name: ak.Name, Table: t})
+		d.Detail = fmt.Sprintf("%s is already on DR under its new name %s (at event %d, read after the rename)", bk, ak, stamp(dst.Parameters))
+		return d
+	}
+	// Left out earlier (a file of it could not be copied) because a
+	// later event removes or replaces it: that event names the table
+	// by its new name, after this rename.
+	if s := p.supersededBy(objKey{db: ak.DB, table: ak.Name}); s != nil {
+		d := p.noop(supersededReason(s), "%s (renamed to %s) does not exist on DR; event %d (%s) removes or replaces it",
+			bk, ak, s.EventID, s.EventType)
+		if dst != nil && ak.DB == p.db { // a stale holder of the new name
+			d.Outcome, d.Actions = Apply, append([]Action{DropTable{DB: ak.DB, Name: ak.Name}}, d.Actions...)
+		}
+		return d
+	}
+	return p.missing(objKey{db: bk.DB, table: bk.Name}, "%s (renamed to %s) does not exist on DR", bk, ak)
 }
 
 // ---- partitions

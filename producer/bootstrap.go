@@ -665,48 +665,18 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) (bool, error) {
 	if err := t.prepareTopics(ctx, st.chain, []string{db}); err != nil {
 		return false, err
 	}
-	snaps := t.cfg.Snapshots
 	pg := &snapPage{t: t, b: b, prev: st.chain[db]}
 	tables, err := t.snapshotTables(ctx, b, pol)
 	if err != nil {
 		return false, err
 	}
 	if b.Seq == 0 {
-		d, err := snaps.Database(ctx, db)
-		if errors.Is(err, ErrNoSuchObject) {
-			// Dropped since the cut: its events after the cut say so.
-			t.log.Warn("a database to bootstrap is gone from the source: publishing its events after the cut only", "db", db, "bootstrap_id", b.BootstrapID)
-			b.Phase, b.CatchupEventID = schemas.PhaseCatchup, b.CutEventID
-			finishRelease(&st, b)
-			return true, t.commit(ctx, nil, st, schemas.StateRunning)
-		}
+		stop, err := t.beginSnapshot(ctx, &st, pg, db, tables)
 		if err != nil {
 			return false, err
 		}
-		// At the cut: HDFS snapshots of the directories it copies from,
-		// planned (and committed) before they are taken, so a crash in
-		// between leaves none the checkpoint does not name.
-		if b.SnapshotEventID == 0 {
-			if len(b.HDFSSnapshots) == 0 {
-				planned, err := t.planSnapshots(ctx, b, d, tables)
-				if err != nil {
-					return false, err
-				}
-				if len(planned) > 0 {
-					b.HDFSSnapshots = planned
-					if err := t.addRelease(ctx, &st, b); err != nil {
-						return false, err
-					}
-					return true, t.commit(ctx, nil, st, schemas.StateRunning)
-				}
-			} else if err := t.takeSnapshots(ctx, b); err != nil {
-				return false, err
-			}
-		}
-		b.TablesTotal = int64(len(tables))
-		t.log.Info("bootstrap started", "db", db, "bootstrap_id", b.BootstrapID, "cut", b.CutEventID, "tables", len(tables), "reason", b.Reason)
-		if err := pg.add(schemas.EventSnapshotBegin, "", &schemas.DatabaseChange{After: d}, 0, nil, nil, nil); err != nil {
-			return false, err
+		if stop {
+			return true, t.commit(ctx, nil, st, schemas.StateRunning)
 		}
 	}
 	adoptLegacyCursor(b, tables)
@@ -716,96 +686,155 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) (bool, error) {
 	// none, is the one that publishes the END (see resumeOrder).
 	queue, inProgress := resumeOrder(b, tables)
 	listedNone := len(queue) == 0
-	page := t.conf.Tailer.BootstrapPage
 	handled := 0 // tables done (or gone) in this page: not left waiting
 	now := t.acidState().now()
-	for len(queue) > 0 && pg.n < page {
+	for len(queue) > 0 && pg.n < t.conf.Tailer.BootstrapPage {
 		name := queue[0]
-		started := inProgress && name == b.TableInProgress
-		if !started && t.acidWaiting(b, name, now) {
-			queue = queue[1:] // its write IDs were open: read again later
-			continue
-		}
-		var (
-			tb  *schemas.Table
-			err error
-		)
-		stamp, head, serr := t.stamped(ctx, db, name, func() error { tb, err = snaps.Table(ctx, db, name); return err })
-		switch {
-		case errors.Is(err, ErrNoSuchObject):
-			// Dropped (or renamed away) before it was read: its event comes
-			// after END. One in progress stays published under its name.
-			finishTable(b, name)
-			queue = queue[1:]
-			handled++
-			continue
-		case err != nil:
-			return false, err
-		case serr != nil:
-			return false, serr
-		}
-		t.noteTableRead(b, name)
-		if !started {
-			if ready, err := pg.acidTable(ctx, tb, now); err != nil || !ready {
-				if err != nil {
-					return false, err
-				}
-				queue = queue[1:] // write IDs open: a later page reads it again
-				continue
-			}
-		}
-		handled++
-		if !started {
-			var files []schemas.FileRef
-			var errs []schemas.EventError
-			var from *hdfsSnap
-			if len(tb.PartitionKeys) == 0 {
-				if from, err = pg.readFrom(ctx, tb, tb.Location, head); err != nil {
-					return false, err
-				}
-				if files, errs, err = pg.files(ctx, tb, tb.Location, from); err != nil {
-					return false, err
-				}
-			}
-			if err := pg.add(schemas.EventSnapshotTable, tb.Name, &schemas.TableChange{After: tb}, stamp, files, errs, from); err != nil {
-				return false, err
-			}
-			b.TablesDone++
-			markPublished(b, name)
-			if len(tb.PartitionKeys) == 0 {
-				finishTable(b, name)
-				queue = queue[1:]
-				continue
-			}
-			b.TableInProgress, b.DonePartition = name, ""
-		}
-		more, err := t.partitionPage(ctx, pg, tb, max(page-pg.n, 1))
+		advance, done, err := t.snapshotTable(ctx, pg, db, name, inProgress && name == b.TableInProgress, now)
 		if err != nil {
 			return false, err
 		}
-		if !more {
-			finishTable(b, name)
+		if done {
+			handled++
+		}
+		if advance {
 			queue = queue[1:]
 		}
 	}
 	if listedNone {
-		if err := pg.add(schemas.EventSnapshotEnd, "", nil, 0, nil, nil, nil); err != nil {
+		if err := t.endSnapshot(&st, pg, db); err != nil {
 			return false, err
 		}
-		b.Phase, b.CatchupEventID = schemas.PhaseCatchup, b.CutEventID
-		finishRelease(&st, b) // every copy task of it is published
-		delete(t.touch, b.BootstrapID)
-		b.PublishedTables = nil     // only the SNAPSHOT phase needs them
-		st.chain[db] = b.CutEventID // the END's event ID: what the next event follows
-		delete(t.partNames, b.BootstrapID)
-		t.forgetACID(b.BootstrapID)
-		t.log.Info("bootstrap snapshot published; catching up", "db", db, "bootstrap_id", b.BootstrapID, "records", b.Seq,
-			"tables", b.TablesDone, "partitions", b.PartitionsDone, "files", b.Files, "bytes", b.Bytes)
 	}
 	if pg.n == 0 && handled == 0 {
 		return false, nil // every table left was waiting: nothing to commit
 	}
 	return true, t.commit(ctx, pg.recs, st, schemas.StateRunning)
+}
+
+// beginSnapshot starts the snapshot of db at the cut: its HDFS snapshots
+// first (planned and committed before they are taken), then the BEGIN
+// record. It reports stop when the page ends with st as it is: the
+// database is gone from the source (the bootstrap moves to CATCHUP), or
+// HDFS snapshots were just planned.
+func (t *Tailer) beginSnapshot(ctx context.Context, st *txState, pg *snapPage, db string, tables []string) (stop bool, err error) {
+	b := pg.b
+	d, err := t.cfg.Snapshots.Database(ctx, db)
+	if errors.Is(err, ErrNoSuchObject) {
+		// Dropped since the cut: its events after the cut say so.
+		t.log.Warn("a database to bootstrap is gone from the source: publishing its events after the cut only", "db", db, "bootstrap_id", b.BootstrapID)
+		b.Phase, b.CatchupEventID = schemas.PhaseCatchup, b.CutEventID
+		finishRelease(st, b)
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	// At the cut: HDFS snapshots of the directories it copies from,
+	// planned (and committed) before they are taken, so a crash in
+	// between leaves none the checkpoint does not name.
+	if b.SnapshotEventID == 0 {
+		if len(b.HDFSSnapshots) == 0 {
+			planned, err := t.planSnapshots(ctx, b, d, tables)
+			if err != nil {
+				return false, err
+			}
+			if len(planned) > 0 {
+				b.HDFSSnapshots = planned
+				if err := t.addRelease(ctx, st, b); err != nil {
+					return false, err
+				}
+				return true, nil
+			}
+		} else if err := t.takeSnapshots(ctx, b); err != nil {
+			return false, err
+		}
+	}
+	b.TablesTotal = int64(len(tables))
+	t.log.Info("bootstrap started", "db", db, "bootstrap_id", b.BootstrapID, "cut", b.CutEventID, "tables", len(tables), "reason", b.Reason)
+	return false, pg.add(schemas.EventSnapshotBegin, "", &schemas.DatabaseChange{After: d}, 0, nil, nil, nil)
+}
+
+// snapshotTable publishes what fits in the page of table name of db: its
+// TABLE record unless started (it is the table in progress), then a page
+// of its partitions. It reports advance when the page is done with the
+// table (published to the end, gone, or waiting for its write IDs), and
+// done when the table counts as handled (not left waiting).
+func (t *Tailer) snapshotTable(ctx context.Context, pg *snapPage, db, name string, started bool, now time.Time) (advance, done bool, err error) {
+	b := pg.b
+	if !started && t.acidWaiting(b, name, now) {
+		return true, false, nil // its write IDs were open: read again later
+	}
+	var tb *schemas.Table
+	stamp, head, serr := t.stamped(ctx, db, name, func() error { tb, err = t.cfg.Snapshots.Table(ctx, db, name); return err })
+	switch {
+	case errors.Is(err, ErrNoSuchObject):
+		// Dropped (or renamed away) before it was read: its event comes
+		// after END. One in progress stays published under its name.
+		finishTable(b, name)
+		return true, true, nil
+	case err != nil:
+		return false, false, err
+	case serr != nil:
+		return false, false, serr
+	}
+	t.noteTableRead(b, name)
+	if !started {
+		if ready, err := pg.acidTable(ctx, tb, now); err != nil || !ready {
+			// write IDs open: a later page reads it again
+			return err == nil, false, err
+		}
+	}
+	if !started {
+		var files []schemas.FileRef
+		var errs []schemas.EventError
+		var from *hdfsSnap
+		if len(tb.PartitionKeys) == 0 {
+			if from, err = pg.readFrom(ctx, tb, tb.Location, head); err != nil {
+				return false, true, err
+			}
+			if files, errs, err = pg.files(ctx, tb, tb.Location, from); err != nil {
+				return false, true, err
+			}
+		}
+		if err := pg.add(schemas.EventSnapshotTable, tb.Name, &schemas.TableChange{After: tb}, stamp, files, errs, from); err != nil {
+			return false, true, err
+		}
+		b.TablesDone++
+		markPublished(b, name)
+		if len(tb.PartitionKeys) == 0 {
+			finishTable(b, name)
+			return true, true, nil
+		}
+		b.TableInProgress, b.DonePartition = name, ""
+	}
+	more, err := t.partitionPage(ctx, pg, tb, max(t.conf.Tailer.BootstrapPage-pg.n, 1))
+	if err != nil {
+		return false, true, err
+	}
+	if !more {
+		finishTable(b, name)
+	}
+	return !more, true, nil
+}
+
+// endSnapshot publishes the snapshot's END: the bootstrap moves to
+// CATCHUP, and what only the SNAPSHOT phase needed goes.
+func (t *Tailer) endSnapshot(st *txState, pg *snapPage, db string) error {
+	b := pg.b
+	if err := pg.add(schemas.EventSnapshotEnd, "", nil, 0, nil, nil, nil); err != nil {
+		return err
+	}
+	b.Phase, b.CatchupEventID = schemas.PhaseCatchup, b.CutEventID
+	finishRelease(st, b) // every copy task of it is published
+	delete(t.touch, b.BootstrapID)
+	b.PublishedTables = nil     // only the SNAPSHOT phase needs them
+	st.chain[db] = b.CutEventID // the END's event ID: what the next event follows
+	delete(t.partNames, b.BootstrapID)
+	t.forgetACID(b.BootstrapID)
+	t.log.Info("bootstrap snapshot published; catching up", "db", db, "bootstrap_id", b.BootstrapID, "records", b.Seq,
+		"tables", b.TablesDone, "partitions", b.PartitionsDone, "files", b.Files, "bytes", b.Bytes)
+	return nil
 }
 
 // resumeOrder is what a page of b's snapshot has left to do, given the
