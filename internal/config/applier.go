@@ -55,8 +55,7 @@ type Applier struct {
 	MetricsAddr string `yaml:"metrics_addr"`
 }
 
-// Defaults of Applier (package applier's Config uses them as its own
-// defaults too).
+// Defaults of Applier.
 const (
 	DefaultHaltAfter = 2 * time.Minute
 	DefaultLookAhead = 10000

@@ -16,9 +16,16 @@
 //
 // Each section type owns its defaults (its defaultX function: what a file
 // that omits a key gets), the defaults derived from other values
-// (EnsureDefaults) and its checks (Validate). Errors name the offending key
-// path, e.g. `replication.databases[1].include_tables[0]`, and YAML errors
-// the line too.
+// (EnsureDefaults) and its checks (Validate). Together the defaultX
+// functions are the one table of defaults (fileDefaults): the roles keep
+// none of their own, and fill a field their caller left zero from it
+// (FillZero). Errors name the offending key path, e.g.
+// `replication.databases[1].include_tables[0]`, and YAML errors the line
+// too.
+//
+// docs/config-reference.md, the reference of every key, is generated from
+// the structs' doc comments and the table of defaults (`go generate
+// ./internal/config`; Reference), and TestConfigDocGenerated keeps it so.
 //
 // Replication also answers the policy questions the roles ask: which
 // database and table are in scope (Scope, TableIncluded, Replicated),

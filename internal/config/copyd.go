@@ -102,8 +102,7 @@ func (p Preserve) validate() error {
 	return nil
 }
 
-// Defaults and bounds of Copyd (package copyd's Engine and Daemon use them
-// as their own defaults too).
+// Defaults and bounds of Copyd.
 const (
 	DefaultCopydWorkers = 8
 	DefaultSplitSize    = 128 << 20
