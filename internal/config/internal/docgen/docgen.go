@@ -248,7 +248,7 @@ func Render(keys []Key) []byte {
 	b.WriteString("stands for each item of a list), with its type, the default a file that\n")
 	b.WriteString("omits it gets (blank: none, or derived as its description says) and its\n")
 	b.WriteString("description. Without a file, hivedr uses the local stack's values instead\n")
-	b.WriteString("(see the configuration guide).\n")
+	b.WriteString("(see [the configuration guide](configuration.md)).\n")
 	for _, k := range keys {
 		if !strings.Contains(k.Path, ".") {
 			fmt.Fprintf(&b, "\n## `%s`\n\n%s\n\n", k.Path, paragraph(k.Doc))
