@@ -138,7 +138,7 @@ bench-copy: build stack-up
 	HIVEDR_COPY_CMD="$(CURDIR)/bin/hivedr copy -log-level warn" HIVEDR_COPYD_CMD="$(CURDIR)/bin/hivedr copyd -log-level warn" \
 		bash e2e/bench/bench-copy.sh
 
-## soak: the chaos soak (README "The soak") on a stack of its own in .stack-soak, every port
+## soak: the chaos soak (docs/development.md "The soak") on a stack of its own in .stack-soak, every port
 ## +1000, so it can restart services beside the normal stack; HIVEDR_SOAK_DURATION (default 15m),
 ## HIVEDR_TEST_SEED replays its choices. soak-down stops that stack.
 SOAK_STACK := HIVEDR_STACK_DIR=$(CURDIR)/.stack-soak HIVEDR_STACK_PORT_OFFSET=1000
@@ -163,7 +163,7 @@ stack-status:
 stack-clean: stack-down
 	rm -rf .stack
 
-## stack-secure-up / -down / -status / -clean: the secured variant of the local stack (README
+## stack-secure-up / -down / -status / -clean: the secured variant of the local stack (docs/development.md
 ## "The local stack", "Security"): a CA of its own, a KDC, kerberized HDFS and metastores, Kafka
 ## SASL_SSL with per-role SCRAM users and ACLs, the registry over mutual TLS with basic auth;
 ## state in .stack-secure, every port +3000 (lib.sh

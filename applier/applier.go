@@ -411,7 +411,7 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 		kgo.SeedBrokers(a.cfg.Brokers...),
 		kgo.ConsumerGroup(a.cfg.Group),
 		// A killed applier's databases move once its session ends, so a
-		// short session is a quick hand-over (README, hand-over).
+		// short session is a quick hand-over (docs/applier.md, hand-over).
 		kgo.SessionTimeout(a.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(config.HeartbeatInterval(a.cfg.SessionTimeout)),
 		kgo.ConsumeRegex(),

@@ -804,7 +804,7 @@ const growInterval = 200 * time.Millisecond
 // large file alone is copied SplitWorkers ranges at a time, while a daemon
 // already busy with several files gains no streams from splitting: on a
 // machine with few cores more streams than that only compete (see the
-// README's benchmark). The first worker never waits, so a copy always
+// docs/benchmarks.md). The first worker never waits, so a copy always
 // progresses.
 func (e *Engine) copyRanges(ctx context.Context, from, to candidate, w fs.SplitWriter, ranges []fs.Range) ([]uint32, int, error) {
 	crcs := make([]uint32, len(ranges))

@@ -271,7 +271,7 @@ func TestHandover(t *testing.T) {
 	// orphans' workers, and at most once more the workers of what it kept
 	// when the restarted member rejoined (about half the runs on this
 	// machine see that one extra round: 4 starts; why the group takes it
-	// is not yet known, see the README's hand-over notes). More than one
+	// is not yet known, see docs/applier.md's hand-over notes). More than one
 	// start per database is churn.
 	if n := strings.Count(applyB.out.String()[survivorLog:], "database worker started"); n < 2 || n > len(dbs) {
 		t.Errorf("the surviving applier started %d database workers after the kill, want 2 (the orphans) to %d (one more round)", n, len(dbs))

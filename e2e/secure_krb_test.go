@@ -20,7 +20,7 @@ import (
 // authentication only for integrity must fail saying so, and a client
 // that skips the SASL handshake must be refused by the DataNode. (The
 // auth-int path, HMAC-wrapped messages, is unit-tested; the stack's
-// clusters cannot offer it, see README "Security".)
+// clusters cannot offer it, see docs/security.md.)
 func TestSecureKerberosChecksum(t *testing.T) {
 	env := testenv.RequireSecure(t)
 	ctx := ctxFor(t, 3*time.Minute)

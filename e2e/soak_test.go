@@ -28,7 +28,7 @@ import (
 	"github.com/hivedr/hivedr/schemas"
 )
 
-// The soak's knobs (README "The soak").
+// The soak's knobs (docs/development.md "The soak").
 const (
 	soakDurationEnv = "HIVEDR_SOAK_DURATION"
 	soakDefault     = 15 * time.Minute

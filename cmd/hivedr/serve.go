@@ -88,7 +88,7 @@ func serveHTTP(ctx context.Context, role, addr string, m registerer, checks chec
 	return ln.Addr().String(), nil
 }
 
-// Readiness per role (README "Health endpoints" says what each failure
+// Readiness per role (docs/operations.md "Health endpoints" says what each failure
 // means to an operator):
 //
 //	tail:  kafka, source (its log's head is readable), running (state RUNNING:

@@ -175,7 +175,7 @@ func Image(s Spec, created time.Time) (v1.Image, error) {
 		WorkingDir: Home,
 		Env:        []string{"HOME=" + Home, "PATH=/usr/local/bin"},
 		Labels:     labels,
-		// The daemons' default metrics addresses (README: Configuration);
+		// The daemons' default metrics addresses (docs/configuration.md);
 		// a configuration file moves them off loopback.
 		ExposedPorts: map[string]struct{}{config.TailerMetricsPort + "/tcp": {}, config.CopydMetricsPort + "/tcp": {},
 			config.ApplierMetricsPort + "/tcp": {}},

@@ -75,7 +75,7 @@ S3_PORT=$((19000 + PORT_OFFSET))
 REGISTRY_PORT=$((18081 + PORT_OFFSET))
 KDC_PORT=$((18088 + PORT_OFFSET))
 
-# Pinned versions (README "The local stack" quotes these).
+# Pinned versions (docs/development.md "The local stack" quotes these).
 KAFKA_VERSION=4.1.1
 HADOOP_VERSION=3.4.2
 HIVE_VERSION=4.0.1

@@ -37,7 +37,7 @@ const (
 )
 
 // RepairCommand is the command that repairs a tailer stopped on a broken
-// chain; the README, the tailer's CHAIN_BROKEN error and `hivedr status`
+// chain; docs/bootstrap.md, the tailer's CHAIN_BROKEN error and `hivedr status`
 // name it.
 const RepairCommand = "hivedr bootstrap -repair-chain"
 

@@ -138,7 +138,7 @@ func TableRequest(db, name string) *hive_metastore.GetTableRequest {
 // transformer refuses transactional tables to a client that declares
 // none. (A replica must still run without a transformer that rewrites
 // tables, such as Hive 4's default one, which turns managed tables that
-// are not transactional into external ones: see the README.)
+// are not transactional into external ones: see docs/acid.md.)
 func ProcessorCapabilities() []string {
 	return []string{"HIVEFULLACIDREAD", "HIVEFULLACIDWRITE", "HIVEMANAGEDINSERTREAD", "HIVEMANAGEDINSERTWRITE",
 		"EXTREAD", "EXTWRITE", "HIVEMANAGESTATS", "HIVECACHEINVALIDATE"}

@@ -131,7 +131,7 @@ _hdfs_write_conf() {
 # authentication on both. colinmarc/hdfs v2.4.0, hivedr's data path, cannot
 # read under integrity (every block read fails: "proto: cannot parse
 # invalid wire-format data") nor from a DataNode offering several QOPs
-# ("invalid qop: [auth auth-int]"); see README "Security".
+# ("invalid qop: [auth auth-int]"); see docs/security.md.
 _hdfs_protection() { echo authentication; }
 
 # _hdfs_secure_core prints the secured variant's core-site.xml properties.

@@ -20,7 +20,7 @@
 #   hivedr-test.keytab  the e2e tests' own clients (HDFS superuser group)
 # The role and test principals get tickets of at most $KRB_ROLE_MAXLIFE and
 # no renewable ones, so a daemon that runs longer than that must log in
-# again from its keytab (README "Security": ticket renewal) and the tests
+# again from its keytab (docs/security.md: ticket renewal) and the tests
 # exercise it. Service principals get the realm's 24h.
 #
 # The keys are made once, when the database is created; later ups reuse
