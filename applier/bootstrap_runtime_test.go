@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -59,6 +60,36 @@ func (m *memFiles) List(_ context.Context, dir string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// Walk is walker: the files under dir at any depth; a dir holding none
+// does not exist.
+func (m *memFiles) Walk(_ context.Context, dir string, fn func(loc string, size int64) error) error {
+	d, err := location.Parse(dir)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.lists["walk "+d.String()]++
+	var under []string
+	for f := range m.files {
+		if l, _ := location.Parse(f); l != d {
+			if _, ok := l.Rel(d); ok {
+				under = append(under, f)
+			}
+		}
+	}
+	m.mu.Unlock()
+	if len(under) == 0 {
+		return fmt.Errorf("walk %s: %w", dir, fs.ErrNotExist)
+	}
+	sort.Strings(under)
+	for _, f := range under {
+		if err := fn(f, 1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ListDirs is DirLister: the directories some file lies under, directly

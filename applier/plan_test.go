@@ -1395,10 +1395,10 @@ func (m *memMS) apply(a Action) error {
 			delete(m.parts, pk)
 		}
 	case PruneFiles:
-		// As the executor: files directly under Dir, not kept, and not
-		// written by a later event's copy.
+		// As the executor: files under Dir at any depth, not kept, and
+		// not written by a later event's copy.
 		for f, e := range m.files {
-			if f[:strings.LastIndex(f, "/")] == strings.TrimSuffix(a.Dir, "/") && !slices.Contains(a.Keep, f) && e <= a.EventID {
+			if strings.HasPrefix(f, strings.TrimSuffix(a.Dir, "/")+"/") && !slices.Contains(a.Keep, f) && e <= a.EventID {
 				delete(m.files, f)
 			}
 		}
