@@ -190,27 +190,27 @@ func TestPlanRun(t *testing.T) {
 				return r
 			}(),
 			outcome: Apply, covered: 1, results: []Reason{ReasonApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"},
+			actions: append(made(srcP1, srcP2), "add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"),
 		},
 		{
 			name: "a broken chain ends the run before the event",
 			ev:   prevID(add(11, srcP1), 10), batch: []*schemas.Event{prevID(add(12, srcP2), 11), prevID(add(14, p3), 13)},
 			state: base(), outcome: Apply, covered: 1, results: []Reason{ReasonApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"},
+			actions: append(made(srcP1, srcP2), "add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"),
 		},
 		{
 			name: "the table's alter comes after its partitions' calls",
 			ev:   add(11, srcP1), batch: []*schemas.Event{alterTable(12, srcOrders, withParam(srcOrders, "k", "v")), add(13, srcP2)},
 			state: base(), outcome: Apply, covered: 2, results: []Reason{ReasonApplied, ReasonApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter table sales.orders", "alter database sales"},
+			actions: append(made(srcP1, srcP2), "add partitions sales.orders [2024-01-01] [2024-01-02]", "alter table sales.orders", "alter database sales"),
 		},
 		{
 			name: "an overwrite prunes first, at its own event",
 			ev:   add(11, srcP1), batch: []*schemas.Event{insertOverwrite(12, srcOrders, &srcP1, partFile(srcP1, "d"))},
 			state: base(), outcome: Apply, covered: 1, results: []Reason{ReasonApplied, ReasonApplied},
-			actions: []string{"prune files under " + drPath(srcP1.Location) + " keeping 1", "add partitions sales.orders [2024-01-01]", "alter database sales"},
+			actions: append(made(srcP1, srcP1), "add partitions sales.orders [2024-01-01]", "alter database sales"),
 			check: func(t *testing.T, d Decision) {
-				if pr := d.Actions[0].(PruneFiles); pr.EventID != 12 {
+				if pr := d.Actions[1].(PruneFiles); pr.EventID != 12 {
 					t.Errorf("prune at event %d", pr.EventID)
 				}
 			},
@@ -219,14 +219,14 @@ func TestPlanRun(t *testing.T) {
 			name: "a head that creates a table is planned alone",
 			ev:   createTable(11, srcOrders), batch: []*schemas.Event{add(12, srcP1)},
 			state: drState(drDB("sales", 10)), outcome: Apply, covered: 0,
-			actions: []string{"create table sales.orders", "alter database sales"},
+			actions: []string{"prune files under " + drPath(srcOrders.Location) + " keeping 0", "create table sales.orders", "alter database sales"},
 		},
 		{
 			name: "partitions already written are no-ops in the run, counted as such",
 			ev:   add(11, srcP1), batch: []*schemas.Event{add(12, srcP2), add(13, p3)},
 			state: base(drPart(srcOrders, srcP1, 11), drPart(srcOrders, srcP2, 12)), outcome: Apply, covered: 2,
 			results: []Reason{ReasonAlreadyApplied, ReasonAlreadyApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-03]", "alter database sales"},
+			actions: append(made(p3), "add partitions sales.orders [2024-01-03]", "alter database sales"),
 		},
 		{
 			name: "a run wholly written before a crash: a no-op moving the watermark once",
@@ -240,7 +240,7 @@ func TestPlanRun(t *testing.T) {
 			ev:   add(11, srcP1), batch: []*schemas.Event{insertInto(12, srcCustomers, nil), add(13, srcP2)},
 			state: base(drTable(srcCustomers, 5)), outcome: Apply, covered: 2,
 			results: []Reason{ReasonApplied, ReasonApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter table sales.customers", "alter database sales"},
+			actions: append(made(srcP1, srcP2), "add partitions sales.orders [2024-01-01] [2024-01-02]", "alter table sales.customers", "alter database sales"),
 		},
 		{
 			name: "a drop of a partition another table's event touched does not end the run",

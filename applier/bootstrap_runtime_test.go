@@ -3,6 +3,7 @@ package applier
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -28,8 +29,11 @@ import (
 type memFiles struct {
 	mu    sync.Mutex
 	files map[string]bool // canonical location
-	// lists counts the listings by directory asked (List and ListDirs).
+	// lists counts the listings by directory asked (List, ListDirs and
+	// Walk).
 	lists map[string]int
+	// sorted are the files' keys in order (nil: to be sorted again).
+	sorted []string
 }
 
 func newMemFiles() *memFiles { return &memFiles{files: map[string]bool{}, lists: map[string]int{}} }
@@ -42,6 +46,7 @@ func (m *memFiles) put(loc string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.files[l.String()] = true
+	m.sorted = nil
 }
 
 func (m *memFiles) List(_ context.Context, dir string) ([]string, error) {
@@ -71,19 +76,18 @@ func (m *memFiles) Walk(_ context.Context, dir string, fn func(loc string, size 
 	}
 	m.mu.Lock()
 	m.lists["walk "+d.String()]++
+	if m.sorted == nil {
+		m.sorted = slices.Sorted(maps.Keys(m.files))
+	}
+	prefix := strings.TrimSuffix(d.String(), "/") + "/" // the keys are canonical
 	var under []string
-	for f := range m.files {
-		if l, _ := location.Parse(f); l != d {
-			if _, ok := l.Rel(d); ok {
-				under = append(under, f)
-			}
-		}
+	for i, _ := slices.BinarySearch(m.sorted, prefix); i < len(m.sorted) && strings.HasPrefix(m.sorted[i], prefix); i++ {
+		under = append(under, m.sorted[i])
 	}
 	m.mu.Unlock()
 	if len(under) == 0 {
 		return fmt.Errorf("walk %s: %w", dir, fs.ErrNotExist)
 	}
-	sort.Strings(under)
 	for _, f := range under {
 		if err := fn(f, 1); err != nil {
 			return err
@@ -103,7 +107,11 @@ func (m *memFiles) ListDirs(_ context.Context, dir string) ([]string, error) {
 	defer m.mu.Unlock()
 	m.lists["dirs "+d.String()]++
 	var out []string
+	prefix := strings.TrimSuffix(d.String(), "/") + "/" // the keys are canonical
 	for f := range m.files {
+		if !strings.HasPrefix(f, prefix) {
+			continue
+		}
 		l, _ := location.Parse(f)
 		for a := l.Dir(); a != a.Dir(); a = a.Dir() {
 			if a.Dir() == d && !slices.Contains(out, a.Base()) {
@@ -132,6 +140,7 @@ func (m *memFiles) Remove(_ context.Context, loc string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.files, l.String())
+	m.sorted = nil
 	return nil
 }
 

@@ -130,12 +130,16 @@ func callName(a Action) string {
 }
 
 // prepare notes what the actions ahead prune: the parents of two or more
-// of their directories are listed once (DirLister), not every directory.
+// of their directories that keep nothing are listed once (DirLister), not
+// every directory. (A directory that keeps files exists, its files being
+// copied: the parent's listing would spare it nothing. A run of
+// ADD_PARTITION events thus costs one listing per partition, not one more
+// of a table that may hold many thousands.)
 func (x *executor) prepare(actions []Action) {
 	seen := map[location.Location]bool{}
 	for _, a := range actions {
 		pr, ok := a.(PruneFiles)
-		if !ok {
+		if !ok || len(pr.Keep) > 0 {
 			continue
 		}
 		l, err := location.Parse(pr.Dir)
