@@ -70,6 +70,10 @@ type Config struct {
 	// (FAILED, SOURCE_GONE) with no later event removing it before it
 	// halts. Default 2m (config.DefaultHaltAfter).
 	HaltAfter time.Duration
+	// PruneDelay is how long the files of obsolete ACID directories stay
+	// after the event that made them obsolete (prunedelay.go); 0 removes
+	// them at once (config.DefaultPruneDelay).
+	PruneDelay time.Duration
 	// LookAhead is the most events a worker buffers beyond the one it
 	// applies (fetching of its topic pauses beyond it). Default 10000
 	// (config.DefaultLookAhead).

@@ -78,6 +78,19 @@ type executor struct {
 	// asked (the subdirectories, by name).
 	shared map[location.Location]bool
 	dirs   map[location.Location]map[string]bool
+
+	// delayed, when set, holds the files of obsolete ACID directories
+	// until applier.prune_delay has passed (prunedelay.go); nil removes
+	// them at once. clock is the time (nil: time.Now).
+	delayed *delayedRemovals
+	clock   func() time.Time
+}
+
+func (x *executor) now() time.Time {
+	if x.clock != nil {
+		return x.clock()
+	}
+	return time.Now()
 }
 
 // timed reports a call that started at start to observe; use it as

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/state"
@@ -460,5 +461,112 @@ func TestPlanPrunesMadeAndDropped(t *testing.T) {
 				t.Errorf("prunes name the source directories %q, want %q", sources, tt.source)
 			}
 		})
+	}
+}
+
+// TestPruneDelay: with applier.prune_delay, the deltas a base made
+// obsolete stay until the delay has passed (a DR query planned before the
+// base's commit still reads them), then go; the base stays. A directory
+// no longer obsolete when its removal comes due (its table dropped and
+// made again meanwhile, the new table's delta_1 named as the old one's)
+// stays. Without a delay they go at once.
+func TestPruneDelay(t *testing.T) {
+	ctx := context.Background()
+	const dir = "hdfs://dr:9000/w/t"
+	d1, d2, b2 := dir+"/delta_0000001_0000001_0000/bucket_00000", dir+"/delta_0000002_0000002_0000/bucket_00000", dir+"/base_0000002/bucket_00000"
+	type step struct {
+		after  time.Duration // since the prune
+		change func(f *memFiles)
+		want   []string // the files left
+	}
+	for _, tt := range []struct {
+		name  string
+		delay time.Duration
+		steps []step
+	}{
+		{name: "no delay: at once", steps: []step{{0, nil, []string{b2}}}},
+		{name: "removed once the delay has passed", delay: time.Minute, steps: []step{
+			{0, nil, []string{b2, d1, d2}},
+			{59 * time.Second, nil, []string{b2, d1, d2}},
+			{time.Minute, nil, []string{b2}},
+		}},
+		{name: "made again meanwhile: the new delta stays", delay: time.Minute, steps: []step{
+			{0, nil, []string{b2, d1, d2}},
+			{30 * time.Second, func(f *memFiles) {
+				// The drop's prune, then the new table's first write.
+				for _, l := range []string{b2, d1, d2} {
+					f.Remove(ctx, l)
+				}
+				f.put(d1)
+			}, []string{d1}},
+			{time.Minute, nil, []string{d1}},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			files := newMemFiles()
+			for _, l := range []string{d1, d2, b2} {
+				files.put(l)
+			}
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			now := start
+			x := &executor{files: files, delayed: newDelayedRemovals(tt.delay), clock: func() time.Time { return now }}
+			if err := x.run(ctx, PruneObsolete{Dir: dir, Base: 2}); err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range tt.steps {
+				now = start.Add(st.after)
+				if st.change != nil {
+					st.change(files)
+				}
+				if x.delayed != nil {
+					if err := x.removeDue(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var left []string
+				for f := range files.files {
+					left = append(left, f)
+				}
+				slices.Sort(left)
+				if !slices.Equal(left, st.want) {
+					t.Errorf("%s after the prune: files %q, want %q", st.after, left, st.want)
+				}
+			}
+			if x.delayed != nil && x.delayed.pending() != 0 {
+				t.Errorf("%d removals still wait", x.delayed.pending())
+			}
+		})
+	}
+}
+
+// TestDelayedRemovalsQueue: removals come due in the order queued, each
+// after the delay; none without a delay.
+func TestDelayedRemovalsQueue(t *testing.T) {
+	if q := newDelayedRemovals(0); q != nil {
+		t.Fatalf("a zero delay makes a queue %v", q)
+	}
+	q := newDelayedRemovals(time.Minute)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	q.add(t0, "a", "first", []string{"a/1"})
+	q.add(t0.Add(10*time.Second), "b", "second", []string{"b/1"})
+	for _, tt := range []struct {
+		at   time.Duration
+		want []string
+	}{
+		{59 * time.Second, nil},
+		{time.Minute, []string{"first"}},
+		{time.Minute, nil},
+		{2 * time.Minute, []string{"second"}},
+	} {
+		var got []string
+		for _, r := range q.take(t0.Add(tt.at)) {
+			got = append(got, r.what)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("due at +%s: %q, want %q", tt.at, got, tt.want)
+		}
+	}
+	if q.pending() != 0 {
+		t.Errorf("%d still pending", q.pending())
 	}
 }

@@ -57,6 +57,9 @@ type worker struct {
 	ms      Metastore
 	closeMS func() error
 	cache   *cache
+	// delayed are the obsolete ACID directories waiting for
+	// applier.prune_delay (prunedelay.go); nil when it is 0.
+	delayed *delayedRemovals
 }
 
 // newWorker makes the worker of one database's topic; run it with run. Its
@@ -65,12 +68,13 @@ func newWorker(parent context.Context, a *Applier, db, topic string, partition i
 	ctx, cancel := context.WithCancel(parent)
 	return &worker{
 		a: a, db: db, topic: topic, partition: partition,
-		log:    a.log.With("db", db),
-		cache:  newCache(db),
-		wake:   make(chan struct{}, 1),
-		done:   make(chan struct{}),
-		ctx:    ctx,
-		cancel: cancel,
+		log:     a.log.With("db", db),
+		cache:   newCache(db),
+		delayed: newDelayedRemovals(a.cfg.PruneDelay),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
 	}
 }
 
@@ -137,6 +141,7 @@ func (w *worker) run() {
 		w.a.m.rpo.WithLabelValues(w.db).Set(w.a.cfg.RPO(w.db).Seconds())
 	}
 	go w.reportLag(ctx)
+	go w.removeDelayed(ctx)
 	w.log.Info("database worker started", "topic", w.topic)
 	for {
 		it, ok := w.head(ctx)
@@ -576,7 +581,7 @@ func (w *worker) stepHeartbeat(ctx context.Context, hb *schemas.Heartbeat) (Deci
 // its calls (hivedr_applier_dr_call_seconds).
 func (w *worker) executor() *executor {
 	return &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache,
-		log: w.log, observe: w.a.observeCall}
+		log: w.log, observe: w.a.observeCall, delayed: w.delayed}
 }
 
 // connect dials the DR metastore if the worker has no connection.

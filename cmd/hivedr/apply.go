@@ -115,6 +115,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		Completions:          store,
 		Codec:                serde,
 		HaltAfter:            conf.Applier.HaltAfter.Duration,
+		PruneDelay:           conf.Applier.PruneDelay.Duration,
 		LookAhead:            conf.Applier.LookAhead,
 		LookAheadBytes:       conf.Applier.LookAheadBytes,
 		BatchPartitions:      conf.Applier.BatchPartitions,
