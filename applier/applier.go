@@ -61,7 +61,7 @@ type Config struct {
 	// RPO returns a database's recovery point objective, exported beside
 	// its replica age (hivedr_rpo_seconds); nil exports none.
 	RPO func(db string) time.Duration
-	// Files lists and removes DR files (INSERT OVERWRITE, truncate).
+	// Files lists and removes DR files (the prunes: exec.go, prunes.go).
 	Files Files
 	// Completions is the local completion store.
 	Completions *state.Completions

@@ -42,12 +42,15 @@ type Metastore interface {
 }
 
 // Files lists and removes DR data files, and lists source ones
-// (PruneFiles).
+// (PruneFiles); *fs.Router implements it.
 type Files interface {
-	// List returns the locations of the files directly under dir.
-	List(ctx context.Context, dir string) ([]string, error)
+	// Walk calls fn with the location and size of every file under dir,
+	// at any depth; a missing dir is an error wrapping fs.ErrNotExist.
+	Walk(ctx context.Context, dir string, fn func(location string, size int64) error) error
 	Remove(ctx context.Context, loc string) error
 }
+
+var _ Files = (*fs.Router)(nil)
 
 // DirLister is implemented by Files that can list a directory's
 // subdirectories (fs.Router.ListDirs): the names of those directly under
@@ -573,10 +576,10 @@ func (x *executor) dropPartitionsByName(ctx context.Context, a DropPartitions) e
 // not under a.Dir, is refused: nothing is removed.
 func (x *executor) prune(ctx context.Context, a PruneFiles) error {
 	refuse := func(err error) error { return &RefusedError{Op: a.String(), Err: err} }
-	w, ok := x.files.(walker)
-	if x.files == nil || !ok {
-		return refuse(errors.New("no filesystem that lists directories is configured for DR data"))
+	if x.files == nil {
+		return refuse(errors.New("no filesystem is configured for DR data"))
 	}
+	w := x.files
 	dir, err := location.Parse(a.Dir)
 	if err != nil {
 		return refuse(err)

@@ -133,16 +133,15 @@ func (x *executor) removeDue(ctx context.Context) error {
 }
 
 func (x *executor) removeStillObsolete(ctx context.Context, r delayedRemoval) error {
-	w, ok := x.files.(walker)
-	if !ok {
-		return fmt.Errorf("%s: no filesystem that lists directories is configured for DR data", r.what)
+	if x.files == nil {
+		return fmt.Errorf("%s: no filesystem is configured for DR data", r.what)
 	}
 	d, err := location.Parse(r.dir)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.what, err)
 	}
 	present := map[string]bool{}
-	err = w.Walk(ctx, r.dir, func(loc string, _ int64) error {
+	err = x.files.Walk(ctx, r.dir, func(loc string, _ int64) error {
 		if l, err := location.Parse(loc); err == nil {
 			if rel, ok := l.Rel(d); ok {
 				top, _, _ := strings.Cut(rel, "/")

@@ -111,7 +111,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		},
 		Policy:               policy,
 		RPO:                  policy.RPO,
-		Files:                router, // lists and removes DR data files (fs.Router.List, Remove)
+		Files:                router, // lists and removes DR data files (fs.Router.Walk, Remove)
 		Completions:          store,
 		Codec:                serde,
 		HaltAfter:            conf.Applier.HaltAfter.Duration,
