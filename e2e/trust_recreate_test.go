@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/beltran/gohive/hive_metastore"
+
 	wl "github.com/hivedr/hivedr/e2e/workload"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
@@ -23,6 +25,9 @@ import (
 //     on the source, and added again with one file;
 //   - an external table with three files, dropped, its files removed,
 //     created again at the same location and given one file;
+//   - a managed (not transactional) table with three files, dropped (the
+//     metastore deletes its directory), created again at the same
+//     location and given one file;
 //   - a transactional table whose last write was a base (base_3 over two
 //     deltas), dropped (the metastore deletes its directory) and created
 //     again at the same location, then written until its write IDs reach
@@ -74,6 +79,11 @@ func TestTrustRecreateSamePath(t *testing.T) {
 		_, err := w.Insert(ctx, db, "ext_tbl", nil, 3)
 		must("insert into ext_tbl", err)
 	}
+	must("create managed_tbl", pt.createManaged(db, "managed_tbl", cols))
+	for range 3 {
+		_, err := w.Insert(ctx, db, "managed_tbl", nil, 3)
+		must("insert into managed_tbl", err)
+	}
 	must("create "+acidTbl, w.CreateACIDTable(ctx, db, acidTbl, wl.ACIDTableSpec{Columns: cols}))
 	acidTx(false)
 	acidTx(false)
@@ -83,15 +93,15 @@ func TestTrustRecreateSamePath(t *testing.T) {
 	// committed writes, which the replica needs before the base's commit.
 	rig.caughtUpToHead(3 * time.Minute)
 	must("clean "+acidTbl, w.CleanObsolete(ctx, db, acidTbl, nil))
-	dirs := pt.recreateDirs(db, "ext_part", "ext_tbl", acidTbl)
+	dirs := pt.recreateDirs(db, "ext_part", "ext_tbl", "managed_tbl", acidTbl)
 	pt.sameListings(dirs, time.Minute)
-	for _, d := range dirs[:2] {
+	for _, d := range dirs[:3] {
 		if n := len(pt.listing(pt.srcFS, d)); n != 3 {
 			t.Fatalf("%s holds %d files before the drops, want 3", d, n)
 		}
 	}
-	if got := pt.listing(pt.srcFS, dirs[2]); len(got) != 1 || !strings.HasPrefix(slices.Collect(maps.Keys(got))[0], "base_0000003/") {
-		t.Fatalf("%s holds %v before the drop, want base_0000003 only", dirs[2], got)
+	if got := pt.listing(pt.srcFS, dirs[3]); len(got) != 1 || !strings.HasPrefix(slices.Collect(maps.Keys(got))[0], "base_0000003/") {
+		t.Fatalf("%s holds %v before the drop, want base_0000003 only", dirs[3], got)
 	}
 
 	// Dropped, their files gone from the source, made again at the same
@@ -103,6 +113,13 @@ func TestTrustRecreateSamePath(t *testing.T) {
 	must("create ext_tbl again", w.CreateTable(ctx, db, "ext_tbl", wl.TableSpec{Columns: cols}))
 	_, err = w.Insert(ctx, db, "ext_tbl", nil, 2)
 	must("insert into ext_tbl again", err)
+	must("drop managed_tbl", w.DropTable(ctx, db, "managed_tbl", false))
+	if got := pt.listing(pt.srcFS, dirs[2]); len(got) != 0 {
+		t.Fatalf("the metastore left %v in managed_tbl's directory %s", got, dirs[2])
+	}
+	must("create managed_tbl again", pt.createManaged(db, "managed_tbl", cols))
+	_, err = w.Insert(ctx, db, "managed_tbl", nil, 2)
+	must("insert into managed_tbl again", err)
 	must("drop "+acidTbl, w.DropTable(ctx, db, acidTbl, false))
 	must("create "+acidTbl+" again", w.CreateACIDTable(ctx, db, acidTbl, wl.ACIDTableSpec{Columns: cols}))
 	for range 3 { // write IDs 1..3: up to the old base's
@@ -110,14 +127,47 @@ func TestTrustRecreateSamePath(t *testing.T) {
 	}
 
 	rig.caughtUpToHead(3 * time.Minute)
-	if got := pt.recreateDirs(db, "ext_part", "ext_tbl", acidTbl); !slices.Equal(got, dirs) {
+	if got := pt.recreateDirs(db, "ext_part", "ext_tbl", "managed_tbl", acidTbl); !slices.Equal(got, dirs) {
 		t.Fatalf("the objects moved: %v, then %v", dirs, got)
 	}
 	pt.sameListings(dirs, time.Minute)
-	pt.sameVisible(db+"."+acidTbl, dirs[2])
+	pt.sameVisible(db+"."+acidTbl, dirs[3])
 	if out, errOut, code := runTool(t, 3*time.Minute, "verify", "-config", pt.conf, "-db", db, "-sample", "1"); code != 0 {
 		t.Errorf("hivedr verify exited %d:\n%s%s", code, out, errOut)
 	}
+}
+
+// createManaged creates db.name as a managed text table that is not
+// transactional, in the metastore's default location for it, and checks
+// that the metastore kept it managed.
+func (pt *pipelineTest) createManaged(db, name string, cols []string) error {
+	var fields []*hive_metastore.FieldSchema
+	for _, c := range cols {
+		n, typ, _ := strings.Cut(c, " ")
+		fields = append(fields, &hive_metastore.FieldSchema{Name: n, Type: typ})
+	}
+	t := &hive_metastore.Table{
+		TableName: name, DbName: db, Owner: "hivedr", TableType: "MANAGED_TABLE", Parameters: map[string]string{},
+		Sd: &hive_metastore.StorageDescriptor{
+			Cols:         fields,
+			InputFormat:  "org.apache.hadoop.mapred.TextInputFormat",
+			OutputFormat: "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+			SerdeInfo: &hive_metastore.SerDeInfo{SerializationLib: "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+				Parameters: map[string]string{"serialization.format": "1"}},
+			Parameters: map[string]string{},
+		},
+	}
+	if err := pt.src.CreateTable(pt.ctx, t); err != nil {
+		return err
+	}
+	res, err := pt.src.GetTableReq(pt.ctx, hms.TableRequest(db, name))
+	if err != nil {
+		return err
+	}
+	if got := res.Table.TableType; got != "MANAGED_TABLE" {
+		return fmt.Errorf("the metastore made %s.%s a %s", db, name, got)
+	}
+	return nil
 }
 
 // recreateDirs are the source directories of the tables: the first's
