@@ -58,7 +58,7 @@ type worker struct {
 	closeMS func() error
 	cache   *cache
 	// delayed are the obsolete ACID directories waiting for
-	// applier.prune_delay (prunedelay.go); nil when it is 0.
+	// applier.prune_delay (prunedelay.go), set by run; nil when it is 0.
 	delayed *delayedRemovals
 }
 
@@ -68,13 +68,12 @@ func newWorker(parent context.Context, a *Applier, db, topic string, partition i
 	ctx, cancel := context.WithCancel(parent)
 	return &worker{
 		a: a, db: db, topic: topic, partition: partition,
-		log:     a.log.With("db", db),
-		cache:   newCache(db),
-		delayed: newDelayedRemovals(a.cfg.PruneDelay),
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
-		ctx:     ctx,
-		cancel:  cancel,
+		log:    a.log.With("db", db),
+		cache:  newCache(db),
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		ctx:    ctx,
+		cancel: cancel,
 	}
 }
 
@@ -141,6 +140,7 @@ func (w *worker) run() {
 		w.a.m.rpo.WithLabelValues(w.db).Set(w.a.cfg.RPO(w.db).Seconds())
 	}
 	go w.reportLag(ctx)
+	w.delayed = newDelayedRemovals(w.a.cfg.PruneDelay)
 	go w.removeDelayed(ctx)
 	w.log.Info("database worker started", "topic", w.topic)
 	for {
