@@ -2,6 +2,7 @@ package applier
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -443,5 +444,10 @@ func TestPlanAcidDropAndCreate(t *testing.T) {
 	ms := checkConverges(t, "sales", topic, nil)
 	if ms.next["sales.orders"] != 2 || ms.writeIDs["sales.orders/1"] != "committed" || len(ms.open) != 0 {
 		t.Errorf("the new table's write ids: next %v, %v, open %v", ms.next, ms.writeIDs, ms.open)
+	}
+	// The drop prunes the old table's files, the new one's copy kept (its
+	// delta_1 has the old one's name and was copied after).
+	if got := slices.Collect(maps.Keys(ms.files)); !slices.Equal(got, []string{drPath(delta(orders.Location, 1))}) || ms.files[got[0]] != 19 {
+		t.Errorf("DR files %v, want the new table's delta_1 of event 19 alone", ms.files)
 	}
 }

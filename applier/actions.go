@@ -38,9 +38,10 @@ type AlterTable struct {
 	Table    *hive_metastore.Table
 }
 
-// DropTable drops a DR table's metadata. Its files stay: copies run ahead
-// of metadata, so the directory may already hold files of a later
-// incarnation of the table, which deleting it would lose.
+// DropTable drops a DR table's metadata. Its files stay: a managed
+// table's go with the PruneFiles planned before it (prunes.go), which
+// keeps what later events' copies wrote there (copies run ahead of
+// metadata).
 type DropTable struct{ DB, Name string }
 
 // AddPartitions adds DR partitions in one batch.
@@ -72,10 +73,13 @@ type DropPartitions struct {
 	Names     []string
 }
 
-// PruneFiles removes the data files directly under Dir that are not in
-// Keep, after an INSERT OVERWRITE or a truncate removed them at the source.
-// The executor keeps any file a copy task of a later event wrote (copies
-// run ahead of metadata), so pruning never removes data the replica will
+// PruneFiles removes the data files under Dir, at any depth, that are
+// not in Keep and that the source directory does not hold: after an
+// INSERT OVERWRITE or a truncate removed them at the source, when an
+// object is made (its directory to hold what the event names) and when a
+// managed one is dropped (prunes.go). Hidden names are never touched. The
+// executor keeps any file a copy task of a later event wrote (copies run
+// ahead of metadata), so pruning never removes data the replica will
 // need next.
 type PruneFiles struct {
 	Dir     string

@@ -61,7 +61,7 @@ type Config struct {
 	// RPO returns a database's recovery point objective, exported beside
 	// its replica age (hivedr_rpo_seconds); nil exports none.
 	RPO func(db string) time.Duration
-	// Files lists and removes DR files (INSERT OVERWRITE, truncate).
+	// Files lists and removes DR files (the prunes: exec.go, prunes.go).
 	Files Files
 	// Completions is the local completion store.
 	Completions *state.Completions
@@ -70,6 +70,10 @@ type Config struct {
 	// (FAILED, SOURCE_GONE) with no later event removing it before it
 	// halts. 0: applier.halt_after's default.
 	HaltAfter time.Duration
+	// PruneDelay is how long the files of obsolete ACID directories stay
+	// after the event that made them obsolete (prunedelay.go); 0 removes
+	// them at once (config.DefaultPruneDelay).
+	PruneDelay time.Duration
 	// LookAhead is the most events a worker buffers beyond the one it
 	// applies (fetching of its topic pauses beyond it). 0:
 	// applier.look_ahead's default.

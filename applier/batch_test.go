@@ -77,6 +77,15 @@ func TestPlanRun(t *testing.T) {
 	base := func(objs ...any) Replica {
 		return drState(append([]any{drDB("sales", 10), drTable(srcOrders, 5)}, objs...)...)
 	}
+	// made is the prune of a partition an ADD_PARTITION makes: its DR
+	// directory to hold the one file the event names (prunes.go).
+	made := func(ps ...schemas.Partition) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, "prune files under "+drPath(p.Location)+" keeping 1")
+		}
+		return out
+	}
 	partOf := func(d Decision, kind string, values string) map[string]string {
 		for _, a := range d.Actions {
 			var parts []*hms.Partition
@@ -104,7 +113,7 @@ func TestPlanRun(t *testing.T) {
 			ev:   add(11, srcP1), batch: []*schemas.Event{add(12, srcP2), add(13, p3), add(14, p4)},
 			state: base(), outcome: Apply, covered: 3,
 			results: []Reason{ReasonApplied, ReasonApplied, ReasonApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02] [2024-01-03] [2024-01-04]", "alter database sales"},
+			actions: append(made(srcP1, srcP2, p3, p4), "add partitions sales.orders [2024-01-01] [2024-01-02] [2024-01-03] [2024-01-04]", "alter database sales"),
 			check: func(t *testing.T, d Decision) {
 				for i, v := range []string{"2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"} {
 					if got := partOf(d, "add", v)[drparam.LastID]; got != itoa(int64(11+i)) {
@@ -120,7 +129,7 @@ func TestPlanRun(t *testing.T) {
 			name: "added, altered and inserted into: added once as the last event left it",
 			ev:   add(11, srcP1), batch: []*schemas.Event{alterPart(12, srcOrders, srcP1, p1v2), insertInto(13, srcOrders, &p1v2, partFile(srcP1, "c"))},
 			state: base(), outcome: Apply, covered: 2,
-			actions: []string{"add partitions sales.orders [2024-01-01]", "alter database sales"},
+			actions: append(made(srcP1), "add partitions sales.orders [2024-01-01]", "alter database sales"),
 			results: []Reason{ReasonApplied, ReasonApplied, ReasonApplied},
 			check: func(t *testing.T, d Decision) {
 				if p := partOf(d, "add", "2024-01-01"); p[drparam.LastID] != "13" || p["k"] != "v" {
@@ -140,7 +149,7 @@ func TestPlanRun(t *testing.T) {
 			ev:   add(11, srcP1), batch: []*schemas.Event{add(12, srcP2), add(13, p3), add(14, p4)},
 			copies: map[string]Copy{"11-0": {Status: schemas.StatusCopied}, "12-0": {Status: schemas.StatusCopied}, "14-0": {Status: schemas.StatusCopied}},
 			state:  base(), outcome: Apply, covered: 1, results: []Reason{ReasonApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"},
+			actions: append(made(srcP1, srcP2), "add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"),
 		},
 		{
 			name: "files of the first not copied: the first waits, alone",
@@ -152,22 +161,22 @@ func TestPlanRun(t *testing.T) {
 			name: "an event that halts ends the run before it",
 			ev:   add(11, srcP1), batch: []*schemas.Event{alterPart(12, srcOrders, srcP2, partWithParam(srcP2, "k", "v")), add(13, p3)},
 			state: base(), outcome: Apply, covered: 0,
-			actions: []string{"add partitions sales.orders [2024-01-01]", "alter database sales"},
+			actions: append(made(srcP1), "add partitions sales.orders [2024-01-01]", "alter database sales"),
 		},
 		{
 			name: "a drop of a partition the run touched ends it",
 			ev:   add(11, srcP1), batch: []*schemas.Event{add(12, srcP2), dropParts(13, srcOrders, srcP1), add(14, p3)},
 			state: base(), outcome: Apply, covered: 1, results: []Reason{ReasonApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"},
+			actions: append(made(srcP1, srcP2), "add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"),
 		},
 		{
 			name: "drops of partitions the run did not touch join it, and a dropped name added again is dropped then added",
 			ev:   dropParts(11, srcOrders, srcP1, srcP2), batch: []*schemas.Event{add(12, srcP1), dropParts(13, srcOrders, p3)},
 			state: base(drPart(srcOrders, srcP1, 6), drPart(srcOrders, srcP2, 6), drPart(srcOrders, p3, 6)), outcome: Apply, covered: 2,
 			results: []Reason{ReasonApplied, ReasonApplied, ReasonApplied},
-			actions: []string{"drop partitions sales.orders [[2024-01-01] [2024-01-02] [2024-01-03]]", "add partitions sales.orders [2024-01-01]", "alter database sales"},
+			actions: append(made(srcP1), "drop partitions sales.orders [[2024-01-01] [2024-01-02] [2024-01-03]]", "add partitions sales.orders [2024-01-01]", "alter database sales"),
 			check: func(t *testing.T, d Decision) {
-				if dp := d.Actions[0].(DropPartitions); !slices.Equal(dp.Names, []string{"dt=2024-01-01", "dt=2024-01-02", "dt=2024-01-03"}) {
+				if dp := d.Actions[1].(DropPartitions); !slices.Equal(dp.Names, []string{"dt=2024-01-01", "dt=2024-01-02", "dt=2024-01-03"}) {
 					t.Errorf("drop by names %v", dp.Names)
 				}
 			},
@@ -181,27 +190,27 @@ func TestPlanRun(t *testing.T) {
 				return r
 			}(),
 			outcome: Apply, covered: 1, results: []Reason{ReasonApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"},
+			actions: append(made(srcP1, srcP2), "add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"),
 		},
 		{
 			name: "a broken chain ends the run before the event",
 			ev:   prevID(add(11, srcP1), 10), batch: []*schemas.Event{prevID(add(12, srcP2), 11), prevID(add(14, p3), 13)},
 			state: base(), outcome: Apply, covered: 1, results: []Reason{ReasonApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"},
+			actions: append(made(srcP1, srcP2), "add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"),
 		},
 		{
 			name: "the table's alter comes after its partitions' calls",
 			ev:   add(11, srcP1), batch: []*schemas.Event{alterTable(12, srcOrders, withParam(srcOrders, "k", "v")), add(13, srcP2)},
 			state: base(), outcome: Apply, covered: 2, results: []Reason{ReasonApplied, ReasonApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter table sales.orders", "alter database sales"},
+			actions: append(made(srcP1, srcP2), "add partitions sales.orders [2024-01-01] [2024-01-02]", "alter table sales.orders", "alter database sales"),
 		},
 		{
 			name: "an overwrite prunes first, at its own event",
 			ev:   add(11, srcP1), batch: []*schemas.Event{insertOverwrite(12, srcOrders, &srcP1, partFile(srcP1, "d"))},
 			state: base(), outcome: Apply, covered: 1, results: []Reason{ReasonApplied, ReasonApplied},
-			actions: []string{"prune files under " + drPath(srcP1.Location) + " keeping 1", "add partitions sales.orders [2024-01-01]", "alter database sales"},
+			actions: append(made(srcP1, srcP1), "add partitions sales.orders [2024-01-01]", "alter database sales"),
 			check: func(t *testing.T, d Decision) {
-				if pr := d.Actions[0].(PruneFiles); pr.EventID != 12 {
+				if pr := d.Actions[1].(PruneFiles); pr.EventID != 12 {
 					t.Errorf("prune at event %d", pr.EventID)
 				}
 			},
@@ -210,14 +219,14 @@ func TestPlanRun(t *testing.T) {
 			name: "a head that creates a table is planned alone",
 			ev:   createTable(11, srcOrders), batch: []*schemas.Event{add(12, srcP1)},
 			state: drState(drDB("sales", 10)), outcome: Apply, covered: 0,
-			actions: []string{"create table sales.orders", "alter database sales"},
+			actions: []string{"prune files under " + drPath(srcOrders.Location) + " keeping 0", "create table sales.orders", "alter database sales"},
 		},
 		{
 			name: "partitions already written are no-ops in the run, counted as such",
 			ev:   add(11, srcP1), batch: []*schemas.Event{add(12, srcP2), add(13, p3)},
 			state: base(drPart(srcOrders, srcP1, 11), drPart(srcOrders, srcP2, 12)), outcome: Apply, covered: 2,
 			results: []Reason{ReasonAlreadyApplied, ReasonAlreadyApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-03]", "alter database sales"},
+			actions: append(made(p3), "add partitions sales.orders [2024-01-03]", "alter database sales"),
 		},
 		{
 			name: "a run wholly written before a crash: a no-op moving the watermark once",
@@ -231,7 +240,7 @@ func TestPlanRun(t *testing.T) {
 			ev:   add(11, srcP1), batch: []*schemas.Event{insertInto(12, srcCustomers, nil), add(13, srcP2)},
 			state: base(drTable(srcCustomers, 5)), outcome: Apply, covered: 2,
 			results: []Reason{ReasonApplied, ReasonApplied, ReasonApplied},
-			actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter table sales.customers", "alter database sales"},
+			actions: append(made(srcP1, srcP2), "add partitions sales.orders [2024-01-01] [2024-01-02]", "alter table sales.customers", "alter database sales"),
 		},
 		{
 			name: "a drop of a partition another table's event touched does not end the run",

@@ -3,6 +3,7 @@ package applier
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -27,8 +29,11 @@ import (
 type memFiles struct {
 	mu    sync.Mutex
 	files map[string]bool // canonical location
-	// lists counts the listings by directory asked (List and ListDirs).
+	// lists counts the listings by directory asked (List, ListDirs and
+	// Walk).
 	lists map[string]int
+	// sorted are the files' keys in order (nil: to be sorted again).
+	sorted []string
 }
 
 func newMemFiles() *memFiles { return &memFiles{files: map[string]bool{}, lists: map[string]int{}} }
@@ -41,6 +46,7 @@ func (m *memFiles) put(loc string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.files[l.String()] = true
+	m.sorted = nil
 }
 
 func (m *memFiles) List(_ context.Context, dir string) ([]string, error) {
@@ -61,6 +67,35 @@ func (m *memFiles) List(_ context.Context, dir string) ([]string, error) {
 	return out, nil
 }
 
+// Walk is walker: the files under dir at any depth; a dir holding none
+// does not exist.
+func (m *memFiles) Walk(_ context.Context, dir string, fn func(loc string, size int64) error) error {
+	d, err := location.Parse(dir)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.lists["walk "+d.String()]++
+	if m.sorted == nil {
+		m.sorted = slices.Sorted(maps.Keys(m.files))
+	}
+	prefix := strings.TrimSuffix(d.String(), "/") + "/" // the keys are canonical
+	var under []string
+	for i, _ := slices.BinarySearch(m.sorted, prefix); i < len(m.sorted) && strings.HasPrefix(m.sorted[i], prefix); i++ {
+		under = append(under, m.sorted[i])
+	}
+	m.mu.Unlock()
+	if len(under) == 0 {
+		return fmt.Errorf("walk %s: %w", dir, fs.ErrNotExist)
+	}
+	for _, f := range under {
+		if err := fn(f, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ListDirs is DirLister: the directories some file lies under, directly
 // under dir.
 func (m *memFiles) ListDirs(_ context.Context, dir string) ([]string, error) {
@@ -72,7 +107,11 @@ func (m *memFiles) ListDirs(_ context.Context, dir string) ([]string, error) {
 	defer m.mu.Unlock()
 	m.lists["dirs "+d.String()]++
 	var out []string
+	prefix := strings.TrimSuffix(d.String(), "/") + "/" // the keys are canonical
 	for f := range m.files {
+		if !strings.HasPrefix(f, prefix) {
+			continue
+		}
 		l, _ := location.Parse(f)
 		for a := l.Dir(); a != a.Dir(); a = a.Dir() {
 			if a.Dir() == d && !slices.Contains(out, a.Base()) {
@@ -101,6 +140,7 @@ func (m *memFiles) Remove(_ context.Context, loc string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.files, l.String())
+	m.sorted = nil
 	return nil
 }
 

@@ -1,17 +1,19 @@
 package applier
 
 import (
-	"log/slog"
-	"time"
-
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/beltran/gohive/hive_metastore"
 
+	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
@@ -40,12 +42,15 @@ type Metastore interface {
 }
 
 // Files lists and removes DR data files, and lists source ones
-// (PruneFiles).
+// (PruneFiles); *fs.Router implements it.
 type Files interface {
-	// List returns the locations of the files directly under dir.
-	List(ctx context.Context, dir string) ([]string, error)
+	// Walk calls fn with the location and size of every file under dir,
+	// at any depth; a missing dir is an error wrapping fs.ErrNotExist.
+	Walk(ctx context.Context, dir string, fn func(location string, size int64) error) error
 	Remove(ctx context.Context, loc string) error
 }
+
+var _ Files = (*fs.Router)(nil)
 
 // DirLister is implemented by Files that can list a directory's
 // subdirectories (fs.Router.ListDirs): the names of those directly under
@@ -76,6 +81,19 @@ type executor struct {
 	// asked (the subdirectories, by name).
 	shared map[location.Location]bool
 	dirs   map[location.Location]map[string]bool
+
+	// delayed, when set, holds the files of obsolete ACID directories
+	// until applier.prune_delay has passed (prunedelay.go); nil removes
+	// them at once. clock is the time (nil: time.Now).
+	delayed *delayedRemovals
+	clock   func() time.Time
+}
+
+func (x *executor) now() time.Time {
+	if x.clock != nil {
+		return x.clock()
+	}
+	return time.Now()
 }
 
 // timed reports a call that started at start to observe; use it as
@@ -128,12 +146,16 @@ func callName(a Action) string {
 }
 
 // prepare notes what the actions ahead prune: the parents of two or more
-// of their directories are listed once (DirLister), not every directory.
+// of their directories that keep nothing are listed once (DirLister), not
+// every directory. (A directory that keeps files exists, its files being
+// copied: the parent's listing would spare it nothing. A run of
+// ADD_PARTITION events thus costs one listing per partition, not one more
+// of a table that may hold many thousands.)
 func (x *executor) prepare(actions []Action) {
 	seen := map[location.Location]bool{}
 	for _, a := range actions {
 		pr, ok := a.(PruneFiles)
-		if !ok {
+		if !ok || len(pr.Keep) > 0 {
 			continue
 		}
 		l, err := location.Parse(pr.Dir)
@@ -557,19 +579,35 @@ func (x *executor) dropPartitionsByName(ctx context.Context, a DropPartitions) e
 	return nil
 }
 
-// prune removes the files under a.Dir that the source removed, keeping
-// a.Keep and every file a later event's copy task wrote.
+// prune removes the files under a.Dir, recursively, that the source
+// directory does not hold, keeping a.Keep and every file a later event's
+// copy task wrote.
+//
+// Invariant (a DR directory holds what its source directory holds): once
+// an event that names an object's files (CREATE_TABLE, ADD_PARTITION, an
+// INSERT OVERWRITE, a truncate, a bootstrap's TABLE and PARTITION records)
+// or drops a managed object is applied, the object's DR directory holds
+// no file the source's does not, below it at any depth: files of an
+// earlier object at the same path (dropped, its directory removed, made
+// again), an earlier incarnation's base_N or delta_* directories (which a
+// DR reader would otherwise choose over the new table's writes once its
+// write IDs reach N), HIVE_UNION_SUBDIR_* outputs. Hidden names are not
+// touched (prunable): copyd's staging files, a compaction's staged
+// directory and in-flight _tmp names are work in progress, and Hive's
+// readers skip them. Nothing outside a.Dir is listed or removed. An ACID
+// directory the prune empties goes too (RemoveEmptyDir): an empty base_N
+// is still a base to Hive's readers.
 //
 // A later event's copy can be on DR before the applier knows of it: copyd
 // renames a file into place, then commits its completion, and the
 // applier's completion store reads completions as they come. So a file
-// whose name the source directory (a.Source) holds now is kept too: the
-// event left only a.Keep there, so a later event wrote that name, and its
-// copy (here, or still to come and then overwriting it) is what DR must
-// show. A stale file kept this way is removed by the later event that
-// removes it on the source. (The soak found the race: re-driven after
-// kills, an INSERT OVERWRITE removed a later INSERT's freshly copied file,
-// and DR lost it for good.)
+// whose path below the directory the source directory (a.Source) holds
+// now is kept too: the event left only a.Keep there, so a later event
+// wrote that name, and its copy (here, or still to come and then
+// overwriting it) is what DR must show. A stale file kept this way is
+// removed by the later event that removes it on the source. (The soak
+// found the race: re-driven after kills, an INSERT OVERWRITE removed a
+// later INSERT's freshly copied file, and DR lost it for good.)
 //
 // Invariant (prune never removes what it must keep): every comparison is
 // of canonical locations (package location). Keep and the completions'
@@ -577,12 +615,13 @@ func (x *executor) dropPartitionsByName(ctx context.Context, a DropPartitions) e
 // DR filesystem does (its configured authority, s3 for s3a, bare paths for
 // file:), and a raw comparison would delete the overwrite's own, freshly
 // copied files. A location that does not parse, or a listed file that is
-// not directly under a.Dir, is refused: nothing is removed.
+// not under a.Dir, is refused: nothing is removed.
 func (x *executor) prune(ctx context.Context, a PruneFiles) error {
 	refuse := func(err error) error { return &RefusedError{Op: a.String(), Err: err} }
 	if x.files == nil {
 		return refuse(errors.New("no filesystem is configured for DR data"))
 	}
+	w := x.files
 	dir, err := location.Parse(a.Dir)
 	if err != nil {
 		return refuse(err)
@@ -598,61 +637,56 @@ func (x *executor) prune(ctx context.Context, a PruneFiles) error {
 	if gone, err := x.absent(ctx, dir); err != nil || gone {
 		return err
 	}
-	locs, err := x.files.List(ctx, a.Dir)
-	if err != nil {
-		return fmt.Errorf("%s: %w", a, err)
-	}
 	// The files the DR directory holds that the event did not leave
 	// there; only when there are any is the source listed (one listing
 	// fewer for the common prune, which removes nothing).
-	var candidates []location.Location
-	listed := map[location.Location]string{} // as the listing spells it
-	for _, loc := range locs {
+	type candidate struct{ loc, rel string }
+	var candidates []candidate
+	err = w.Walk(ctx, a.Dir, func(loc string, _ int64) error {
 		l, err := location.Parse(loc)
 		if err != nil {
 			return refuse(fmt.Errorf("listed file: %w", err))
 		}
-		if l.Dir() != dir || l == dir {
-			return refuse(fmt.Errorf("listing %s gave %s, which is not directly under it", a.Dir, loc))
+		rel, ok := l.Rel(dir)
+		if !ok || rel == "" {
+			return refuse(fmt.Errorf("listing %s gave %s, which is not under it", a.Dir, loc))
 		}
-		if !keep[l] && !location.Hidden(l.Base()) {
-			candidates = append(candidates, l)
-			listed[l] = loc
+		if !keep[l] && prunable(rel) {
+			candidates = append(candidates, candidate{loc, rel})
 		}
-	}
-	if len(candidates) == 0 {
+		return nil
+	})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // nothing there to prune
+	case err != nil:
+		var re *RefusedError
+		if errors.As(err, &re) {
+			return err
+		}
+		return fmt.Errorf("%s: %w", a, err)
+	case len(candidates) == 0:
 		return nil
 	}
-	held := map[string]bool{}
-	if a.Source != "" {
-		srcLocs, err := x.files.List(ctx, a.Source)
-		switch {
-		case errors.Is(err, fs.ErrNoStore), errors.Is(err, fs.ErrNoListing):
-			// No source filesystem configured here: prune by Keep and
-			// the completions alone, as before.
-			srcLocs = nil
-		case err != nil:
-			return fmt.Errorf("%s: list the source %s: %w", a, a.Source, err)
-		}
-		for _, loc := range srcLocs {
-			l, err := location.Parse(loc)
-			if err != nil {
-				return refuse(fmt.Errorf("listed source file: %w", err))
-			}
-			held[l.Base()] = true
-		}
+	held, err := x.sourceHolds(ctx, w, a)
+	if err != nil {
+		return err
 	}
 	var remove []string
-	for _, l := range candidates {
-		if held[l.Base()] {
+	emptied := map[string]bool{} // ACID directories below a.Dir a removal may empty
+	for _, c := range candidates {
+		if held[c.rel] {
 			continue
 		}
-		later, err := x.writtenAfter(l.String(), a.EventID)
+		later, err := x.writtenAfter(location.Append(dir.String(), c.rel), a.EventID)
 		if err != nil {
 			return fmt.Errorf("%s: %w", a, err)
 		}
 		if !later {
-			remove = append(remove, listed[l])
+			remove = append(remove, c.loc)
+			if d := acidDirOf(c.rel); d != "" {
+				emptied[location.Append(dir.String(), d)] = true
+			}
 		}
 	}
 	for _, loc := range remove {
@@ -660,7 +694,83 @@ func (x *executor) prune(ctx context.Context, a PruneFiles) error {
 			return fmt.Errorf("%s: remove %s: %w", a, loc, err)
 		}
 	}
+	if r, ok := x.files.(emptyDirRemover); ok {
+		for _, d := range slices.Sorted(maps.Keys(emptied)) {
+			if err := r.RemoveEmptyDir(ctx, d); err != nil {
+				return fmt.Errorf("%s: %w", a, err)
+			}
+		}
+	}
 	return nil
+}
+
+// emptyDirRemover removes a directory when it is empty (fs.Router).
+type emptyDirRemover interface {
+	RemoveEmptyDir(ctx context.Context, loc string) error
+}
+
+// sourceHolds lists the source directory a.Source names, recursively:
+// the paths below it (and their replica names, acid.ReplicaPath, as a
+// compactor's directory is copied). None when a.Source is empty or no
+// filesystem here holds it: then the prune goes by Keep and the
+// completions alone.
+func (x *executor) sourceHolds(ctx context.Context, w walker, a PruneFiles) (map[string]bool, error) {
+	held := map[string]bool{}
+	if a.Source == "" {
+		return held, nil
+	}
+	src, err := location.Parse(a.Source)
+	if err != nil {
+		return nil, &RefusedError{Op: a.String(), Err: fmt.Errorf("source directory: %w", err)}
+	}
+	err = w.Walk(ctx, a.Source, func(loc string, _ int64) error {
+		l, err := location.Parse(loc)
+		if err != nil {
+			return &RefusedError{Op: a.String(), Err: fmt.Errorf("listed source file: %w", err)}
+		}
+		if rel, ok := l.Rel(src); ok && rel != "" {
+			held[rel], held[acid.ReplicaPath(rel)] = true, true
+		}
+		return nil
+	})
+	var re *RefusedError
+	switch {
+	case errors.Is(err, fs.ErrNoStore), errors.Is(err, fs.ErrNoListing), errors.Is(err, fs.ErrNotExist):
+		// No source filesystem configured here, or nothing left there.
+		return held, nil
+	case errors.As(err, &re):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("%s: list the source %s: %w", a, a.Source, err)
+	}
+	return held, nil
+}
+
+// prunable reports whether rel, a file's path below a pruned directory,
+// is one a prune may remove: a name that is not hidden (Hive's readers
+// skip hidden names; copyd's staging files, a compaction's staged
+// directory and in-flight _tmp names are hidden, and are work in
+// progress), or a hidden file directly in an ACID directory that is not a
+// copy's staging file (_metadata_acid, _orc_acid_version): left behind,
+// it would keep alive a directory that Hive's readers still choose.
+func prunable(rel string) bool {
+	if !location.Hidden(rel) {
+		return true
+	}
+	top, name, ok := strings.Cut(rel, "/")
+	return ok && !strings.Contains(name, "/") && !location.Hidden(top) && acid.IsDir(top) && !fs.IsStagingName(name)
+}
+
+// acidDirOf is the deepest ACID directory on the path rel ("" for none):
+// the directory a removal of rel may leave empty.
+func acidDirOf(rel string) string {
+	segs := strings.Split(rel, "/")
+	for i := len(segs) - 2; i >= 0; i-- {
+		if acid.IsDir(segs[i]) {
+			return strings.Join(segs[:i+1], "/")
+		}
+	}
+	return ""
 }
 
 var _ Metastore = (*hms.Client)(nil)

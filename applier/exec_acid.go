@@ -111,12 +111,7 @@ func (x *executor) pruneObsolete(ctx context.Context, dir, what string, obsolete
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	for _, loc := range remove {
-		if err := x.files.Remove(ctx, loc); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-	}
-	return nil
+	return x.removeObsolete(ctx, dir, what, remove) // prunedelay.go: after applier.prune_delay
 }
 
 // dirRenamer moves directories in one step (fs.Router).

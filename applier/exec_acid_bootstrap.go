@@ -265,7 +265,9 @@ func scratchName(table string, now time.Time) string {
 // dropTable drops DR table a.DB.Name, keeping its data; a transactional
 // one with its write-ID bookkeeping (resetWriteIDs), so that a later
 // table of the same name does not inherit its write IDs. A table already
-// gone is a no-op.
+// gone is a no-op. A managed table's files go with the PruneFiles its
+// plan runs before (prunes.go), which keeps what later events' copies
+// wrote there; the metastore's own delete would not.
 func (x *executor) dropTable(ctx context.Context, a DropTable) error {
 	cur, err := x.drTable(ctx, a.DB, a.Name)
 	if err != nil || cur == nil {

@@ -668,10 +668,17 @@ func (p *planner) createTable(src *schemas.Table) Decision {
 	if err != nil {
 		return pathHalt(err)
 	}
-	if cur != nil { // an older incarnation the replica never saw dropped
-		return apply(DropTable{DB: k.DB, Name: k.Name}, CreateTable{Table: t})
+	// The DR directory is made to hold what the event names (prunes.go),
+	// before the table is: an earlier object's files at the same path
+	// must never show in it.
+	acts, err := p.recreatePrune(t.Sd, p.ev.Files, src.Location)
+	if err != nil {
+		return pathHalt(err)
 	}
-	return apply(CreateTable{Table: t})
+	if cur != nil { // an older incarnation the replica never saw dropped
+		acts = append(acts, DropTable{DB: k.DB, Name: k.Name})
+	}
+	return apply(append(acts, CreateTable{Table: t})...)
 }
 
 func (p *planner) dropTable(src *schemas.Table) Decision {
@@ -683,7 +690,11 @@ func (p *planner) dropTable(src *schemas.Table) Decision {
 	if stamp(cur.Parameters) >= p.ev.EventID {
 		return p.noop(ReasonAlreadyApplied, "%s on DR is a newer incarnation (event %d)", k, stamp(cur.Parameters))
 	}
-	return apply(DropTable{DB: k.DB, Name: k.Name})
+	acts, err := p.dropPrune(src, src.Location)
+	if err != nil {
+		return pathHalt(err)
+	}
+	return apply(append(acts, DropTable{DB: k.DB, Name: k.Name})...)
 }
 
 func (p *planner) alterTable(c *schemas.TableChange) Decision {
@@ -885,16 +896,22 @@ func (p *planner) partitions(c *schemas.PartitionChange) Decision {
 	}
 	if p.ev.EventType == schemas.EventDropPartition {
 		var vals [][]string
+		var prunes []Action
 		for _, part := range c.Before {
 			cur := p.in.Replica.Partitions[partKey(tk, part.Values)]
 			if cur != nil && stamp(cur.Parameters) < e {
 				vals = append(vals, part.Values)
+				acts, err := p.dropPrune(c.Table, part.Location)
+				if err != nil {
+					return pathHalt(err)
+				}
+				prunes = append(prunes, acts...)
 			}
 		}
 		if len(vals) == 0 {
 			return p.noop(ReasonAlreadyApplied, "the dropped partitions of %s are not on DR", tk)
 		}
-		return apply(DropPartitions{DB: tk.DB, Table: tk.Name, Values: vals})
+		return apply(append(prunes, DropPartitions{DB: tk.DB, Table: tk.Name, Values: vals})...)
 	}
 
 	var (
@@ -972,6 +989,13 @@ func (p *planner) partitions(c *schemas.PartitionChange) Decision {
 		}
 		if c.IsTruncate && np.Sd != nil && np.Sd.Location != "" {
 			prunes = append(prunes, PruneFiles{Dir: np.Sd.Location, EventID: e, Source: c.After[i].Location})
+		}
+		if p.ev.EventType == schemas.EventAddPartition {
+			acts, err := p.recreatePrune(np.Sd, files, part.Location)
+			if err != nil {
+				return pathHalt(err)
+			}
+			prunes = append(prunes, acts...)
 		}
 	}
 	// Files of an ADD_PARTITION that no partition's location holds belong

@@ -763,9 +763,9 @@ func TestPlan(t *testing.T) {
 
 		// Tables.
 		{name: "create table", ev: createTable(50, srcOrders), state: drState(drDB("sales", 40)),
-			outcome: Apply, actions: []string{"create table sales.orders", "alter database sales"},
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders keeping 0", "create table sales.orders", "alter database sales"},
 			check: func(t *testing.T, d Decision) {
-				tb := d.Actions[0].(CreateTable).Table
+				tb := d.Actions[1].(CreateTable).Table
 				if tb.Sd.Location != drRoot+"sales.db/orders" || len(tb.PartitionKeys) != 1 || len(tb.Sd.Cols) != 2 ||
 					tb.TableType != "EXTERNAL_TABLE" || tb.Parameters["EXTERNAL"] != "TRUE" {
 					t.Errorf("table %s", js(tb))
@@ -778,9 +778,9 @@ func TestPlan(t *testing.T) {
 		}(), state: drState(drDB("sales", 40)), outcome: Halt, reason: ReasonPathOutsideRoots},
 		{name: "drop then recreate with a new schema", ev: createTable(50, ordersV2),
 			state:   drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 30)),
-			outcome: Apply, actions: []string{"drop table sales.orders", "create table sales.orders", "alter database sales"},
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders keeping 0", "drop table sales.orders", "create table sales.orders", "alter database sales"},
 			check: func(t *testing.T, d Decision) {
-				tb := d.Actions[1].(CreateTable).Table
+				tb := d.Actions[2].(CreateTable).Table
 				if len(tb.Sd.Cols) != 3 || tb.Sd.Cols[1].Name != "total" || tb.PartitionKeys[0].Name != "region" {
 					t.Errorf("new incarnation has schema %s", js(tb))
 				}
@@ -957,9 +957,9 @@ func TestPlan(t *testing.T) {
 
 		// Partitions.
 		{name: "add partitions", ev: addP1P2, state: ordersState,
-			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"},
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 1", "prune files under " + drRoot + "sales.db/orders/dt=2024-01-02 keeping 1", "add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"},
 			check: func(t *testing.T, d Decision) {
-				ps := d.Actions[0].(AddPartitions).Parts
+				ps := d.Actions[2].(AddPartitions).Parts
 				if ps[0].Sd.Location != drRoot+"sales.db/orders/dt=2024-01-01" || ps[0].DbName != "sales" || ps[0].TableName != "orders" {
 					t.Errorf("partition %s", js(ps[0]))
 				}
@@ -974,16 +974,16 @@ func TestPlan(t *testing.T) {
 			outcome: Wait, reason: ReasonCopyFailed, waitTasks: []string{"50-0"}},
 		{name: "add partitions: dropped before its files were copied", ev: addP1P2, state: ordersState, copies: ok0gone1,
 			later:   []*schemas.Event{alterTable(51, srcOrders, withParam(srcOrders, "x", "y")), dropParts(52, srcOrders, srcP2)},
-			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-01]", "alter database sales"}},
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 1", "add partitions sales.orders [2024-01-01]", "alter database sales"}},
 		{name: "add partitions: table dropped later", ev: addP1P2, state: ordersState, copies: ok0gone1,
 			later:   []*schemas.Event{dropTable(52, srcOrders)},
-			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-01]", "alter database sales"}},
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 1", "add partitions sales.orders [2024-01-01]", "alter database sales"}},
 		{name: "add partitions: overwritten later", ev: addP1P2, state: ordersState, copies: ok0gone1,
 			later:   []*schemas.Event{insertOverwrite(52, srcOrders, &srcP2, partFile(srcP2, "c"))},
-			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-01]", "alter database sales"}},
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 1", "add partitions sales.orders [2024-01-01]", "alter database sales"}},
 		{name: "add partitions: truncated later", ev: addP1P2, state: ordersState, copies: ok0gone1,
 			later:   []*schemas.Event{truncatePart(52, srcOrders, srcP2)},
-			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-01]", "alter database sales"}},
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 1", "add partitions sales.orders [2024-01-01]", "alter database sales"}},
 		{name: "add partitions: a later drop of another partition does not count", ev: addP1P2, state: ordersState, copies: ok0gone1,
 			later:   []*schemas.Event{dropParts(52, srcOrders, srcP1)},
 			outcome: Wait, reason: ReasonSourceGone, waitTasks: []string{"50-1"}},
@@ -1001,7 +1001,7 @@ func TestPlan(t *testing.T) {
 			ev:      addP1P2,
 			state:   drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 50)),
 			copies:  map[string]Copy{"50-1": {Status: schemas.StatusCopied}}, // 50-0's completion no longer known
-			outcome: Apply, actions: []string{"add partitions sales.orders [2024-01-02]", "alter database sales"}},
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-02 keeping 1", "add partitions sales.orders [2024-01-02]", "alter database sales"}},
 		{name: "add partitions to a missing table halts", ev: addP1P2, state: drState(drDB("sales", 40)),
 			outcome: Halt, reason: ReasonMissingObject},
 		{name: "add partitions already applied", ev: addP1P2,
@@ -1395,10 +1395,10 @@ func (m *memMS) apply(a Action) error {
 			delete(m.parts, pk)
 		}
 	case PruneFiles:
-		// As the executor: files directly under Dir, not kept, and not
-		// written by a later event's copy.
+		// As the executor: files under Dir at any depth, not kept, and
+		// not written by a later event's copy.
 		for f, e := range m.files {
-			if f[:strings.LastIndex(f, "/")] == strings.TrimSuffix(a.Dir, "/") && !slices.Contains(a.Keep, f) && e <= a.EventID {
+			if strings.HasPrefix(f, strings.TrimSuffix(a.Dir, "/")+"/") && !slices.Contains(a.Keep, f) && e <= a.EventID {
 				delete(m.files, f)
 			}
 		}
@@ -1813,9 +1813,11 @@ func TestPlanConverges(t *testing.T) {
 		files = append(files, strings.TrimPrefix(f, drRoot))
 	}
 	sort.Strings(files)
-	// b was overwritten by d (kept: a drop leaves files), x was truncated.
-	want := []string{"sales.db/customers/y", "sales.db/orders/dt=2024-01-01/a", "sales.db/orders/dt=2024-01-01/c",
-		"sales.db/orders/dt=2024-01-02/d", "sales.db/orders/region=eu/e"}
+	// b was overwritten by d, x was truncated; orders made again at its
+	// old location (event 25) starts from the files its event names, none
+	// (a drop of an external table leaves its files, and the executor's
+	// prune keeps those the source directory still holds: no source here).
+	want := []string{"sales.db/customers/y", "sales.db/orders/region=eu/e"}
 	if !slices.Equal(files, want) {
 		t.Errorf("files\n  %v\nwant\n  %v", files, want)
 	}

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/state"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // routerListing is a DR filesystem as the router answers: it lists a
@@ -34,6 +37,21 @@ func (f *routerListing) List(_ context.Context, dir string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// Walk is walker over the same listing: the files of dir, as a
+// recursive listing of it would give them.
+func (f *routerListing) Walk(ctx context.Context, dir string, fn func(loc string, size int64) error) error {
+	files, err := f.List(ctx, dir)
+	if err != nil {
+		return err
+	}
+	for _, l := range files {
+		if err := fn(l, 1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *routerListing) Remove(_ context.Context, loc string) error {
@@ -125,7 +143,8 @@ func TestPruneRefusesWhatItCannotCompare(t *testing.T) {
 		dir    string
 	}{
 		{name: "a file of another directory", listed: []string{"hdfs://dr-nn:8020/w/t/old", "hdfs://dr-nn:8020/w/u/old"}},
-		{name: "a file of a subdirectory", listed: []string{"hdfs://dr-nn:8020/w/t/old", "hdfs://dr-nn:8020/w/t/dt=1/old"}},
+		{name: "a file of the directory's parent", listed: []string{"hdfs://dr-nn:8020/w/t/old", "hdfs://dr-nn:8020/w/old"}},
+		{name: "the directory itself", listed: []string{"hdfs://dr-nn:8020/w/t"}},
 		{name: "a file of another cluster", listed: []string{"hdfs://dr-nn:8020/w/t/old", "hdfs://dr-nn:8021/w/t/old"}},
 		{name: "a listed location that does not parse", listed: []string{"hdfs://dr-nn:8020/w/t/old", "w/t/rel"}},
 		{name: "a kept location that does not parse", listed: []string{"hdfs://dr-nn:8020/w/t/old"}, keep: []string{"hdfs://dr-nn/w/t/../x"}},
@@ -159,11 +178,11 @@ func TestPruneRefusesWhatItCannotCompare(t *testing.T) {
 // filesystem holds.
 type noSource struct{ *routerListing }
 
-func (f noSource) List(ctx context.Context, dir string) ([]string, error) {
+func (f noSource) Walk(ctx context.Context, dir string, fn func(loc string, size int64) error) error {
 	if dir == "hdfs://src-nn/w/t" {
-		return nil, fmt.Errorf("location %s: %w", dir, fs.ErrNoStore)
+		return fmt.Errorf("location %s: %w", dir, fs.ErrNoStore)
 	}
-	return f.routerListing.List(ctx, dir)
+	return f.routerListing.Walk(ctx, dir, fn)
 }
 
 // TestPruneKeepsWhatTheSourceHolds: a later INSERT's copy can be on DR
@@ -238,8 +257,8 @@ func TestPruneListsWhatExists(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := map[string]int{"dirs hdfs://dr:9000/w/t": 1, "files hdfs://dr:9000/w/t/ds=1": 1, "files hdfs://dr:9000/w/t/ds=2": 1,
-		"files hdfs://src:8020/w/t/ds=2": 1}
+	want := map[string]int{"dirs hdfs://dr:9000/w/t": 1, "walk hdfs://dr:9000/w/t/ds=1": 1, "walk hdfs://dr:9000/w/t/ds=2": 1,
+		"walk hdfs://src:8020/w/t/ds=2": 1}
 	if got := files.listed(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("listings %v, want %v", got, want)
 	}
@@ -255,7 +274,299 @@ func TestPruneListsWhatExists(t *testing.T) {
 	if err := x.run(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := files.listed(), map[string]int{"files hdfs://dr:9000/w/t/ds=3": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+	if got, want := files.listed(), map[string]int{"walk hdfs://dr:9000/w/t/ds=3": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("listings %v, want %v", got, want)
+	}
+}
+
+// TestPrunable: what a recursive prune may remove, by path below the
+// pruned directory, and the ACID directory a removal may leave empty.
+func TestPrunable(t *testing.T) {
+	staging := ".bucket_00000.hivedr-0123456789abcdef.staging"
+	if !fs.IsStagingName(staging) {
+		t.Fatalf("%q is not a staging name (fs.IsStagingName)", staging)
+	}
+	for _, tt := range []struct {
+		rel      string
+		prunable bool
+		acidDir  string
+	}{
+		{"000000_0", true, ""},
+		{"000000_0_copy_2", true, ""},
+		{"dt=1/000000_0", true, ""},
+		{"HIVE_UNION_SUBDIR_1/000000_0", true, ""},
+		{"HIVE_UNION_SUBDIR_2/delta_0000001_0000001_0000/bucket_00000", true, "HIVE_UNION_SUBDIR_2/delta_0000001_0000001_0000"},
+		{"base_0000003/bucket_00000", true, "base_0000003"},
+		{"base_0000003/_metadata_acid", true, "base_0000003"},
+		{"delta_0000002_0000002_0000/_orc_acid_version", true, "delta_0000002_0000002_0000"},
+		{"delete_delta_0000004_0000004_0000/bucket_00000", true, "delete_delta_0000004_0000004_0000"},
+		{"base_0000003/" + staging, false, "base_0000003"},
+		{staging, false, ""},
+		{".hivedr-compacted.base_0000005_v0000009/bucket_00000", false, ""},
+		{"_tmp.000000_0", false, ""},
+		{"_tmp.dt=1/000000_0", false, ""},
+		{"_SUCCESS", false, ""},
+		{".hive-staging_hive_2024/-ext-10000/000000_0", false, ""},
+		{"dt=1/_metadata_acid", false, ""},
+	} {
+		if got := prunable(tt.rel); got != tt.prunable {
+			t.Errorf("prunable(%q) = %v, want %v", tt.rel, got, tt.prunable)
+		}
+		if got := acidDirOf(tt.rel); got != tt.acidDir {
+			t.Errorf("acidDirOf(%q) = %q, want %q", tt.rel, got, tt.acidDir)
+		}
+	}
+}
+
+// emptiedFiles is memFiles that records the directories asked to go when
+// empty (RemoveEmptyDir).
+type emptiedFiles struct {
+	*memFiles
+	emptied []string
+}
+
+func (e *emptiedFiles) RemoveEmptyDir(_ context.Context, loc string) error {
+	e.emptied = append(e.emptied, loc)
+	return nil
+}
+
+// TestPruneRecursive: a table made again where an earlier one lived. The
+// prune removes, at any depth, what the event does not name and the
+// source does not hold (an old base_N and its metadata, an old union
+// subdirectory), asks the ACID directories it emptied to go, and keeps
+// hidden names (a copy in flight, a compaction's staged directory), a
+// later event's copy and what the source holds now, under a compactor's
+// directory's replica name too.
+func TestPruneRecursive(t *testing.T) {
+	const dir, src = "hdfs://dr:9000/w/t", "hdfs://src:8020/w/t"
+	files := &emptiedFiles{memFiles: newMemFiles()}
+	for _, rel := range []string{
+		"base_0000003/bucket_00000", "base_0000003/_metadata_acid", // the old table's
+		"HIVE_UNION_SUBDIR_1/000000_0",            // the old table's
+		"delta_0000001_0000001_0000/bucket_00000", // the event names it
+		"delta_0000002_0000002_0000/bucket_00000", // a later event's copy
+		"delta_0000002_0000002_0000/.bucket_00001.hivedr-0123456789abcdef.staging",
+		"base_0000004/bucket_00000", // the source's base_0000004_v0000010, copied under its replica name
+		".hivedr-compacted.base_0000009_v0000011/bucket_00000",
+		"_tmp.000000_0",
+	} {
+		files.put(dir + "/" + rel)
+	}
+	files.put(src + "/delta_0000001_0000001_0000/bucket_00000")
+	files.put(src + "/base_0000004_v0000010/bucket_00000")
+	later := dir + "/delta_0000002_0000002_0000/bucket_00000"
+	x := &executor{files: files, writtenAfter: func(target string, e int64) (bool, error) { return target == later && e == 7, nil }}
+	a := PruneFiles{Dir: dir, Keep: []string{dir + "/delta_0000001_0000001_0000/bucket_00000"}, EventID: 7, Source: src}
+	if err := x.prune(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for f := range files.files {
+		if rel, ok := strings.CutPrefix(f, dir+"/"); ok {
+			left = append(left, rel)
+		}
+	}
+	slices.Sort(left)
+	want := []string{".hivedr-compacted.base_0000009_v0000011/bucket_00000", "_tmp.000000_0", "base_0000004/bucket_00000",
+		"delta_0000001_0000001_0000/bucket_00000", "delta_0000002_0000002_0000/.bucket_00001.hivedr-0123456789abcdef.staging",
+		"delta_0000002_0000002_0000/bucket_00000"}
+	if !slices.Equal(left, want) {
+		t.Errorf("left\n  %q\nwant\n  %q", left, want)
+	}
+	if want := []string{dir + "/base_0000003"}; !slices.Equal(files.emptied, want) {
+		t.Errorf("asked to remove the empty directories %q, want %q", files.emptied, want)
+	}
+}
+
+// TestPlanPrunesMadeAndDropped: the planner's choices of PruneFiles for
+// objects made and dropped (prunes.go), in order with their metadata.
+func TestPlanPrunesMadeAndDropped(t *testing.T) {
+	orders, customers := srcOrders, srcCustomers
+	acidT, acidP := srcACID("sales", "ledger"), srcACID("sales", "events", "dt")
+	acidPart := srcPart(acidP, "2024-01-01")
+	prune := func(dir string, keep int) string {
+		return fmt.Sprintf("prune files under %s keeping %d", drPath(dir), keep)
+	}
+	for _, tt := range []struct {
+		name    string
+		ev      *schemas.Event
+		state   Replica
+		outcome Outcome
+		actions []string
+		// source is the source directory each prune names (in order).
+		source []string
+	}{
+		{name: "an external table made: its directory holds the files the event names",
+			ev:    createTable(50, customers, customers.Location+"/000000_0", customers.Location+"/sub/000000_0"),
+			state: drState(drDB("sales", 40)), outcome: Apply,
+			actions: []string{prune(customers.Location, 2), "create table sales.customers", "alter database sales"},
+			source:  []string{customers.Location}},
+		{name: "a transactional table made: its directory starts empty, as the source's",
+			ev: createTable(50, acidT), state: drState(drDB("sales", 40)), outcome: Apply,
+			actions: []string{prune(acidT.Location, 0), "create table sales.ledger", "alter database sales"},
+			source:  []string{acidT.Location}},
+		{name: "a table made over an incarnation DR never saw dropped",
+			ev: createTable(50, customers), state: drState(drDB("sales", 40), drTable(customers, 30)), outcome: Apply,
+			actions: []string{prune(customers.Location, 0), "drop table sales.customers", "create table sales.customers", "alter database sales"},
+			source:  []string{customers.Location}},
+		{name: "partitions added: each directory holds its files",
+			ev:    addParts(50, orders, []schemas.Partition{srcP1, srcP2}, partFile(srcP1, "a"), partFile(srcP1, "b"), partFile(srcP2, "c")),
+			state: drState(drDB("sales", 40), drTable(orders, 20)), outcome: Apply,
+			actions: []string{prune(srcP1.Location, 2), prune(srcP2.Location, 1), "add partitions sales.orders [2024-01-01] [2024-01-02]", "alter database sales"},
+			source:  []string{srcP1.Location, srcP2.Location}},
+		{name: "a partition of a transactional table added",
+			ev: addParts(50, acidP, []schemas.Partition{acidPart}), state: drState(drDB("sales", 40), drTable(acidP, 20)), outcome: Apply,
+			actions: []string{prune(acidPart.Location, 0), "add partitions sales.events [2024-01-01]", "alter database sales"},
+			source:  []string{acidPart.Location}},
+		{name: "a managed table dropped: its directory pruned first",
+			ev: dropTable(50, acidT), state: drState(drDB("sales", 40), drTable(acidT, 20)), outcome: Apply,
+			actions: []string{prune(acidT.Location, 0), "drop table sales.ledger", "alter database sales"},
+			source:  []string{acidT.Location}},
+		{name: "an external table dropped: its files stay, as the source's",
+			ev: dropTable(50, customers), state: drState(drDB("sales", 40), drTable(customers, 20)), outcome: Apply,
+			actions: []string{"drop table sales.customers", "alter database sales"}},
+		{name: "a managed table's drop re-driven after it: nothing left to do",
+			ev: dropTable(50, acidT), state: drState(drDB("sales", 40)), outcome: NoOp,
+			actions: []string{"alter database sales"}},
+		{name: "a managed table's drop when DR holds a newer incarnation: its files stay",
+			ev: dropTable(50, acidT), state: drState(drDB("sales", 40), drTable(acidT, 55)), outcome: NoOp,
+			actions: []string{"alter database sales"}},
+		{name: "managed partitions dropped: those on DR pruned first",
+			ev:    dropParts(50, acidP, acidPart, srcPart(acidP, "2024-01-02")),
+			state: drState(drDB("sales", 40), drTable(acidP, 20), drPart(acidP, acidPart, 30)), outcome: Apply,
+			actions: []string{prune(acidPart.Location, 0), "drop partitions sales.events [[2024-01-01]]", "alter database sales"},
+			source:  []string{acidPart.Location}},
+		{name: "external partitions dropped: their files stay",
+			ev: dropParts(50, orders, srcP1), state: drState(drDB("sales", 40), drTable(orders, 20), drPart(orders, srcP1, 30)), outcome: Apply,
+			actions: []string{"drop partitions sales.orders [[2024-01-01]]", "alter database sales"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := planChecked(t, Input{DB: "sales", Source: "src", Event: tt.ev, Replica: tt.state, Copies: copied(tt.ev), Policy: testPolicy{}})
+			if d.Outcome != tt.outcome {
+				t.Fatalf("%s %s (%s), want %s", d.Outcome, d.Reason, d.Detail, tt.outcome)
+			}
+			if got := actionNames(d.Actions); !slices.Equal(got, tt.actions) {
+				t.Errorf("actions\n  %q\nwant\n  %q", got, tt.actions)
+			}
+			var sources []string
+			for _, a := range d.Actions {
+				if p, ok := a.(PruneFiles); ok {
+					sources = append(sources, p.Source)
+					if p.EventID != tt.ev.EventID {
+						t.Errorf("%s at event %d, want %d", p, p.EventID, tt.ev.EventID)
+					}
+				}
+			}
+			if !slices.Equal(sources, tt.source) {
+				t.Errorf("prunes name the source directories %q, want %q", sources, tt.source)
+			}
+		})
+	}
+}
+
+// TestPruneDelay: with applier.prune_delay, the deltas a base made
+// obsolete stay until the delay has passed (a DR query planned before the
+// base's commit still reads them), then go; the base stays. A directory
+// no longer obsolete when its removal comes due (its table dropped and
+// made again meanwhile, the new table's delta_1 named as the old one's)
+// stays. Without a delay they go at once.
+func TestPruneDelay(t *testing.T) {
+	ctx := context.Background()
+	const dir = "hdfs://dr:9000/w/t"
+	d1, d2, b2 := dir+"/delta_0000001_0000001_0000/bucket_00000", dir+"/delta_0000002_0000002_0000/bucket_00000", dir+"/base_0000002/bucket_00000"
+	type step struct {
+		after  time.Duration // since the prune
+		change func(f *memFiles)
+		want   []string // the files left
+	}
+	for _, tt := range []struct {
+		name  string
+		delay time.Duration
+		steps []step
+	}{
+		{name: "no delay: at once", steps: []step{{0, nil, []string{b2}}}},
+		{name: "removed once the delay has passed", delay: time.Minute, steps: []step{
+			{0, nil, []string{b2, d1, d2}},
+			{59 * time.Second, nil, []string{b2, d1, d2}},
+			{time.Minute, nil, []string{b2}},
+		}},
+		{name: "made again meanwhile: the new delta stays", delay: time.Minute, steps: []step{
+			{0, nil, []string{b2, d1, d2}},
+			{30 * time.Second, func(f *memFiles) {
+				// The drop's prune, then the new table's first write.
+				for _, l := range []string{b2, d1, d2} {
+					f.Remove(ctx, l)
+				}
+				f.put(d1)
+			}, []string{d1}},
+			{time.Minute, nil, []string{d1}},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			files := newMemFiles()
+			for _, l := range []string{d1, d2, b2} {
+				files.put(l)
+			}
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			now := start
+			x := &executor{files: files, delayed: newDelayedRemovals(tt.delay), clock: func() time.Time { return now }}
+			if err := x.run(ctx, PruneObsolete{Dir: dir, Base: 2}); err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range tt.steps {
+				now = start.Add(st.after)
+				if st.change != nil {
+					st.change(files)
+				}
+				if x.delayed != nil {
+					if err := x.removeDue(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var left []string
+				for f := range files.files {
+					left = append(left, f)
+				}
+				slices.Sort(left)
+				if !slices.Equal(left, st.want) {
+					t.Errorf("%s after the prune: files %q, want %q", st.after, left, st.want)
+				}
+			}
+			if x.delayed != nil && x.delayed.pending() != 0 {
+				t.Errorf("%d removals still wait", x.delayed.pending())
+			}
+		})
+	}
+}
+
+// TestDelayedRemovalsQueue: removals come due in the order queued, each
+// after the delay; none without a delay.
+func TestDelayedRemovalsQueue(t *testing.T) {
+	if q := newDelayedRemovals(0); q != nil {
+		t.Fatalf("a zero delay makes a queue %v", q)
+	}
+	q := newDelayedRemovals(time.Minute)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	q.add(t0, "a", "first", []string{"a/1"})
+	q.add(t0.Add(10*time.Second), "b", "second", []string{"b/1"})
+	for _, tt := range []struct {
+		at   time.Duration
+		want []string
+	}{
+		{59 * time.Second, nil},
+		{time.Minute, []string{"first"}},
+		{time.Minute, nil},
+		{2 * time.Minute, []string{"second"}},
+	} {
+		var got []string
+		for _, r := range q.take(t0.Add(tt.at)) {
+			got = append(got, r.what)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("due at +%s: %q, want %q", tt.at, got, tt.want)
+		}
+	}
+	if q.pending() != 0 {
+		t.Errorf("%d still pending", q.pending())
 	}
 }

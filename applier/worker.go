@@ -62,6 +62,9 @@ type worker struct {
 	ms      Metastore
 	closeMS func() error
 	cache   *cache
+	// delayed are the obsolete ACID directories waiting for
+	// applier.prune_delay (prunedelay.go), set by run; nil when it is 0.
+	delayed *delayedRemovals
 }
 
 // newWorker makes the worker of one database's topic; run it with run. Its
@@ -164,6 +167,8 @@ func (w *worker) run() {
 		w.a.m.rpo.WithLabelValues(w.db).Set(w.a.cfg.RPO(w.db).Seconds())
 	}
 	go w.reportLag(ctx)
+	w.delayed = newDelayedRemovals(w.a.cfg.PruneDelay)
+	go w.removeDelayed(ctx)
 	w.log.Info("database worker started", "topic", w.topic)
 	for {
 		it, ok := w.head(w.between)
@@ -610,7 +615,7 @@ func (w *worker) stepHeartbeat(ctx context.Context, hb *schemas.Heartbeat) (Deci
 // its calls (hivedr_applier_dr_call_seconds).
 func (w *worker) executor() *executor {
 	return &executor{ms: w.ms, files: w.a.cfg.Files, writtenAfter: w.a.cfg.Completions.WrittenAfter, cache: w.cache,
-		log: w.log, observe: w.a.observeCall}
+		log: w.log, observe: w.a.observeCall, delayed: w.delayed}
 }
 
 // connect dials the DR metastore if the worker has no connection.

@@ -111,10 +111,11 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		},
 		Policy:               policy,
 		RPO:                  policy.RPO,
-		Files:                router, // lists and removes DR data files (fs.Router.List, Remove)
+		Files:                router, // lists and removes DR data files (fs.Router.Walk, Remove)
 		Completions:          store,
 		Codec:                serde,
 		HaltAfter:            conf.Applier.HaltAfter.Duration,
+		PruneDelay:           conf.Applier.PruneDelay.Duration,
 		LookAhead:            conf.Applier.LookAhead,
 		LookAheadBytes:       conf.Applier.LookAheadBytes,
 		BatchPartitions:      conf.Applier.BatchPartitions,

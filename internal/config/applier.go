@@ -35,6 +35,18 @@ type Applier struct {
 	// be copied (FAILED, SOURCE_GONE) with no later event removing its
 	// object, before it halts. Default 2m.
 	HaltAfter Duration `yaml:"halt_after"`
+	// PruneDelay is how long the DR files of obsolete ACID directories
+	// (the deltas and older bases a base's commit or a compaction made
+	// obsolete) stay before they are removed: a DR query planned before
+	// that event still reads them, and fails with FileNotFound if they go
+	// while it runs. Longer keeps longer queries safe, at the cost of the
+	// space those directories hold meanwhile and of the replica's
+	// listing holding more than the source's for that long (readers
+	// starting later never read them). Files of non-transactional
+	// objects (an INSERT OVERWRITE's old files, a truncate's) go at once
+	// whatever it is: every reader would read them beside the new ones.
+	// Set it to the longest query run on DR. Default 0: at once.
+	PruneDelay Duration `yaml:"prune_delay"`
 	// LookAhead is the most events of one database read ahead of the one
 	// being applied. Default 10000.
 	LookAhead int `yaml:"look_ahead"`
@@ -70,6 +82,13 @@ const (
 	// copyd.session_timeout's default: the shortest session a Kafka broker
 	// accepts by default, so a lost member's work moves within seconds.
 	DefaultSessionTimeout = 6 * time.Second
+)
+
+// DefaultPruneDelay is applier.prune_delay's default, MaxPruneDelay its
+// bound (the delay is held in memory, per database).
+const (
+	DefaultPruneDelay time.Duration = 0
+	MaxPruneDelay                   = 24 * time.Hour
 )
 
 // CheckSessionTimeout checks a session_timeout key's value.
@@ -114,6 +133,9 @@ func (a Applier) Validate() error {
 	}
 	if a.HaltAfter.Duration < time.Second {
 		return fmt.Errorf("applier.halt_after: %s must be at least 1s", a.HaltAfter.Duration)
+	}
+	if a.PruneDelay.Duration < 0 || a.PruneDelay.Duration > MaxPruneDelay {
+		return fmt.Errorf("applier.prune_delay: %s must be between 0s and %s", a.PruneDelay.Duration, MaxPruneDelay)
 	}
 	if a.LookAhead < 1 {
 		return fmt.Errorf("applier.look_ahead: %d must be positive", a.LookAhead)

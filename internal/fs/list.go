@@ -19,8 +19,8 @@ import (
 // not directories, not staging files. dir may be spelled any way that
 // names a configured store (hdfs://nn/d and hdfs://NN:8020/d/ list the
 // same); a missing directory (on S3, a prefix with no objects) holds no
-// files. With Remove, it is the applier's view of the DR data
-// (applier.Files), which compares what it lists in canonical form.
+// files. (The applier's view of the DR data, applier.Files, is Walk and
+// Remove, and compares what it lists in canonical form.)
 func (r *Router) List(ctx context.Context, dir string) ([]string, error) {
 	f, loc, err := r.Split(dir)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 )
 
 // ErrExist marks a rename whose target is already there.
@@ -142,4 +143,61 @@ func (*Local) renameDir(from, to string) error {
 		return localError("rename", from, err)
 	}
 	return nil
+}
+
+// RemoveEmptyDir removes the directory at loc when it is empty; a
+// missing one, or one that holds anything (a file a copy is writing
+// meanwhile), is left as it is and is no error. Stores without
+// directories (S3) have nothing to remove.
+func (r *Router) RemoveEmptyDir(ctx context.Context, loc string) error {
+	f, l, err := r.Split(loc)
+	if err != nil {
+		return err
+	}
+	switch s := f.(type) {
+	case *HDFS:
+		p, err := s.path(l)
+		if err != nil {
+			return err
+		}
+		c, err := s.conn(ctx)
+		if err != nil {
+			return fmt.Errorf("remove directory %s: %w", loc, err)
+		}
+		names, err := c.ReadDir(p)
+		if errors.Is(err, os.ErrNotExist) || err == nil && len(names) > 0 {
+			return nil
+		}
+		if err != nil {
+			return hdfsError("remove directory", loc, err)
+		}
+		// Not recursive: the NameNode refuses a directory that is no
+		// longer empty.
+		if err := c.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) && !isNotEmpty(err) {
+			return hdfsError("remove directory", loc, err)
+		}
+		return nil
+	case *Local:
+		p, err := localPath(l)
+		if err != nil {
+			return err
+		}
+		names, err := os.ReadDir(p)
+		if errors.Is(err, os.ErrNotExist) || err == nil && len(names) > 0 {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("remove directory %s: %w", loc, err)
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) && !isNotEmpty(err) {
+			return fmt.Errorf("remove directory %s: %w", loc, err)
+		}
+	}
+	return nil
+}
+
+// isNotEmpty reports whether err refuses to remove a directory that is
+// not empty.
+func isNotEmpty(err error) bool {
+	return errors.Is(err, syscall.ENOTEMPTY)
 }
