@@ -126,9 +126,10 @@ func (w *worker) stop() { w.cancel() }
 // stopBetween ends the worker at the end of the step it is in (or at
 // once when it waits), and waits for that up to bound; past it, it stops
 // it (stop) and waits for that. It reports whether the worker ended
-// between two steps: then no metastore call of it is in progress or in
-// transit (a call lost in transit was retried to its end, or the step
-// ended in a halt).
+// between two steps: then no metastore call of it is in progress, and
+// none lost in transit is left unretried (a step whose call failed in
+// transit is tried again to its end, its waits not cut short by finish;
+// the bound ends that).
 func (w *worker) stopBetween(bound time.Duration) bool {
 	w.finish()
 	t := time.NewTimer(bound)
