@@ -183,12 +183,15 @@ func (o *soakOps) replayTopic(ctx context.Context) {
 			o.note(fmt.Sprintf("replay of %s from event %d (-coordinate), attempt %d", o.replay, from, try))
 			return
 		}
-		if try == 3 || ctx.Err() != nil {
+		if try == 5 || ctx.Err() != nil {
 			o.problem(fmt.Sprintf("replay of %s from event %d: exit %d, %v, %s%s", o.replay, from, code, err, out, errOut))
 			return
 		}
 		// The applier it coordinates with may have just been killed.
-		o.logf("soak: operator: replay attempt %d: exit %d %s; again", try, code, strings.TrimSpace(errOut))
+		o.logf("soak: operator: replay attempt %d: exit %d %s; again in 10s", try, code, strings.TrimSpace(errOut))
+		if !wait(ctx, time.Now().Add(10*time.Second)) {
+			return
+		}
 	}
 }
 
@@ -227,11 +230,16 @@ func (o *soakOps) failover(ctx context.Context) (int64, bool) {
 				o.fail, d.Reached, d.DRLogHead, time.Since(t0).Round(time.Second), try))
 			return d.DRLogHead, true
 		}
-		if try == 3 || ctx.Err() != nil {
+		if try == 5 || ctx.Err() != nil {
 			o.problem(fmt.Sprintf("planned failover of %s: exit %d, %v, %s%s", o.fail, code, err, out, errOut))
 			return 0, false
 		}
-		o.logf("soak: operator: failover attempt %d: exit %d %s; again", try, code, strings.TrimSpace(errOut))
+		// A planned failover changes nothing when it fails: an operator
+		// tries again once the system it could not reach is back.
+		o.logf("soak: operator: failover attempt %d: exit %d %s; again in 20s", try, code, strings.TrimSpace(errOut))
+		if !wait(ctx, time.Now().Add(20*time.Second)) {
+			return 0, false
+		}
 	}
 }
 
@@ -249,14 +257,28 @@ func (o *soakOps) failback(ctx context.Context, head int64) {
 		o.problem(fmt.Sprintf("failback of %s: the reverse configuration: %v", o.fail, err))
 		return
 	}
-	out, errOut, code, err := o.tool(ctx, 3*time.Minute, "failback", "-config", o.conf, "-reverse-config", o.rev.conf, "-db", o.fail, "-json")
 	var back failover.BackReport
-	if err == nil && code == 0 {
-		err = json.Unmarshal([]byte(out), &back)
-	}
-	if err != nil || code != 0 {
-		o.problem(fmt.Sprintf("failback of %s: exit %d, %v, %s%s", o.fail, code, err, out, errOut))
-		return
+	args := []string{"failback", "-config", o.conf, "-reverse-config", o.rev.conf, "-db", o.fail, "-json"}
+	for try := 1; ; try++ {
+		out, errOut, code, err := o.tool(ctx, 3*time.Minute, args...)
+		if err == nil && code == 0 {
+			err = json.Unmarshal([]byte(out), &back)
+		}
+		if err == nil && code == 0 {
+			break
+		}
+		if try == 5 || ctx.Err() != nil {
+			o.problem(fmt.Sprintf("failback of %s: exit %d, %v, %s%s", o.fail, code, err, out, errOut))
+			return
+		}
+		if strings.Contains(errOut, "a failback runs once") {
+			// An attempt that failed after marking the database.
+			args = append(args, "-again")
+		}
+		o.logf("soak: operator: failback attempt %d: exit %d %s; again in 20s", try, code, strings.TrimSpace(errOut))
+		if !wait(ctx, time.Now().Add(20*time.Second)) {
+			return
+		}
 	}
 	for _, role := range [][]string{
 		{"tail", "-config", o.rev.conf, "-metrics-addr", o.revMetrics},
