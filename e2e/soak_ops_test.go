@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +94,35 @@ func (o *soakOps) tool(ctx context.Context, d time.Duration, args ...string) (st
 	return out.String(), errOut.String(), 0, nil
 }
 
+// attempt runs hivedr with args (run's time-out d) up to 5 times, as an
+// operator tries again once the system a command could not reach is
+// back (each of these commands changes nothing when it fails, or is
+// safe to repeat), pausing between tries; ok reports whether a run
+// exited 0 with output decode accepts. again, when not nil, may change
+// the arguments after a failed try.
+func (o *soakOps) attempt(ctx context.Context, d time.Duration, decode func(out string) error, again func(errOut string, args []string) []string, args ...string) (tries int, ok bool) {
+	for try := 1; ; try++ {
+		out, errOut, code, err := o.tool(ctx, d, args...)
+		if err == nil && code == 0 {
+			err = decode(out)
+		}
+		if err == nil && code == 0 {
+			return try, true
+		}
+		if try == 5 || ctx.Err() != nil {
+			o.problem(fmt.Sprintf("hivedr %s: exit %d, %v, %s%s", strings.Join(args, " "), code, err, out, errOut))
+			return try, false
+		}
+		o.logf("soak: operator: hivedr %s, attempt %d: exit %d, %v %s; again in 20s", args[0], try, code, err, strings.TrimSpace(errOut))
+		if again != nil {
+			args = again(errOut, args)
+		}
+		if !wait(ctx, time.Now().Add(20*time.Second)) {
+			return try, false
+		}
+	}
+}
+
 // wait sleeps until at (pacing the schedule) or ctx ends.
 func wait(ctx context.Context, at time.Time) bool {
 	select {
@@ -126,16 +156,20 @@ func (o *soakOps) run(ctx context.Context, began, end time.Time) {
 
 func (o *soakOps) bootstrap(ctx context.Context) {
 	prev := o.drParam(ctx, o.boot, drparam.BootstrapDone)
-	out, errOut, code, err := o.tool(ctx, 2*time.Minute, "bootstrap", "-config", o.conf, "-no-wait", "-json", "-db", o.boot)
 	var res struct {
 		RequestID string `json:"request_id"`
 		Outcome   string `json:"outcome"`
 	}
-	if err == nil && code == 0 {
-		err = json.Unmarshal([]byte(out), &res)
+	decode := func(out string) error {
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			return err
+		}
+		if res.Outcome != "written" {
+			return fmt.Errorf("outcome %q, want written", res.Outcome)
+		}
+		return nil
 	}
-	if err != nil || code != 0 || res.Outcome != "written" {
-		o.problem(fmt.Sprintf("bootstrap -no-wait of %s: exit %d, %v, %s%s", o.boot, code, err, out, errOut))
+	if _, ok := o.attempt(ctx, 2*time.Minute, decode, nil, "bootstrap", "-config", o.conf, "-no-wait", "-json", "-db", o.boot); !ok {
 		return
 	}
 	t0 := time.Now()
@@ -177,21 +211,9 @@ func (o *soakOps) replayTopic(ctx context.Context) {
 		o.problem("replay: no workload step on " + o.replay + " yet")
 		return
 	}
-	for try := 1; ; try++ {
-		out, errOut, code, err := o.tool(ctx, 2*time.Minute, "replay", "-config", o.conf, "-db", o.replay, "-from-event", fmt.Sprint(from), "-coordinate", "-timeout", "90s")
-		if err == nil && code == 0 {
-			o.note(fmt.Sprintf("replay of %s from event %d (-coordinate), attempt %d", o.replay, from, try))
-			return
-		}
-		if try == 5 || ctx.Err() != nil {
-			o.problem(fmt.Sprintf("replay of %s from event %d: exit %d, %v, %s%s", o.replay, from, code, err, out, errOut))
-			return
-		}
-		// The applier it coordinates with may have just been killed.
-		o.logf("soak: operator: replay attempt %d: exit %d %s; again in 10s", try, code, strings.TrimSpace(errOut))
-		if !wait(ctx, time.Now().Add(10*time.Second)) {
-			return
-		}
+	none := func(string) error { return nil }
+	if try, ok := o.attempt(ctx, 2*time.Minute, none, nil, "replay", "-config", o.conf, "-db", o.replay, "-from-event", fmt.Sprint(from), "-coordinate", "-timeout", "90s"); ok {
+		o.note(fmt.Sprintf("replay of %s from event %d (-coordinate), attempt %d", o.replay, from, try))
 	}
 }
 
@@ -215,32 +237,27 @@ func (o *soakOps) failover(ctx context.Context) (int64, bool) {
 		}
 	}
 	t0 := time.Now()
-	for try := 1; ; try++ {
-		out, errOut, code, err := o.tool(ctx, 5*time.Minute, "failover", "-config", o.conf, "-json", "-db", o.fail, "-timeout", "4m")
-		var rep failover.Report
-		if err == nil && code == 0 {
-			err = json.Unmarshal([]byte(out), &rep)
+	var rep failover.Report
+	decode := func(out string) error {
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			return err
 		}
-		if err == nil && code == 0 && len(rep.Databases) == 1 {
-			o.mu.Lock()
-			o.failedOver = true
-			o.mu.Unlock()
-			d := rep.Databases[0]
-			o.note(fmt.Sprintf("planned failover of %s at source event %d (DR log head %d) in %s, attempt %d",
-				o.fail, d.Reached, d.DRLogHead, time.Since(t0).Round(time.Second), try))
-			return d.DRLogHead, true
+		if len(rep.Databases) != 1 {
+			return fmt.Errorf("a report of %d databases, want 1", len(rep.Databases))
 		}
-		if try == 5 || ctx.Err() != nil {
-			o.problem(fmt.Sprintf("planned failover of %s: exit %d, %v, %s%s", o.fail, code, err, out, errOut))
-			return 0, false
-		}
-		// A planned failover changes nothing when it fails: an operator
-		// tries again once the system it could not reach is back.
-		o.logf("soak: operator: failover attempt %d: exit %d %s; again in 20s", try, code, strings.TrimSpace(errOut))
-		if !wait(ctx, time.Now().Add(20*time.Second)) {
-			return 0, false
-		}
+		return nil
 	}
+	try, ok := o.attempt(ctx, 5*time.Minute, decode, nil, "failover", "-config", o.conf, "-json", "-db", o.fail, "-timeout", "4m")
+	if !ok {
+		return 0, false
+	}
+	o.mu.Lock()
+	o.failedOver = true
+	o.mu.Unlock()
+	d := rep.Databases[0]
+	o.note(fmt.Sprintf("planned failover of %s at source event %d (DR log head %d) in %s, attempt %d",
+		o.fail, d.Reached, d.DRLogHead, time.Since(t0).Round(time.Second), try))
+	return d.DRLogHead, true
 }
 
 // failback points the reverse pipeline at the DR log head, runs
@@ -258,27 +275,17 @@ func (o *soakOps) failback(ctx context.Context, head int64) {
 		return
 	}
 	var back failover.BackReport
-	args := []string{"failback", "-config", o.conf, "-reverse-config", o.rev.conf, "-db", o.fail, "-json"}
-	for try := 1; ; try++ {
-		out, errOut, code, err := o.tool(ctx, 3*time.Minute, args...)
-		if err == nil && code == 0 {
-			err = json.Unmarshal([]byte(out), &back)
+	decode := func(out string) error { return json.Unmarshal([]byte(out), &back) }
+	// An attempt that failed after marking the database is repeated with
+	// -again.
+	again := func(errOut string, args []string) []string {
+		if strings.Contains(errOut, "a failback runs once") && !slices.Contains(args, "-again") {
+			return append(args, "-again")
 		}
-		if err == nil && code == 0 {
-			break
-		}
-		if try == 5 || ctx.Err() != nil {
-			o.problem(fmt.Sprintf("failback of %s: exit %d, %v, %s%s", o.fail, code, err, out, errOut))
-			return
-		}
-		if strings.Contains(errOut, "a failback runs once") {
-			// An attempt that failed after marking the database.
-			args = append(args, "-again")
-		}
-		o.logf("soak: operator: failback attempt %d: exit %d %s; again in 20s", try, code, strings.TrimSpace(errOut))
-		if !wait(ctx, time.Now().Add(20*time.Second)) {
-			return
-		}
+		return args
+	}
+	if _, ok := o.attempt(ctx, 3*time.Minute, decode, again, "failback", "-config", o.conf, "-reverse-config", o.rev.conf, "-db", o.fail, "-json"); !ok {
+		return
 	}
 	for _, role := range [][]string{
 		{"tail", "-config", o.rev.conf, "-metrics-addr", o.revMetrics},
