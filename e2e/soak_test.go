@@ -239,7 +239,7 @@ func TestSoak(t *testing.T) {
 	var srcLock sync.RWMutex
 	var stopWork atomic.Bool
 	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
-	work := newSoakWork(dbs, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())))
+	work := newSoakWork(dbs, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), hdfsPath(env.Get(t, "HIVEDR_HMS_SRC_CMROOT")), env.HDFS(t, testenv.Source))
 	// redialSource gives the workload a new source metastore connection
 	// (srcLock held for writing); the metastore may be starting still.
 	redialSource := func() {
@@ -608,7 +608,7 @@ func TestSoak(t *testing.T) {
 		fmt.Fprintf(&b, "    - %s\n", pr)
 	}
 	t.Log(b.String())
-	if len(wrong) > 0 {
+	if len(problems) > 0 {
 		_ = os.WriteFile(filepath.Join(logDir, "history.txt"), []byte(strings.Join(model.history(int(steps.Load())+1, int(steps.Load())+1), "\n")+"\n"), 0o644)
 		t.Logf("the workload's whole history: %s", filepath.Join(logDir, "history.txt"))
 	}

@@ -4,13 +4,20 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/colinmarc/hdfs/v2"
+
 	wl "github.com/hivedr/hivedr/e2e/workload"
+	"github.com/hivedr/hivedr/internal/acid"
+	"github.com/hivedr/hivedr/internal/location"
 )
 
 // soakWork is the soak's workload: random steps over its databases, each
@@ -28,6 +35,11 @@ type soakWork struct {
 	// open is each database's transaction left open by a step, with the
 	// tables it wrote.
 	open map[string]*soakOpenTxn
+
+	// cm is the source's change-management root (a path), where the
+	// compaction cleaner recycles what it removes; hdfs the source HDFS.
+	cm   string
+	hdfs *hdfs.Client
 
 	mu      sync.Mutex      // held by a step; retire takes it
 	retired map[string]bool // databases the workload no longer changes
@@ -48,8 +60,8 @@ type soakOpenTxn struct {
 	steps  int // steps of its database since it opened
 }
 
-func newSoakWork(dbs []string, rng *rand.Rand) *soakWork {
-	return &soakWork{rng: rng, dbs: dbs, tbl: map[string][]*soakTable{}, open: map[string]*soakOpenTxn{}, retired: map[string]bool{}}
+func newSoakWork(dbs []string, rng *rand.Rand, cm string, c *hdfs.Client) *soakWork {
+	return &soakWork{rng: rng, dbs: dbs, cm: cm, hdfs: c, tbl: map[string][]*soakTable{}, open: map[string]*soakOpenTxn{}, retired: map[string]bool{}}
 }
 
 // pick chooses the database of the next step ("" when all are retired):
@@ -257,6 +269,9 @@ func (k *soakWork) acidStep(ctx context.Context, s *wl.Source, db string, acids 
 			}
 			return soakStepResult{}, true, err
 		}
+		if err := k.recycle(ctx, s, cp); err != nil {
+			return soakStepResult{}, true, err
+		}
 		if err := s.CleanCompacted(ctx, cp); err != nil {
 			return soakStepResult{}, true, err
 		}
@@ -315,4 +330,56 @@ func (k *soakWork) endOpen(ctx context.Context, db string, commit bool) (soakSte
 		return did(what+"aborted by the metastore: "+err.Error(), o.tables...), nil
 	}
 	return did(what+"committed", o.tables...), err
+}
+
+// recycle moves the files compaction c made obsolete into the
+// change-management root as <name>_<checksum>, as Hive's cleaner does
+// with what it removes when change management is on and the database is
+// a source of replication: a commit whose files a compaction cleaned
+// before DR copied them is copied from there.
+func (k *soakWork) recycle(ctx context.Context, s *wl.Source, c *wl.Compaction) error {
+	by, ok := acid.ParseDir(c.Dir)
+	sums, can := s.FS.(interface {
+		FileChecksum(ctx context.Context, loc string) (string, bool, error)
+	})
+	if !ok || !can {
+		return fmt.Errorf("recycle after compaction %d: %s is not an ACID directory, or the store gives no checksum", c.ID, c.Dir)
+	}
+	var move []string
+	err := s.FS.Walk(ctx, c.Location, func(loc string, _ int64) error {
+		rel, ok := location.Below(c.Location, loc)
+		top, _, nested := strings.Cut(rel, "/")
+		if ok && nested && top != c.Dir && acid.ObsoleteAfter(top, by) {
+			move = append(move, loc)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("recycle after compaction %d: %w", c.ID, err)
+	}
+	if len(move) > 0 {
+		if err := k.hdfs.MkdirAll(k.cm, 0o777); err != nil {
+			return fmt.Errorf("recycle after compaction %d: %w", c.ID, err)
+		}
+	}
+	for _, loc := range move {
+		sum, _, err := sums.FileChecksum(ctx, loc)
+		if err != nil {
+			return fmt.Errorf("recycle %s: %w", loc, err)
+		}
+		p := hdfsPath(loc)
+		if err := k.hdfs.Rename(p, path.Join(k.cm, path.Base(p)+"_"+sum)); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("recycle %s: %w", loc, err)
+		}
+	}
+	return nil
+}
+
+// hdfsPath is the path of an hdfs:// location.
+func hdfsPath(loc string) string {
+	_, rest, _ := strings.Cut(loc, "://")
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return rest[i:]
+	}
+	return "/"
 }
