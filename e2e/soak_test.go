@@ -44,6 +44,9 @@ const (
 	// soakStall is how long the soak waits for any progress before it
 	// calls the pipeline stuck.
 	soakStall = 5 * time.Minute
+	// soakOpsGrace bounds how long the soak waits after the chaos for the
+	// operator's action under way.
+	soakOpsGrace = 6 * time.Minute
 	// restartEvery: one fault in this many restarts a service instead of
 	// killing a role.
 	restartEvery = 9
@@ -393,9 +396,11 @@ func TestSoak(t *testing.T) {
 		t.Logf("soak: restarted %s (%s) in %s", svc.name, how, time.Since(t0).Round(100*time.Millisecond))
 	}
 	end := began.Add(dur)
+	opsCtx, stopOps := context.WithCancel(ctx)
+	defer stopOps()
 	go func() {
 		defer close(opsDone)
-		ops.run(checkCtx, began, end)
+		ops.run(opsCtx, began, end)
 	}()
 	faults, restartsDone := 0, 0
 	for time.Now().Before(end) {
@@ -436,13 +441,16 @@ func TestSoak(t *testing.T) {
 		t.Fatalf("soak: the workload stopped: %v", err)
 	}
 	// The operator's last action may still run (a failover waits for the
-	// pipeline); the roles are watched meanwhile.
-	for waiting := true; waiting; {
+	// pipeline): it gets soakOpsGrace, the roles watched meanwhile.
+	for grace, waiting := time.Now().Add(soakOpsGrace), true; waiting; {
 		select {
 		case <-opsDone:
 			waiting = false
 		case <-time.After(time.Second): // polls the roles
 			watch()
+			if time.Now().After(grace) {
+				stopOps() // its command is killed and counted as failed
+			}
 		}
 	}
 	opsDoneList, opsProblems, failedOver, failedBack := ops.state()
