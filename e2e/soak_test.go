@@ -456,7 +456,10 @@ func TestSoak(t *testing.T) {
 	opsDoneList, opsProblems, failedOver, failedBack := ops.state()
 	fwd := dbs
 	if failedOver {
+		// The forward pipeline no longer replicates it: the failback
+		// marks the old primary, which the forward applier refuses.
 		fwd = slices.DeleteFunc(slices.Clone(dbs), func(db string) bool { return db == ops.fail })
+		p.dbs = fwd
 	}
 	chaosEnd := time.Now()
 	t.Logf("soak: chaos over after %s: %d faults, %d workload steps; waiting for DR to converge", chaosEnd.Sub(began).Round(time.Second), faults, steps.Load())
