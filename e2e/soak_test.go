@@ -106,7 +106,11 @@ func (r *soakRole) restart() {
 // restarts it at once, and every restartEvery-th time restarts a service
 // of the stack instead (SIGKILL or SIGTERM, at random). Random choices
 // come from the logged seed (HIVEDR_TEST_SEED replays them; the timing of
-// the processes does not replay). At the end the DR metastore and files
+// the processes does not replay). The workload also writes transactional
+// tables (soakWork), an operator bootstraps, replays, fails over and
+// fails back databases meanwhile (soakOps), and a checker samples DR
+// against the workload's model of the source (soakChecker): every state
+// DR shows at repl.last.id N must be the source's after N. At the end the DR metastore and files
 // must equal the source's, every event must be once on its topic, every
 // copy task must have one completion, no staging file may be left on DR,
 // no database halted, and no daemon may have exited on its own. It prints
