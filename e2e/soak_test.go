@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,9 @@ const (
 	// soakStall is how long the soak waits for any progress before it
 	// calls the pipeline stuck.
 	soakStall = 5 * time.Minute
+	// soakOpsGrace bounds how long the soak waits after the chaos for the
+	// operator's action under way.
+	soakOpsGrace = 6 * time.Minute
 	// restartEvery: one fault in this many restarts a service instead of
 	// killing a role.
 	restartEvery = 9
@@ -102,7 +106,11 @@ func (r *soakRole) restart() {
 // restarts it at once, and every restartEvery-th time restarts a service
 // of the stack instead (SIGKILL or SIGTERM, at random). Random choices
 // come from the logged seed (HIVEDR_TEST_SEED replays them; the timing of
-// the processes does not replay). At the end the DR metastore and files
+// the processes does not replay). The workload also writes transactional
+// tables (soakWork), an operator bootstraps, replays, fails over and
+// fails back databases meanwhile (soakOps), and a checker samples DR
+// against the workload's model of the source (soakChecker): every state
+// DR shows at repl.last.id N must be the source's after N. At the end the DR metastore and files
 // must equal the source's, every event must be once on its topic, every
 // copy task must have one completion, no staging file may be left on DR,
 // no database halted, and no daemon may have exited on its own. It prints
@@ -126,6 +134,10 @@ func TestSoak(t *testing.T) {
 	if offset == "" || offset == "0" {
 		t.Fatalf("the stack in %s has port offset %q: the soak restarts services and needs a stack of its own (make soak starts one)", stackDir, offset)
 	}
+	if os.Getenv(seedEnv) == "" {
+		t.Setenv(seedEnv, fmt.Sprint(uint64(time.Now().UnixNano())))
+	}
+	seed := os.Getenv(seedEnv)
 	rng := testRand(t)
 	began := time.Now()
 	ctx := ctxFor(t, dur+40*time.Minute)
@@ -234,7 +246,7 @@ func TestSoak(t *testing.T) {
 	var srcLock sync.RWMutex
 	var stopWork atomic.Bool
 	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
-	work := newSoakWork(dbs, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())))
+	work := newSoakWork(dbs, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), hdfsPath(env.Get(t, "HIVEDR_HMS_SRC_CMROOT")), env.HDFS(t, testenv.Source))
 	// redialSource gives the workload a new source metastore connection
 	// (srcLock held for writing); the metastore may be starting still.
 	redialSource := func() {
@@ -249,11 +261,43 @@ func TestSoak(t *testing.T) {
 	}
 	workDone := make(chan error, 1)
 	var steps atomic.Int64
+	model := newSoakModel()
+	// record runs one workload step on db (srcLock held for reading) and
+	// records it in the model: the events it made and the state of the
+	// tables it touched afterwards.
+	record := func(db string, fn func() (soakStepResult, error)) error {
+		head, err := w.HMS.GetCurrentNotificationEventId(ctx)
+		if err != nil {
+			return fmt.Errorf("the source log's head before a step: %w", err)
+		}
+		st := model.begin(db, "", head.EventId)
+		res, err := fn()
+		if err != nil {
+			return fmt.Errorf("workload step %d on %s (%s): %w", st.n, db, res.what, err)
+		}
+		after, err := w.HMS.GetCurrentNotificationEventId(ctx)
+		if err != nil {
+			return fmt.Errorf("the source log's head after step %d: %w", st.n, err)
+		}
+		last, err := stepLast(ctx, w.HMS, db, head.EventId, after.EventId)
+		if err != nil {
+			return fmt.Errorf("the events of step %d: %w", st.n, err)
+		}
+		touched := append([]string{}, res.touched...)
+		state, err := captureSoakTables(ctx, w.HMS, w.FS, db, touched)
+		if err != nil {
+			return fmt.Errorf("the source state after step %d: %w", st.n, err)
+		}
+		model.finish(st, res.what, last, after.EventId, state, touched)
+		steps.Add(1)
+		return nil
+	}
 	go func() {
 		workDone <- func() error {
 			for _, db := range dbs {
-				if err := w.CreateDatabase(ctx, db); err != nil {
-					return fmt.Errorf("create database %s: %w", db, err)
+				err := record(db, func() (soakStepResult, error) { return did("create database"), w.CreateDatabase(ctx, db) })
+				if err != nil {
+					return err
 				}
 			}
 			for !stopWork.Load() {
@@ -279,16 +323,44 @@ func TestSoak(t *testing.T) {
 					}
 				}
 				srcLock.RLock()
-				name, err := work.step(ctx, w)
+				work.mu.Lock()
+				var err error
+				if db := work.pick(); db != "" {
+					err = record(db, func() (soakStepResult, error) { return work.step(ctx, w, db) })
+				}
+				work.mu.Unlock()
 				srcLock.RUnlock()
 				if err != nil {
-					return fmt.Errorf("workload step %d (%s): %w", steps.Load()+1, name, err)
+					return err
 				}
-				steps.Add(1)
 			}
 			return nil
 		}()
 	}()
+
+	// The checker samples DR while the chaos runs and DR converges;
+	// the operator acts on three databases.
+	drAddr := env.Get(t, "HIVEDR_HMS_DR")
+	_, checkFS := pipelineFS(t, env)
+	checker := &soakChecker{dr: env.HMS(t, testenv.DR), drAddr: drAddr, drFS: checkFS, model: model, rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), skip: map[string]bool{}, seen: map[string]int{}}
+	checkCtx, stopCheck := context.WithCancel(ctx)
+	checkDone := make(chan struct{})
+	var checkErrs atomic.Int64
+	go func() {
+		defer close(checkDone)
+		checker.run(checkCtx, dbs, func(error) { checkErrs.Add(1) })
+	}()
+	rev := reverseOf(t, p, p.start, dbs[3])
+	revLog, err := os.Create(filepath.Join(logDir, "reverse.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { revLog.Close() })
+	ops := &soakOps{bin: hivedrBin(t), conf: conf1, dr: env.HMS(t, testenv.DR), drAddr: drAddr, model: model, work: work, checker: checker, logf: t.Logf,
+		boot: dbs[0], replay: dbs[1], fail: dbs[3], rev: rev, revStart: fmt.Sprintf("start_event_id: \"%d\"", p.start),
+		revLog: revLog, revMetrics: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	t.Cleanup(ops.stop)
+	opsDone := make(chan struct{})
 
 	// The chaos driver.
 	services := append(soakServices[:0:0], soakServices...)
@@ -328,6 +400,12 @@ func TestSoak(t *testing.T) {
 		t.Logf("soak: restarted %s (%s) in %s", svc.name, how, time.Since(t0).Round(100*time.Millisecond))
 	}
 	end := began.Add(dur)
+	opsCtx, stopOps := context.WithCancel(ctx)
+	defer stopOps()
+	go func() {
+		defer close(opsDone)
+		ops.run(opsCtx, began, end)
+	}()
 	faults, restartsDone := 0, 0
 	for time.Now().Before(end) {
 		select {
@@ -366,20 +444,45 @@ func TestSoak(t *testing.T) {
 	if err := <-workDone; err != nil {
 		t.Fatalf("soak: the workload stopped: %v", err)
 	}
+	// The operator's last action may still run (a failover waits for the
+	// pipeline): it gets soakOpsGrace, the roles watched meanwhile.
+	for grace, waiting := time.Now().Add(soakOpsGrace), true; waiting; {
+		select {
+		case <-opsDone:
+			waiting = false
+		case <-time.After(time.Second): // polls the roles
+			watch()
+			if time.Now().After(grace) {
+				stopOps() // its command is killed and counted as failed
+			}
+		}
+	}
+	opsDoneList, opsProblems, failedOver, failedBack := ops.state()
+	fwd := dbs
+	if failedOver {
+		// The forward pipeline no longer replicates it: the failback
+		// marks the old primary, which the forward applier refuses.
+		fwd = slices.DeleteFunc(slices.Clone(dbs), func(db string) bool { return db == ops.fail })
+		p.dbs = fwd
+	}
 	chaosEnd := time.Now()
 	t.Logf("soak: chaos over after %s: %d faults, %d workload steps; waiting for DR to converge", chaosEnd.Sub(began).Round(time.Second), faults, steps.Load())
 
 	// Convergence, with every role watched (and restarted if it exits).
 	srcCheck, drCheck := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
 	var (
-		diffs     []wl.Diff
+		diffs     []string
 		problems  []string
 		converged time.Duration
 	)
 	for deadline := time.Now().Add(soakConverge); ; {
 		watch()
-		diffs, err = wl.Compare(ctx, srcCheck, drCheck, srcFS, drFS, dbs, p.mapLocation)
-		if err == nil && len(diffs) == 0 && p.caughtUp(ctx) {
+		diffs, err = soakDiffs(ctx, srcCheck, drCheck, srcFS, drFS, fwd, p.mapLocation)
+		if failedBack && err == nil && len(diffs) == 0 {
+			// The failed-back database: DR is its source now.
+			diffs, err = soakDiffs(ctx, drCheck, srcCheck, drFS, srcFS, []string{ops.fail}, rev.mapLocation)
+		}
+		if err == nil && len(diffs) == 0 && p.caughtUp(ctx) && (!failedBack || rev.caughtUp(ctx)) {
 			converged = time.Since(chaosEnd)
 			break
 		}
@@ -393,7 +496,7 @@ func TestSoak(t *testing.T) {
 					problems = append(problems, fmt.Sprintf("... and %d more differences", len(diffs)-i))
 					break
 				}
-				problems = append(problems, "difference: "+d.String())
+				problems = append(problems, "difference: "+d)
 			}
 			converged = -1
 			break
@@ -410,7 +513,10 @@ func TestSoak(t *testing.T) {
 	for _, db := range dbs {
 		seen := map[int64]int{}
 		for _, ev := range events(readTopic(t, env, s, topics.Events(db))) {
-			seen[ev.EventID]++
+			// A bootstrap's records share its cut's ID.
+			if !strings.HasPrefix(string(ev.EventType), "HIVEDR_SNAPSHOT_") {
+				seen[ev.EventID]++
+			}
 		}
 		for id, n := range seen {
 			if n != 1 {
@@ -456,12 +562,22 @@ func TestSoak(t *testing.T) {
 			problems = append(problems, fmt.Sprintf("DR database %s: %v", db, err))
 			continue
 		}
-		if h := d.Parameters[drparam.Halted]; h != "" {
+		if h := d.Parameters[drparam.Halted]; h != "" && !(failedOver && db == ops.fail && drparam.HaltReason(h) == "failed_over") {
 			problems = append(problems, fmt.Sprintf("DR database %s halted: %s", db, h))
 		}
 		for _, f := range stagingLeftovers(t, drHDFS, d.LocationUri) {
 			problems = append(problems, "staging file left on DR: "+f)
 		}
+	}
+	stopCheck()
+	<-checkDone
+	sampled, judged, early, wrongSamples, wrong := checker.counts()
+	for _, w := range wrong {
+		problems = append(problems, w)
+	}
+	problems = append(problems, opsProblems...)
+	for _, e := range ops.reverseExits() {
+		problems = append(problems, "the reverse pipeline's "+e)
 	}
 	var exits []string
 	for _, r := range roles {
@@ -487,7 +603,7 @@ func TestSoak(t *testing.T) {
 		byService = append(byService, fmt.Sprintf("%s %d", svc.name, restarts[svc.name]))
 	}
 	live := w.LiveFiles()
-	fmt.Fprintf(&b, "soak summary (seed in the log above; HIVEDR_TEST_SEED replays the choices)\n")
+	fmt.Fprintf(&b, "soak summary (seed %s; HIVEDR_TEST_SEED=%s replays the choices)\n", seed, seed)
 	conv := fmt.Sprintf("DR converged %s later", converged.Round(time.Second))
 	if converged < 0 {
 		conv = "DR did not converge"
@@ -499,11 +615,18 @@ func TestSoak(t *testing.T) {
 	fmt.Fprintf(&b, "  self-exits  %s\n", orNone(exits))
 	fmt.Fprintf(&b, "  events      %d on the database topics\n", nEvents)
 	fmt.Fprintf(&b, "  copy tasks  %d, completions %d (%d COPIED, %d FAILED)\n", len(tasks), len(completions), copied, failed)
+	fmt.Fprintf(&b, "  operator    %d actions: %s\n", len(opsDoneList), orNone(opsDoneList))
+	fmt.Fprintf(&b, "  checker     %d DR states sampled (repl.last.id unmoved while read), %d judged against the model (at a step boundary), %d wrong (%d distinct); %d samples failed to read; %d external-table files seen copied ahead of their event\n",
+		sampled, judged, wrongSamples, len(wrong), checkErrs.Load(), early)
 	fmt.Fprintf(&b, "  outcome     %s\n", outcome)
 	for _, pr := range problems {
 		fmt.Fprintf(&b, "    - %s\n", pr)
 	}
 	t.Log(b.String())
+	if len(problems) > 0 {
+		_ = os.WriteFile(filepath.Join(logDir, "history.txt"), []byte(strings.Join(model.history(int(steps.Load())+1, int(steps.Load())+1), "\n")+"\n"), 0o644)
+		t.Logf("the workload's whole history: %s", filepath.Join(logDir, "history.txt"))
+	}
 	_ = os.WriteFile(filepath.Join(logDir, "summary.txt"), []byte(b.String()), 0o644)
 	if len(problems) > 0 {
 		t.Fail()
@@ -610,106 +733,4 @@ func stagingLeftovers(t *testing.T, c *hdfs.Client, loc string) []string {
 		t.Fatalf("walk %s on DR: %v", p, err)
 	}
 	return out
-}
-
-// soakWork is the soak's workload: random steps over its databases, each
-// a few metastore calls with data files, tracking what each database
-// holds so that every step is valid.
-type soakWork struct {
-	rng *rand.Rand
-	dbs []string
-	n   int
-	tbl map[string][]*soakTable // by database
-}
-
-type soakTable struct {
-	name  string
-	parts [][]string // nil: unpartitioned
-	cols  int
-	keys  bool
-}
-
-func newSoakWork(dbs []string, rng *rand.Rand) *soakWork {
-	return &soakWork{rng: rng, dbs: dbs, tbl: map[string][]*soakTable{}}
-}
-
-// step runs one random step and names it.
-func (k *soakWork) step(ctx context.Context, s *wl.Source) (string, error) {
-	db := k.dbs[k.rng.IntN(len(k.dbs))]
-	ts := k.tbl[db]
-	k.n++
-	pick := func() *soakTable { return ts[k.rng.IntN(len(ts))] }
-	rows := 5 + k.rng.IntN(40)
-	switch c := k.rng.IntN(100); {
-	case len(ts) < 2 || (c < 8 && len(ts) < 6):
-		t := &soakTable{name: fmt.Sprintf("t%d", k.n), keys: k.rng.IntN(3) > 0}
-		spec := wl.TableSpec{Columns: []string{"id bigint", "v string"}}
-		if t.keys {
-			spec.PartitionKeys = []string{"dt"}
-		}
-		k.tbl[db] = append(ts, t)
-		return "create table " + db + "." + t.name, s.CreateTable(ctx, db, t.name, spec)
-	case c < 35:
-		t := pick()
-		if !t.keys {
-			_, err := s.Insert(ctx, db, t.name, nil, rows)
-			return "insert into " + db + "." + t.name, err
-		}
-		var vals [][]string
-		for range 1 + k.rng.IntN(4) {
-			k.n++
-			vals = append(vals, []string{fmt.Sprintf("d%05d", k.n)})
-		}
-		t.parts = append(t.parts, vals...)
-		_, err := s.AddPartitions(ctx, db, t.name, vals, rows)
-		return fmt.Sprintf("add %d partitions to %s.%s", len(vals), db, t.name), err
-	case c < 60:
-		t := pick()
-		var vals []string
-		if t.keys {
-			if len(t.parts) == 0 {
-				return "nothing (no partition to insert into)", nil
-			}
-			vals = t.parts[k.rng.IntN(len(t.parts))]
-		}
-		_, err := s.Insert(ctx, db, t.name, vals, rows)
-		return "insert into " + db + "." + t.name, err
-	case c < 72:
-		t := pick()
-		var vals []string
-		if t.keys {
-			if len(t.parts) == 0 {
-				return "nothing (no partition to overwrite)", nil
-			}
-			vals = t.parts[k.rng.IntN(len(t.parts))]
-		}
-		_, err := s.InsertOverwrite(ctx, db, t.name, vals, rows)
-		return "insert overwrite " + db + "." + t.name, err
-	case c < 82:
-		t := pick()
-		t.cols++
-		return "add a column to " + db + "." + t.name, s.AlterTableAddColumn(ctx, db, t.name, fmt.Sprintf("c%d string", t.cols))
-	case c < 89:
-		t := pick()
-		if len(t.parts) < 2 {
-			return "nothing (no partition to drop)", nil
-		}
-		i := k.rng.IntN(len(t.parts))
-		vals := t.parts[i]
-		t.parts = append(t.parts[:i], t.parts[i+1:]...)
-		return "drop a partition of " + db + "." + t.name, s.DropPartitions(ctx, db, t.name, [][]string{vals}, true)
-	case c < 95:
-		t := pick()
-		old := t.name
-		t.name = fmt.Sprintf("r%d", k.n)
-		return "rename " + db + "." + old + " to " + t.name, s.RenameTable(ctx, db, old, t.name)
-	default:
-		if len(ts) < 3 {
-			return "nothing (too few tables to drop one)", nil
-		}
-		i := k.rng.IntN(len(ts))
-		t := ts[i]
-		k.tbl[db] = append(ts[:i:i], ts[i+1:]...)
-		return "drop table " + db + "." + t.name, s.DropTable(ctx, db, t.name, true)
-	}
 }

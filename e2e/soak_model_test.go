@@ -1,0 +1,546 @@
+//go:build soak
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/beltran/gohive/hive_metastore"
+
+	wl "github.com/hivedr/hivedr/e2e/workload"
+	"github.com/hivedr/hivedr/internal/acid"
+	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/location"
+)
+
+// The soak's model and checker. After each workload step the driver
+// records the source events the step produced and the state of the
+// objects of its database afterwards (names only: tables, partitions,
+// data files, valid write IDs). While the chaos runs, the checker samples
+// DR: a DR database at repl.last.id N must hold exactly the state the
+// model recorded for the source after event N: no object or file a
+// source state never had together (a hybrid), no file the source did not
+// have (a ghost), no write a transaction had not committed.
+
+// soakTableState is a table's state: its partitions' data files ("" is
+// the table itself when unpartitioned), and for a transactional table the
+// write IDs a reader sees as valid and only the files that reader sees.
+type soakTableState struct {
+	Parts map[string][]string
+	Valid string
+}
+
+// soakState is a database's tables' states, by lower-case table name.
+type soakState map[string]soakTableState
+
+// diff describes how s (DR's) differs from want (the model's), "" when
+// it does not. ahead, when not nil, tells whether a file DR has in a
+// non-transactional table's partition that want lacks is one the
+// source had there after want: data before metadata, copy daemons put
+// an event's files in place before the applier applies the event
+// (docs/design.md); such a file is counted in *early, not a difference.
+func (s soakState) diff(want soakState, ahead func(table, part, file string) bool, early *int) string {
+	var out []string
+	for _, name := range unionKeysOf(s, want) {
+		a, inDR := s[name]
+		b, inModel := want[name]
+		switch {
+		case !inModel:
+			out = append(out, fmt.Sprintf("table %s on DR, not in the source state", name))
+			continue
+		case !inDR:
+			out = append(out, fmt.Sprintf("table %s missing on DR", name))
+			continue
+		}
+		if a.Valid != b.Valid {
+			out = append(out, fmt.Sprintf("table %s: valid write IDs on DR %s, source %s", name, a.Valid, b.Valid))
+		}
+		for _, p := range unionKeysOf(a.Parts, b.Parts) {
+			fa, inDR := a.Parts[p]
+			fb, inModel := b.Parts[p]
+			switch {
+			case !inModel:
+				out = append(out, fmt.Sprintf("%s partition %q on DR, not in the source state", name, p))
+			case !inDR:
+				out = append(out, fmt.Sprintf("%s partition %q missing on DR", name, p))
+			case !slices.Equal(fa, fb):
+				if b.Valid == "" && ahead != nil {
+					fa = slices.DeleteFunc(slices.Clone(fa), func(f string) bool {
+						if !slices.Contains(fb, f) && ahead(name, p, f) {
+							*early++
+							return true
+						}
+						return false
+					})
+					if slices.Equal(fa, fb) {
+						continue
+					}
+				}
+				out = append(out, fmt.Sprintf("%s partition %q: files on DR %v, source %v", name, p, fa, fb))
+			}
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func unionKeysOf[V any](a, b map[string]V) []string {
+	keys := slices.Collect(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// scratchPrefix starts the name the applier gives a DR transactional
+// table it drops (docs/acid.md).
+const scratchPrefix = "hivedr_dropped_"
+
+// acidClient is what a reader of transactional tables announces.
+var acidClient = &hive_metastore.ClientCapabilities{Values: []hive_metastore.ClientCapability{hive_metastore.ClientCapability_INSERT_ONLY_TABLES}}
+
+// captureSoakTables reads the state of the tables of db named (all of
+// them when names is nil) from a metastore and its files. A table not
+// there is left out.
+func captureSoakTables(ctx context.Context, c *hms.Client, files wl.Files, db string, names []string) (soakState, error) {
+	if names == nil {
+		all, err := c.GetAllTables(ctx, db)
+		if err != nil {
+			return nil, fmt.Errorf("tables of %s: %w", db, err)
+		}
+		names = all
+	}
+	out := soakState{}
+	for _, name := range names {
+		if strings.HasPrefix(strings.ToLower(name), scratchPrefix) {
+			continue // the applier's name for a DR table it is dropping; the final comparison counts one left
+		}
+		res, err := c.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: db, TblName: name, Capabilities: acidClient})
+		if err != nil {
+			if isNoSuchObject(err) {
+				continue
+			}
+			return nil, fmt.Errorf("table %s.%s: %w", db, name, err)
+		}
+		t := res.Table
+		st := soakTableState{Parts: map[string][]string{}}
+		var w *wl.WriteIDs
+		if acid.Transactional(t.Parameters) {
+			full := strings.ToLower(db + "." + t.TableName)
+			ws, err := wl.ValidWriteIDs(ctx, c, []string{full})
+			if err != nil {
+				return nil, err
+			}
+			v := ws[full]
+			w = &v
+			st.Valid = validRanges(v)
+		}
+		dirs := map[string]string{}
+		if len(t.PartitionKeys) == 0 {
+			dirs[""] = t.Sd.Location
+		} else {
+			parts, err := c.GetPartitions(ctx, db, t.TableName, -1)
+			if err != nil {
+				if isNoSuchObject(err) {
+					continue
+				}
+				return nil, fmt.Errorf("partitions of %s.%s: %w", db, name, err)
+			}
+			for _, p := range parts {
+				dirs[strings.Join(p.Values, "/")] = p.Sd.Location
+			}
+		}
+		for key, dir := range dirs {
+			names, err := soakFileNames(ctx, files, dir, w)
+			if err != nil {
+				return nil, fmt.Errorf("files of %s.%s %q: %w", db, name, key, err)
+			}
+			st.Parts[key] = names
+		}
+		out[strings.ToLower(t.TableName)] = st
+	}
+	return out, nil
+}
+
+// validRanges spells the write IDs a reader of w sees as valid, as
+// ranges ("1-3,5"; "none"): two metastores may tell the same state with
+// different high-water marks (one counting a trailing open write ID, one
+// not).
+func validRanges(w wl.WriteIDs) string {
+	var out []string
+	for id := int64(1); id <= w.HighWaterMark; id++ {
+		if !w.Valid(id) {
+			continue
+		}
+		hi := id
+		for hi+1 <= w.HighWaterMark && w.Valid(hi+1) {
+			hi++
+		}
+		if hi == id {
+			out = append(out, fmt.Sprint(id))
+		} else {
+			out = append(out, fmt.Sprintf("%d-%d", id, hi))
+		}
+		id = hi
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ",")
+}
+
+// soakFileNames lists the data files under dir by their path below it,
+// sorted, leaving out hidden and staging files; with write-ID state w
+// (a transactional table) only those a reader of w sees, their
+// directories named as DR names them.
+func soakFileNames(ctx context.Context, files wl.Files, dir string, w *wl.WriteIDs) ([]string, error) {
+	dir = strings.TrimSuffix(dir, "/")
+	var rels []string
+	err := files.Walk(ctx, dir, func(loc string, _ int64) error {
+		rel, ok := location.Below(dir, loc)
+		if !ok || fs.IsStagingName(path.Base(rel)) || (location.Hidden(rel) && (w == nil || !acid.IsMetadata(rel))) {
+			return nil
+		}
+		rels = append(rels, rel)
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if w != nil {
+		byDir := map[string][]string{}
+		for _, rel := range rels {
+			if top, _, nested := strings.Cut(rel, "/"); nested {
+				byDir[top] = append(byDir[top], rel)
+			}
+		}
+		var seen []string
+		for _, top := range acid.VisibleIn(slices.Collect(maps.Keys(byDir)), *w, acid.View{Compacted: acid.Compacted(rels)}) {
+			for _, rel := range byDir[top] {
+				_, rest, _ := strings.Cut(rel, "/")
+				seen = append(seen, acid.ReplicaName(top)+"/"+rest)
+			}
+		}
+		rels = seen
+	}
+	sort.Strings(rels)
+	return append([]string{}, rels...), nil
+}
+
+func isNoSuchObject(err error) bool {
+	var nso *hive_metastore.NoSuchObjectException
+	return errors.As(err, &nso) || strings.Contains(err.Error(), "NoSuchObjectException")
+}
+
+// soakStep is one workload step as the model recorded it.
+type soakStep struct {
+	n        int
+	db, what string
+	// before is the source's log head before the step; last the highest
+	// of its events for its database (before when it made none); after
+	// the head after it.
+	before, last, after int64
+	done                bool
+	state               soakState // the database's state after the step
+}
+
+func (s *soakStep) String() string {
+	if !s.done {
+		return fmt.Sprintf("step %d %s: %s (after event %d, unfinished)", s.n, s.db, s.what, s.before)
+	}
+	return fmt.Sprintf("step %d %s: %s (events %d..%d, its database's last %d)", s.n, s.db, s.what, s.before+1, s.after, s.last)
+}
+
+// soakModel is the workload's record of the source: by database, the
+// steps in order.
+type soakModel struct {
+	mu    sync.Mutex
+	steps map[string][]*soakStep
+	all   []*soakStep
+}
+
+func newSoakModel() *soakModel { return &soakModel{steps: map[string][]*soakStep{}} }
+
+// begin records that a step on db starts after source event before.
+func (m *soakModel) begin(db, what string, before int64) *soakStep {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := &soakStep{n: len(m.all) + 1, db: db, what: what, before: before, last: before}
+	m.steps[db] = append(m.steps[db], s)
+	m.all = append(m.all, s)
+	return s
+}
+
+// finish records the step's end: its events and the state after it.
+// touched are the tables it may have changed; the others keep the state
+// of the database's previous step.
+func (m *soakModel) finish(s *soakStep, what string, last, after int64, touched soakState, names []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := soakState{}
+	steps := m.steps[s.db]
+	if i := slices.Index(steps, s); i > 0 {
+		maps.Copy(st, steps[i-1].state)
+	}
+	for _, n := range names {
+		delete(st, strings.ToLower(n))
+	}
+	maps.Copy(st, touched)
+	s.what, s.last, s.after, s.state, s.done = what, last, after, st, true
+}
+
+// previous is the state after db's last finished step.
+func (m *soakModel) previous(db string) soakState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	steps := m.steps[db]
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].done {
+			return steps[i].state
+		}
+	}
+	return soakState{}
+}
+
+// at is the state of db after source event n, and the step that made
+// it; ok is false when n falls inside a step (DR may hold part of it) or
+// before the database's first step.
+func (m *soakModel) at(db string, n int64) (soakState, *soakStep, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	steps := m.steps[db]
+	i := sort.Search(len(steps), func(i int) bool { return steps[i].before >= n }) - 1
+	if i < 0 {
+		return nil, nil, false
+	}
+	s := steps[i]
+	if !s.done || n < s.last {
+		return nil, s, false
+	}
+	return s.state, s, true
+}
+
+// later reports whether a state of db the model recorded after event n
+// has file in table's partition part.
+func (m *soakModel) later(db string, n int64, table, part, file string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.steps[db] {
+		if s.done && s.before >= n && slices.Contains(s.state[table].Parts[part], file) {
+			return true
+		}
+	}
+	return false
+}
+
+// history is the workload's steps up to and including step upTo, the last
+// limit of them.
+func (m *soakModel) history(upTo, limit int) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, s := range m.all[max(0, min(upTo, len(m.all))-limit):min(upTo, len(m.all))] {
+		out = append(out, s.String())
+	}
+	return out
+}
+
+// stepLast is the highest event in (before, after] of the source's log
+// that concerns db: one naming it, or a transaction's commit or abort
+// (the step's own: the workload alone writes the source).
+func stepLast(ctx context.Context, c *hms.Client, db string, before, after int64) (int64, error) {
+	last := before
+	for from := before; from < after; {
+		n := int32(min(after-from, 500))
+		resp, err := c.GetNextNotification(ctx, &hive_metastore.NotificationEventRequest{LastEvent: from, MaxEvents: &n})
+		if err != nil {
+			return 0, fmt.Errorf("notifications after %d: %w", from, err)
+		}
+		if len(resp.Events) == 0 {
+			break
+		}
+		for _, e := range resp.Events {
+			if e.EventId > after {
+				return last, nil
+			}
+			if strings.EqualFold(e.GetDbName(), db) || e.EventType == "COMMIT_TXN" || e.EventType == "ABORT_TXN" {
+				last = e.EventId
+			}
+			from = e.EventId
+		}
+	}
+	return last, nil
+}
+
+// soakChecker samples DR's databases while the soak runs and judges each
+// sample against the model.
+type soakChecker struct {
+	dr      *hms.Client // its own connection, dialed again after an error
+	drAddr  string
+	drFS    wl.Files
+	model   *soakModel
+	rng     *rand.Rand
+	mu      sync.Mutex
+	skip    map[string]bool // databases no longer judged (failed over)
+	sampled int             // samples read with repl.last.id unmoved
+	judged  int             // of those, at a step boundary of the model
+	early   int             // files of external tables seen copied ahead of their event
+	wrong   []string        // the failures, with their history
+	seen    map[string]int  // how often each failure was seen (by database, N and difference)
+}
+
+// exclude stops judging db.
+func (c *soakChecker) exclude(db string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.skip[db] = true
+}
+
+func (c *soakChecker) counts() (sampled, judged, early, wrongSamples int, wrong []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.seen {
+		wrongSamples += n
+	}
+	return c.sampled, c.judged, c.early, wrongSamples, slices.Clone(c.wrong)
+}
+
+// lastID reads db's repl.last.id on DR; ok is false when the database is
+// not there, has none, or a bootstrap is being applied to it.
+func (c *soakChecker) lastID(ctx context.Context, db string) (int64, bool, error) {
+	d, err := c.dr.GetDatabase(ctx, db)
+	if err != nil {
+		if isNoSuchObject(err) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	p := d.Parameters
+	n, err := strconv.ParseInt(p[drparam.LastID], 10, 64)
+	if err != nil || p[drparam.BootstrapID] != "" || p[drparam.Halted] != "" {
+		return 0, false, nil
+	}
+	return n, true, nil
+}
+
+// sample reads one database's DR state and judges it; an error is DR's
+// metastore or files not answering (the chaos restarts them).
+func (c *soakChecker) sample(ctx context.Context, dbs []string) error {
+	db := dbs[c.rng.IntN(len(dbs))]
+	c.mu.Lock()
+	skip := c.skip[db]
+	c.mu.Unlock()
+	if skip {
+		return nil
+	}
+	n1, ok, err := c.lastID(ctx, db)
+	if err != nil || !ok {
+		return err
+	}
+	st, err := captureSoakTables(ctx, c.dr, c.drFS, db, nil)
+	if err != nil {
+		return err
+	}
+	n2, ok, err := c.lastID(ctx, db)
+	if err != nil || !ok || n2 != n1 {
+		return err
+	}
+	want, step, ok := c.model.at(db, n1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.skip[db] {
+		return nil
+	}
+	c.sampled++
+	if !ok {
+		return nil
+	}
+	c.judged++
+	ahead := func(table, part, file string) bool { return c.model.later(db, n1, table, part, file) }
+	if d := st.diff(want, ahead, &c.early); d != "" {
+		key := fmt.Sprintf("%s %d %s", db, n1, d)
+		if c.seen[key]++; c.seen[key] > 1 {
+			return nil // the same wrong state, sampled again
+		}
+		c.wrong = append(c.wrong, fmt.Sprintf("DR %s at repl.last.id %d is no state the source had (the source after %s): %s\n      history:\n        %s",
+			db, n1, step, d, strings.Join(c.model.history(step.n+1, 12), "\n        ")))
+	}
+	return nil
+}
+
+// run samples until ctx ends, pacing itself.
+func (c *soakChecker) run(ctx context.Context, dbs []string, errs func(error)) {
+	for ctx.Err() == nil {
+		if err := c.sample(ctx, dbs); err != nil && ctx.Err() == nil {
+			errs(err)
+			// The metastore may have restarted: a connection that failed
+			// mid-call is not used again.
+			if d, err := hms.Dial(ctx, c.drAddr, hms.Options{}); err == nil {
+				c.dr.Close()
+				c.dr = d
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(300 * time.Millisecond): // pacing, on a shared machine
+		}
+	}
+}
+
+// soakDiffs compares databases dbs of a source and its replica: every
+// difference wl.Compare finds, except in the files of transactional
+// tables, which are compared as a reader sees them (the files of the
+// valid write IDs, by name) with the write IDs themselves, as the
+// checker compares them.
+func soakDiffs(ctx context.Context, src, dr *hms.Client, srcFS, drFS wl.Files, dbs []string, mapLocation func(string) (string, error)) ([]string, error) {
+	diffs, err := wl.Compare(ctx, src, dr, srcFS, drFS, dbs, mapLocation)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	transactional := map[string]bool{}
+	for _, db := range dbs {
+		a, err := captureSoakTables(ctx, src, srcFS, db, nil)
+		if err != nil {
+			return nil, fmt.Errorf("source: %w", err)
+		}
+		b, err := captureSoakTables(ctx, dr, drFS, db, nil)
+		if err != nil {
+			return nil, fmt.Errorf("DR: %w", err)
+		}
+		if d := b.diff(a, nil, nil); d != "" {
+			out = append(out, db+": "+d)
+		}
+		for name, st := range a {
+			if st.Valid != "" {
+				transactional[db+"."+name] = true
+			}
+		}
+	}
+	for _, d := range diffs {
+		table, _, _ := strings.Cut(d.Object, " ")
+		if transactional[table] && strings.Contains(d.Object, " file ") {
+			continue
+		}
+		out = append(out, d.String())
+	}
+	return out, nil
+}
