@@ -45,8 +45,8 @@ image:
 	$(GO) run ./deploy/image -binary $(IMAGE_BIN) -arch $(GOARCH_IMAGE) -out $(IMAGE_OUT) \
 		-version $(VERSION) -commit $(COMMIT) -date $(DATE)
 
-## unit: tests that need no stack (kfake and pure code only), with the race detector (it needs cgo:
-## a C compiler, which `make tools` installs) and in a random order; UNITFLAGS adds go test flags
+## unit: tests that need no stack (kfake and pure code only): go test -race -shuffle=on. The race detector needs cgo:
+## a C compiler, which `make tools` installs. UNITFLAGS adds go test flags
 ## (`make test` adds -v, to count the tests)
 ## SHUFFLE: the test order of unit and e2e, `on` (a new seed each run; go test prints it as
 ## "-test.shuffle N") or a seed to replay, e.g. `make e2e SHUFFLE=1796512861335799451`
