@@ -46,13 +46,34 @@ type soakTableState struct {
 // soakState is a database's tables' states, by lower-case table name.
 type soakState map[string]soakTableState
 
+// soakLeeway is what the checker accepts as DR's state at event N
+// beside the source's state after N exactly, each as the design allows
+// it (docs/design.md, guarantee 4), counted rather
+// than reported. A nil function accepts nothing.
+type soakLeeway struct {
+	// ahead tells whether a file DR has in a non-transactional table's
+	// partition is one the source had there after N: data before
+	// metadata, copy daemons put an event's files in place before the
+	// applier applies the event. Counted in early.
+	ahead func(table, part, file string) bool
+	// gone tells whether an object or file DR lacks is one the source
+	// removed after N (file "" for a table or partition): it could not
+	// be copied (gone from the source first), and the applier leaves out
+	// what a later event removes. Counted in late.
+	gone        func(table, part, file string) bool
+	early, late int
+}
+
 // diff describes how s (DR's) differs from want (the model's), "" when
-// it does not. ahead, when not nil, tells whether a file DR has in a
-// non-transactional table's partition that want lacks is one the
-// source had there after want: data before metadata, copy daemons put
-// an event's files in place before the applier applies the event
-// (docs/design.md); such a file is counted in *early, not a difference.
-func (s soakState) diff(want soakState, ahead func(table, part, file string) bool, early *int) string {
+// it does not, beside what lee accepts.
+func (s soakState) diff(want soakState, lee *soakLeeway) string {
+	accept := func(f func(table, part, file string) bool, n *int, table, part, file string) bool {
+		if f != nil && f(table, part, file) {
+			*n++
+			return true
+		}
+		return false
+	}
 	var out []string
 	for _, name := range unionKeysOf(s, want) {
 		a, inDR := s[name]
@@ -62,7 +83,9 @@ func (s soakState) diff(want soakState, ahead func(table, part, file string) boo
 			out = append(out, fmt.Sprintf("table %s on DR, not in the source state", name))
 			continue
 		case !inDR:
-			out = append(out, fmt.Sprintf("table %s missing on DR", name))
+			if !accept(lee.gone, &lee.late, name, "", "") {
+				out = append(out, fmt.Sprintf("table %s missing on DR", name))
+			}
 			continue
 		}
 		if a.Valid != b.Valid {
@@ -75,21 +98,20 @@ func (s soakState) diff(want soakState, ahead func(table, part, file string) boo
 			case !inModel:
 				out = append(out, fmt.Sprintf("%s partition %q on DR, not in the source state", name, p))
 			case !inDR:
-				out = append(out, fmt.Sprintf("%s partition %q missing on DR", name, p))
-			case !slices.Equal(fa, fb):
-				if b.Valid == "" && ahead != nil {
-					fa = slices.DeleteFunc(slices.Clone(fa), func(f string) bool {
-						if !slices.Contains(fb, f) && ahead(name, p, f) {
-							*early++
-							return true
-						}
-						return false
-					})
-					if slices.Equal(fa, fb) {
-						continue
-					}
+				if !accept(lee.gone, &lee.late, name, p, "") {
+					out = append(out, fmt.Sprintf("%s partition %q missing on DR", name, p))
 				}
-				out = append(out, fmt.Sprintf("%s partition %q: files on DR %v, source %v", name, p, fa, fb))
+			case !slices.Equal(fa, fb):
+				fa = slices.DeleteFunc(slices.Clone(fa), func(f string) bool {
+					return b.Valid == "" && !slices.Contains(fb, f) && accept(lee.ahead, &lee.early, name, p, f)
+				})
+				// What the source removed after N may be missing on DR.
+				fb = slices.DeleteFunc(slices.Clone(fb), func(f string) bool {
+					return !slices.Contains(fa, f) && accept(lee.gone, &lee.late, name, p, f)
+				})
+				if !slices.Equal(fa, fb) {
+					out = append(out, fmt.Sprintf("%s partition %q: files on DR %v, source %v", name, p, fa, fb))
+				}
 			}
 		}
 	}
@@ -351,6 +373,31 @@ func (m *soakModel) later(db string, n int64, table, part, file string) bool {
 	return false
 }
 
+// removedLater reports whether a state of db the model recorded after
+// event n lacks table's partition part (part "" and file "": the table;
+// file "": the partition) or its file.
+func (m *soakModel) removedLater(db string, n int64, table, part, file string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.steps[db] {
+		if !s.done || s.before < n {
+			continue
+		}
+		t, ok := s.state[table]
+		if !ok {
+			return true
+		}
+		if part == "" && file == "" {
+			continue
+		}
+		files, ok := t.Parts[part]
+		if !ok || (file != "" && !slices.Contains(files, file)) {
+			return true
+		}
+	}
+	return false
+}
+
 // history is the workload's steps up to and including step upTo, the last
 // limit of them.
 func (m *soakModel) history(upTo, limit int) []string {
@@ -403,6 +450,7 @@ type soakChecker struct {
 	sampled int             // samples read with repl.last.id unmoved
 	judged  int             // of those, at a step boundary of the model
 	early   int             // files of external tables seen copied ahead of their event
+	late    int             // objects and files missing on DR that the source removed after the sample's event
 	wrong   []string        // the failures, with their history
 	seen    map[string]int  // how often each failure was seen (by database, N and difference)
 }
@@ -414,13 +462,13 @@ func (c *soakChecker) exclude(db string) {
 	c.skip[db] = true
 }
 
-func (c *soakChecker) counts() (sampled, judged, early, wrongSamples int, wrong []string) {
+func (c *soakChecker) counts() (sampled, judged, early, late, wrongSamples int, wrong []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range c.seen {
 		wrongSamples += n
 	}
-	return c.sampled, c.judged, c.early, wrongSamples, slices.Clone(c.wrong)
+	return c.sampled, c.judged, c.early, c.late, wrongSamples, slices.Clone(c.wrong)
 }
 
 // lastID reads db's repl.last.id on DR; ok is false when the database is
@@ -474,8 +522,14 @@ func (c *soakChecker) sample(ctx context.Context, dbs []string) error {
 		return nil
 	}
 	c.judged++
-	ahead := func(table, part, file string) bool { return c.model.later(db, n1, table, part, file) }
-	if d := st.diff(want, ahead, &c.early); d != "" {
+	lee := soakLeeway{
+		ahead: func(table, part, file string) bool { return c.model.later(db, n1, table, part, file) },
+		gone:  func(table, part, file string) bool { return c.model.removedLater(db, n1, table, part, file) },
+	}
+	d := st.diff(want, &lee)
+	c.early += lee.early
+	c.late += lee.late
+	if d != "" {
 		key := fmt.Sprintf("%s %d %s", db, n1, d)
 		if c.seen[key]++; c.seen[key] > 1 {
 			return nil // the same wrong state, sampled again
@@ -526,7 +580,7 @@ func soakDiffs(ctx context.Context, src, dr *hms.Client, srcFS, drFS wl.Files, d
 		if err != nil {
 			return nil, fmt.Errorf("DR: %w", err)
 		}
-		if d := b.diff(a, nil, nil); d != "" {
+		if d := b.diff(a, &soakLeeway{}); d != "" {
 			out = append(out, db+": "+d)
 		}
 		for name, st := range a {
