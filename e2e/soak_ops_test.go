@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/failover"
 	"github.com/hivedr/hivedr/internal/hms"
@@ -24,8 +26,10 @@ import (
 // soakOps are the operator actions the soak takes while the chaos runs,
 // in order, each once the run is far enough in: a bootstrap of a
 // replicated database (`hivedr bootstrap -no-wait`), a re-drive of
-// another's topic (`hivedr replay -from-event -coordinate`), a planned
-// failover of a third (`hivedr failover`), then its failback
+// another's topic (`hivedr replay -from-event -coordinate`), a purge of
+// the source's log past the tailer's checkpoint and its repair
+// (`hivedr bootstrap -repair-chain`), a planned failover of a third
+// (`hivedr failover`), then its failback
 // (`hivedr failback` and the reverse pipeline's daemons). The failed-over
 // database leaves the checker at once and the forward comparison; after
 // the failback its old primary is compared, as the reverse pipeline's
@@ -41,11 +45,21 @@ type soakOps struct {
 	// boot, replay and fail are the databases of the actions; rev the
 	// reverse pipeline of fail (its start event is set at the failback).
 	boot, replay, fail string
-	rev                *pipeline
-	revStart           string   // the reverse configuration's start line to replace
-	revProcs           []*proc  // the reverse pipeline's daemons, once started
-	revLog             *os.File // their output
-	revMetrics         string   // the reverse tailer's metrics address
+	dbs                []string // all the soak's databases
+	// The purge: the tailer role the operator stops and the arguments it
+	// runs with, the source metastore and the Postgres database of its
+	// notification log, and the workload's pause (a step and its
+	// recording run whole before it returns; the returned func resumes).
+	tailer      *soakRole
+	tailArgs    []string
+	srcAddr     string
+	srcLogDSN   string
+	pauseSource func() func()
+	rev         *pipeline
+	revStart    string   // the reverse configuration's start line to replace
+	revProcs    []*proc  // the reverse pipeline's daemons, once started
+	revLog      *os.File // their output
+	revMetrics  string   // the reverse tailer's metrics address
 
 	mu         sync.Mutex
 	done       []string // actions done, as the summary tells them
@@ -144,11 +158,15 @@ func (o *soakOps) run(ctx context.Context, began, end time.Time) {
 		return
 	}
 	o.replayTopic(ctx)
-	if !wait(ctx, at(0.4)) {
+	if !wait(ctx, at(0.35)) {
+		return
+	}
+	o.purgeRepair(ctx)
+	if !wait(ctx, at(0.45)) {
 		return
 	}
 	head, ok := o.failover(ctx)
-	if !ok || !wait(ctx, at(0.6)) {
+	if !ok || !wait(ctx, at(0.65)) {
 		return
 	}
 	o.failback(ctx, head)
@@ -183,6 +201,115 @@ func (o *soakOps) bootstrap(ctx context.Context) {
 		}
 	}
 	o.problem(fmt.Sprintf("bootstrap of %s (request %s) not applied on DR %s after the request", o.boot, res.RequestID, time.Since(t0).Round(time.Second)))
+}
+
+// purgeRepair does what a source log purged past the tailer's checkpoint
+// takes: the tailer is stopped while the workload goes on, the source's
+// notification log is purged up to the newest event but one (the
+// metastore's cleaner with a short time to live), the tailer started
+// again must stop on CHAIN_BROKEN (exit 3), then `hivedr bootstrap
+// -repair-chain` and the tailer's restart bootstrap every database
+// again, each applied on DR.
+func (o *soakOps) purgeRepair(ctx context.Context) {
+	src, err := hms.Dial(ctx, o.srcAddr, hms.Options{})
+	if err != nil {
+		o.problem(fmt.Sprintf("purge: the source metastore: %v", err))
+		return
+	}
+	defer src.Close()
+	head := func() int64 {
+		h, err := src.GetCurrentNotificationEventId(ctx)
+		if err != nil {
+			if c, err := hms.Dial(ctx, o.srcAddr, hms.Options{}); err == nil {
+				src.Close()
+				src = c
+			}
+			return 0
+		}
+		return h.EventId
+	}
+	prev := map[string]string{}
+	for _, db := range o.dbs {
+		prev[db] = o.drParam(ctx, db, drparam.BootstrapDone)
+	}
+	o.tailer.hold("stopped by the operator for the purge")
+	released := false
+	defer func() {
+		if !released {
+			o.tailer.release()
+		}
+	}()
+	// The workload goes on meanwhile: events the tailer has not published.
+	// (The workload keeps within soakBacklog events of what the applier
+	// applied, so it may stop short of 20: then 2 will do.)
+	h0, t0 := head(), time.Now()
+	for h := head(); h0 == 0 || h < h0+20 && (time.Since(t0) < 2*time.Minute || h < h0+2); h = head() {
+		if !wait(ctx, time.Now().Add(time.Second)) { // polls the source's head
+			return
+		}
+		if h0 == 0 {
+			h0 = head()
+		}
+	}
+	resume := o.pauseSource()
+	upTo := head() - 1
+	purged, err := purgeLog(ctx, o.srcLogDSN, upTo)
+	resume()
+	if err != nil || upTo <= 0 {
+		o.problem(fmt.Sprintf("purge of the source log up to event %d: %v", upTo, err))
+		return
+	}
+	out, errOut, code, err := o.tool(ctx, 3*time.Minute, o.tailArgs...)
+	if err != nil || code != 3 || !strings.Contains(out+errOut, "CHAIN_BROKEN") {
+		o.problem(fmt.Sprintf("the tailer after a purge of events up to %d: exit %d, %v, want 3 (CHAIN_BROKEN):\n%s", upTo, code, err, tail(out+errOut, 15)))
+		return
+	}
+	decode := func(out string) error {
+		var res struct {
+			Outcome string `json:"outcome"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			return err
+		}
+		if res.Outcome != "written" {
+			return fmt.Errorf("outcome %q, want written", res.Outcome)
+		}
+		return nil
+	}
+	if _, ok := o.attempt(ctx, 2*time.Minute, decode, nil, "bootstrap", "-config", o.conf, "-repair-chain", "-no-wait", "-json"); !ok {
+		return
+	}
+	o.tailer.release()
+	released = true
+	t0 = time.Now()
+	for _, db := range o.dbs {
+		for o.drParam(ctx, db, drparam.BootstrapDone) == prev[db] {
+			if time.Since(t0) > 10*time.Minute {
+				o.problem(fmt.Sprintf("repair after the purge: %s not bootstrapped again on DR %s after the request", db, time.Since(t0).Round(time.Second)))
+				return
+			}
+			if !wait(ctx, time.Now().Add(time.Second)) { // polls DR
+				return
+			}
+		}
+	}
+	o.note(fmt.Sprintf("purge of %d source events up to %d behind the stopped tailer, which then stopped on CHAIN_BROKEN (exit 3); bootstrap -repair-chain: %d databases bootstrapped again on DR %s after the request",
+		purged, upTo, len(o.dbs), time.Since(t0).Round(time.Second)))
+}
+
+// purgeLog deletes the source metastore's notification log rows up to
+// event upTo, as its cleaner deletes those past their time to live.
+func purgeLog(ctx context.Context, dsn string, upTo int64) (int64, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return 0, fmt.Errorf("connect to the source metastore's database: %w", err)
+	}
+	defer conn.Close(context.Background())
+	tag, err := conn.Exec(ctx, `DELETE FROM "NOTIFICATION_LOG" WHERE "EVENT_ID" <= $1`, upTo)
+	if err != nil {
+		return 0, fmt.Errorf("delete from NOTIFICATION_LOG: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 func (o *soakOps) drParam(ctx context.Context, db, key string) string {

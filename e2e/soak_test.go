@@ -74,8 +74,34 @@ type soakRole struct {
 	mu    sync.Mutex
 	p     *proc
 	kills int
-	exits int // exits the driver did not cause
+	exits int  // exits the driver did not cause
+	held  bool // stopped by the operator: neither killed nor restarted
 	log   *os.File
+}
+
+// hold stops the role for the operator: its process is killed and
+// neither the chaos driver nor the watch starts it again until release.
+func (r *soakRole) hold(why string) {
+	r.mu.Lock()
+	r.held = true
+	p := r.p
+	r.mu.Unlock()
+	p.kill9()
+	r.keep(p, why)
+}
+
+// release starts a held role again.
+func (r *soakRole) release() {
+	r.restart()
+	r.mu.Lock()
+	r.held = false
+	r.mu.Unlock()
+}
+
+func (r *soakRole) isHeld() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held
 }
 
 func (r *soakRole) proc() *proc {
@@ -229,7 +255,7 @@ func TestSoak(t *testing.T) {
 	watch := func() {
 		for _, r := range roles {
 			pr := r.proc()
-			if !pr.exited() {
+			if r.isHeld() || !pr.exited() {
 				continue
 			}
 			r.mu.Lock()
@@ -357,7 +383,10 @@ func TestSoak(t *testing.T) {
 	}
 	t.Cleanup(func() { revLog.Close() })
 	ops := &soakOps{bin: hivedrBin(t), conf: conf1, dr: env.HMS(t, testenv.DR), drAddr: drAddr, model: model, work: work, checker: checker, logf: t.Logf,
-		boot: dbs[0], replay: dbs[1], fail: dbs[3], rev: rev, revStart: fmt.Sprintf("start_event_id: \"%d\"", p.start),
+		boot: dbs[0], replay: dbs[1], fail: dbs[3], dbs: dbs, rev: rev,
+		tailer: roles[0], tailArgs: []string{"tail", "-config", conf1, "-metrics-addr", tailAddr},
+		srcAddr: env.Get(t, "HIVEDR_HMS_SRC"), srcLogDSN: env.Get(t, "HIVEDR_POSTGRES_SRC_DSN"),
+		pauseSource: func() func() { srcLock.Lock(); return srcLock.Unlock }, revStart: fmt.Sprintf("start_event_id: \"%d\"", p.start),
 		revLog: revLog, revMetrics: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	t.Cleanup(ops.stop)
 	opsDone := make(chan struct{})
@@ -431,6 +460,9 @@ func TestSoak(t *testing.T) {
 			restartService(restartsDone)
 			restartsDone++
 			continue
+		}
+		if r.isHeld() {
+			continue // the operator holds it stopped
 		}
 		pr := r.proc()
 		pr.kill9()
