@@ -17,8 +17,8 @@ import (
 
 	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/internal/hmslog"
-	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -2164,13 +2164,13 @@ func TestPlanCrossDatabaseRenameOntoADroppedName(t *testing.T) {
 // ---- the captured events
 
 // fixtureEvents decodes the events captured from a real metastore (see
-// producer/testdata), with copy task IDs set as the tailer sets them.
+// internal/hmsevent/testdata), with copy task IDs set as the tailer sets them.
 func fixtureEvents(t *testing.T) []*schemas.Event { return fixtureEventsIn(t, "events") }
 
 // fixtureEventsIn decodes the fixtures capture wrote into
-// producer/testdata/dir, each file's copy task named as the tailer names it.
+// internal/hmsevent/testdata/dir, each file's copy task named as the tailer names it.
 func fixtureEventsIn(t *testing.T, dir string) []*schemas.Event {
-	paths, err := filepath.Glob(filepath.Join("..", "producer", "testdata", dir, "*.json"))
+	paths, err := filepath.Glob(filepath.Join("..", "internal", "hmsevent", "testdata", dir, "*.json"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no fixtures: %v", err)
 	}
@@ -2194,7 +2194,7 @@ func fixtureEventsIn(t *testing.T, dir string) []*schemas.Event {
 		if err := json.Unmarshal(b, &f); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		ev := producer.Decode(hmslog.RawEvent{EventID: f.EventID, EventTime: f.EventTime, EventType: f.EventType,
+		ev := hmsevent.Decode(hmslog.RawEvent{EventID: f.EventID, EventTime: f.EventTime, EventType: f.EventType,
 			Catalog: f.CatName, Database: f.DBName, Table: f.TableName, MessageFormat: f.MessageFormat, Message: f.Message})
 		if len(ev.Errors) > 0 {
 			t.Fatalf("%s: %v", p, ev.Errors)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/internal/testenv"
-	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -200,7 +200,7 @@ func burstEvents(t *testing.T, f *bootstrapFeed, db string, n int) []*schemas.Ev
 	}
 	dbLoc := f.src + "/external/" + db + ".db"
 	tb := burstTable(db, dbLoc+"/t")
-	st, err := producer.TableFromThriftJSON(tjson(tb))
+	st, err := hmsevent.TableFromThriftJSON(tjson(tb))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func burstEvents(t *testing.T, f *bootstrapFeed, db string, n int) []*schemas.Ev
 		Parameters: map[string]string{}}})
 	ev(2, schemas.EventCreateTable, "t", &schemas.TableChange{After: st})
 	for i := range n {
-		sp, err := producer.PartitionFromThriftJSON(tjson(burstPartition(tb, i)))
+		sp, err := hmsevent.PartitionFromThriftJSON(tjson(burstPartition(tb, i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,9 +9,9 @@ import (
 
 	wl "github.com/hivedr/hivedr/e2e/workload"
 	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/testenv"
-	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -46,7 +46,7 @@ func drPartitionWrites(t *testing.T, ctx context.Context, env *testenv.Env, afte
 	t.Helper()
 	added, altered = map[string]int{}, map[string]int{}
 	drLogEvents(t, ctx, env, after, db, func(raw hmslog.RawEvent) {
-		ev := producer.Decode(raw)
+		ev := hmsevent.Decode(raw)
 		c, ok := ev.Payload.(*schemas.PartitionChange)
 		if !ok {
 			return

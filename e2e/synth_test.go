@@ -46,7 +46,7 @@ type synthEvent struct {
 func newSynthSource(t *testing.T, spec wl.SynthSpec) *synthSource {
 	t.Helper()
 	env := testenv.Require(t)
-	tpl, err := wl.LoadMessageTemplates("../producer/testdata/events")
+	tpl, err := wl.LoadMessageTemplates("../internal/hmsevent/testdata/events")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,13 +19,13 @@ import (
 )
 
 // capturedRows are the notification rows the capture program recorded from
-// the real source metastore (producer/testdata/events): real messages, in
+// the real source metastore (internal/hmsevent/testdata/events): real messages, in
 // the order the metastore wrote them.
 func capturedRows(t testing.TB) []synthRow {
 	t.Helper()
-	files, err := filepath.Glob("../producer/testdata/events/*.json")
+	files, err := filepath.Glob("../internal/hmsevent/testdata/events/*.json")
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no captured events in ../producer/testdata/events: %v", err)
+		t.Fatalf("no captured events in ../internal/hmsevent/testdata/events: %v", err)
 	}
 	sort.Strings(files)
 	var rows []synthRow

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/location"
@@ -995,14 +996,7 @@ func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Ta
 // (Hive 4's Table.id, never given again), or its create time from a
 // metastore without IDs.
 func tableIncarnation(tb *schemas.Table) string {
-	var id int64
-	err := tjsonParse(tb.ThriftJSON, func(r *tjsonReader, f int16, typ tjsonType) (err error) {
-		if f == 25 && typ == tjsonI64 {
-			id, err = r.i64()
-			return err
-		}
-		return r.skip(typ, tjsonMaxDepth)
-	})
+	id, err := hmsevent.TableID(tb.ThriftJSON)
 	if err == nil && id > 0 {
 		return "id:" + strconv.FormatInt(id, 10)
 	}

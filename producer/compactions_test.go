@@ -9,6 +9,7 @@ import (
 	"github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/acid"
+	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -20,7 +21,7 @@ func TestDecodeCommitCompaction(t *testing.T) {
 	raw := hmslog.RawEvent{EventID: 9, EventType: "COMMIT_COMPACTION", Database: "sales", Table: "orders", MessageFormat: "json-0.2",
 		Message: `{"txnid":123,"timestamp":1733300000,"server":"thrift://src:9083","servicePrincipal":"","compactionId":7,` +
 			`"type":"MAJOR","dbname":"sales","tableName":"orders","partName":"dt=2024-01-01"}`}
-	ev := Decode(raw)
+	ev := hmsevent.Decode(raw)
 	if len(ev.Errors) > 0 {
 		t.Fatalf("errors %+v", ev.Errors)
 	}
@@ -34,7 +35,7 @@ func TestDecodeCommitCompaction(t *testing.T) {
 		t.Errorf("databases %v", ev.Databases)
 	}
 	raw.Message = `{"compactionId":7,"dbname":"sales","tableName":"orders"}`
-	if ev := Decode(raw); len(ev.Errors) != 1 || ev.Errors[0].Kind != schemas.ErrDecode {
+	if ev := hmsevent.Decode(raw); len(ev.Errors) != 1 || ev.Errors[0].Kind != schemas.ErrDecode {
 		t.Errorf("a message without txnid: errors %+v, want one DECODE", ev.Errors)
 	}
 }

@@ -6,7 +6,7 @@
 //
 // Each batch goes through these steps, the first three pure:
 //
-//   - Decode (decode.go, tjson.go) turns a log row into a schemas.Event: a
+//   - hmsevent.Decode (internal/hmsevent) turns a log row into a schemas.Event: a
 //     typed payload for the event types hivedr models and the data files
 //     the message lists. It never fails: a row that does not decode, or
 //     of a type the metastore does not write, is published with its raw

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
@@ -324,7 +325,7 @@ func touchedTables(raw hmslog.RawEvent, db string) (names []string, all bool) {
 	case schemas.EventDropDatabase:
 		return nil, sameDB
 	case schemas.EventAlterTable:
-		for d, ns := range namedTables(Decode(raw)) {
+		for d, ns := range namedTables(hmsevent.Decode(raw)) {
 			if strings.EqualFold(d, db) {
 				for _, n := range ns {
 					names = append(names, strings.ToLower(n))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -38,17 +39,17 @@ var ErrNoSuchObject = errors.New("no such object")
 // TableFromThriftJSON reads a metastore Table serialized with Thrift's
 // TJSONProtocol, as the notification log embeds it.
 func TableFromThriftJSON(text string) (*schemas.Table, error) {
-	return parseThriftTable("table", text)
+	return hmsevent.TableFromThriftJSON(text)
 }
 
 // PartitionFromThriftJSON reads a metastore Partition serialized with
 // Thrift's TJSONProtocol.
 func PartitionFromThriftJSON(text string) (*schemas.Partition, error) {
-	return parseThriftPartition("partition", text)
+	return hmsevent.PartitionFromThriftJSON(text)
 }
 
 // DatabaseFromThriftJSON reads a metastore Database serialized with
 // Thrift's TJSONProtocol.
 func DatabaseFromThriftJSON(text string) (*schemas.Database, error) {
-	return parseThriftDatabase("database", text)
+	return hmsevent.DatabaseFromThriftJSON(text)
 }

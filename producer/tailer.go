@@ -18,6 +18,7 @@ import (
 
 	"github.com/hivedr/hivedr/internal/buildinfo"
 	"github.com/hivedr/hivedr/internal/config"
+	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/location"
@@ -646,7 +647,7 @@ type prepared struct {
 func (t *Tailer) prepare(ctx context.Context, evs []hmslog.RawEvent, txns *txnTable) ([]prepared, *txnTable, error) {
 	decoded := make([]schemas.Event, len(evs))
 	parallel(len(evs), func(i int) {
-		decoded[i] = Decode(evs[i])
+		decoded[i] = hmsevent.Decode(evs[i])
 		decoded[i].Source = t.conf.Source.Name
 	})
 	txns, err := t.completeTxns(ctx, decoded, txns)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -51,15 +52,7 @@ type TxnWrites interface {
 }
 
 // TxnWrite is one write of a source transaction to a table or partition.
-type TxnWrite struct {
-	Database, Table string
-	// Partition is the partition's name (k=v/...); "" for a table.
-	Partition string
-	WriteID   int64
-	// Files are the write's file entries as a COMMIT_TXN message holds
-	// them: uri#checksum#cmroot#subdir, joined by "]".
-	Files string
-}
+type TxnWrite = hmsevent.TxnWrite
 
 // txnTable is what the tailer knows of the source transactions that have
 // allocated write IDs and not ended. It is part of the checkpoint; a
@@ -226,7 +219,7 @@ func (t *Tailer) readWrites(ctx context.Context, ev *schemas.Event, r commitToRe
 		return fmt.Errorf("read the writes of source transaction %d (COMMIT_TXN event %d): %w", r.txn, ev.EventID, err)
 	}
 	if len(writes) > 0 {
-		addTxnWrites(ev, writes)
+		hmsevent.AddTxnWrites(ev, writes)
 	}
 	if r.known {
 		// Read after the writes: if the allocation is still in the log,
@@ -278,21 +271,4 @@ func addDatabases(ev *schemas.Event, dbs []string) {
 	ev.Databases = append(slices.Clone(ev.Databases), dbs...)
 	slices.Sort(ev.Databases)
 	ev.Databases = slices.Compact(ev.Databases)
-}
-
-// addTxnWrites makes a COMMIT_TXN whose message named no writes what it
-// would be had the message named these: the transaction's writes, their
-// databases and their files.
-func addTxnWrites(ev *schemas.Event, writes []TxnWrite) {
-	txn, _ := ev.Payload.(*schemas.Transaction)
-	out := &schemas.Transaction{WriteIDs: make([]schemas.TableWriteID, len(writes))}
-	if txn != nil {
-		out.TxnIDs = txn.TxnIDs
-	}
-	d := decoder{ev: ev, dbs: slices.Clone(ev.Databases)}
-	for i, w := range writes {
-		out.WriteIDs[i] = d.write(w.Database, w.Table, w.WriteID, w.Partition, w.Files)
-	}
-	ev.Payload = out
-	ev.Databases = d.databases()
 }

@@ -14,16 +14,16 @@ import (
 
 	"github.com/beltran/gohive/hive_metastore"
 
+	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/internal/hmslog"
-	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
 
-const fixtures = "../../producer/testdata/events"
+const fixtures = "../../internal/hmsevent/testdata/events"
 
 func decodeRow(t *testing.T, id int64, r LogRow) schemas.Event {
 	t.Helper()
-	ev := producer.Decode(hmslog.RawEvent{EventID: id, EventTime: 1700000000, EventType: schemas.EventType(r.Type),
+	ev := hmsevent.Decode(hmslog.RawEvent{EventID: id, EventTime: 1700000000, EventType: schemas.EventType(r.Type),
 		Catalog: "hive", Database: r.DB, Table: r.Table, MessageFormat: r.Format, Message: r.Message})
 	if len(ev.Errors) > 0 {
 		t.Fatalf("event %d %s does not decode: %v", id, r.Type, ev.Errors)

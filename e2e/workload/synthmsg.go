@@ -24,7 +24,7 @@ import (
 // JSON object per event type, with the metastore objects embedded as
 // Thrift TJSONProtocol text, gzipped and base64-encoded. The objects start
 // from templates: the ones a real metastore logged in the producer's
-// captured fixtures (producer/testdata/events), so every field the
+// captured fixtures (internal/hmsevent/testdata/events), so every field the
 // metastore fills in itself (catalog, owner type, write ID, table ID,
 // skewed info, ...) is there as the metastore writes it.
 

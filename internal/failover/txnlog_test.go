@@ -11,10 +11,10 @@ import (
 )
 
 // capturedACID reads the transaction events the stack's metastore logged
-// (producer/testdata/acid, made by its capture program), in log order.
+// (internal/hmsevent/testdata/acid, made by its capture program), in log order.
 func capturedACID(t *testing.T) []hmslog.RawEvent {
 	t.Helper()
-	files, err := filepath.Glob("../../producer/testdata/acid/*.json")
+	files, err := filepath.Glob("../../internal/hmsevent/testdata/acid/*.json")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("captured events: %v (%d files)", err, len(files))
 	}

@@ -17,7 +17,7 @@ import (
 
 // RawEvent is one row of the source notification log, as a source (the
 // metastore's get_next_notification, or a direct read of NOTIFICATION_LOG)
-// returns it, before any decoding (the tailer decodes it: producer.Decode).
+// returns it, before any decoding (the tailer decodes it: hmsevent.Decode).
 type RawEvent struct {
 	// EventID is NOTIFICATION_LOG.EVENT_ID: strictly increasing and, in an
 	// unpurged log, contiguous.

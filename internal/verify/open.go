@@ -10,9 +10,9 @@ import (
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
-	"github.com/hivedr/hivedr/producer"
 )
 
 // Open makes the Config of a pipeline's configuration: the source
@@ -74,7 +74,7 @@ func Open(ctx context.Context, conf *config.Config) (cfg Config, close func(), e
 		},
 		Target: drparam.TargetMark(conf.Source.Name),
 		Log:    &KafkaLog{Opts: kopts, Topics: topics, Group: conf.Applier.Group, Decoder: dec},
-		Tailer: &SourceLog{Log: srcLog, Decode: producer.Decode, Opts: kopts, Topics: topics,
+		Tailer: &SourceLog{Log: srcLog, Decode: hmsevent.Decode, Opts: kopts, Topics: topics,
 			Source: conf.Source.Name, Decoder: dec},
 	}, close, nil
 }

@@ -377,7 +377,7 @@ type SourceLog struct {
 	// Log reads the source's notification log.
 	Log hmslog.Source
 	// Decode turns a row of the log into the event the tailer publishes
-	// of it (producer.Decode).
+	// of it (hmsevent.Decode).
 	Decode func(hmslog.RawEvent) schemas.Event
 	// Opts are the Kafka clients' options (connect.Kafka's).
 	Opts   []kgo.Opt

@@ -1,4 +1,4 @@
-package producer
+package hmsevent
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package producer
+package hmsevent
 
 import (
 	"bytes"
@@ -976,4 +976,66 @@ func decodeDeleteTableColStat(d *decoder, msg []byte) error {
 
 func decodeDeletePartitionColStat(d *decoder, msg []byte) error {
 	return decodeDeleteColStat(d, msg, true)
+}
+
+// TxnWrite is one write of a source transaction to a table or partition,
+// as the metastore's write-notification log holds it
+// (get_all_write_event_info).
+type TxnWrite struct {
+	Database, Table string
+	// Partition is the partition's name (k=v/...); "" for a table.
+	Partition string
+	WriteID   int64
+	// Files are the write's file entries as a COMMIT_TXN message holds
+	// them: uri#checksum#cmroot#subdir, joined by "]".
+	Files string
+}
+
+// AddTxnWrites makes a COMMIT_TXN whose message named no writes what it
+// would be had the message named these: the transaction's writes, their
+// databases and their files.
+func AddTxnWrites(ev *schemas.Event, writes []TxnWrite) {
+	txn, _ := ev.Payload.(*schemas.Transaction)
+	out := &schemas.Transaction{WriteIDs: make([]schemas.TableWriteID, len(writes))}
+	if txn != nil {
+		out.TxnIDs = txn.TxnIDs
+	}
+	d := decoder{ev: ev, dbs: slices.Clone(ev.Databases)}
+	for i, w := range writes {
+		out.WriteIDs[i] = d.write(w.Database, w.Table, w.WriteID, w.Partition, w.Files)
+	}
+	ev.Payload = out
+	ev.Databases = d.databases()
+}
+
+// TableFromThriftJSON reads a metastore Table serialized with Thrift's
+// TJSONProtocol, as the notification log embeds it.
+func TableFromThriftJSON(text string) (*schemas.Table, error) {
+	return parseThriftTable("table", text)
+}
+
+// PartitionFromThriftJSON reads a metastore Partition serialized with
+// Thrift's TJSONProtocol.
+func PartitionFromThriftJSON(text string) (*schemas.Partition, error) {
+	return parseThriftPartition("partition", text)
+}
+
+// DatabaseFromThriftJSON reads a metastore Database serialized with
+// Thrift's TJSONProtocol.
+func DatabaseFromThriftJSON(text string) (*schemas.Database, error) {
+	return parseThriftDatabase("database", text)
+}
+
+// TableID reads a metastore Table's id (Hive 4's Table.id, field 25)
+// from its TJSONProtocol form; 0 when it has none.
+func TableID(text string) (int64, error) {
+	var id int64
+	err := tjsonParse(text, func(r *tjsonReader, f int16, typ tjsonType) (err error) {
+		if f == 25 && typ == tjsonI64 {
+			id, err = r.i64()
+			return err
+		}
+		return r.skip(typ, tjsonMaxDepth)
+	})
+	return id, err
 }

@@ -1,4 +1,4 @@
-package producer
+package hmsevent
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func loadFixtureDir(tb testing.TB, dir string) []decodeFixture {
 		tb.Fatal(err)
 	}
 	if len(paths) == 0 {
-		tb.Fatalf("no fixtures in testdata/%s: run go run ./producer/testdata/capture", dir)
+		tb.Fatalf("no fixtures in testdata/%s: run go run ./internal/hmsevent/testdata/capture", dir)
 	}
 	sort.Strings(paths)
 	out := make([]decodeFixture, 0, len(paths))

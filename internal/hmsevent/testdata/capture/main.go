@@ -2,8 +2,8 @@
 // that it logs every notification event hivedr decodes, then writes each
 // logged event as one JSON fixture for the producer's decode tests.
 //
-//	go run ./producer/testdata/capture -hms 127.0.0.1:19083 -out producer/testdata/events
-//	go run ./producer/testdata/capture -acid -hms 127.0.0.1:19083 -out producer/testdata/acid
+//	go run ./internal/hmsevent/testdata/capture -hms 127.0.0.1:19083 -out internal/hmsevent/testdata/events
+//	go run ./internal/hmsevent/testdata/capture -acid -hms 127.0.0.1:19083 -out internal/hmsevent/testdata/acid
 //
 // It works only on databases it owns (cap_sales and cap_archive), which it
 // drops first if a previous run left them behind. Steps the metastore
@@ -47,10 +47,10 @@ type fixture struct {
 
 func main() {
 	addr := flag.String("hms", "127.0.0.1:19083", "source metastore host:port")
-	out := flag.String("out", "producer/testdata/events", "directory for the fixtures")
+	out := flag.String("out", "internal/hmsevent/testdata/events", "directory for the fixtures")
 	warehouse := flag.String("warehouse", "hdfs://127.0.0.1:18020/warehouse", "managed warehouse root")
 	external := flag.String("external", "hdfs://127.0.0.1:18020/external", "root for external tables; must lie outside the managed warehouse")
-	acid := flag.Bool("acid", false, "capture the transactional script (acid.go) instead, into -out (use producer/testdata/acid)")
+	acid := flag.Bool("acid", false, "capture the transactional script (acid.go) instead, into -out (use internal/hmsevent/testdata/acid)")
 	flag.Parse()
 	if err := run(*addr, *out, *warehouse, *external, *acid); err != nil {
 		log.Fatal(err)

@@ -1,4 +1,4 @@
-package producer
+package hmsevent
 
 import (
 	"bytes"
@@ -645,4 +645,16 @@ func FuzzTJSON(f *testing.F) {
 		}
 		tjsonCompare(t, "fuzz", kind, text)
 	})
+}
+
+// tjsonOf serializes a Thrift object as the metastore's log does.
+func tjsonOf(t testing.TB, v thrift.TStruct) string {
+	t.Helper()
+	ser := thrift.NewTSerializer()
+	ser.Protocol = thrift.NewTJSONProtocolFactory().GetProtocol(ser.Transport)
+	s, err := ser.WriteString(context.Background(), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
