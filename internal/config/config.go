@@ -636,12 +636,9 @@ func Load(p string) (*Config, error) {
 // parse is Load's work on a file's text: ${NAME} expanded with lookup,
 // decoded over the file defaults, validated.
 func parse(b []byte, lookup func(string) (string, bool)) (*Config, error) {
-	b, err := expandEnv(b, lookup)
-	if err != nil {
-		return nil, err
-	}
 	c := fileDefaults()
-	if c.given, err = decode(b, c); err != nil {
+	var err error
+	if c.given, err = decode(b, c, lookup); err != nil {
 		return nil, err
 	}
 	if err := c.Validate(); err != nil {

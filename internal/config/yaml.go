@@ -18,9 +18,10 @@ import (
 // It first walks the document against c's yaml tags (check), so that an
 // unknown key or a value of the wrong type is named by its key path and
 // line, e.g. `kafka.topic_prefx: unknown key, did you mean topic_prefix?
-// (line 4)`, rather than by yaml.v3's Go type names. It returns the
+// (line 4)`, rather than by yaml.v3's Go type names; before that, ${NAME}
+// in values is expanded with lookup (expandEnv). It returns the
 // top-level keys the document gives a value other than null.
-func decode(b []byte, c *Config) (map[string]bool, error) {
+func decode(b []byte, c *Config, lookup func(string) (string, bool)) (map[string]bool, error) {
 	given := map[string]bool{}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	var doc yaml.Node
@@ -44,6 +45,9 @@ func decode(b []byte, c *Config) (map[string]bool, error) {
 	}
 	if root.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("line %d: the file is %s; want a mapping of sections (source:, kafka:, ...)", root.Line, describe(root))
+	}
+	if err := expandEnv(root, lookup); err != nil {
+		return nil, err
 	}
 	if err := check(root, reflect.TypeOf(*c), ""); err != nil {
 		return nil, err
