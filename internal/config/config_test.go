@@ -448,6 +448,9 @@ func TestMaskedYAML(t *testing.T) {
 	for in, want := range map[string]string{
 		"host=db user=hive password=hunter2 dbname=m": "host=db user=hive password=*** dbname=m",
 		"host=db password='two words' dbname=m":       "host=db password=*** dbname=m",
+		"host=db password = hunter2 dbname=m":         "host=db password=*** dbname=m",
+		"host=db PASSWORD=  'it\\'s two' dbname=m":    "host=db PASSWORD=*** dbname=m",
+		"user=x password\t=\t's p' sslmode=disable":   "user=x password=*** sslmode=disable",
 		"mysql://root:x@tcp(h)/db":                    "mysql://root:***@tcp(h)/db",
 		"postgres://hive:p@ss:w@rd@db/m":              "postgres://hive:***@db/m",
 		"hdfs://nn:8020/warehouse":                    "hdfs://nn:8020/warehouse",

@@ -73,8 +73,9 @@ var (
 	// scheme://user:PASSWORD@, up to the last @ before the path (a
 	// password written with an unescaped @ is still all masked).
 	urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)[^/\s]*@`)
-	// password=PASSWORD in key=value DSNs and URL queries.
-	kvPassword = regexp.MustCompile(`(?i)\b(password|passwd|pwd|secret|token)=('[^']*'|[^\s&]*)`)
+	// password=PASSWORD in key=value DSNs (libpq allows spaces around
+	// the =, and a quoted value with \' and \\ escapes) and URL queries.
+	kvPassword = regexp.MustCompile(`(?i)\b(password|passwd|pwd|secret|token)\s*=\s*('(?:[^'\\]|\\.)*'|[^\s&']*)`)
 )
 
 // MaskSecrets replaces the passwords inside URLs and DSNs in s with

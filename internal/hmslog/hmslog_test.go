@@ -53,3 +53,21 @@ func TestRedactDSN(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresDSNErrorMasked: a DSN pgx cannot parse is named in the
+// error with its password masked, however the DSN spells it.
+func TestPostgresDSNErrorMasked(t *testing.T) {
+	for _, dsn := range []string{
+		"host=db password = hunter2 sslmode=bogus",
+		"host=db password='hunter2' sslmode=bogus",
+		"postgres://hive:hunter2@db/m?sslmode=bogus",
+	} {
+		_, err := NewPostgresSource(context.Background(), dsn)
+		if err == nil {
+			t.Fatalf("%q: no error", dsn)
+		}
+		if strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "***") {
+			t.Errorf("%q: error %q shows the password or does not mask it", dsn, err)
+		}
+	}
+}

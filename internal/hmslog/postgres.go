@@ -25,7 +25,8 @@ type PostgresSource struct {
 func NewPostgresSource(ctx context.Context, dsn string) (*PostgresSource, error) {
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("metastore database: %w", err)
+		// pgx's parse errors quote the DSN, masking only password=x.
+		return nil, fmt.Errorf("metastore database %s: %w", redactDSN(dsn), maskedError{err})
 	}
 	return &PostgresSource{pool: pool, dsn: redactDSN(dsn)}, nil
 }
@@ -91,3 +92,9 @@ func (s *PostgresSource) Close() error { s.pool.Close(); return nil }
 // redactDSN hides the password of a DSN for error messages, in both
 // forms pgx takes: a postgres:// URL and key=value pairs.
 func redactDSN(dsn string) string { return config.MaskSecrets(dsn) }
+
+// maskedError is err with the secrets in its text masked.
+type maskedError struct{ err error }
+
+func (e maskedError) Error() string { return config.MaskSecrets(e.err.Error()) }
+func (e maskedError) Unwrap() error { return e.err }
