@@ -24,7 +24,9 @@
 //     change-management roots, for a change-management copy) and the
 //     target under the target roots, compared as canonical locations
 //     (package location: no ".." and no relative paths, scheme and
-//     authority in one spelling, whole path segments). Anything else
+//     authority in one spelling, whole path segments); with
+//     EngineConfig.MapPath, the target must also be one the tailer makes
+//     of the source (acid.CopyTargets of its mapping). Anything else
 //     completes FAILED naming the path, before any store is asked
 //     anything; from then on the engine uses only the canonical form.
 //   - Decision (decide.go, pure). What was observed of the source, the

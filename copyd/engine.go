@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hdfscrc"
@@ -57,6 +58,13 @@ type EngineConfig struct {
 	CMRoots []string
 	// TargetRoots are the only locations the engine writes (required).
 	TargetRoots []string
+	// MapPath, when set, is the replication's path mapping (a source
+	// path to its DR path); a task's target must then be one the tailer
+	// makes of its source (acid.CopyTargets of its mapping), so that whoever
+	// can write the manifests topic cannot point a copy at any other DR
+	// file under the target roots. nil (`hivedr copy`, whose source and
+	// target are given together): targets are only confined to the roots.
+	MapPath func(source string) (string, error)
 	// Retries is how many times a failed attempt is made again (transient
 	// errors and checksum mismatches); 0: none. hivedr's configuration
 	// defaults it to 5.
@@ -200,6 +208,43 @@ func confine(what, loc string, roots []location.Location) (string, error) {
 	return "", permanent(fmt.Errorf("%s %s refused: outside the configured roots", what, loc))
 }
 
+// mapped checks that tgt, canonical as src is, is a target the tailer
+// makes of src (EngineConfig.MapPath).
+func (e *Engine) mapped(src, tgt, subdir string) error {
+	if e.cfg.MapPath == nil {
+		return nil
+	}
+	// A bootstrap reads files of snapshottable directories from their
+	// HDFS snapshot: the target is the live path's.
+	live := liveSource(src)
+	m, err := e.cfg.MapPath(live)
+	if err != nil {
+		return permanent(fmt.Errorf("target %s refused: source %s has no DR path: %w", tgt, src, err))
+	}
+	for _, want := range acid.CopyTargets(m, subdir) {
+		if l, err := location.Parse(want); err == nil && l.String() == tgt {
+			return nil
+		}
+	}
+	return permanent(fmt.Errorf("target %s refused: not the DR path of source %s (%s under the path mappings)", tgt, src, m))
+}
+
+// liveSource is src without its HDFS snapshot segments (a/.snapshot/s/b
+// is a/b): the path of the file a snapshot copy is of.
+func liveSource(src string) string {
+	const seg = "/.snapshot/"
+	i := strings.Index(src, seg)
+	if i < 0 {
+		return src
+	}
+	rest := src[i+len(seg):]
+	j := strings.IndexByte(rest, '/')
+	if j < 0 {
+		return src
+	}
+	return src[:i] + rest[j:]
+}
+
 // Copy carries out one copy task and says how it went. It never panics and
 // always returns a completion: COPIED, SKIPPED_IDENTICAL, SOURCE_GONE (with
 // evidence) or FAILED (with the error).
@@ -239,6 +284,10 @@ func (e *Engine) Copy(ctx context.Context, task schemas.CopyTask) (c schemas.Cop
 	}
 	tgt, err := confine("target", task.TargetURI, e.tgt)
 	if err != nil {
+		fail(err)
+		return c
+	}
+	if err := e.mapped(src, tgt, task.Subdir); err != nil {
 		fail(err)
 		return c
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/state"
@@ -651,6 +652,55 @@ func TestConfinement(t *testing.T) {
 			}
 			if len(f.r.splits) != 0 || len(f.src.callLog()) != 0 || len(f.dr.callLog()) != 0 {
 				t.Fatalf("stores were asked: splits %v, source %v, target %v", f.r.splits, f.src.callLog(), f.dr.callLog())
+			}
+		})
+	}
+}
+
+// TestTargetIsTheMapping: with the path mapping given, a task's target
+// must be its source's DR path (or the names the tailer gives a
+// compaction's files there); another file under the target roots is
+// refused before any store is asked.
+func TestTargetIsTheMapping(t *testing.T) {
+	mapPath := func(src string) (string, error) {
+		if !strings.HasPrefix(src, srcNN+"/") {
+			return "", fmt.Errorf("%s: under no mapping", src)
+		}
+		return drNN + strings.TrimPrefix(src, srcNN), nil
+	}
+	base := "base_0000005_v0000123"
+	for _, tc := range []struct {
+		name, source, target, subdir string
+		ok                           bool
+	}{
+		{"the mapping", "/warehouse/sales.db/t/f", "/warehouse/sales.db/t/f", "", true},
+		{"the mapping, spelled otherwise", "/warehouse/sales.db/t/f", "/warehouse//sales.db/t/f", "", true},
+		{"a compaction's staging name", "/warehouse/sales.db/t/" + base + "/bucket_0", "/warehouse/sales.db/t/" + acid.StagingName(base) + "/bucket_0", base, true},
+		{"a compactor's directory as DR names it", "/warehouse/sales.db/t/" + base + "/bucket_0", "/warehouse/sales.db/t/" + acid.ReplicaName(base) + "/bucket_0", "", true},
+		{"read from an HDFS snapshot", "/warehouse/sales.db/t/.snapshot/hivedr-b1/f", "/warehouse/sales.db/t/f", "", true},
+		{"another table's file", "/warehouse/sales.db/t/f", "/warehouse/sales.db/other/f", "", false},
+		{"a snapshot's path as the target", "/warehouse/sales.db/t/.snapshot/hivedr-b1/f", "/warehouse/sales.db/t/.snapshot/hivedr-b1/f", "", false},
+		{"another name", "/warehouse/sales.db/t/f", "/warehouse/sales.db/t/g", "", false},
+		{"the staging name of a directory the task is not in", "/warehouse/sales.db/t/f", "/warehouse/sales.db/" + acid.StagingName("t") + "/f", "x", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(c *EngineConfig) { c.MapPath = mapPath })
+			data := []byte("x")
+			tk := task("f", crcHex(data), "")
+			tk.SourceURI, tk.TargetURI, tk.Subdir = srcNN+tc.source, drNN+tc.target, tc.subdir
+			f.src.put(tk.SourceURI, data)
+			c := f.e.Copy(context.Background(), tk)
+			if tc.ok {
+				if c.Status != schemas.StatusCopied {
+					t.Fatalf("completion %+v, want COPIED", c)
+				}
+				return
+			}
+			if c.Status != schemas.StatusFailed || c.Attempts != 0 || !strings.Contains(c.Error, "not the DR path of source "+tk.SourceURI) {
+				t.Fatalf("completion %+v; want FAILED naming the source and its mapping", c)
+			}
+			if len(f.src.callLog()) != 0 || len(f.dr.callLog()) != 0 {
+				t.Fatalf("stores were asked: source %v, target %v", f.src.callLog(), f.dr.callLog())
 			}
 		})
 	}

@@ -70,7 +70,7 @@ func TestCopydSplitsLargeFiles(t *testing.T) {
 	}
 	f.publish()
 
-	cfg := splitConf(t, env, copydConf{prefix: f.prefix, instance: "s" + uniq(t), bucket: bucket}, splitSize)
+	cfg := splitConf(t, env, copydConf{prefix: f.prefix, instance: "s" + uniq(t), bucket: bucket, anyTarget: true}, splitSize)
 	p := startHivedr(t, "copyd", "copyd", "-config", cfg)
 	got := f.waitCompletions(p, 3*time.Minute)
 	p.stop(t)
@@ -133,7 +133,7 @@ func TestCopydSplitsLargeFiles(t *testing.T) {
 	// and the daemon has streamed a random 8 to 32 MiB of the 80 (its
 	// metrics): less than one file, so neither copy can have finished.
 	addr := "127.0.0.1:" + itoa(int64(freePort(t)))
-	kcfg := splitConf(t, env, copydConf{prefix: f2.prefix, instance: "k" + uniq(t), bucket: bucket, bytesPerSecond: 16 << 20, metricsAddr: addr}, splitSize)
+	kcfg := splitConf(t, env, copydConf{prefix: f2.prefix, instance: "k" + uniq(t), bucket: bucket, bytesPerSecond: 16 << 20, metricsAddr: addr, anyTarget: true}, splitSize)
 	p = startHivedr(t, "copyd (to be killed)", "copyd", "-config", kcfg)
 	at := 8<<20 + testRand(t).IntN(24<<20)
 	var left []string

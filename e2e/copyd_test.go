@@ -30,6 +30,10 @@ type copydConf struct {
 	bytesPerSecond   int64
 	bucket           string // the S3 bucket targets may use
 	metricsAddr      string // host:port of /metrics; none when empty
+	// anyTarget sets copyd.any_target: the test's tasks copy one source
+	// to targets of several stores (HDFS and S3), which no one path
+	// mapping gives.
+	anyTarget bool
 }
 
 func (c copydConf) write(t *testing.T, env *testenv.Env) string {
@@ -49,7 +53,7 @@ func (c copydConf) write(t *testing.T, env *testenv.Env) string {
 		"$SRCNN", env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE"), "$SRCWEB", env.Get(t, "HIVEDR_HDFS_SRC_HTTP"),
 		"$DRNN", env.Get(t, "HIVEDR_HDFS_DR_NAMENODE"), "$DRWEB", env.Get(t, "HIVEDR_HDFS_DR_HTTP"),
 		"$S3", env.Get(t, "HIVEDR_S3_ENDPOINT"), "$AK", env.Get(t, "HIVEDR_S3_ACCESS_KEY"), "$SK", env.Get(t, "HIVEDR_S3_SECRET_KEY"),
-		"$SRC", src, "$DR", dr, "$BUCKET", c.bucket, "$METRICS", c.metricsAddr,
+		"$SRC", src, "$DR", dr, "$BUCKET", c.bucket, "$METRICS", c.metricsAddr, "$ANYTARGET", fmt.Sprint(c.anyTarget),
 	).Replace(`
 kafka:
   brokers: [$BROKERS]
@@ -65,6 +69,7 @@ copyd:
   retries: 2
   metrics_addr: "$METRICS"
   target_roots: ["$DR/copytest", "s3://$BUCKET/copytest"]
+  any_target: $ANYTARGET
 filesystems:
   hdfs:
     - {namenodes: [$SRCNN], webhdfs: $SRCWEB, user: hivedr}
@@ -227,7 +232,7 @@ func TestCopydCopiesAndVerifies(t *testing.T) {
 	f.task("dst-outside", f.srcURI("one"), drNN+"/elsewhere"+f.dir+"/one", "")
 	f.publish()
 
-	cfg := copydConf{prefix: f.prefix, instance: "t" + uniq(t), bucket: bucket}.write(t, env)
+	cfg := copydConf{prefix: f.prefix, instance: "t" + uniq(t), bucket: bucket, anyTarget: true}.write(t, env)
 	p := startHivedr(t, "copyd", "copyd", "-config", cfg)
 	got := f.waitCompletions(p, 3*time.Minute)
 	p.stop(t)
@@ -306,6 +311,45 @@ func TestCopydCopiesAndVerifies(t *testing.T) {
 		}
 		if len(cs) != 1 || cs[0].Status != schemas.StatusSkippedIdentical {
 			t.Errorf("redelivered %s: %+v; want one SKIPPED_IDENTICAL", task.TaskID, cs)
+		}
+	}
+}
+
+// TestCopydRefusesUnmappedTarget: with the default configuration a copy
+// task whose target is not its source's DR path (here another file under
+// the target roots, as a forged manifest record would name) completes
+// FAILED naming both, and the file there is left as it was; a task with
+// the mapped target beside it is copied.
+func TestCopydRefusesUnmappedTarget(t *testing.T) {
+	env := testenv.Require(t)
+	s := serde(t, env)
+	f := newCopyFixture(t, env, s)
+	drNN := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR_NAMENODE")
+	victim := []byte("a DR file no task of this source may touch")
+	testenv.WriteHDFS(t, env.HDFS(t, testenv.DR), f.dir+"/victim", victim)
+	data := f.file("one", 4096)
+	f.task("mapped", f.srcURI("one"), drNN+f.dir+"/one", "")
+	forged := f.task("forged", f.srcURI("one"), drNN+f.dir+"/victim", "")
+	f.publish()
+
+	cfg := copydConf{prefix: f.prefix, instance: "m" + uniq(t)}.write(t, env)
+	p := startHivedr(t, "copyd", "copyd", "-config", cfg)
+	got := f.waitCompletions(p, 3*time.Minute)
+	p.stop(t)
+
+	if cs := got[forged.TaskID]; len(cs) != 1 || cs[0].Status != schemas.StatusFailed ||
+		!strings.Contains(cs[0].Error, forged.TargetURI) || !strings.Contains(cs[0].Error, "not the DR path of source "+forged.SourceURI) {
+		t.Errorf("forged task: completions %+v; want one FAILED naming its target and source", cs)
+	}
+	if crc, _, err := env.HDFSCRC(t, testenv.DR).FileCRC32C(ctxFor(t, time.Minute), f.dir+"/victim"); err != nil || crc != crcOf(victim) {
+		t.Errorf("the forged task's target changed: crc %08x (%v), want %08x", crc, err, crcOf(victim))
+	}
+	for _, task := range f.tasks {
+		if task.TaskID == forged.TaskID {
+			continue
+		}
+		if cs := got[task.TaskID]; len(cs) != 1 || cs[0].Status != schemas.StatusCopied || cs[0].CRC32C == nil || *cs[0].CRC32C != crcOf(data) {
+			t.Errorf("mapped task: completions %+v; want one COPIED", cs)
 		}
 	}
 }

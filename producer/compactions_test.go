@@ -40,19 +40,6 @@ func TestDecodeCommitCompaction(t *testing.T) {
 	}
 }
 
-func TestCompactionTarget(t *testing.T) {
-	for _, c := range []struct{ target, dir, want string }{
-		{"hdfs://dr/w/t/base_0000005_v0000123/bucket_00000", "base_0000005_v0000123", "hdfs://dr/w/t/" + acid.StagingName("base_0000005_v0000123") + "/bucket_00000"},
-		{"hdfs://dr/w/t/dt=1/delta_0000001_0000004_v0000009/_metadata_acid", "delta_0000001_0000004_v0000009",
-			"hdfs://dr/w/t/dt=1/" + acid.StagingName("delta_0000001_0000004_v0000009") + "/_metadata_acid"},
-		{"hdfs://dr/w/t/000000_0", "", "hdfs://dr/w/t/000000_0"},
-	} {
-		if got := compactionTarget(c.target, c.dir); got != c.want {
-			t.Errorf("compactionTarget(%q, %q) = %q, want %q", c.target, c.dir, got, c.want)
-		}
-	}
-}
-
 // TestListCompaction: only the directories the compactor's transaction
 // wrote are listed, whole with its metadata files, and named on the
 // payload; the copy tasks write them under their staging names.

@@ -3,7 +3,6 @@ package producer
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/config"
@@ -130,7 +129,7 @@ func (r *Routed) addTasks(from int, pol *config.Replication, id func(i int) stri
 			continue
 		}
 		if _, ok := ev.Payload.(*schemas.Compaction); ok {
-			target = compactionTarget(target, f.Subdir)
+			target = acid.CompactionTarget(target, f.Subdir)
 		} else {
 			// A compactor's directory a bootstrap copies goes under the
 			// name a replicated compaction gives it.
@@ -144,19 +143,6 @@ func (r *Routed) addTasks(from int, pol *config.Replication, id func(i int) stri
 			Checksum: f.Checksum, CMRoot: f.CMRoot, Subdir: f.Subdir,
 		})
 	}
-}
-
-// compactionTarget is where a file of a compaction's directory dir (its
-// name, e.g. base_0000005_v0000123) is copied on DR: under the directory's
-// hidden staging name, from which the applier publishes it whole once
-// every file is there (acid.StagingName).
-func compactionTarget(target, dir string) string {
-	seg := "/" + dir + "/"
-	i := strings.LastIndex(target, seg)
-	if dir == "" || i < 0 {
-		return target
-	}
-	return target[:i] + "/" + acid.StagingName(dir) + "/" + target[i+len(seg):]
 }
 
 // namedTables returns, per database, the table names an event touches: both

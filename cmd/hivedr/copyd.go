@@ -85,9 +85,14 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 	if _, err := serveHTTP(ctx, "copyd", conf.Copyd.MetricsAddr, m, copydChecks(conf), log); err != nil {
 		return err
 	}
+	mapPath := conf.Replication.MapPath
+	if conf.Copyd.AnyTarget {
+		mapPath = nil
+	}
 	eng, err := copyd.NewEngine(copyd.EngineConfig{
 		SourceRoots:    conf.Replication.SourceRoots,
 		TargetRoots:    conf.Copyd.TargetRoots,
+		MapPath:        mapPath,
 		CMRoots:        conf.Copyd.CMRoots,
 		Retries:        conf.Copyd.Retries,
 		BytesPerSecond: conf.Copyd.BytesPerSecond,

@@ -116,6 +116,31 @@ func ReplicaPath(path string) string {
 // so no reader sees a compaction's output half copied.
 func StagingName(name string) string { return ".hivedr-compacted." + name }
 
+// CompactionTarget is where a file of a compaction's directory dir (its
+// name, e.g. base_0000005_v0000123) is copied on DR, mapped being the
+// file's DR path: under the directory's hidden staging name, from which
+// the applier publishes it whole once every file is there (StagingName).
+// mapped is returned as it is when it has no dir segment.
+func CompactionTarget(mapped, dir string) string {
+	seg := "/" + dir + "/"
+	i := strings.LastIndex(mapped, seg)
+	if dir == "" || i < 0 {
+		return mapped
+	}
+	return mapped[:i] + "/" + StagingName(dir) + "/" + mapped[i+len(seg):]
+}
+
+// CopyTargets are the DR paths a copy task of a file may name, mapped
+// being the file's DR path (its source path through the path mappings)
+// and subdir the task's directory within its object: the file's DR path
+// itself, under the name a replicated compaction gives a compactor's
+// directory (ReplicaPath), or under a compaction's staging name
+// (CompactionTarget). The tailer makes its tasks' targets so, and copyd
+// refuses a task whose target is none of them.
+func CopyTargets(mapped, subdir string) []string {
+	return []string{mapped, ReplicaPath(mapped), CompactionTarget(mapped, subdir)}
+}
+
 // MetadataFile is the file a compactor leaves in the directories it
 // writes, saying what they hold; a base with it is a compacted one, read
 // as soon as every write ID up to it is decided.

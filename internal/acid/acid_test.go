@@ -214,3 +214,16 @@ func TestVisibleCompactions(t *testing.T) {
 		}
 	}
 }
+
+func TestCompactionTarget(t *testing.T) {
+	for _, c := range []struct{ target, dir, want string }{
+		{"hdfs://dr/w/t/base_0000005_v0000123/bucket_00000", "base_0000005_v0000123", "hdfs://dr/w/t/" + StagingName("base_0000005_v0000123") + "/bucket_00000"},
+		{"hdfs://dr/w/t/dt=1/delta_0000001_0000004_v0000009/_metadata_acid", "delta_0000001_0000004_v0000009",
+			"hdfs://dr/w/t/dt=1/" + StagingName("delta_0000001_0000004_v0000009") + "/_metadata_acid"},
+		{"hdfs://dr/w/t/000000_0", "", "hdfs://dr/w/t/000000_0"},
+	} {
+		if got := CompactionTarget(c.target, c.dir); got != c.want {
+			t.Errorf("CompactionTarget(%q, %q) = %q, want %q", c.target, c.dir, got, c.want)
+		}
+	}
+}

@@ -48,6 +48,14 @@ type Copyd struct {
 	// TargetRoots are the only locations copyd writes; default: the
 	// targets of replication.path_mappings.
 	TargetRoots []string `yaml:"target_roots"`
+	// AnyTarget lets a copy task name any target under target_roots. By
+	// default a task's target must be the DR path replication.path_mappings
+	// give its source (or the name the tailer gives a compaction's file
+	// there), so that whoever can write the manifests topic cannot point a
+	// copy at another DR file; a task that names another completes FAILED,
+	// naming both. Set it only for a copy daemon fed by a producer of its
+	// own that copies across mappings. Default false.
+	AnyTarget bool `yaml:"any_target"`
 	// CMRoots are change-management roots copyd may read copies of moved
 	// or deleted source files from, when they lie outside the source roots.
 	// Default none (the local stack's defaults: its source cmroot).
