@@ -3,10 +3,13 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/hivedr/hivedr/internal/testenv"
 )
 
@@ -54,4 +57,47 @@ func TestCopyCommand(t *testing.T) {
 		}
 	}
 	run(fmt.Sprintf("(SKIPPED_IDENTICAL=%d)", len(files)))
+}
+
+// TestCopyS3SecretKeyFile runs `hivedr copy` to the stack's S3 with the
+// endpoint's secret in filesystems.s3[].secret_key_file (as a mounted
+// Kubernetes Secret gives it): the file arrives; with a wrong secret in
+// the file the copy fails, so the file is what signs the requests.
+func TestCopyS3SecretKeyFile(t *testing.T) {
+	env := testenv.Require(t)
+	u := uniq(t)
+	bucket := "copykey-" + u
+	if _, err := env.S3(t).CreateBucket(ctxFor(t, time.Minute), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	base, err := os.ReadFile(copydConf{prefix: "copykey" + u, bucket: bucket}.write(t, env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk := env.Get(t, "HIVEDR_S3_SECRET_KEY")
+	if strings.Count(string(base), "secret_key: "+sk+",") != 1 {
+		t.Fatalf("copydConf's YAML changed shape; cannot give its S3 secret as a file:\n%s", base)
+	}
+	keyFile := writeFile(t, "s3-secret", sk+"\n")
+	conf := writeFile(t, "copy-s3key.yaml", strings.Replace(string(base), "secret_key: "+sk+",", "secret_key_file: "+keyFile+",", 1))
+	data := randomBytes(t, 70000)
+	srcDir := "/copytest/" + u + "/tree"
+	testenv.WriteHDFS(t, env.HDFS(t, testenv.Source), srcDir+"/f", data)
+	src := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE") + srcDir
+	run := func(dst string) (int, string) {
+		p := startHivedr(t, "copy", "copy", "-config", conf, src, dst)
+		return p.wait(t, 3*time.Minute), p.out.String()
+	}
+	if code, out := run("s3://" + bucket + "/copytest/" + u + "/a"); code != 0 {
+		t.Fatalf("hivedr copy with secret_key_file exited %d:\n%s", code, out)
+	}
+	if crc, err := s3CRC(t, env, bucket, "copytest/"+u+"/a/f"); err != nil || crc != crcOf(data) {
+		t.Fatalf("the S3 copy: crc %08x (%v), want %08x", crc, err, crcOf(data))
+	}
+	if err := os.WriteFile(keyFile, []byte("not-the-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run("s3://" + bucket + "/copytest/" + u + "/b"); code == 0 {
+		t.Fatalf("hivedr copy with a wrong secret in secret_key_file exited 0:\n%s", out)
+	}
 }

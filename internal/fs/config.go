@@ -156,8 +156,13 @@ type S3Config struct {
 	// ECS container credentials, then the EC2 instance metadata service.
 	AccessKey string `yaml:"access_key"`
 	// SecretKey is access_key's secret (${NAME} reads it from the
-	// environment).
+	// environment). Not with secret_key_file.
 	SecretKey string `yaml:"secret_key"`
+	// SecretKeyFile is a file holding access_key's secret (a mounted
+	// Kubernetes Secret), read again when the credentials are a minute
+	// old, so a key rotated in place is picked up without a restart;
+	// surrounding whitespace is dropped. Not with secret_key.
+	SecretKeyFile string `yaml:"secret_key_file"`
 	// Profile is the shared-files profile the default chain reads;
 	// default AWS_PROFILE, else "default". Not with access_key.
 	Profile string `yaml:"profile"`
@@ -231,8 +236,11 @@ func (c S3Config) Validate() error {
 			return fmt.Errorf("endpoint: %q is not an http(s) URL", c.Endpoint)
 		}
 	}
-	if (c.AccessKey == "") != (c.SecretKey == "") {
-		return errors.New("access_key, secret_key: give both or neither")
+	if c.SecretKey != "" && c.SecretKeyFile != "" {
+		return errors.New("secret_key, secret_key_file: give one, not both")
+	}
+	if (c.AccessKey == "") != (c.SecretKey == "" && c.SecretKeyFile == "") {
+		return errors.New("access_key, secret_key (or secret_key_file): give both or neither")
 	}
 	if c.Profile != "" && c.AccessKey != "" {
 		return errors.New("profile: not with access_key (static keys are not looked up in the shared files)")

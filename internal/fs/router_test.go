@@ -1,8 +1,14 @@
 package fs
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 func testRouter(t *testing.T) *Router {
@@ -179,6 +185,10 @@ func TestS3ConfigValidate(t *testing.T) {
 		{S3Config{Profile: "dr", AccessKey: "a", SecretKey: "s"}, "profile: not with access_key"},
 		{S3Config{Anonymous: true, AccessKey: "a", SecretKey: "s"}, "anonymous: not with access_key or profile"},
 		{S3Config{Anonymous: true, Profile: "dr"}, "anonymous: not with access_key or profile"},
+		{S3Config{AccessKey: "a", SecretKeyFile: "/run/secrets/s3"}, ""},
+		{S3Config{AccessKey: "a", SecretKey: "s", SecretKeyFile: "/run/secrets/s3"}, "secret_key, secret_key_file: give one, not both"},
+		{S3Config{SecretKeyFile: "/run/secrets/s3"}, "access_key, secret_key (or secret_key_file): give both or neither"},
+		{S3Config{AccessKey: "a"}, "access_key, secret_key (or secret_key_file): give both or neither"},
 	} {
 		c := tt.c
 		c.EnsureDefaults()
@@ -186,5 +196,39 @@ func TestS3ConfigValidate(t *testing.T) {
 		if (tt.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("Validate(%+v) = %v, want %q", tt.c, err, tt.err)
 		}
+	}
+}
+
+// TestS3SecretKeyFile: the secret is read from its file, again once the
+// credentials have expired (a key rotated in place), and an unreadable
+// or empty file is an error naming it.
+func TestS3SecretKeyFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("first\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := secretFileCredentials{accessKey: "AK", file: file, now: func() time.Time { return now }}
+	cache := aws.NewCredentialsCache(p)
+	ctx := context.Background()
+	c, err := cache.Retrieve(ctx)
+	if err != nil || c.AccessKeyID != "AK" || c.SecretAccessKey != "first" || !c.CanExpire {
+		t.Fatalf("first: %+v %v", c, err)
+	}
+	if err := os.WriteFile(file, []byte("second"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := p.Retrieve(ctx); err != nil || c.SecretAccessKey != "second" || !c.Expires.Equal(now.Add(secretFileTTL)) {
+		t.Fatalf("after the rotation: %+v %v, want the new secret, expiring in %s", c, err, secretFileTTL)
+	}
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Retrieve(ctx); err == nil || !strings.Contains(err.Error(), file) {
+		t.Errorf("an empty file: %v, want an error naming it", err)
+	}
+	p.file = filepath.Join(t.TempDir(), "missing")
+	if _, err := p.Retrieve(ctx); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("a missing file: %v, want an error naming it", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -63,6 +64,8 @@ func NewS3(c S3Config) (*S3, error) {
 		opts.BaseEndpoint = aws.String(c.Endpoint)
 	}
 	switch {
+	case c.SecretKeyFile != "":
+		opts.Credentials = aws.NewCredentialsCache(secretFileCredentials{accessKey: c.AccessKey, file: c.SecretKeyFile})
 	case c.AccessKey != "":
 		opts.Credentials = credentials.NewStaticCredentialsProvider(c.AccessKey, c.SecretKey, "")
 	case c.Anonymous:
@@ -81,6 +84,35 @@ func NewS3(c S3Config) (*S3, error) {
 		s.sseKeyID = aws.String(c.SSEKMSKeyID)
 	}
 	return s, nil
+}
+
+// secretFileCredentials are an access key with its secret read from a
+// file. They expire after secretFileTTL, so a credentials cache reads the
+// file again then: a secret rotated in place is used within that time.
+type secretFileCredentials struct {
+	accessKey, file string
+	now             func() time.Time // time.Now when nil
+}
+
+// secretFileTTL is how long a secret read from its file is used.
+const secretFileTTL = time.Minute
+
+// Retrieve reads the secret.
+func (p secretFileCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	b, err := os.ReadFile(p.file)
+	if err != nil {
+		return aws.Credentials{}, fmt.Errorf("s3 secret_key_file: %w", err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return aws.Credentials{}, fmt.Errorf("s3 secret_key_file %s: empty", p.file)
+	}
+	now := time.Now
+	if p.now != nil {
+		now = p.now
+	}
+	return aws.Credentials{AccessKeyID: p.accessKey, SecretAccessKey: secret, Source: "secret_key_file",
+		CanExpire: true, Expires: now().Add(secretFileTTL)}, nil
 }
 
 // defaultCredentials is the AWS SDK's default credential chain for c
