@@ -226,7 +226,9 @@ type Kafka struct {
 	TopicPrefix string `yaml:"topic_prefix"`
 	// ReplicationFactor of the topics hivedr creates. Default 3 in a
 	// configuration file; the local stack's defaults use 1, its single
-	// broker.
+	// broker. The topics are created with min.insync.replicas 2 (1 with
+	// a single replica), so an acknowledged write survives losing a
+	// broker. Topics that exist are left as they are.
 	ReplicationFactor int16 `yaml:"replication_factor"`
 	// ManifestPartitions is the partition count of <prefix>.manifests, the
 	// most copy daemons that can share the work. Default 12.

@@ -105,8 +105,15 @@ type Spec struct {
 	MaxMessageBytes int32
 }
 
+// MinInsyncReplicas is the min.insync.replicas of a topic created with
+// replication factor rf: 2 where there are at least 2 replicas, so a
+// write hivedr's producers (acks=all) see acknowledged is on two brokers
+// and survives losing one; 1 for a single replica.
+func MinInsyncReplicas(rf int16) int16 { return min(rf, 2) }
+
 // Ensure creates the topics that do not exist yet, in one request per
-// distinct layout, and returns the names it created. Existing topics are
+// distinct layout, with min.insync.replicas set (MinInsyncReplicas), and
+// returns the names it created. Existing topics are
 // left as they are (their partition count and settings are not changed:
 // no role may alter a topic).
 func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[string]bool, err error) {
@@ -139,6 +146,9 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[s
 		}
 		if l.maxBytes > 0 {
 			cfg["max.message.bytes"] = kadm.StringPtr(strconv.FormatInt(int64(l.maxBytes), 10))
+		}
+		if l.rf > 0 {
+			cfg["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(int(MinInsyncReplicas(l.rf))))
 		}
 		res, err := adm.CreateTopics(ctx, l.partitions, l.rf, cfg, groups[l]...)
 		if err != nil {

@@ -1,0 +1,63 @@
+package kafka
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestEnsureSetsMinInsync: the topics Ensure creates carry
+// min.insync.replicas, 2 with three replicas and 1 with one, beside the
+// settings their Spec asks for; a topic that exists is left as it is.
+func TestEnsureSetsMinInsync(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	created, err := Ensure(ctx, adm,
+		Spec{Name: "three", Partitions: 1, ReplicationFactor: 3, MaxMessageBytes: 1 << 20},
+		Spec{Name: "one", Partitions: 1, ReplicationFactor: 1, Compact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !created["three"] || !created["one"] {
+		t.Fatalf("created %v, want both", created)
+	}
+	want := map[string]map[string]string{
+		"three": {"min.insync.replicas": "2", "max.message.bytes": "1048576"},
+		"one":   {"min.insync.replicas": "1", "cleanup.policy": "compact"},
+	}
+	cfgs, err := adm.DescribeTopicConfigs(ctx, "three", "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range cfgs {
+		for key, v := range want[rc.Name] {
+			got := ""
+			for _, c := range rc.Configs {
+				if c.Key == key {
+					got = c.MaybeValue()
+				}
+			}
+			if rc.Err != nil || got != v {
+				t.Errorf("topic %s: %s = %q (%v), want %q", rc.Name, key, got, rc.Err, v)
+			}
+		}
+	}
+	if again, err := Ensure(ctx, adm, Spec{Name: "one", Partitions: 1, ReplicationFactor: 1}); err != nil || len(again) != 0 {
+		t.Errorf("Ensure of an existing topic: created %v, %v; want nothing", again, err)
+	}
+}
