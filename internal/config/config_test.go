@@ -183,7 +183,7 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{"filesystems: {hdfs: [{namenodes: ['a:1'], webhdfs: 'a:2', user: u}, {authority: 'A:1', namenodes: ['b:1'], webhdfs: 'b:2', user: u}]}", "filesystems.hdfs[1]: authority a:1 is hdfs[0]'s too"},
 		{"filesystems: {s3: [{endpoint: 'ftp://x'}]}", `filesystems.s3[0].endpoint: "ftp://x" is not an http(s) URL`},
 		{"filesystems: {s3: [{part_size: 1024}]}", "filesystems.s3[0].part_size: 1024 is below S3's minimum"},
-		{"filesystems: {s3: [{access_key: a}]}", "filesystems.s3[0].access_key, secret_key: give both or neither"},
+		{"filesystems: {s3: [{access_key: a}]}", "filesystems.s3[0].access_key, secret_key (or secret_key_file): give both or neither"},
 		{"filesystems: {s3: [{}, {}]}", "filesystems.s3[1].buckets: s3[0] lists none already"},
 		{"filesystems: {s3: [{buckets: [a]}, {buckets: [b, A]}]}", "filesystems.s3[1].buckets[1]: bucket a is listed by s3[0] too"},
 	}
