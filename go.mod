@@ -13,6 +13,7 @@ require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/colinmarc/hdfs/v2 v2.4.0
 	github.com/compose-spec/compose-go/v2 v2.16.2
+	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/jcmturner/gokrb5/v8 v8.4.4

@@ -1,7 +1,6 @@
 package applier
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 
@@ -9,6 +8,7 @@ import (
 	"github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -22,7 +22,7 @@ import (
 func (p *planner) table(src *schemas.Table) (*hive_metastore.Table, error) {
 	t := hive_metastore.NewTable()
 	if src.ThriftJSON != "" {
-		if err := readTJSON(src.ThriftJSON, t); err != nil {
+		if err := readTJSON(src.ThriftJSON, t, func() { *t = *hive_metastore.NewTable() }); err != nil {
 			return nil, fmt.Errorf("table %s.%s of event %d: %w", src.Database, src.Name, p.ev.EventID, err)
 		}
 	} else {
@@ -53,7 +53,7 @@ func (p *planner) table(src *schemas.Table) (*hive_metastore.Table, error) {
 func (p *planner) partition(tbl *hive_metastore.Table, src *schemas.Partition) (*hive_metastore.Partition, error) {
 	part := hive_metastore.NewPartition()
 	if src.ThriftJSON != "" {
-		if err := readTJSON(src.ThriftJSON, part); err != nil {
+		if err := readTJSON(src.ThriftJSON, part, func() { *part = *hive_metastore.NewPartition() }); err != nil {
 			return nil, fmt.Errorf("partition %v of %s.%s, event %d: %w", src.Values, tbl.DbName, tbl.TableName, p.ev.EventID, err)
 		}
 	} else {
@@ -89,10 +89,11 @@ func (p *planner) partition(tbl *hive_metastore.Table, src *schemas.Partition) (
 	return part, nil
 }
 
-func readTJSON(s string, obj thrift.TStruct) error {
-	buf := thrift.NewTMemoryBufferLen(len(s))
-	buf.WriteString(s)
-	if err := obj.Read(context.Background(), thrift.NewTJSONProtocol(buf)); err != nil {
+// readTJSON reads the source's own Thrift object an event carries into
+// obj (hmsevent.ReadThriftJSON: Thrift's result, read by the tailer's
+// reader); reset makes obj new again.
+func readTJSON(s string, obj thrift.TStruct, reset func()) error {
+	if err := hmsevent.ReadThriftJSON(s, obj, reset); err != nil {
 		return fmt.Errorf("decode its Thrift JSON: %w", err)
 	}
 	return nil
