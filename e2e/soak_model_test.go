@@ -60,8 +60,16 @@ type soakLeeway struct {
 	// removed after N (file "" for a table or partition): it could not
 	// be copied (gone from the source first), and the applier leaves out
 	// what a later event removes. Counted in late.
-	gone        func(table, part, file string) bool
-	early, late int
+	gone func(table, part, file string) bool
+	// later tells whether a DR table's state (nil: the table is not on
+	// DR) is the source's state of that table after a step past N: at
+	// most one plan of the applier is past the database's repl.last.id
+	// (a run of events on its tables, or a table's create, applied
+	// object by object, the watermark written last: in flight, or cut
+	// short by a kill and replayed at the restart), and each object is
+	// at its own event's state. Counted in past.
+	later             func(table string, st *soakTableState) bool
+	early, late, past int
 }
 
 // diff describes how s (DR's) differs from want (the model's), "" when
@@ -78,6 +86,16 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 	for _, name := range unionKeysOf(s, want) {
 		a, inDR := s[name]
 		b, inModel := want[name]
+		if lee.later != nil && !(inDR && inModel && a.equal(b)) {
+			st := &a
+			if !inDR {
+				st = nil
+			}
+			if lee.later(name, st) {
+				lee.past++
+				continue
+			}
+		}
 		switch {
 		case !inModel:
 			out = append(out, fmt.Sprintf("table %s on DR, not in the source state", name))
@@ -116,6 +134,11 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// equal reports whether two states of a table are the same.
+func (t soakTableState) equal(u soakTableState) bool {
+	return t.Valid == u.Valid && maps.EqualFunc(t.Parts, u.Parts, func(a, b []string) bool { return slices.Equal(a, b) })
 }
 
 func unionKeysOf[V any](a, b map[string]V) []string {
@@ -398,6 +421,23 @@ func (m *soakModel) removedLater(db string, n int64, table, part, file string) b
 	return false
 }
 
+// tableLater reports whether a state of db the model recorded after
+// event n has table in state st (nil: without the table).
+func (m *soakModel) tableLater(db string, n int64, table string, st *soakTableState) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.steps[db] {
+		if !s.done || s.before < n {
+			continue
+		}
+		t, ok := s.state[table]
+		if st == nil && !ok || st != nil && ok && t.equal(*st) {
+			return true
+		}
+	}
+	return false
+}
+
 // history is the workload's steps up to and including step upTo, the last
 // limit of them.
 func (m *soakModel) history(upTo, limit int) []string {
@@ -451,6 +491,7 @@ type soakChecker struct {
 	judged  int             // of those, at a step boundary of the model
 	early   int             // files of external tables seen copied ahead of their event
 	late    int             // objects and files missing on DR that the source removed after the sample's event
+	ahead   int             // tables seen at a later state than the sample's event (the plan past the watermark)
 	wrong   []string        // the failures, with their history
 	seen    map[string]int  // how often each failure was seen (by database, N and difference)
 }
@@ -462,13 +503,13 @@ func (c *soakChecker) exclude(db string) {
 	c.skip[db] = true
 }
 
-func (c *soakChecker) counts() (sampled, judged, early, late, wrongSamples int, wrong []string) {
+func (c *soakChecker) counts() (sampled, judged, early, late, ahead, wrongSamples int, wrong []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range c.seen {
 		wrongSamples += n
 	}
-	return c.sampled, c.judged, c.early, c.late, wrongSamples, slices.Clone(c.wrong)
+	return c.sampled, c.judged, c.early, c.late, c.ahead, wrongSamples, slices.Clone(c.wrong)
 }
 
 // lastID reads db's repl.last.id on DR; ok is false when the database is
@@ -525,10 +566,12 @@ func (c *soakChecker) sample(ctx context.Context, dbs []string) error {
 	lee := soakLeeway{
 		ahead: func(table, part, file string) bool { return c.model.later(db, n1, table, part, file) },
 		gone:  func(table, part, file string) bool { return c.model.removedLater(db, n1, table, part, file) },
+		later: func(table string, st *soakTableState) bool { return c.model.tableLater(db, n1, table, st) },
 	}
 	d := st.diff(want, &lee)
 	c.early += lee.early
 	c.late += lee.late
+	c.ahead += lee.past
 	if d != "" {
 		key := fmt.Sprintf("%s %d %s", db, n1, d)
 		if c.seen[key]++; c.seen[key] > 1 {

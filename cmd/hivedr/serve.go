@@ -95,8 +95,8 @@ func serveHTTP(ctx context.Context, role, addr string, m registerer, checks chec
 //	       past start-up, the checkpoint read and the producer fenced in)
 //	copyd: kafka, filesystems (a NameNode of every HDFS cluster and every S3
 //	       endpoint accept connections)
-//	apply: kafka, dr_metastore (answers a Thrift call), not_halted (no
-//	       database halted)
+//	apply: kafka, dr_metastore (answers a Thrift call); not_halted (no
+//	       database halted) is reported ("warn") without failing
 
 func tailerChecks(conf *config.Config) checksFor {
 	return func(ctx context.Context, g prometheus.Gatherer) []health.Check {
@@ -168,7 +168,9 @@ func applierChecks(conf *config.Config) checksFor {
 				}
 				return nil
 			}},
-			{Name: "not_halted", Run: health.NoneSet(g, "hivedr_applier_halted", "databases halted")},
+			// A halt is an alert (HivedrDatabaseHalted), not an unready
+			// daemon: the other databases go on.
+			{Name: "not_halted", Run: health.NoneSet(g, "hivedr_applier_halted", "databases halted"), Warn: true},
 		}
 	}
 }

@@ -28,6 +28,12 @@ type Check struct {
 	Name string
 	// Run returns nil when the condition holds, else what is wrong.
 	Run func(ctx context.Context) error
+	// Warn makes the check a report only: when it fails, /readyz says so
+	// ("warn NAME: ...") and stays 200. For a condition that is an
+	// operator's alert rather than a pod that cannot serve (a halted
+	// database: restarting or unrouting the daemon would not help, and
+	// a rollout waiting on readiness would fail for it).
+	Warn bool
 }
 
 // DefaultTimeout bounds each check of one /readyz request.
@@ -37,6 +43,7 @@ const DefaultTimeout = 3 * time.Second
 type Result struct {
 	Name string
 	Err  error
+	Warn bool // the check's Warn
 }
 
 // Run runs checks at once, each bounded by timeout, and returns their
@@ -59,7 +66,7 @@ func Run(ctx context.Context, checks []Check, timeout time.Duration) []Result {
 			case <-cctx.Done():
 				err = fmt.Errorf("timed out after %s", timeout)
 			}
-			out[i] = Result{Name: c.Name, Err: err}
+			out[i] = Result{Name: c.Name, Err: err, Warn: c.Warn}
 		}()
 	}
 	wg.Wait()
@@ -67,10 +74,11 @@ func Run(ctx context.Context, checks []Check, timeout time.Duration) []Result {
 }
 
 // Mount adds /healthz and /readyz to mux. /healthz is 200 "ok" while the
-// process serves. /readyz is 200 when every check holds and 503 when one
-// does not; either way its body has a line per check, "ok NAME" or "fail
-// NAME: what is wrong", so a person reading it (or a probe's event in
-// Kubernetes) sees the cause.
+// process serves. /readyz is 200 when every check holds (a Warn check
+// aside) and 503 when one does not; either way its body has a line per
+// check, "ok NAME", "fail NAME: what is wrong" or "warn NAME: what is
+// wrong", so a person reading it (or a probe's event in Kubernetes) sees
+// the cause.
 func Mount(mux *http.ServeMux, checks []Check) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -81,10 +89,13 @@ func Mount(mux *http.ServeMux, checks []Check) {
 		var b strings.Builder
 		code := http.StatusOK
 		for _, x := range res {
-			if x.Err != nil {
+			switch {
+			case x.Err != nil && x.Warn:
+				fmt.Fprintf(&b, "warn %s: %v\n", x.Name, x.Err)
+			case x.Err != nil:
 				code = http.StatusServiceUnavailable
 				fmt.Fprintf(&b, "fail %s: %v\n", x.Name, x.Err)
-			} else {
+			default:
 				fmt.Fprintf(&b, "ok %s\n", x.Name)
 			}
 		}

@@ -75,6 +75,22 @@ func TestHealthReadyzHandler(t *testing.T) {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
 
+	// A failing Warn check is reported and leaves readiness as it is.
+	warn := Check{Name: "not_halted", Run: func(context.Context) error { return errors.New("1 databases halted") }, Warn: true}
+	mux2 := http.NewServeMux()
+	Mount(mux2, []Check{ok, warn})
+	srv2 := httptest.NewServer(mux2)
+	defer srv2.Close()
+	resp, err := http.Get(srv2.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "ok kafka\nwarn not_halted: 1 databases halted\n" {
+		t.Errorf("/readyz with a failing warn check: %d %q, want 200 naming it", resp.StatusCode, b)
+	}
+
 	res := Run(context.Background(), []Check{ok, {Name: "slow", Run: func(context.Context) error { <-block; return nil }}}, 50*time.Millisecond)
 	if res[0].Err != nil || res[1].Err == nil || !strings.Contains(res[1].Err.Error(), "timed out") {
 		t.Errorf("a check that does not return: %+v", res)
