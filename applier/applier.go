@@ -493,7 +493,11 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 		cl.Close()
 		a.leaveStatic()
 	}()
-	a.log.Info("applier started", "group", a.cfg.Group, "topics", pattern)
+	// The DR metastore's own connection pool (datanucleus.connectionPool.
+	// maxPoolSize) cannot be read over Thrift (get_config_value refuses
+	// it): the arithmetic is the operator's (docs/applier.md).
+	a.log.Info("applier started", "group", a.cfg.Group, "topics", pattern, "dr_connections", a.cfg.DRConnections,
+		"note", "every applier of the group holds up to dr_connections DR metastore connections (and one more while it confirms a failover's fence): keep instances x (dr_connections + 1) below the DR metastore's connection pool")
 	for {
 		pctx, wake := context.WithCancel(ctx)
 		a.mu.Lock()
