@@ -467,19 +467,63 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 			} else {
 				waitingSince = time.Time{}
 			}
-			changed := w.a.cfg.Completions.Changed()
-			t := time.NewTimer(time.Second)
-			select {
-			case <-w.between.Done():
-				t.Stop()
+			if !w.await(d) {
 				return false
-			case <-changed:
-			case <-w.wake: // more events: the look-ahead may have changed
-			case <-t.C:
 			}
-			t.Stop()
 		}
 	}
+}
+
+// filesRecheck is how often a decision waiting for file copies is made
+// again when none of its copies completed and no event arrived.
+const filesRecheck = 10 * time.Second
+
+// await waits for what may change a Wait decision: more events (the
+// look-ahead), a completion, or a second. A decision waiting for file
+// copies changes only once one of them completes (or more events arrive):
+// the completions of other databases' files do not wake it, and it is
+// made again without them only every filesRecheck. So hundreds of
+// databases waiting for files do not take turns at the DR metastore
+// connections (pool.go) to plan again for nothing. It returns false when
+// the worker ends.
+func (w *worker) await(d Decision) bool {
+	every := time.Second
+	if d.Reason == ReasonWaitingForFiles {
+		every = filesRecheck
+	}
+	t := time.NewTimer(every)
+	defer t.Stop()
+	changed := w.a.cfg.Completions.Changed()
+	// (A completion that came since the plan read them: at once.)
+	if d.Reason == ReasonWaitingForFiles && w.anyCompleted(d.WaitTasks) {
+		return true
+	}
+	for {
+		select {
+		case <-w.between.Done():
+			return false
+		case <-w.wake: // more events: the look-ahead may have changed
+			return true
+		case <-t.C:
+			return true
+		case <-changed:
+			changed = w.a.cfg.Completions.Changed() // (before looking: none is missed)
+			if d.Reason != ReasonWaitingForFiles || w.anyCompleted(d.WaitTasks) {
+				return true
+			}
+		}
+	}
+}
+
+// anyCompleted reports whether one of the copy tasks has a completion (or
+// the store cannot tell: the plan finds out).
+func (w *worker) anyCompleted(tasks []string) bool {
+	for _, id := range tasks {
+		if _, ok, err := w.a.cfg.Completions.Get(id); ok || err != nil {
+			return true
+		}
+	}
+	return len(tasks) == 0
 }
 
 // covered returns the items and events of a batch that a decision
