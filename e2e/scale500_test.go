@@ -226,6 +226,8 @@ func TestScale500Databases(t *testing.T) {
 	t.Logf("DR metastore connections: peak %v (gauge sampled each second: %v; applier.dr_connections %d); "+
 		"%v waits for one, %.1f s in all; %v DR calls, %.1f s in all",
 		metricSum(m, "hivedr_applier_dr_connections_peak"), sampled, pt.cfg.Applier.DRConnections, waitN, waitSum, callN, callSum)
+	t.Logf("DR calls by call (count, seconds): %s; events by type: %s", seriesSplit(m, "hivedr_applier_dr_call_seconds", "call"),
+		seriesSplit(m, "hivedr_applier_events_total", "type"))
 	t.Logf("all %d on DR %s after the first was created (creating took %s; bound %s)", len(dbs)-len(left),
 		allTook.Round(time.Millisecond), createTook.Round(time.Millisecond), scaleBound)
 
@@ -264,6 +266,37 @@ func TestScale500Databases(t *testing.T) {
 		t.Errorf("the applier exited %d on SIGTERM", code)
 	}
 	t.Logf("the applier stopped %s after SIGTERM", time.Since(stopAt).Round(time.Millisecond))
+}
+
+// seriesSplit lists a metric's series by one label, as label=value: for
+// a histogram, its count and the sum of its observations.
+func seriesSplit(m map[string]float64, name, label string) string {
+	count, sum := map[string]float64{}, map[string]float64{}
+	key := func(series string) string {
+		_, l, _ := strings.Cut(series, label+`="`)
+		v, _, _ := strings.Cut(l, `"`)
+		return v
+	}
+	for series, v := range m {
+		switch {
+		case strings.HasPrefix(series, name+"_count{"):
+			count[key(series)] += v
+		case strings.HasPrefix(series, name+"_sum{"):
+			sum[key(series)] += v
+		case strings.HasPrefix(series, name+"{"):
+			count[key(series)] += v
+		}
+	}
+	var parts []string
+	for k, n := range count {
+		if s, ok := sum[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%.0f/%.1fs", k, n, s))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s=%.0f", k, n))
+		}
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
 }
 
 // dropScale drops the databases on the source and on DR, several at once.
