@@ -53,9 +53,13 @@ type Config struct {
 	SessionTimeout time.Duration
 	// Source names the primary site (DR databases are marked with it).
 	Source string
-	// Dial connects to the DR metastore; each database's worker has its
-	// own connection.
+	// Dial connects to the DR metastore. The database workers share at
+	// most DRConnections of its connections (pool.go); a failover's fence
+	// confirmation and the skip records at start dial one of their own.
 	Dial func(ctx context.Context) (Metastore, func() error, error)
+	// DRConnections is the most DR metastore connections the database
+	// workers share. 0: applier.dr_connections' default.
+	DRConnections int
 	// Policy maps locations and says what is in scope.
 	Policy Policy
 	// RPO returns a database's recovery point objective, exported beside
@@ -119,6 +123,8 @@ type Applier struct {
 	// a worker's push holds its own lock).
 	running atomic.Int64
 	cl      *kgo.Client
+	// pool holds the DR metastore connections the workers share.
+	pool *pool
 
 	fetchErrLogged map[string]time.Time // by topic and error; the poll loop's own
 
@@ -148,10 +154,11 @@ func New(cfg Config) (*Applier, error) {
 	config.FillZero(&cfg.LookAheadBytes, "applier.look_ahead_bytes")
 	config.FillZero(&cfg.SessionTimeout, "applier.session_timeout")
 	config.FillZero(&cfg.BatchPartitions, "applier.batch_partitions")
+	config.FillZero(&cfg.DRConnections, "applier.dr_connections")
 	config.FillZero(&cfg.CompletionPartitions, "kafka.manifest_partitions")
 	config.FillZero(&cfg.ReplicationFactor, "kafka.replication_factor")
 	if cfg.HaltAfter < 0 || cfg.LookAhead < 0 || cfg.LookAheadBytes < 0 || cfg.SessionTimeout < 0 || cfg.BatchPartitions < 0 ||
-		cfg.CompletionPartitions < 0 || cfg.ReplicationFactor < 0 {
+		cfg.DRConnections < 0 || cfg.CompletionPartitions < 0 || cfg.ReplicationFactor < 0 {
 		return nil, errors.New("applier: Config's durations, sizes and counts must not be negative")
 	}
 	if cfg.Logger == nil {
@@ -160,7 +167,9 @@ func New(cfg Config) (*Applier, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
-	return &Applier{cfg: cfg, m: cfg.Metrics, log: cfg.Logger.With("role", "applier"), workers: map[string]*worker{},
+	log := cfg.Logger.With("role", "applier")
+	return &Applier{cfg: cfg, m: cfg.Metrics, log: log, workers: map[string]*worker{},
+		pool:           newPool(cfg.DRConnections, cfg.Dial, log, cfg.Metrics),
 		fetchErrLogged: map[string]time.Time{}, controlReady: make(chan struct{}), owned: map[string]bool{}}, nil
 }
 
@@ -189,6 +198,7 @@ func (a *Applier) Run(ctx context.Context) error {
 	err := a.consumeEvents(ctx)
 	cancel(err)
 	wg.Wait()
+	a.pool.close() // (the workers have stopped: all are idle)
 	if err == nil || errors.Is(err, context.Canceled) {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			return cause
@@ -483,7 +493,11 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 		cl.Close()
 		a.leaveStatic()
 	}()
-	a.log.Info("applier started", "group", a.cfg.Group, "topics", pattern)
+	// The DR metastore's own connection pool (datanucleus.connectionPool.
+	// maxPoolSize) cannot be read over Thrift (get_config_value refuses
+	// it): the arithmetic is the operator's (docs/applier.md).
+	a.log.Info("applier started", "group", a.cfg.Group, "topics", pattern, "dr_connections", a.cfg.DRConnections,
+		"note", "every applier of the group holds up to dr_connections DR metastore connections (and one more while it confirms a failover's fence): keep instances x (dr_connections + 1) below the DR metastore's connection pool")
 	for {
 		pctx, wake := context.WithCancel(ctx)
 		a.mu.Lock()

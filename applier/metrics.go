@@ -27,6 +27,8 @@ type Metrics struct {
 	bootstrapApplied *prometheus.CounterVec
 	batchEvents      *prometheus.HistogramVec
 	drCallSeconds    *prometheus.HistogramVec
+	drOpen, drPeak   prometheus.Gauge
+	drWait           prometheus.Histogram
 }
 
 // NewMetrics makes the applier's metrics.
@@ -92,6 +94,19 @@ func NewMetrics() *Metrics {
 			Help:    "Time of each call a database's worker made to the DR metastore (get_database, get_table, get_partitions_by_names, add_partitions, alter_partitions, alter_table, alter_database, ...) or, for prune_files, to the DR filesystem; its _count is the number of calls.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"call"}),
+		drOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hivedr_applier_dr_connections_open",
+			Help: "Connections the applier holds to the DR metastore, idle or in use (at most applier.dr_connections).",
+		}),
+		drPeak: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hivedr_applier_dr_connections_peak",
+			Help: "The most connections the applier held to the DR metastore at once since it started.",
+		}),
+		drWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hivedr_applier_dr_connection_wait_seconds",
+			Help:    "Time a database's worker waited for a DR metastore connection (applier.dr_connections) before a step, dialling and backoff included.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20),
+		}),
 		undecodable: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hivedr_applier_undecodable_completions_total", Help: "Completion records that did not decode (logged with their offset); an event waiting for one waits until it is re-copied.",
 		}),
@@ -102,7 +117,8 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	var errs []error
 	for _, c := range []prometheus.Collector{m.events, m.applySeconds, m.eventLag, m.lastID, m.lastTime,
-		m.lagEvents, m.replicaAge, m.rpo, m.waiting, m.waitingFiles, m.waitSeconds, m.halted, m.completions, m.undecodable, m.bootstrapApplied, m.batchEvents, m.drCallSeconds} {
+		m.lagEvents, m.replicaAge, m.rpo, m.waiting, m.waitingFiles, m.waitSeconds, m.halted, m.completions, m.undecodable, m.bootstrapApplied, m.batchEvents, m.drCallSeconds,
+		m.drOpen, m.drPeak, m.drWait} {
 		errs = append(errs, reg.Register(c))
 	}
 	return errors.Join(errs...)

@@ -59,9 +59,12 @@ type worker struct {
 	dropped bool
 	wake    chan struct{}
 
-	ms      Metastore
-	closeMS func() error
-	cache   *cache
+	// ms is the DR metastore connection of the step in progress (conn's),
+	// taken from the applier's pool for the step (connect) and given back
+	// after it (disconnect); nil between steps.
+	ms    Metastore
+	conn  *conn
+	cache *cache
 	// delayed are the obsolete ACID directories waiting for
 	// applier.prune_delay (prunedelay.go), set by run; nil when it is 0.
 	delayed *delayedRemovals
@@ -153,9 +156,6 @@ func (w *worker) run() {
 	ctx := w.ctx
 	defer w.cancel()
 	defer func() {
-		if w.closeMS != nil {
-			w.closeMS()
-		}
 		// Whoever owns the database now reports it.
 		w.a.m.lagEvents.DeleteLabelValues(w.db)
 		w.a.m.replicaAge.DeleteLabelValues(w.db)
@@ -430,7 +430,6 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 			}
 			w.log.Warn("apply failed; retrying", "event_id", ev.EventID, "type", ev.EventType, "err", err, "retry_in", backoff)
 			inTransit = true
-			w.reconnect()
 			if !sleep(ctx, backoff) { // (not cut short by finish: see above)
 				return false
 			}
@@ -468,19 +467,63 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 			} else {
 				waitingSince = time.Time{}
 			}
-			changed := w.a.cfg.Completions.Changed()
-			t := time.NewTimer(time.Second)
-			select {
-			case <-w.between.Done():
-				t.Stop()
+			if !w.await(d) {
 				return false
-			case <-changed:
-			case <-w.wake: // more events: the look-ahead may have changed
-			case <-t.C:
 			}
-			t.Stop()
 		}
 	}
+}
+
+// filesRecheck is how often a decision waiting for file copies is made
+// again when none of its copies completed and no event arrived.
+const filesRecheck = 10 * time.Second
+
+// await waits for what may change a Wait decision: more events (the
+// look-ahead), a completion, or a second. A decision waiting for file
+// copies changes only once one of them completes (or more events arrive):
+// the completions of other databases' files do not wake it, and it is
+// made again without them only every filesRecheck. So hundreds of
+// databases waiting for files do not take turns at the DR metastore
+// connections (pool.go) to plan again for nothing. It returns false when
+// the worker ends.
+func (w *worker) await(d Decision) bool {
+	every := time.Second
+	if d.Reason == ReasonWaitingForFiles {
+		every = filesRecheck
+	}
+	t := time.NewTimer(every)
+	defer t.Stop()
+	changed := w.a.cfg.Completions.Changed()
+	// (A completion that came since the plan read them: at once.)
+	if d.Reason == ReasonWaitingForFiles && w.anyCompleted(d.WaitTasks) {
+		return true
+	}
+	for {
+		select {
+		case <-w.between.Done():
+			return false
+		case <-w.wake: // more events: the look-ahead may have changed
+			return true
+		case <-t.C:
+			return true
+		case <-changed:
+			changed = w.a.cfg.Completions.Changed() // (before looking: none is missed)
+			if d.Reason != ReasonWaitingForFiles || w.anyCompleted(d.WaitTasks) {
+				return true
+			}
+		}
+	}
+}
+
+// anyCompleted reports whether one of the copy tasks has a completion (or
+// the store cannot tell: the plan finds out).
+func (w *worker) anyCompleted(tasks []string) bool {
+	for _, id := range tasks {
+		if _, ok, err := w.a.cfg.Completions.Get(id); ok || err != nil {
+			return true
+		}
+	}
+	return len(tasks) == 0
 }
 
 // covered returns the items and events of a batch that a decision
@@ -562,7 +605,6 @@ func (w *worker) heartbeat(ctx context.Context, it *item) bool {
 				return w.halt(ctx, nil, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused, Detail: err.Error()})
 			}
 			w.log.Warn("heartbeat check failed; retrying", "err", err, "retry_in", backoff)
-			w.reconnect()
 			if !sleep(w.between, backoff) {
 				return false
 			}
@@ -586,10 +628,11 @@ func (w *worker) heartbeat(ctx context.Context, it *item) bool {
 
 // stepHeartbeat reads the DR database, plans the heartbeat and runs what
 // it asks.
-func (w *worker) stepHeartbeat(ctx context.Context, hb *schemas.Heartbeat) (Decision, error) {
+func (w *worker) stepHeartbeat(ctx context.Context, hb *schemas.Heartbeat) (_ Decision, err error) {
 	if err := w.connect(ctx); err != nil {
 		return Decision{}, err
 	}
+	defer func() { w.disconnect(ctx, err) }()
 	x := w.executor()
 	rep, err := x.read(ctx, Touched{Databases: []string{strings.ToLower(w.db)}})
 	if err != nil {
@@ -619,17 +662,31 @@ func (w *worker) executor() *executor {
 		log: w.log, observe: w.a.observeCall, delayed: w.delayed}
 }
 
-// connect dials the DR metastore if the worker has no connection.
+// connect takes a DR metastore connection from the applier's pool for a
+// step, waiting for one (in turn with the other databases) when all are
+// in use; disconnect gives it back.
 func (w *worker) connect(ctx context.Context) error {
-	if w.ms != nil {
-		return nil
-	}
-	ms, closeFn, err := w.a.cfg.Dial(ctx)
+	c, err := w.a.pool.get(ctx)
 	if err != nil {
 		return err
 	}
-	w.ms, w.closeMS = ms, closeFn
+	w.conn, w.ms = c, c.ms
 	return nil
+}
+
+// disconnect gives the step's connection back to the pool, or discards it
+// when the step's error leaves it out of step with the metastore
+// (connBroken).
+func (w *worker) disconnect(ctx context.Context, err error) {
+	c := w.conn
+	w.conn, w.ms = nil, nil
+	if connBroken(err) {
+		// (A failure of the metastore's, not of ctx ending, backs the
+		// pool's dials off.)
+		w.a.pool.discard(c, ctx.Err() == nil)
+		return
+	}
+	w.a.pool.put(c)
 }
 
 func eventsOf(items []*item) []*schemas.Event {
@@ -727,10 +784,11 @@ type decision struct {
 // step reads the state the events need (one event, or a batch of
 // bootstrap partition records covering n queue items), plans, and runs
 // the actions.
-func (w *worker) step(ctx context.Context, evs []*schemas.Event, n int) (Decision, error) {
+func (w *worker) step(ctx context.Context, evs []*schemas.Event, n int) (_ Decision, err error) {
 	if err := w.connect(ctx); err != nil {
 		return Decision{}, err
 	}
+	defer func() { w.disconnect(ctx, err) }()
 	x := w.executor()
 	ev := evs[0]
 	// Another database's worker may change this one's objects around an
@@ -774,13 +832,6 @@ func toCopy(c state.Completion) Copy {
 // beyond it the database halts (metastore_refused).
 const maxConflicts = 3
 
-func (w *worker) reconnect() {
-	if w.closeMS != nil {
-		w.closeMS()
-	}
-	w.ms, w.closeMS = nil, nil
-}
-
 // halt stops the database: loudly in the log, in the halted metric, and on
 // the DR database (hivedr.halted) for `hivedr status`. It returns when the
 // worker is cancelled (false) or, for a halt a bootstrap releases, when
@@ -801,7 +852,7 @@ func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) bool {
 		attrs = append(attrs, "bootstrap", ev.Snapshot.BootstrapID, "seq", ev.Snapshot.Seq)
 	}
 	w.log.Error("database halted: fix the cause, then restart hivedr apply (or skip the event with --skip-event)", attrs...)
-	if w.ms != nil || ctx.Err() == nil {
+	if ctx.Err() == nil {
 		if err := w.recordHalt(ctx, drparam.FormatHalt(id, typ, string(d.Reason), d.Detail)); err != nil {
 			w.log.Warn("could not record the halt on the DR database", "err", err)
 		}
@@ -931,13 +982,15 @@ func (w *worker) replanned(ctx context.Context) bool {
 	x := w.executor()
 	items := w.batch(head)
 	d, err := w.decide(ctx, x, eventsOf(items), len(items))
+	w.disconnect(ctx, err)
 	return err == nil && d.Outcome != Halt
 }
 
-func (w *worker) recordHalt(ctx context.Context, msg string) error {
+func (w *worker) recordHalt(ctx context.Context, msg string) (err error) {
 	if err := w.connect(ctx); err != nil {
 		return err
 	}
+	defer func() { w.disconnect(ctx, err) }()
 	db, err := w.ms.GetDatabase(ctx, w.db)
 	if err != nil {
 		if isNoSuchObject(err) {

@@ -217,28 +217,6 @@ func TestBenchMemory(t *testing.T) {
 	fmt.Print(b.String())
 }
 
-// deleteTopics deletes the pipeline's topics (a memory benchmark leaves
-// gigabytes in them).
-func deleteTopics(t *testing.T, p *pipeline) {
-	adm := p.env.KafkaAdmin(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	td, err := adm.ListTopics(ctx)
-	if err != nil {
-		t.Logf("list topics: %v", err)
-		return
-	}
-	var mine []string
-	for _, name := range td.Names() {
-		if strings.HasPrefix(name, p.prefix+".") {
-			mine = append(mine, name)
-		}
-	}
-	if _, err := adm.DeleteTopics(ctx, mine...); err != nil {
-		t.Logf("delete topics %v: %v", mine, err)
-	}
-}
-
 // TestBenchIdle measures the CPU an idle pipeline takes over a quiet
 // warehouse: BENCH_IDLE_TABLES tables (default 10,000) in BENCH_IDLE_DBS
 // databases (default 20) of a synthetic source, created and replicated,

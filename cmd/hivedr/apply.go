@@ -119,6 +119,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		LookAhead:            conf.Applier.LookAhead,
 		LookAheadBytes:       conf.Applier.LookAheadBytes,
 		BatchPartitions:      conf.Applier.BatchPartitions,
+		DRConnections:        conf.Applier.DRConnections,
 		CompletionPartitions: conf.Kafka.ManifestPartitions,
 		ReplicationFactor:    conf.Kafka.ReplicationFactor,
 		Skips:                skips,

@@ -63,6 +63,15 @@ type Applier struct {
 	// rename), are applied as one plan, their offsets committed together
 	// after it; 1 applies every record alone. Default 1000.
 	BatchPartitions int `yaml:"batch_partitions"`
+	// DRConnections is the most connections the applier holds to the DR
+	// metastore: its database workers share them, each taking one for a
+	// step (one plan's reads and calls) and giving it back, first come
+	// first served, so the number of databases never decides the number
+	// of connections. Every applier of a group holds its own: the
+	// metastore serves at most the instances times this (plus one for a
+	// failover's fence), which must stay below its own connection pool
+	// (docs/applier.md, DR metastore connections). Default 8.
+	DRConnections int `yaml:"dr_connections"`
 	// MetricsAddr serves /metrics; empty disables. Default 127.0.0.1:9466.
 	MetricsAddr string `yaml:"metrics_addr"`
 }
@@ -78,6 +87,11 @@ const (
 	// metastore's Thrift message and socket timeout.
 	DefaultBatchPartitions = 1000
 	MaxBatchPartitions     = 10000
+	// DefaultDRConnections is applier.dr_connections' default: well
+	// below a stock metastore's connection pool (10 per pool).
+	DefaultDRConnections = 8
+	// MaxDRConnections bounds applier.dr_connections.
+	MaxDRConnections = 1000
 	// DefaultSessionTimeout is applier.session_timeout's and
 	// copyd.session_timeout's default: the shortest session a Kafka broker
 	// accepts by default, so a lost member's work moves within seconds.
@@ -106,7 +120,7 @@ func HeartbeatInterval(d time.Duration) time.Duration { return d / 6 }
 
 func defaultApplier() Applier {
 	return Applier{Group: "hivedr-applier", HaltAfter: Duration{DefaultHaltAfter}, LookAhead: DefaultLookAhead,
-		LookAheadBytes: DefaultLookAheadBytes, BatchPartitions: DefaultBatchPartitions, MetricsAddr: "127.0.0.1:" + ApplierMetricsPort, SessionTimeout: Duration{DefaultSessionTimeout}}
+		LookAheadBytes: DefaultLookAheadBytes, BatchPartitions: DefaultBatchPartitions, DRConnections: DefaultDRConnections, MetricsAddr: "127.0.0.1:" + ApplierMetricsPort, SessionTimeout: Duration{DefaultSessionTimeout}}
 }
 
 // EnsureDefaults fills Instance with the host name.
@@ -145,6 +159,9 @@ func (a Applier) Validate() error {
 	}
 	if a.BatchPartitions < 1 || a.BatchPartitions > MaxBatchPartitions {
 		return fmt.Errorf("applier.batch_partitions: %d must be between 1 and %d", a.BatchPartitions, MaxBatchPartitions)
+	}
+	if a.DRConnections < 1 || a.DRConnections > MaxDRConnections {
+		return fmt.Errorf("applier.dr_connections: %d must be between 1 and %d", a.DRConnections, MaxDRConnections)
 	}
 	return nil
 }

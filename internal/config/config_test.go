@@ -132,6 +132,7 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{"applier: {metastore: dr}", `applier.metastore: "dr" is not host:port`},
 		{"applier: {batch_partitions: 0}", "applier.batch_partitions: 0 must be between 1 and 10000"},
 		{"applier: {batch_partitions: 20000}", "applier.batch_partitions: 20000 must be between 1 and 10000"},
+		{"applier: {dr_connections: 0}", "applier.dr_connections: 0 must be between 1 and 1000"},
 		{"applier: {session_timeout: 500ms}", "applier.session_timeout: 500ms must be between 1s and 30m"},
 		{"copyd: {session_timeout: 1h}", "copyd.session_timeout: 1h0m0s must be between 1s and 30m"},
 		{"replication: {databases: [{name: db, include_tables: ['(']}]}", "replication.databases[0].include_tables[0]"},
