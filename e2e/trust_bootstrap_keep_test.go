@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	wl "github.com/hivedr/hivedr/e2e/workload"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/testenv"
@@ -83,4 +84,87 @@ func drHalt(t *testing.T, pt *pipelineTest, db string) string {
 		return ""
 	}
 	return d.Parameters[drparam.Halted]
+}
+
+// TestTrustBootstrapResumeKeepsPartitions: the bootstrap of a
+// transactional table of 60 partitions (added by one ADD_PARTITION,
+// written by one transaction), published two partitions a page, is
+// interrupted twice: the tailer is killed (-9) once its checkpoint shows
+// the table in progress, and the applier once the DR database shows some
+// of its partitions applied; both are started again. DR then holds every
+// partition, a reader of each sees what a source reader sees, and a
+// transaction writing them all after the bootstrap commits on DR.
+func TestTrustBootstrapResumeKeepsPartitions(t *testing.T) {
+	env := testenv.Require(t)
+	r := newAcidSource(t, env, "trustbr")
+	ctx := r.ctx
+	var days [][]string
+	for i := range 60 {
+		days = append(days, []string{fmt.Sprintf("2025-%04d", i)})
+	}
+	big := acidTable{db: r.db1, name: "big", partitions: days}
+	mustDo(t, "create "+big.full(), r.w.CreateACIDTable(ctx, big.db, big.name, wl.ACIDTableSpec{Columns: []string{"id bigint", "note string"}, PartitionKeys: []string{"dt"}}))
+	mustDo(t, "add its partitions", r.w.AddACIDPartitions(ctx, big.db, big.name, days))
+	r.tables = append(r.tables, big)
+	bi := len(r.tables) - 1
+	var all []acidWrite
+	for p := range days {
+		all = append(all, acidWrite{bi, p, false})
+	}
+	tx, err := r.w.OpenTxn(ctx)
+	mustDo(t, "open a transaction", err)
+	r.write(tx, all...)
+	r.end(tx, true, all...)
+
+	r.pipeline = newPipeline(t, env, []string{r.db1, r.db2}, currentEventID(t, ctx, r.src))
+	r.withTailer("bootstrap_page: 2")
+	r.withBatch(t, 2)
+	metrics := r.withTailerMetrics()
+	r.startAll()
+	r.requestBootstrap([]string{r.db1, r.db2}, nil)
+	// big is db1's first table by name: its records follow the BEGIN.
+	records := `hivedr_tailer_bootstrap_records_total{db="` + r.db1 + `"}`
+	var published float64
+	poll(t, 5*time.Minute, 5*time.Millisecond, "the tailer inside "+big.full()+"'s partitions", func() bool {
+		r.checkAlive()
+		m, ok := scrape(metrics)
+		published = m[records]
+		return ok && published >= 8
+	})
+	r.tail.kill9()
+	if published >= float64(len(days)) {
+		t.Fatalf("the tailer had published %v records of %s when killed: past %s", published, r.db1, big.full())
+	}
+	t.Logf("tailer killed with %v records of %s published", published, r.db1)
+	r.startTail()
+	poll(t, 5*time.Minute, 5*time.Millisecond, "some of "+big.full()+"'s partitions applied on DR", func() bool {
+		r.checkAlive()
+		d := drDatabase(t, r.pipelineTest, r.db1)
+		if d == nil {
+			return false
+		}
+		if d.Parameters[drparam.BootstrapDone] != "" {
+			t.Fatalf("%s's bootstrap was done before the applier was killed: the kill tests nothing", r.db1)
+		}
+		prog, _ := drparam.ParseProgress(d.Parameters[drparam.BootstrapApplied])
+		return prog.Partitions >= 3
+	})
+	r.apply.kill9()
+	r.startApply()
+
+	eventually(t, 5*time.Minute, "both bootstraps done on DR", func() bool {
+		r.checkAlive()
+		if h := drHalt(t, r.pipelineTest, r.db1); h != "" {
+			t.Fatalf("DR database %s halted: %s", r.db1, h)
+		}
+		return bootstrapDone(ctx, r.dr, r.db1) != "" && bootstrapDone(ctx, r.dr, r.db2) != ""
+	})
+	if n := partitionCount(t, ctx, r.dr, big.db, big.name); n != len(days) {
+		t.Errorf("DR holds %d partitions of %s after the bootstrap, want %d", n, big.full(), len(days))
+	}
+	tx, err = r.w.OpenTxn(ctx)
+	mustDo(t, "open a transaction", err)
+	r.write(tx, all...)
+	r.end(tx, true, all...)
+	r.converge(5 * time.Minute)
 }
