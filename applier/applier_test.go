@@ -340,6 +340,26 @@ func (f *fakeHMS) GetAllTables(ctx context.Context, db string) ([]string, error)
 	return out, nil
 }
 
+// GetTables answers the patterns the applier asks: a prefix and *.
+func (f *fakeHMS) GetTables(ctx context.Context, db, pattern string) ([]string, error) {
+	if err := f.enter(ctx, "GetTables"); err != nil {
+		return nil, err
+	}
+	defer f.mu.Unlock()
+	if f.dbs[lower(db)] == nil {
+		return nil, noSuch("database %s", db)
+	}
+	prefix, _ := strings.CutSuffix(lower(pattern), "*")
+	var out []string
+	for k := range f.tables {
+		if k.DB == lower(db) && strings.HasPrefix(k.Name, prefix) {
+			out = append(out, k.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 func (f *fakeHMS) EachPartitionName(ctx context.Context, db, table string, fn func(string)) error {
 	if err := f.enter(ctx, "EachPartitionName"); err != nil {
 		return err

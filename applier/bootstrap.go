@@ -335,6 +335,54 @@ func (p *planner) withProgress(d Decision, cur *hive_metastore.Database, prog dr
 	return d
 }
 
+// recordFilesReady is filesReady for the object obj of a bootstrap's
+// TABLE or PARTITION record. A file that cannot be copied leaves the
+// object out only when a later event removes the object itself (a drop,
+// a later bootstrap's BEGIN covering it, an overwrite or truncate, which
+// make it again): then that event converges DR. One that only makes the
+// file unneeded, a major compaction of the object (its base replaces
+// every file before it), keeps the object: it is written without the
+// file, as one gone from the source is, and the compaction, after the
+// END, brings its base. Left out, the object would be missing for good:
+// the events after the END that made it are no-ops by the record's stamp,
+// and the compaction, and every commit writing the object, would halt on
+// its absence.
+func (p *planner) recordFilesReady(obj objKey, files []schemas.FileRef) (Decision, bool) {
+	d, ok := p.filesReady(obj, files)
+	if ok || d.Outcome != NoOp || p.removedLater(obj) {
+		return d, ok
+	}
+	var pending []string
+	for _, f := range files {
+		switch c, done := p.in.Copies[f.TaskID]; {
+		case !done:
+			pending = append(pending, f.TaskID)
+		case !c.OK():
+			p.gone = append(p.gone, f.URI)
+		}
+	}
+	if len(pending) > 0 {
+		return waitFiles(pending), false
+	}
+	return Decision{}, true
+}
+
+// removedLater reports whether a later event on the topic removes obj
+// itself, not only files of it (a compaction, which keeps the object),
+// following its table's renames.
+func (p *planner) removedLater(obj objKey) bool {
+	for _, ev := range p.in.Later {
+		if len(ev.Errors) > 0 {
+			return false
+		}
+		if _, compaction := ev.Payload.(*schemas.Compaction); !compaction && removes(ev, obj) {
+			return true
+		}
+		obj = renamed(ev, obj)
+	}
+	return false
+}
+
 // snapshotTable plans a TABLE record: the table created, or replaced
 // (altered, or dropped and created when its shape changed), as of its
 // stamp, its files copied first and the DR files it does not list pruned.
@@ -395,7 +443,7 @@ func (p *planner) snapshotTable(cur *hive_metastore.Database, prog drparam.Progr
 		d.Detail = fmt.Sprintf("%s on DR is at event %d, past the snapshot's %d: kept", tk, stamp(curT.Parameters), h)
 		return p.withProgress(d, cur, prog, recs)
 	}
-	if d, ok := p.filesReady(objKey{db: tk.DB, table: tk.Name}, ev.Files); !ok {
+	if d, ok := p.recordFilesReady(objKey{db: tk.DB, table: tk.Name}, ev.Files); !ok {
 		if d.Outcome == NoOp {
 			return p.withProgress(d, cur, prog, recs)
 		}
@@ -513,7 +561,7 @@ func (p *planner) snapshotPartitions(cur *hive_metastore.Database, prog drparam.
 			alter = append(alter, &np)
 			continue
 		}
-		if d, ok := p.filesReady(objKey{db: tk.DB, table: tk.Name, values: pk.Values}, r.Files); !ok {
+		if d, ok := p.recordFilesReady(objKey{db: tk.DB, table: tk.Name, values: pk.Values}, r.Files); !ok {
 			switch {
 			case d.Outcome == NoOp:
 				skipped = append(skipped, pk.Values)

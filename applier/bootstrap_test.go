@@ -297,6 +297,23 @@ func TestPlanBootstrap(t *testing.T) {
 	}
 	customersFiles := []string{srcCustomers.Location + "/000000_0", srcCustomers.Location + "/000001_0"}
 
+	// goneP2 is a batch of orders' three partitions whose second's file
+	// ended SOURCE_GONE, with later on the topic: all three written.
+	goneP2 := func(name string, later ...*schemas.Event) bcase {
+		return bcase{planCase: planCase{name: name, ev: at(2).part(srcOrders, srcP1, 106, partFile(srcP1, "a")),
+			state: drState(applying(40, 2), ofBootstrap(drTable(srcOrders, 105), "b1")),
+			copies: map[string]Copy{"100-s3-0": {Status: schemas.StatusCopied},
+				"100-s4-0": {Status: schemas.StatusSourceGone, Error: "file not found"}, "100-s5-0": {Status: schemas.StatusCopied}},
+			later: later, outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 1",
+				"prune files under " + drRoot + "sales.db/orders/dt=2024-01-02 keeping 1",
+				"prune files under " + drRoot + "sales.db/orders/dt=2024-01-03 keeping 1",
+				"add partitions sales.orders [2024-01-01] [2024-01-02] [2024-01-03]", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Detail, "without 1 file(s) gone") {
+					t.Errorf("detail %q", d.Detail)
+				}
+			}}}
+	}
 	cases := []bcase{
 		// BEGIN.
 		{planCase: planCase{name: "BEGIN creates the DR database", ev: b().begin(), state: drState(),
@@ -516,20 +533,29 @@ func TestPlanBootstrap(t *testing.T) {
 			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 1",
 				"prune files under " + drRoot + "sales.db/orders/dt=2024-01-03 keeping 1",
 				"add partitions sales.orders [2024-01-01] [2024-01-03]", "alter database sales"}}},
-		{planCase: planCase{name: "PARTITION batch: a file gone, nothing in view removes it: written without it",
+		goneP2("PARTITION batch: a file gone, a later major compaction of that partition: written without it",
+			at(4).end(), compaction(110, &srcP2, "base_0000005_v0000123")),
+		{planCase: planCase{name: "PARTITION batch: a file failed, a later compaction and a drop of that partition: left out",
 			ev:    at(2).part(srcOrders, srcP1, 106, partFile(srcP1, "a")),
 			state: drState(applying(40, 2), ofBootstrap(drTable(srcOrders, 105), "b1")),
 			copies: map[string]Copy{"100-s3-0": {Status: schemas.StatusCopied},
-				"100-s4-0": {Status: schemas.StatusSourceGone, Error: "file not found"}, "100-s5-0": {Status: schemas.StatusCopied}},
+				"100-s4-0": {Status: schemas.StatusFailed, Error: "checksum mismatch"}, "100-s5-0": {Status: schemas.StatusCopied}},
+			later:   []*schemas.Event{at(4).end(), compaction(110, &srcP2, "base_0000005_v0000123"), dropParts(111, srcOrders, srcP2)},
 			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/orders/dt=2024-01-01 keeping 1",
-				"prune files under " + drRoot + "sales.db/orders/dt=2024-01-02 keeping 1",
 				"prune files under " + drRoot + "sales.db/orders/dt=2024-01-03 keeping 1",
-				"add partitions sales.orders [2024-01-01] [2024-01-02] [2024-01-03]", "alter database sales"},
-			check: func(t *testing.T, d Decision) {
-				if !strings.Contains(d.Detail, "without 1 file(s) gone") {
-					t.Errorf("detail %q", d.Detail)
-				}
-			}}},
+				"add partitions sales.orders [2024-01-01] [2024-01-03]", "alter database sales"}}},
+		{planCase: planCase{name: "PARTITION batch: a file failed and one pending, a later compaction: waits for the pending one",
+			ev:    at(2).part(srcOrders, srcP1, 106, partFile(srcP1, "a")),
+			state: drState(applying(40, 2), ofBootstrap(drTable(srcOrders, 105), "b1")),
+			copies: map[string]Copy{"100-s3-0": {Status: schemas.StatusCopied},
+				"100-s4-0": {Status: schemas.StatusFailed, Error: "checksum mismatch"}},
+			later:   []*schemas.Event{at(4).end(), compaction(110, &srcP2, "base_0000005_v0000123")},
+			outcome: Wait, reason: ReasonWaitingForFiles, waitTasks: []string{"100-s5-0"}}},
+		{planCase: planCase{name: "TABLE: a file gone, a later major compaction of the table: written without it", ev: at(1).table(srcCustomers, 105, customersFiles[0]),
+			state: drState(applying(40, 1)), copies: gone("100-s2-0"),
+			later:   []*schemas.Event{at(2).end(), compaction(110, nil, "base_0000005_v0000123")},
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/customers keeping 1", "create table sales.customers", "alter database sales"}}},
+		goneP2("PARTITION batch: a file gone, nothing in view removes it: written without it"),
 		{planCase: planCase{name: "PARTITION batch: a file failed, nothing removes it", ev: at(2).part(srcOrders, srcP1, 106, partFile(srcP1, "a")),
 			state:   drState(applying(40, 2), ofBootstrap(drTable(srcOrders, 105), "b1")),
 			copies:  map[string]Copy{"100-s3-0": {Status: schemas.StatusFailed, Error: "checksum mismatch"}},

@@ -48,6 +48,9 @@ type cache struct {
 	// (joined) of its partitions that exist; wholeParts counts them all.
 	whole      map[TableKey]map[string]bool
 	wholeParts int
+	// scratchSwept: the worker dropped the scratch tables a crash left in
+	// its database (executor.dropScratch); never reset.
+	scratchSwept bool
 }
 
 func newCache(db string) *cache {

@@ -29,6 +29,9 @@ type Metastore interface {
 	DropDatabase(ctx context.Context, name string, deleteData, cascade bool) error
 	GetTableReq(ctx context.Context, req *hive_metastore.GetTableRequest) (*hive_metastore.GetTableResult_, error)
 	GetAllTables(ctx context.Context, db string) ([]string, error)
+	// GetTables lists db's tables whose names match pattern (the
+	// metastore's: * for any characters, | between alternatives).
+	GetTables(ctx context.Context, db, pattern string) ([]string, error)
 	CreateTable(ctx context.Context, t *hive_metastore.Table) error
 	AlterTableWithEnvironmentContext(ctx context.Context, db, name string, t *hive_metastore.Table, env *hive_metastore.EnvironmentContext) error
 	DropTable(ctx context.Context, db, name string, deleteData bool) error
@@ -489,6 +492,11 @@ func (x *executor) unfenced(ctx context.Context, name string) error {
 
 // run performs one action.
 func (x *executor) run(ctx context.Context, a Action) error {
+	if _, create := a.(CreateDatabase); !create {
+		if err := x.dropScratch(ctx); err != nil { // exec_acid_bootstrap.go
+			return err
+		}
+	}
 	defer x.timed(callName(a), time.Now())
 	op := a.String()
 	switch a := a.(type) {

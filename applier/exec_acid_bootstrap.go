@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,6 +235,7 @@ func (x *executor) resetWriteIDs(ctx context.Context, a ResetWriteIDs, cur *hive
 	if err := x.ms.AlterTableWithEnvironmentContext(ctx, a.DB, a.Table, &moved, env); err != nil {
 		return classify(fmt.Sprintf("%s: rename it to %s", op, scratch), err)
 	}
+	fault(FaultResetRenamed)
 	if err := x.ms.DropTable(ctx, a.DB, scratch, false); err != nil && !isNoSuchObject(err) {
 		return classify(fmt.Sprintf("%s: drop %s.%s, its renamed self", op, a.DB, scratch), err)
 	}
@@ -252,6 +254,10 @@ func (x *executor) drTable(ctx context.Context, db, name string) (*hive_metastor
 	return res.Table, nil
 }
 
+// scratchPrefix starts every scratch name (scratchName): a namespace of
+// the applier's own in the DR databases it writes.
+const scratchPrefix = "hivedr_dropped_"
+
 // scratchName is the name a transactional table is renamed to before it
 // is dropped: unique (the time and a random number: the name's
 // bookkeeping stays behind, and a second rename onto it would collide),
@@ -259,7 +265,67 @@ func (x *executor) drTable(ctx context.Context, db, name string) (*hive_metastor
 func scratchName(table string, now time.Time) string {
 	h := fnv.New32a()
 	h.Write([]byte(strings.ToLower(table)))
-	return fmt.Sprintf("hivedr_dropped_%08x_%s_%s", h.Sum32(), strconv.FormatInt(now.UnixMilli(), 36), strconv.FormatUint(uint64(rand.Uint32()), 36))
+	return fmt.Sprintf("%s%08x_%s_%s", scratchPrefix, h.Sum32(), strconv.FormatInt(now.UnixMilli(), 36), strconv.FormatUint(uint64(rand.Uint32()), 36))
+}
+
+// dropScratch finishes, once per worker (the first action it runs, which
+// a heartbeat's watermark is too), the resets a crash cut short in its
+// database: a table renamed to a scratch name (resetWriteIDs) whose drop
+// did not run is dropped now, its data kept (its location is a scratch
+// path nothing was written to), so no scratch table outlives a restart.
+// Nothing else of such a reset is left undone: the rename moved the
+// table away from its name (the event that asked for the reset is
+// planned again over that, writing what it still must), and the prune
+// of the table's directory, whenever its plan has one, ran before it.
+func (x *executor) dropScratch(ctx context.Context) error {
+	c := x.cache
+	if c == nil || c.scratchSwept {
+		return nil
+	}
+	names, err := x.ms.GetTables(ctx, c.db, scratchPrefix+"*")
+	switch {
+	case isNoSuchObject(err):
+		names = nil
+	case err != nil:
+		return classify("list the tables of "+c.db+" for scratch tables a crash left", err)
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(strings.ToLower(n), scratchPrefix) {
+			continue
+		}
+		if err := x.unfenced(ctx, c.db); err != nil {
+			return err
+		}
+		if err := x.ms.DropTable(ctx, c.db, n, false); err != nil && !isNoSuchObject(err) {
+			return classify(fmt.Sprintf("drop %s.%s, a scratch table a crash left", c.db, n), err)
+		}
+		if x.log != nil {
+			x.log.Info("dropped a scratch table the applier left when it stopped between a reset's rename and its drop", "db", c.db, "table", n)
+		}
+	}
+	c.scratchSwept = true
+	return nil
+}
+
+// FaultEnv names the environment variable that makes the applier exit
+// (status FaultExit, as a crash would: nothing flushed) at the point of
+// its work it names, one a crash can fall on: FaultResetRenamed. For the
+// e2e tests that must kill it exactly there.
+const FaultEnv = "HIVEDR_FAULT"
+
+// FaultExit is the exit status of a fault point reached.
+const FaultExit = 86
+
+// FaultResetRenamed is the point between resetWriteIDs' rename of a
+// table to its scratch name and the drop of that scratch table.
+const FaultResetRenamed = "applier.reset.renamed"
+
+// fault exits the process when FaultEnv names point.
+func fault(point string) {
+	if os.Getenv(FaultEnv) == point {
+		fmt.Fprintf(os.Stderr, "%s=%s: exiting at that point\n", FaultEnv, point)
+		os.Exit(FaultExit)
+	}
 }
 
 // dropTable drops DR table a.DB.Name, keeping its data; a transactional

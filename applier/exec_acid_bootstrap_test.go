@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	hms "github.com/beltran/gohive/hive_metastore"
 
@@ -406,5 +408,33 @@ func TestResetWriteIDs(t *testing.T) {
 	}
 	if err := x.dropTable(ctx, DropTable{DB: "sales", Name: "customers"}); err != nil {
 		t.Errorf("dropping a table gone: %v", err)
+	}
+}
+
+// TestDropScratch: the first action a worker runs drops the scratch
+// tables a crash between a reset's rename and its drop left in its
+// database, once (its later actions list nothing more); tables of other
+// names, and other databases' scratch tables, stay.
+func TestDropScratch(t *testing.T) {
+	ctx := context.Background()
+	f := newAcidHMS()
+	f.dbs["sales"], f.dbs["other"] = drDB("sales", 20), drDB("other", 20)
+	left := []TableKey{{DB: "sales", Name: scratchName("orders", time.Now())}, {DB: "other", Name: scratchName("orders", time.Now())},
+		{DB: "sales", Name: "orders"}}
+	for _, k := range left {
+		f.tables[k] = drACID(srcACID(k.DB, k.Name), 20)
+	}
+	c := newCache("sales")
+	for i := range 2 {
+		x := &executor{ms: f, cache: c}
+		if err := x.run(ctx, AlterDatabase{Name: "sales", DB: drDB("sales", int64(21+i))}); err != nil {
+			t.Fatal(err)
+		}
+		if f.tables[left[0]] != nil || f.tables[left[1]] == nil || f.tables[left[2]] == nil {
+			t.Fatalf("after action %d: tables %v, want %s dropped, the others kept", i+1, slices.Collect(maps.Keys(f.tables)), left[0])
+		}
+		if n := f.callsOf("GetTables"); n != 1 {
+			t.Errorf("after action %d: %d listings of scratch tables, want 1", i+1, n)
+		}
 	}
 }

@@ -43,27 +43,11 @@ func TestTrustRecreateSamePath(t *testing.T) {
 	db := "recreate_" + u
 	pt := startPipeline(t, 15*time.Minute, db)
 	ctx, w := pt.ctx, pt.w
-	must := func(what string, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	must := func(what string, err error) { t.Helper(); mustDo(t, what, err) }
 	cols := []string{"id bigint", "note string"}
 	day := []string{"2024-01-01"}
 	const acidTbl = "acid_tbl"
-	acidTx := func(base bool) {
-		t.Helper()
-		tx, err := w.OpenTxn(ctx)
-		must("open a transaction", err)
-		if base {
-			_, err = tx.Overwrite(ctx, db, acidTbl, nil, 3)
-		} else {
-			_, err = tx.Insert(ctx, db, acidTbl, nil, 2)
-		}
-		must("write "+acidTbl, err)
-		must("commit", tx.Commit(ctx))
-	}
+	acidTx := acidCommitter(t, pt, db, acidTbl)
 
 	// The first incarnations, three files (or directories) each.
 	must("create database", w.CreateDatabase(ctx, db))
