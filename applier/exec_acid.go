@@ -68,11 +68,61 @@ func (x *executor) runACID(ctx context.Context, a Action) error {
 		})
 		return classify(op, err)
 	case ReplCommit:
-		return classify(op, tx.CommitReplTxn(ctx, a.Policy, a.SrcTxn, a.Writes, nil))
+		writes, err := x.heldWrites(ctx, a)
+		if err != nil {
+			return err
+		}
+		return classify(op, tx.CommitReplTxn(ctx, a.Policy, a.SrcTxn, writes, nil))
 	case ReplAbort:
 		return classify(op, tx.AbortReplTxn(ctx, a.Policy, a.SrcTxn))
 	}
 	return fmt.Errorf("unknown action %T", a)
+}
+
+// heldWrites are a commit's writes without the files of a.Replaced that
+// DR does not hold (ReplCommit), a write left with none left out whole.
+// Without a filesystem that tells whether a file exists, a.Writes.
+func (x *executor) heldWrites(ctx context.Context, a ReplCommit) ([]*hive_metastore.WriteEventInfo, error) {
+	ex, ok := x.files.(interface {
+		Exists(ctx context.Context, loc string) (bool, error)
+	})
+	if len(a.Replaced) == 0 || !ok {
+		return a.Writes, nil
+	}
+	out := make([]*hive_metastore.WriteEventInfo, 0, len(a.Writes))
+	for _, w := range a.Writes {
+		var kept, dropped []string
+		for _, e := range strings.Split(w.Files, "]") {
+			loc, _, _ := strings.Cut(e, "#")
+			by, replaced := a.Replaced[loc]
+			if !replaced {
+				kept = append(kept, e)
+				continue
+			}
+			held, err := ex.Exists(ctx, loc)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", a, err)
+			}
+			if held {
+				kept = append(kept, e)
+				continue
+			}
+			dropped = append(dropped, loc)
+			if x.log != nil {
+				x.log.Info("a committed file is not on DR; left out of the commit, a later event replaces its object",
+					"file", loc, "write_id", w.WriteId, "table", w.Database+"."+w.Table, "src_txn", a.SrcTxn, "replaced_by", by)
+			}
+		}
+		switch {
+		case len(dropped) == 0:
+			out = append(out, w)
+		case len(kept) > 0:
+			c := *w
+			c.Files = strings.Join(kept, "]")
+			out = append(out, &c)
+		}
+	}
+	return out, nil
 }
 
 // pruneObsolete removes the files of the ACID directories directly under
