@@ -2,6 +2,7 @@ package applier
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -122,5 +123,56 @@ func TestPlanCommitNamesReplacedFiles(t *testing.T) {
 	}
 	if len(c.Writes) != 2 {
 		t.Errorf("%d writes, want both", len(c.Writes))
+	}
+}
+
+// twinHMS answers the transaction calls as the metastore answers the
+// twin of a call still running: allocErr from allocate_table_write_ids.
+// opens logs the source transactions of each open_txns.
+type twinHMS struct {
+	commitRecorder
+	allocErr error
+	opens    [][]int64
+}
+
+func (t *twinHMS) OpenTxns(_ context.Context, req *hms.OpenTxnRequest) (*hms.OpenTxnsResponse, error) {
+	t.opens = append(t.opens, req.ReplSrcTxnIds)
+	return &hms.OpenTxnsResponse{}, nil
+}
+
+func (t *twinHMS) AllocateTableWriteIds(context.Context, *hms.AllocateTableWriteIdsRequest) (*hms.AllocateTableWriteIdsResponse, error) {
+	return &hms.AllocateTableWriteIdsResponse{}, t.allocErr
+}
+
+// TestReplCallsTwinRefusal: a unique-key violation of a call replaying a
+// source transaction (its twin inserted the key) is transient, retried
+// through the metastore's lookup; another refusal halts. An allocation
+// opens each source transaction in a call of its own.
+func TestReplCallsTwinRefusal(t *testing.T) {
+	alloc := ReplAllocate{Policy: "sales", DB: "sales", Table: "orders", Txns: []schemas.TxnWriteID{{TxnID: 7, WriteID: 3}, {TxnID: 8, WriteID: 4}}}
+	for _, c := range []struct {
+		name      string
+		err       error
+		transient bool
+	}{
+		{"postgres", &hms.MetaException{Message: `Batch entry 0 insert into "TXN_TO_WRITE_ID" ... ERROR: duplicate key value violates unique constraint "TBL_TO_TXN_ID_IDX"`}, true},
+		{"mysql", &hms.MetaException{Message: `Duplicate entry 'sales-7' for key 'REPL_TXN_MAP.PRIMARY'`}, true},
+		{"other refusal", &hms.MetaException{Message: "Invalid write id 3 for table sales.orders"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ms := &twinHMS{commitRecorder: commitRecorder{fakeHMS: newFakeHMS()}, allocErr: c.err}
+			x := &executor{ms: ms, log: testLogger()}
+			err := x.runACID(context.Background(), alloc)
+			var (
+				tr *TransientError
+				r  *RefusedError
+			)
+			if c.transient && !errors.As(err, &tr) || !c.transient && !errors.As(err, &r) {
+				t.Errorf("runACID = %T %v, want transient %v", err, err, c.transient)
+			}
+			if want := [][]int64{{7}, {8}}; !reflect.DeepEqual(ms.opens, want) {
+				t.Errorf("open_txns calls for %v, want %v", ms.opens, want)
+			}
+		})
 	}
 }
