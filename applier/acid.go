@@ -70,10 +70,24 @@ type ReplAllocate struct {
 
 // ReplCommit commits the DR transaction standing for source transaction
 // SrcTxn with the writes it made in this database.
+//
+// Replaced names, by DR location, the files of Writes whose object a
+// later event removes or replaces (a drop, a major compaction, an
+// overwrite: fileSupersededBy), with that event's ID. Such a file may be
+// missing on DR though its copy completed: the prune of an earlier event
+// removes a later copy the applier's completions do not show yet when
+// the source no longer holds its path (the soak found a delta removed by
+// a major compaction's cleaner, copied from the change-management root,
+// then pruned by its table's CREATE_TABLE). The commit leaves each such
+// file that DR does not hold out of the write's record (the metastore
+// reads every file it names, and would refuse the commit for ever); the
+// later event brings the object's state on. A file not in Replaced is
+// never left out.
 type ReplCommit struct {
-	Policy string
-	SrcTxn int64
-	Writes []*hive_metastore.WriteEventInfo
+	Policy   string
+	SrcTxn   int64
+	Writes   []*hive_metastore.WriteEventInfo
+	Replaced map[string]int64
 }
 
 // ReplAbort aborts the DR transaction standing for SrcTxn.
@@ -178,6 +192,9 @@ func (p *planner) commitTxn(t *schemas.Transaction) Decision {
 		prunes []Action
 		waits  []string
 		mine   int
+		// replaced: the files of writes to objects a later event removes
+		// or replaces (ReplCommit.Replaced)
+		replaced map[string]int64
 	)
 	for _, w := range t.WriteIDs {
 		tk := tableKey(w.Database, w.Table)
@@ -218,6 +235,18 @@ func (p *planner) commitTxn(t *schemas.Transaction) Decision {
 		if err != nil {
 			return pathHalt(err)
 		}
+		if s := p.fileSupersededBy(writtenObj(w)); s != nil {
+			if replaced == nil {
+				replaced = map[string]int64{}
+			}
+			for _, f := range files {
+				dr, err := p.mapLocation(f.URI)
+				if err != nil {
+					return pathHalt(err)
+				}
+				replaced[dr] = s.EventID
+			}
+		}
 		writes = append(writes, info)
 		if base != nil {
 			prunes = append(prunes, *base)
@@ -237,7 +266,17 @@ func (p *planner) commitTxn(t *schemas.Transaction) Decision {
 	}
 	// The commit first: the obsolete deltas go only once the base that
 	// covers them is visible.
-	return apply(append([]Action{ReplCommit{Policy: p.db, SrcTxn: t.TxnIDs[0], Writes: writes}}, prunes...)...)
+	return apply(append([]Action{ReplCommit{Policy: p.db, SrcTxn: t.TxnIDs[0], Writes: writes, Replaced: replaced}}, prunes...)...)
+}
+
+// writtenObj is the object a write wrote: its partition, or its table.
+func writtenObj(w schemas.TableWriteID) objKey {
+	tk := tableKey(w.Database, w.Table)
+	obj := objKey{db: tk.DB, table: tk.Name}
+	if w.Partition != "" {
+		obj.values = strings.Join(schemas.PartitionValues(w.Partition), "/")
+	}
+	return obj
 }
 
 // writeInfo is the DR's record of one write: its files as DR names them,

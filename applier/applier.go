@@ -71,8 +71,9 @@ type Config struct {
 	Completions *state.Completions
 	Codec       Codec
 	// HaltAfter is how long a worker waits on a file that cannot be copied
-	// (FAILED, SOURCE_GONE) with no later event removing it before it
-	// halts. 0: applier.halt_after's default.
+	// (FAILED, SOURCE_GONE) with no later event removing it, or retries
+	// an event the DR metastore fails (TransientError), before it halts.
+	// 0: applier.halt_after's default.
 	HaltAfter time.Duration
 	// PruneDelay is how long the files of obsolete ACID directories stay
 	// after the event that made them obsolete (prunedelay.go); 0 removes

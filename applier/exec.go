@@ -218,8 +218,41 @@ type RefusedError struct {
 func (e *RefusedError) Error() string { return e.Op + ": the metastore refused: " + e.Err.Error() }
 func (e *RefusedError) Unwrap() error { return e.Err }
 
+// TransientError is the metastore answering with a failure of its own
+// that a later try may not meet: an internal error (a Thrift
+// TApplicationException of type INTERNAL_ERROR, which the metastore
+// answers for any exception a call does not declare, such as an I/O
+// error of the DR filesystem while a DataNode restarts, or the unique-key
+// violation of a twin call still running), or a MetaException whose
+// message names a transient I/O cause (transientCauses). The worker
+// retries it with backoff and halts the database (metastore_refused)
+// only once the event has failed so for applier.halt_after.
+type TransientError struct {
+	Op  string
+	Err error
+}
+
+func (e *TransientError) Error() string { return e.Op + ": the metastore failed: " + e.Err.Error() }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// transientCauses are what a MetaException's message names when the
+// metastore failed on the DR filesystem being unreachable or not yet
+// writable (a NameNode or DataNode restarting): Hadoop's connection and
+// safe-mode exceptions, by class name. A refusal for anything else
+// (an invalid object, a permission) names none of them. A message that
+// names one wrongly only delays that database's halt by
+// applier.halt_after.
+var transientCauses = []string{
+	"java.net.ConnectException",
+	"java.net.SocketTimeoutException",
+	"java.net.NoRouteToHostException",
+	"SafeModeException",
+	"RetriableException",
+}
+
 // classify wraps err as a RefusedError when the metastore answered with an
-// exception; transport errors are returned as they are (transient).
+// exception, or as a TransientError when that exception is one a later
+// try may not meet; transport errors are returned as they are (transient).
 func classify(op string, err error) error {
 	if err == nil {
 		return nil
@@ -230,7 +263,14 @@ func classify(op string, err error) error {
 	}
 	var ae thrift.TApplicationException
 	if errors.As(err, &ae) {
+		if ae.TypeId() == thrift.INTERNAL_ERROR {
+			return &TransientError{Op: op, Err: err}
+		}
 		return &RefusedError{Op: op, Err: err}
+	}
+	var me *hive_metastore.MetaException
+	if errors.As(err, &me) && slices.ContainsFunc(transientCauses, func(c string) bool { return strings.Contains(me.GetMessage(), c) }) {
+		return &TransientError{Op: op, Err: err}
 	}
 	switch err.(type) {
 	case *hive_metastore.MetaException, *hive_metastore.InvalidOperationException,

@@ -56,23 +56,105 @@ func (x *executor) runACID(ctx context.Context, a Action) error {
 		// open (drparam.ReplTxnAgent).
 		policy := a.Policy
 		agent := drparam.ReplTxnAgent(policy)
-		_, err := tx.OpenTxns(ctx, &hive_metastore.OpenTxnRequest{
-			NumTxns: int32(len(src)), User: "hivedr", Hostname: agent, AgentInfo: agent,
-			ReplPolicy: &policy, ReplSrcTxnIds: src, TxnType: hive_metastore.TxnType_REPL_CREATED,
-		})
-		if err != nil {
-			return classify(op, err)
+		// One source transaction a call: the metastore answers a call
+		// naming several, some of which it has opened already (a re-run
+		// after a crash between two), with those only, and opens none
+		// of the others.
+		for _, id := range src {
+			_, err := tx.OpenTxns(ctx, &hive_metastore.OpenTxnRequest{
+				NumTxns: 1, User: "hivedr", Hostname: agent, AgentInfo: agent,
+				ReplPolicy: &policy, ReplSrcTxnIds: []int64{id}, TxnType: hive_metastore.TxnType_REPL_CREATED,
+			})
+			if err != nil {
+				return classifyRepl(op, err)
+			}
 		}
-		_, err = tx.AllocateTableWriteIds(ctx, &hive_metastore.AllocateTableWriteIdsRequest{
+		_, err := tx.AllocateTableWriteIds(ctx, &hive_metastore.AllocateTableWriteIdsRequest{
 			DbName: a.DB, TableName: a.Table, ReplPolicy: &policy, SrcTxnToWriteIdList: pairs,
 		})
-		return classify(op, err)
+		return classifyRepl(op, err)
 	case ReplCommit:
-		return classify(op, tx.CommitReplTxn(ctx, a.Policy, a.SrcTxn, a.Writes, nil))
+		writes, err := x.heldWrites(ctx, a)
+		if err != nil {
+			return err
+		}
+		return classifyRepl(op, tx.CommitReplTxn(ctx, a.Policy, a.SrcTxn, writes, nil))
 	case ReplAbort:
-		return classify(op, tx.AbortReplTxn(ctx, a.Policy, a.SrcTxn))
+		return classifyRepl(op, tx.AbortReplTxn(ctx, a.Policy, a.SrcTxn))
 	}
 	return fmt.Errorf("unknown action %T", a)
+}
+
+// duplicateKeys are what the metastore's database says of a unique-key
+// violation (PostgreSQL and Derby, MySQL, Oracle, SQL Server).
+var duplicateKeys = []string{"duplicate key value", "Duplicate entry", "unique constraint", "duplicate key"}
+
+// classifyRepl is classify for the calls that replay a source
+// transaction, each of which the metastore makes idempotent by looking
+// the source transaction up first (open_txns finds the DR transaction in
+// REPL_TXN_MAP, allocate_table_write_ids the write IDs it holds,
+// commit_txn and abort_txn do nothing once it is closed). Two such calls
+// for one transaction at once (a killed applier's still running on the
+// metastore as its successor runs it again; one lost in transit and
+// retried) both miss the lookup and insert the same key: one is refused
+// with a unique-key violation (REPL_TXN_MAP, TXN_WRITE_NOTIFICATION_LOG,
+// TXN_TO_WRITE_ID), as an internal error or a MetaException. That
+// refusal is a TransientError: retried, the call's lookup finds what its
+// twin did, or does it if the twin failed. It is never taken for done
+// without that lookup.
+func classifyRepl(op string, err error) error {
+	c := classify(op, err)
+	var r *RefusedError
+	if errors.As(c, &r) && slices.ContainsFunc(duplicateKeys, func(k string) bool { return strings.Contains(err.Error(), k) }) {
+		return &TransientError{Op: op, Err: err}
+	}
+	return c
+}
+
+// heldWrites are a commit's writes without the files of a.Replaced that
+// DR does not hold (ReplCommit), a write left with none left out whole.
+// Without a filesystem that tells whether a file exists, a.Writes.
+func (x *executor) heldWrites(ctx context.Context, a ReplCommit) ([]*hive_metastore.WriteEventInfo, error) {
+	ex, ok := x.files.(interface {
+		Exists(ctx context.Context, loc string) (bool, error)
+	})
+	if len(a.Replaced) == 0 || !ok {
+		return a.Writes, nil
+	}
+	out := make([]*hive_metastore.WriteEventInfo, 0, len(a.Writes))
+	for _, w := range a.Writes {
+		var kept, dropped []string
+		for _, e := range strings.Split(w.Files, "]") {
+			loc, _, _ := strings.Cut(e, "#")
+			by, replaced := a.Replaced[loc]
+			if !replaced {
+				kept = append(kept, e)
+				continue
+			}
+			held, err := ex.Exists(ctx, loc)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", a, err)
+			}
+			if held {
+				kept = append(kept, e)
+				continue
+			}
+			dropped = append(dropped, loc)
+			if x.log != nil {
+				x.log.Info("a committed file is not on DR; left out of the commit, a later event replaces its object",
+					"file", loc, "write_id", w.WriteId, "table", w.Database+"."+w.Table, "src_txn", a.SrcTxn, "replaced_by", by)
+			}
+		}
+		switch {
+		case len(dropped) == 0:
+			out = append(out, w)
+		case len(kept) > 0:
+			c := *w
+			c.Files = strings.Join(kept, "]")
+			out = append(out, &c)
+		}
+	}
+	return out, nil
 }
 
 // pruneObsolete removes the files of the ACID directories directly under

@@ -144,7 +144,8 @@ const (
 	// ReasonUndecodableRecord: a record of the topic does not decode.
 	ReasonUndecodableRecord Reason = "undecodable_record"
 	// ReasonMetastoreRefused: the DR metastore refused an action for a
-	// reason retrying will not change.
+	// reason retrying will not change, or failed it (TransientError) for
+	// longer than Config.HaltAfter.
 	ReasonMetastoreRefused Reason = "metastore_refused"
 )
 

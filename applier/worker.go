@@ -373,6 +373,7 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 		waitStart    time.Time
 		backoff      = 500 * time.Millisecond
 		conflicts    int
+		failingSince time.Time // first TransientError of this event
 		// inTransit: a call of this plan failed in transit (a timeout, a
 		// reset): the metastore may still be running it, or have run it.
 		inTransit bool
@@ -427,6 +428,25 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 			}
 			if errors.As(err, &refused) {
 				return w.halt(ctx, ev, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused, Detail: err.Error()})
+			}
+			var failed *TransientError
+			if errors.As(err, &failed) {
+				// The metastore failed, not refused (classify): retried
+				// as long as applier.halt_after bounds a wait on a copy.
+				if failingSince.IsZero() {
+					failingSince = time.Now()
+				}
+				if time.Since(failingSince) >= w.a.cfg.HaltAfter {
+					return w.halt(ctx, ev, Decision{Outcome: Halt, Reason: ReasonMetastoreRefused,
+						Detail: fmt.Sprintf("%s (failing for %s)", err, w.a.cfg.HaltAfter)})
+				}
+				w.log.Warn("the DR metastore failed; retrying", "event_id", ev.EventID, "type", ev.EventType, "err", err, "retry_in", backoff)
+				w.cache.reset() // a failed call may have done part of its work
+				if !sleep(ctx, backoff) {
+					return false
+				}
+				backoff = min(2*backoff, 30*time.Second)
+				continue
 			}
 			w.log.Warn("apply failed; retrying", "event_id", ev.EventID, "type", ev.EventType, "err", err, "retry_in", backoff)
 			inTransit = true

@@ -74,7 +74,10 @@ stop_one() {
     log "killing $d (pid $pid) with SIGKILL"
     kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
     for i in $(seq 1 100); do is_running "$d" || break; sleep 0.1; done
-    is_running "$d" && die "stop $d: pid $pid still alive 10s after SIGKILL"
+    # (An if, not "is_running && die": as a function's last command, the
+    # && list's failure when the daemon is gone would be its exit status,
+    # and set -e would end restart there.)
+    if is_running "$d"; then die "stop $d: pid $pid still alive 10s after SIGKILL"; fi
   elif [ "$d" = postgres ]; then
     svc_postgres_down
   else

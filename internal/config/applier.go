@@ -33,7 +33,9 @@ type Applier struct {
 	MetastorePrincipal string `yaml:"metastore_principal"`
 	// HaltAfter is how long a database waits on a file that can no longer
 	// be copied (FAILED, SOURCE_GONE) with no later event removing its
-	// object, before it halts. Default 2m.
+	// object, or retries an event the DR metastore keeps failing with an
+	// error of its own (an internal error, an unreachable DR
+	// filesystem), before it halts. Default 2m.
 	HaltAfter Duration `yaml:"halt_after"`
 	// PruneDelay is how long the DR files of obsolete ACID directories
 	// (the deltas and older bases a base's commit or a compaction made
