@@ -2,11 +2,13 @@ package applier
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/beltran/gohive/hive_metastore"
 
+	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
@@ -194,6 +196,68 @@ func eventTable(ev *schemas.Event, t *schemas.Table) TableKey { return schemas.E
 //   - Loud halts (7): events carrying errors from the tailer, unknown
 //     types, unmappable locations and missing objects halt the database.
 func Plan(in Input) Decision {
+	return keepLaterCopies(in, plan(in))
+}
+
+// keepLaterCopies adds to every prune of d the DR paths of the files the
+// later events name under its directory. Copies run ahead of metadata: a
+// later event's file may be on DR already, put there by a copy whose
+// completion the applier has not read yet (the executor keeps only those
+// whose completion it has), so a prune that went by the completions and
+// the source's listing alone would remove it when the source no longer
+// holds it either (a compaction's cleaner removed the delta its copy
+// took from the change-management root), and DR would lack it for good.
+// A kept file a later event removes is pruned by that event.
+func keepLaterCopies(in Input, d Decision) Decision {
+	if d.Outcome != Apply || len(in.Later) == 0 {
+		return d
+	}
+	var dirs []location.Location
+	for _, a := range d.Actions {
+		if pf, ok := a.(PruneFiles); ok {
+			if l, err := location.Parse(pf.Dir); err == nil {
+				dirs = append(dirs, l)
+			}
+		}
+	}
+	if len(dirs) == 0 {
+		return d
+	}
+	later := map[location.Location][]string{} // by prune directory
+	for _, ev := range in.Later {
+		for _, f := range ev.Files {
+			m, err := in.Policy.MapLocation(f.URI)
+			if err != nil {
+				continue // the later event halts on it
+			}
+			for _, t := range []string{m, acid.ReplicaPath(m)} {
+				l, err := location.Parse(t)
+				if err != nil {
+					continue
+				}
+				for _, dir := range dirs {
+					if rel, ok := l.Rel(dir); ok && rel != "" {
+						later[dir] = append(later[dir], t)
+					}
+				}
+			}
+		}
+	}
+	for i, a := range d.Actions {
+		pf, ok := a.(PruneFiles)
+		if !ok {
+			continue
+		}
+		if l, err := location.Parse(pf.Dir); err == nil && len(later[l]) > 0 {
+			pf.Keep = append(slices.Clone(pf.Keep), later[l]...)
+			d.Actions[i] = pf
+		}
+	}
+	return d
+}
+
+// plan is Plan before keepLaterCopies.
+func plan(in Input) Decision {
 	ev := in.Event
 	p := planner{in: in, ev: ev, db: strings.ToLower(in.DB), stampID: ev.EventID}
 	cur := in.Replica.Databases[p.db]

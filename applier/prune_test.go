@@ -570,3 +570,35 @@ func TestDelayedRemovalsQueue(t *testing.T) {
 		t.Errorf("%d still pending", q.pending())
 	}
 }
+
+// TestPlanPruneKeepsLaterCopies: a prune keeps the files later events
+// name under its directory (their copies may be on DR before the applier
+// reads their completions), and only those under it.
+func TestPlanPruneKeepsLaterCopies(t *testing.T) {
+	orders := srcOrders
+	ev := addParts(50, orders, []schemas.Partition{srcP1}, partFile(srcP1, "a"))
+	later := []*schemas.Event{
+		insertInto(51, orders, &srcP1, partFile(srcP1, "b")),
+		insertInto(52, orders, &srcP2, partFile(srcP2, "c")),
+	}
+	in := Input{DB: "sales", Source: "src", Event: ev, Replica: drState(drDB("sales", 40), drTable(orders, 20)),
+		Copies: copied(ev), Policy: testPolicy{}, Later: later}
+	d := planChecked(t, in)
+	var keep []string
+	for _, a := range d.Actions {
+		if p, ok := a.(PruneFiles); ok {
+			keep = append(keep, p.Keep...)
+		}
+	}
+	want := []string{drPath(partFile(srcP1, "a")), drPath(partFile(srcP1, "b"))}
+	if !slices.Equal(slices.Compact(slices.Sorted(slices.Values(keep))), want) {
+		t.Errorf("the prune keeps %q, want %q (the event's file and the later event's under it)", keep, want)
+	}
+	in.Later = nil
+	d = planChecked(t, in)
+	for _, a := range d.Actions {
+		if p, ok := a.(PruneFiles); ok && !slices.Equal(p.Keep, want[:1]) {
+			t.Errorf("without later events the prune keeps %q, want %q", p.Keep, want[:1])
+		}
+	}
+}

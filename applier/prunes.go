@@ -33,10 +33,11 @@ import (
 // gone, a re-driven event is a no-op, so a crash in between must not lose
 // the prune. A drop's DR reader thus may see the object empty for the
 // moment between the two; a make's sees nothing, the object not being
-// there yet. The prune keeps every file a later event's copy wrote and
-// every path the source directory holds when it runs (copies run ahead
-// of metadata), so a later incarnation's files are never lost to an
-// earlier event's prune.
+// there yet. The prune keeps every file a later event's copy wrote, every
+// file a later event read ahead names (keepLaterCopies), and every path
+// the source directory holds when it runs (copies run ahead of
+// metadata), so a later incarnation's files are never lost to an earlier
+// event's prune.
 
 // recreatePrune is the prune of an object made by the event (sd its DR
 // storage, files the event's files of it, src its source location): its
