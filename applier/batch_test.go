@@ -129,7 +129,8 @@ func TestPlanRun(t *testing.T) {
 			name: "added, altered and inserted into: added once as the last event left it",
 			ev:   add(11, srcP1), batch: []*schemas.Event{alterPart(12, srcOrders, srcP1, p1v2), insertInto(13, srcOrders, &p1v2, partFile(srcP1, "c"))},
 			state: base(), outcome: Apply, covered: 2,
-			actions: append(made(srcP1), "add partitions sales.orders [2024-01-01]", "alter database sales"),
+			// (The prune keeps the run's later insert's file too.)
+			actions: []string{"prune files under " + drPath(srcP1.Location) + " keeping 2", "add partitions sales.orders [2024-01-01]", "alter database sales"},
 			results: []Reason{ReasonApplied, ReasonApplied, ReasonApplied},
 			check: func(t *testing.T, d Decision) {
 				if p := partOf(d, "add", "2024-01-01"); p[drparam.LastID] != "13" || p["k"] != "v" {
@@ -208,7 +209,10 @@ func TestPlanRun(t *testing.T) {
 			name: "an overwrite prunes first, at its own event",
 			ev:   add(11, srcP1), batch: []*schemas.Event{insertOverwrite(12, srcOrders, &srcP1, partFile(srcP1, "d"))},
 			state: base(), outcome: Apply, covered: 1, results: []Reason{ReasonApplied, ReasonApplied},
-			actions: append(made(srcP1, srcP1), "add partitions sales.orders [2024-01-01]", "alter database sales"),
+			// (The add's prune keeps the later overwrite's file; the
+			// overwrite's removes the add's.)
+			actions: []string{"prune files under " + drPath(srcP1.Location) + " keeping 2", "prune files under " + drPath(srcP1.Location) + " keeping 1",
+				"add partitions sales.orders [2024-01-01]", "alter database sales"},
 			check: func(t *testing.T, d Decision) {
 				if pr := d.Actions[1].(PruneFiles); pr.EventID != 12 {
 					t.Errorf("prune at event %d", pr.EventID)
@@ -219,7 +223,8 @@ func TestPlanRun(t *testing.T) {
 			name: "a head that creates a table is planned alone",
 			ev:   createTable(11, srcOrders), batch: []*schemas.Event{add(12, srcP1)},
 			state: drState(drDB("sales", 10)), outcome: Apply, covered: 0,
-			actions: []string{"prune files under " + drPath(srcOrders.Location) + " keeping 0", "create table sales.orders", "alter database sales"},
+			// (The create's prune keeps the later add's file.)
+			actions: []string{"prune files under " + drPath(srcOrders.Location) + " keeping 1", "create table sales.orders", "alter database sales"},
 		},
 		{
 			name: "partitions already written are no-ops in the run, counted as such",

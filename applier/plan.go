@@ -212,44 +212,29 @@ func keepLaterCopies(in Input, d Decision) Decision {
 	if d.Outcome != Apply || len(in.Later) == 0 {
 		return d
 	}
-	var dirs []location.Location
-	for _, a := range d.Actions {
-		if pf, ok := a.(PruneFiles); ok {
-			if l, err := location.Parse(pf.Dir); err == nil {
-				dirs = append(dirs, l)
-			}
-		}
-	}
-	if len(dirs) == 0 {
-		return d
-	}
-	later := map[location.Location][]string{} // by prune directory
-	for _, ev := range in.Later {
-		for _, f := range ev.Files {
-			m, err := in.Policy.MapLocation(f.URI)
-			if err != nil {
-				continue // the later event halts on it
-			}
-			for _, t := range []string{m, acid.ReplicaPath(m)} {
-				l, err := location.Parse(t)
-				if err != nil {
-					continue
-				}
-				for _, dir := range dirs {
-					if rel, ok := l.Rel(dir); ok && rel != "" {
-						later[dir] = append(later[dir], t)
-					}
-				}
-			}
-		}
-	}
 	for i, a := range d.Actions {
 		pf, ok := a.(PruneFiles)
-		if !ok {
+		if !ok || pf.Source == "" {
 			continue
 		}
-		if l, err := location.Parse(pf.Dir); err == nil && len(later[l]) > 0 {
-			pf.Keep = append(slices.Clone(pf.Keep), later[l]...)
+		// The later events' files under the prune's source directory, as
+		// the metastore spells both (a cheap test over the look-ahead,
+		// which can hold thousands of events), then where their copies
+		// go on DR, as keepFiles names them.
+		prefix := strings.TrimSuffix(pf.Source, "/") + "/"
+		var keep []string
+		for _, ev := range in.Later {
+			for _, f := range ev.Files {
+				if !strings.HasPrefix(f.URI, prefix) {
+					continue
+				}
+				if m, err := in.Policy.MapLocation(f.URI); err == nil {
+					keep = append(keep, acid.ReplicaPath(m))
+				}
+			}
+		}
+		if len(keep) > 0 {
+			pf.Keep = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(pf.Keep), keep...))))
 			d.Actions[i] = pf
 		}
 	}
