@@ -558,7 +558,7 @@ func TestPlanBootstrap(t *testing.T) {
 			outcome: Wait, reason: ReasonWaitingForFiles, waitTasks: []string{"100-s5-0"}}},
 		{planCase: planCase{name: "TABLE: a file gone, a later major compaction of the table: written without it", ev: at(1).table(srcCustomers, 105, customersFiles[0]),
 			state: drState(applying(40, 1)), copies: gone("100-s2-0"),
-			later:   []*schemas.Event{at(2).end(), compaction(110, nil, "base_0000005_v0000123")},
+			later: []*schemas.Event{at(2).end(), compaction(110, nil, "base_0000005_v0000123")},
 			// (The prune keeps the compaction's two files too.)
 			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/customers keeping 3", "create table sales.customers", "alter database sales"}}},
 		goneP2("PARTITION batch: a file gone, nothing in view removes it: written without it"),
