@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/beltran/gohive/hive_metastore"
@@ -14,19 +13,7 @@ import (
 // serveEmptyReplies answers every call on one connection with a reply
 // whose result struct is empty: no success, no exception.
 func serveEmptyReplies(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(20 * time.Second))
+	return acceptOne(t, func(c net.Conn) {
 		ctx := context.Background()
 		trans := thrift.NewTBufferedTransport(thrift.NewTSocketFromConnConf(c, nil), 4096)
 		p := thrift.NewTBinaryProtocolConf(trans, nil)
@@ -43,8 +30,7 @@ func serveEmptyReplies(t *testing.T) string {
 				return
 			}
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // TestNoResultIsAnError: a reply that carries nothing (the generated

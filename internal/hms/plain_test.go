@@ -13,9 +13,9 @@ import (
 	"github.com/apache/thrift/lib/go/thrift"
 )
 
-// serveOnce accepts one connection on a local port, reads what the client
-// sends first, answers with answer, and closes it.
-func serveOnce(t *testing.T, answer []byte) string {
+// acceptOne accepts one connection on a local port and hands it to
+// serve (with a deadline), closing it after.
+func acceptOne(t *testing.T, serve func(c net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,12 +28,20 @@ func serveOnce(t *testing.T, answer []byte) string {
 			return
 		}
 		defer c.Close()
-		c.SetDeadline(time.Now().Add(10 * time.Second))
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		serve(c)
+	}()
+	return ln.Addr().String()
+}
+
+// serveOnce accepts one connection on a local port, reads what the client
+// sends first, answers with answer, and closes it.
+func serveOnce(t *testing.T, answer []byte) string {
+	return acceptOne(t, func(c net.Conn) {
 		buf := make([]byte, 5) // a SASL server reads a status byte and a length
 		io.ReadFull(c, buf)
 		c.Write(answer)
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // saslFrame is a Thrift SASL negotiation message.
