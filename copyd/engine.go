@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	iofs "io/fs"
 	"log/slog"
 	"path"
 	"strings"
@@ -434,6 +435,9 @@ func (e *Engine) attempt(ctx context.Context, task schemas.CopyTask, src, tgt st
 		return result{}, permanent(fmt.Errorf("copy %s to %s: %s", from.loc, tgt, d.Reason))
 	case Copy:
 		r, err := e.transfer(ctx, task, from, to, sum)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, iofs.ErrNotExist) {
+			return result{}, &vanishedError{err}
+		}
 		if err != nil {
 			return result{}, err
 		}

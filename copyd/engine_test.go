@@ -775,7 +775,6 @@ func TestPermanentErrors(t *testing.T) {
 		err  error
 	}{
 		{"permission", fmt.Errorf("open %s: %w", srcNN+"/warehouse/sales.db/t/f", os.ErrPermission)},
-		{"not exist at open", fmt.Errorf("open: %w", fs.ErrNotExist)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, nil)
@@ -805,6 +804,36 @@ func TestPermanentErrors(t *testing.T) {
 	}
 }
 
+// TestSourceGoneMidCopy: a source file there when the attempt looked and
+// gone when it opened it (dropped, overwritten, cleaned under the copy)
+// is looked for again: the next attempt finds it nowhere and completes
+// SOURCE_GONE, not FAILED; one whose open only said so (the file still
+// there) is copied by the next attempt.
+func TestSourceGoneMidCopy(t *testing.T) {
+	f := newFixture(t, nil)
+	tk := task("f", "", "")
+	f.src.put(tk.SourceURI, []byte("abc"))
+	f.src.goneAt["open"] = tk.SourceURI
+	c := f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusSourceGone || c.Attempts != 2 || c.Error != "" {
+		t.Fatalf("removed between look and open: completion %+v, want SOURCE_GONE at the second attempt", c)
+	}
+	if _, ok := f.dr.get(tk.TargetURI); ok || len(f.dr.staged) != 0 {
+		t.Errorf("DR holds %s or staging %v after SOURCE_GONE", tk.TargetURI, f.dr.staged)
+	}
+
+	f = newFixture(t, nil)
+	f.src.put(tk.SourceURI, []byte("abc"))
+	f.src.fault("open", fmt.Errorf("open %s: %w", tk.SourceURI, fs.ErrNotExist))
+	c = f.e.Copy(context.Background(), tk)
+	if c.Status != schemas.StatusCopied || c.Attempts != 2 {
+		t.Fatalf("open said not found, file still there: completion %+v, want COPIED at the second attempt", c)
+	}
+	if b, _ := f.dr.get(tk.TargetURI); string(b) != "abc" {
+		t.Errorf("DR holds %q, want abc", b)
+	}
+}
+
 func TestRetryable(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
@@ -816,6 +845,7 @@ func TestRetryable(t *testing.T) {
 		{&mismatchError{"x"}, true},
 		{&fs.ChecksumError{Location: "/x"}, true},
 		{fmt.Errorf("x: %w", fs.ErrNotExist), false},
+		{&vanishedError{fmt.Errorf("x: %w", fs.ErrNotExist)}, true},
 		{fmt.Errorf("x: %w", os.ErrPermission), false},
 		{permanent(errors.New("refused")), false},
 		{context.Canceled, false},

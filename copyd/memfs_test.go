@@ -28,6 +28,7 @@ type memFS struct {
 	lyingCRC  *uint32             // Checksum answers this for every file
 	corruptAt int                 // > 0: Commit flips the byte at this offset
 	faults    map[string][]error
+	goneAt    map[string]string // op -> path: that call removes the file first, as a concurrent drop would
 	calls     []string
 	staging   int
 	staged    map[string]bool // staging names not yet committed or aborted
@@ -37,7 +38,7 @@ type memFS struct {
 func newMemFS() *memFS {
 	return &memFS{files: map[string][]byte{}, sums: map[string]uint32{}, fileSums: map[string]string{},
 		snaps:  map[string][]string{},
-		faults: map[string][]error{}, staged: map[string]bool{}}
+		faults: map[string][]error{}, goneAt: map[string]string{}, staged: map[string]bool{}}
 }
 
 func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
@@ -69,6 +70,11 @@ func (m *memFS) fault(op string, errs ...error) {
 // enter logs a call and returns its injected fault, if any.
 func (m *memFS) enter(op, p string) error {
 	m.calls = append(m.calls, op+" "+p)
+	if m.goneAt[op] == p {
+		delete(m.goneAt, op)
+		delete(m.files, p)
+		delete(m.sums, p)
+	}
 	if errs := m.faults[op]; len(errs) > 0 {
 		m.faults[op] = errs[1:]
 		return errs[0]

@@ -30,15 +30,28 @@ type mismatchError struct{ msg string }
 
 func (e *mismatchError) Error() string { return e.msg }
 
+// vanishedError is a file that was there when the attempt looked and gone
+// when it copied: the source removed or replaced under the copy (a drop,
+// an overwrite, a compaction's cleaner), or the target's directory
+// removed. The next attempt looks again and decides from what it finds
+// then: the bytes in the change-management root or a snapshot, or
+// SOURCE_GONE.
+type vanishedError struct{ err error }
+
+func (e *vanishedError) Error() string { return e.err.Error() + " (gone since the attempt looked)" }
+func (e *vanishedError) Unwrap() error { return e.err }
+
 // retryable reports whether err may go away if the attempt is made again:
 // network faults and timeouts, 5xx answers, throttling, HDFS standby and
-// safe mode, checksum mismatches, and errors nobody classified (retries are
+// safe mode, checksum mismatches, a file gone between an attempt's look
+// and its copy (vanishedError), and errors nobody classified (retries are
 // bounded, so a wrong guess costs time, not correctness). Missing files,
 // permissions, invalid arguments, 4xx answers and confinement refusals are
 // permanent. The end of the caller's own context is not retryable either.
 func retryable(err error) bool {
 	var pe *permanentError
 	var me *mismatchError
+	var ve *vanishedError
 	var re *webhdfs.RemoteError
 	var ce *fs.ChecksumError
 	switch {
@@ -46,7 +59,7 @@ func retryable(err error) bool {
 		return false
 	case errors.As(err, &pe):
 		return false
-	case errors.As(err, &me), errors.As(err, &ce):
+	case errors.As(err, &me), errors.As(err, &ce), errors.As(err, &ve):
 		return true
 	case errors.Is(err, context.Canceled):
 		return false

@@ -187,6 +187,19 @@ func cpuTime(pid int) time.Duration {
 	return time.Duration(u+k) * 10 * time.Millisecond
 }
 
+// processStopped reports whether process pid is stopped by a signal
+// (state T in /proc/<pid>/stat).
+func processStopped(t *testing.T, pid int) bool {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatalf("state of process %d: %v", pid, err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] == "T"
+}
+
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // benchEnvInt is the whole number in the environment variable key, or

@@ -9,6 +9,7 @@ import (
 	wl "github.com/hivedr/hivedr/e2e/workload"
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/testenv"
+	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -115,6 +116,10 @@ func TestTrustCompactionDuringBootstrap(t *testing.T) {
 
 	r.pipeline = newPipeline(t, env, []string{r.db1, r.db2}, currentEventID(t, ctx, r.src))
 	r.withTailer("bootstrap_page: 2")
+	// The tailer freezes itself (SIGSTOP) after the first page of big's
+	// partitions: the compaction lands with the bootstrap in its middle
+	// on any machine, however fast the snapshot goes.
+	r.roleEnv = map[string][]string{"tail": {producer.FaultEnv + "=" + producer.FaultBootstrapPaged + ":" + big.name}}
 	r.startAll()
 	r.requestBootstrap([]string{r.db1, r.db2}, nil)
 
@@ -126,13 +131,10 @@ func TestTrustCompactionDuringBootstrap(t *testing.T) {
 		}
 		return b
 	}
-	poll(t, 5*time.Minute, 20*time.Millisecond, big.full()+" in progress in the tailer's checkpoint", func() bool {
+	poll(t, 5*time.Minute, 20*time.Millisecond, "the tailer stopped at "+producer.FaultBootstrapPaged, func() bool {
 		r.checkAlive()
-		return inProgress() != nil
+		return processStopped(t, r.tail.cmd.Process.Pid)
 	})
-	if err := r.tail.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
 	held := true
 	resume := func() {
 		if held {
@@ -143,7 +145,7 @@ func TestTrustCompactionDuringBootstrap(t *testing.T) {
 	t.Cleanup(resume)
 	b := inProgress()
 	if b == nil {
-		t.Fatalf("the tailer, held, has passed %s's partition %s", big.full(), lastName)
+		t.Fatalf("the tailer, stopped at %s, has no page of %s in progress before partition %s in its checkpoint", producer.FaultBootstrapPaged, big.full(), lastName)
 	}
 	t.Logf("tailer held with %s in progress after partition %s", big.full(), b.DonePartition)
 	c := r.compact(bi, last, true)

@@ -710,7 +710,11 @@ func (t *Tailer) snapshotPage(ctx context.Context, db string) (bool, error) {
 	if pg.n == 0 && handled == 0 {
 		return false, nil // every table left was waiting: nothing to commit
 	}
-	return true, t.commit(ctx, pg.recs, st, schemas.StateRunning)
+	if err := t.commit(ctx, pg.recs, st, schemas.StateRunning); err != nil {
+		return false, err
+	}
+	t.faultPaged(b.TableInProgress, b.DonePartition)
+	return true, nil
 }
 
 // beginSnapshot starts the snapshot of db at the cut: its HDFS snapshots

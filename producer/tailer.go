@@ -95,6 +95,7 @@ type Tailer struct {
 	inScope        []string        // in-scope databases, for heartbeats
 	lastDBRefresh  time.Time
 	lastHeartbeat  time.Time
+	faulted        bool // a FaultEnv point was reached (fault.go)
 
 	// Bootstraps (bootstrap.go), committed with the checkpoint.
 	reqOff       int64                    // next offset of the control topic to read

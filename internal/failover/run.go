@@ -436,9 +436,13 @@ func groupMembers(ctx context.Context, adm *kadm.Client, group string) (int, err
 // restarted ETL must redo, and the RPO.
 func (r *run) measure(ctx context.Context, set []string, pos position) error {
 	cp, committed := pos.cp, pos.committed
-	// The group may have committed more before the fence.
+	// The group may have committed more before the fence; what it
+	// consumed is measured against the topics' ends the wait read.
 	caught := map[string]bool{}
-	if _, err := groupCaughtUp(ctx, r.adm, r.conf.Applier.Group, r.topics, set, caught, committed); err != nil {
+	if pos.ends == nil {
+		pos.ends = map[string]int64{}
+	}
+	if _, err := groupCaughtUp(ctx, r.adm, r.conf.Applier.Group, r.topics, set, caught, committed, pos.ends); err != nil {
 		return err
 	}
 	for _, db := range set {
@@ -622,7 +626,7 @@ func dryRun(ctx context.Context, cl *kgo.Client, kopts []kgo.Opt, adm *kadm.Clie
 		rep.TailerEventID = cp.LastEventID
 	}
 	caught, committed := map[string]bool{}, map[string]int64{}
-	if _, err := groupCaughtUp(ctx, adm, conf.Applier.Group, topics, names, caught, committed); err != nil {
+	if _, err := groupCaughtUp(ctx, adm, conf.Applier.Group, topics, names, caught, committed, map[string]int64{}); err != nil {
 		return nil, err
 	}
 	var refused []string
@@ -691,15 +695,30 @@ func sourceHead(ctx context.Context, src config.Source, opts hms.Options) (int64
 
 // groupCaughtUp fills caught and committed for every database's topic
 // and reports whether the applier group consumed them all to their ends.
+// ends holds the end offsets to measure against: a topic missing from it
+// is asked for its end now, which ends then keeps. A failover measures
+// against the ends its wait read after the tailer's checkpoint, so the
+// records appended since (heartbeats, events past that checkpoint) do
+// not make a database that has every event up to it look behind.
 func groupCaughtUp(ctx context.Context, adm *kadm.Client, group string, topics kafka.Topics, dbs []string,
-	caught map[string]bool, committed map[string]int64) (bool, error) {
-	var ts []string
+	caught map[string]bool, committed, ends map[string]int64) (bool, error) {
+	var ask []string
 	for _, db := range dbs {
-		ts = append(ts, topics.Events(db))
+		if _, ok := ends[db]; !ok {
+			ask = append(ask, topics.Events(db))
+		}
 	}
-	ends, err := adm.ListEndOffsets(ctx, ts...)
-	if err != nil {
-		return false, fmt.Errorf("kafka: end offsets: %w", err)
+	if len(ask) > 0 {
+		listed, err := adm.ListEndOffsets(ctx, ask...)
+		if err != nil {
+			return false, fmt.Errorf("kafka: end offsets: %w", err)
+		}
+		for _, db := range dbs {
+			// A topic the tailer has not created yet has no end.
+			if end, ok := listed.Lookup(topics.Events(db), 0); ok && end.Err == nil {
+				ends[db] = end.Offset
+			}
+		}
 	}
 	offs, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
@@ -708,14 +727,14 @@ func groupCaughtUp(ctx context.Context, adm *kadm.Client, group string, topics k
 	all := true
 	for _, db := range dbs {
 		t := topics.Events(db)
-		end, ok := ends.Lookup(t, 0)
 		c, cok := offs.Lookup(t, 0)
 		committed[db] = 0
 		if cok && c.Err == nil {
 			committed[db] = c.At
 		}
 		// A topic the tailer has not created yet is not caught up.
-		caught[db] = ok && end.Err == nil && committed[db] >= end.Offset
+		end, ok := ends[db]
+		caught[db] = ok && committed[db] >= end
 		all = all && caught[db]
 	}
 	return all, nil
@@ -737,6 +756,7 @@ type position struct {
 	cp        *schemas.TailerCheckpoint
 	caught    map[string]bool
 	committed map[string]int64
+	ends      map[string]int64 // each topic's end offset, read after cp
 }
 
 // wait polls until the tailer's checkpoint reached event head (head < 0:
@@ -751,7 +771,8 @@ func (w waiter) wait(ctx context.Context, dbs []string, head int64, deadline tim
 		if pos.cp, err = kafka.NewestCheckpoint(ctx, w.cl, w.kopts, w.topics.Checkpoints(), w.conf.Source.Name, w.dec); err != nil {
 			return pos, err
 		}
-		all, err := groupCaughtUp(ctx, w.adm, w.conf.Applier.Group, w.topics, dbs, pos.caught, pos.committed)
+		pos.ends = map[string]int64{}
+		all, err := groupCaughtUp(ctx, w.adm, w.conf.Applier.Group, w.topics, dbs, pos.caught, pos.committed, pos.ends)
 		if err != nil {
 			return pos, err
 		}
