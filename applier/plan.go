@@ -196,7 +196,41 @@ func eventTable(ev *schemas.Event, t *schemas.Table) TableKey { return schemas.E
 //   - Loud halts (7): events carrying errors from the tailer, unknown
 //     types, unmappable locations and missing objects halt the database.
 func Plan(in Input) Decision {
-	return keepLaterCopies(in, plan(in))
+	return keepLaterCopies(in, waitOwnCopies(in, plan(in)))
+}
+
+// waitOwnCopies makes an event left out because a later event removes
+// or replaces its object wait for its own files' copies to complete
+// (whatever their status) before the worker moves on. The later event
+// prunes the object's directory; a copy of the left-out event still
+// running then (copyd retrying through a DataNode restart, or falling
+// back to the change-management root) would land after the prune and
+// stay, a file the source no longer has (an earlier incarnation's base
+// under a table made again at its path, an overwritten file back beside
+// the overwrite's). Every copy task completes, so the wait ends.
+func waitOwnCopies(in Input, d Decision) Decision {
+	if d.Outcome != NoOp || (d.Reason != ReasonSuperseded && d.Reason != ReasonSupersededByBootstrap) {
+		return d
+	}
+	evs := []*schemas.Event{in.Event}
+	if d.Covered > 0 && d.Covered <= len(in.Batch) {
+		evs = append(evs, in.Batch[:d.Covered]...)
+	}
+	var pending []string
+	for _, ev := range evs {
+		for _, f := range ev.Files {
+			if _, done := in.Copies[f.TaskID]; f.TaskID != "" && !done {
+				pending = append(pending, f.TaskID)
+			}
+		}
+	}
+	if len(pending) == 0 {
+		return d
+	}
+	w := waitFiles(pending)
+	w.Detail = fmt.Sprintf("left out (%s), after its %d file copies complete, so that none lands after a later prune (first: task %s)",
+		d.Detail, len(pending), pending[0])
+	return w
 }
 
 // keepLaterCopies adds to every prune of d the DR paths of the files the

@@ -602,3 +602,22 @@ func TestPlanPruneKeepsLaterCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanLeftOutWaitsForOwnCopies: an event left out because a later
+// one removes its object waits for its own files' copies first, so none
+// lands after the later event's prune; once they completed (any status)
+// it is a no-op.
+func TestPlanLeftOutWaitsForOwnCopies(t *testing.T) {
+	orders := srcOrders
+	ev := insertInto(51, orders, &srcP1, partFile(srcP1, "b"))
+	in := Input{DB: "sales", Source: "src", Event: ev, Replica: drState(drDB("sales", 40), drTable(orders, 20)),
+		Policy: testPolicy{}, Later: []*schemas.Event{dropParts(52, orders, srcP1)}}
+	d := Plan(in)
+	if d.Outcome != Wait || len(d.WaitTasks) != 1 || d.WaitTasks[0] != ev.Files[0].TaskID {
+		t.Fatalf("with its copy running: %s %s %v (%s), want a wait for task %s", d.Outcome, d.Reason, d.WaitTasks, d.Detail, ev.Files[0].TaskID)
+	}
+	in.Copies = map[string]Copy{ev.Files[0].TaskID: {Status: schemas.StatusSourceGone}}
+	if d := Plan(in); d.Outcome != NoOp || d.Reason != ReasonSuperseded {
+		t.Fatalf("with its copy completed: %s %s (%s), want a no-op, superseded", d.Outcome, d.Reason, d.Detail)
+	}
+}
