@@ -120,6 +120,15 @@ func bootstrapDone(ctx context.Context, dr *hms.Client, db string) string {
 	return d.Parameters[drparam.BootstrapDone]
 }
 
+// failIfHalted fails the test at once when the applier halted DR
+// database db (a wait for it to converge would only run out).
+func failIfHalted(t *testing.T, ctx context.Context, dr *hms.Client, db string) {
+	t.Helper()
+	if d, err := dr.GetDatabase(ctx, db); err == nil && d.Parameters[drparam.Halted] != "" {
+		t.Fatalf("the applier halted DR database %s: %s", db, d.Parameters[drparam.Halted])
+	}
+}
+
 // dropDR drops a database and its data on a metastore if it exists, so
 // that a run starts from nothing.
 func dropDB(t *testing.T, ctx context.Context, c *hms.Client, db string) {

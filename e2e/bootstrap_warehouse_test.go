@@ -296,6 +296,7 @@ func TestBootstrapWarehouse(t *testing.T) {
 
 	eventually(t, 30*time.Minute, db+"'s bootstrap done on DR", func() bool {
 		p.checkAlive()
+		failIfHalted(t, ctx, dr, db)
 		return bootstrapDone(ctx, dr, db) != ""
 	})
 	t.Logf("bootstrap done on DR %s after the request", time.Since(start).Round(time.Millisecond))
