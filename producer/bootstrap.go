@@ -925,7 +925,26 @@ func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Ta
 		return false, nil
 	}
 	var parts []schemas.Partition
-	stamp, head, serr := t.stamped(ctx, db, name, func() error { parts, err = t.cfg.Snapshots.Partitions(ctx, db, name, names); return err })
+	var stamp, head int64
+	var serr error
+	for try := 1; ; try++ {
+		stamp, head, serr = t.stamped(ctx, db, name, func() error { parts, err = t.cfg.Snapshots.Partitions(ctx, db, name, names); return err })
+		torn := tornPartition(tb, parts)
+		if err != nil || serr != nil || torn < 0 {
+			break
+		}
+		// The metastore reads a page of partitions in several queries,
+		// not in one snapshot of its database: a partition dropped between
+		// them comes back without its values. Read the page again (the
+		// drop has committed by then).
+		if try == tornTries {
+			return false, fmt.Errorf("bootstrap %s: the source metastore answered %d times for %s.%s a partition with %d values where the table has %d keys (%v at %s): "+
+				"a partition read while it changes; the tailer tries the page again", b.BootstrapID, try, db, name,
+				len(parts[torn].Values), len(tb.PartitionKeys), parts[torn].Values, parts[torn].Location)
+		}
+		t.log.Warn("bootstrap: a partition read while it changed on the source; reading the page again", "db", db, "table", name,
+			"bootstrap_id", b.BootstrapID, "values", parts[torn].Values, "location", parts[torn].Location, "keys", len(tb.PartitionKeys))
+	}
 	switch {
 	case errors.Is(err, ErrNoSuchObject):
 		return false, nil
@@ -984,6 +1003,21 @@ func (t *Tailer) partitionPage(ctx context.Context, pg *snapPage, tb *schemas.Ta
 	}
 	b.DonePartition = names[len(names)-1]
 	return left, nil
+}
+
+// tornTries is how many times a page of partitions is read while the
+// metastore answers one torn (tornPartition) before the step fails.
+const tornTries = 5
+
+// tornPartition returns the index of the first of parts whose values do
+// not match tb's partition keys in number, or -1.
+func tornPartition(tb *schemas.Table, parts []schemas.Partition) int {
+	for i := range parts {
+		if len(parts[i].Values) != len(tb.PartitionKeys) {
+			return i
+		}
+	}
+	return -1
 }
 
 // A table dropped and created again under the name of the table in

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -62,6 +63,12 @@ type memSnaps struct {
 	// nameLists counts PartitionNames calls.
 	nameLists int
 	onRead    func(db, table string) // called inside each table or partition read
+	// tear: the next Partitions calls (one per entry) answer the named
+	// partition without values and then drop it, as a metastore does
+	// whose drop commits between the queries of one read.
+	tear []string
+	// tearKeeps: a torn answer leaves the partition there.
+	tearKeeps bool
 }
 
 func newMemSnaps(t testing.TB) *memSnaps {
@@ -141,13 +148,24 @@ func (s *memSnaps) Partitions(_ context.Context, db, table string, names []strin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tb := s.tables[db+"."+table]
+	var tear string
+	if len(s.tear) > 0 {
+		tear, s.tear = s.tear[0], s.tear[1:]
+	}
 	var out []schemas.Partition
 	for _, n := range names {
 		v := strings.TrimPrefix(n, "ds=")
 		if !slices.Contains(s.parts[db+"."+table], v) {
 			continue
 		}
-		p, err := PartitionFromThriftJSON(tjsonOf(s.t, &hive_metastore.Partition{Values: []string{v}, DbName: db, TableName: table,
+		values := []string{v}
+		if n == tear {
+			values = nil
+			if !s.tearKeeps {
+				s.parts[db+"."+table] = slices.DeleteFunc(s.parts[db+"."+table], func(x string) bool { return x == v })
+			}
+		}
+		p, err := PartitionFromThriftJSON(tjsonOf(s.t, &hive_metastore.Partition{Values: values, DbName: db, TableName: table,
 			Sd: &hive_metastore.StorageDescriptor{Location: tb.Sd.Location + "/" + n, SerdeInfo: &hive_metastore.SerDeInfo{}}}))
 		if err != nil {
 			return nil, err
@@ -720,6 +738,48 @@ func TestBootstrapStampsConcurrentChange(t *testing.T) {
 	// and 4, touched: h1 = 3.
 	if stamps["T:a"] != 2 || stamps["T:b"] != 2 || stamps["P:b"] != 3 {
 		t.Errorf("stamps %v", stamps)
+	}
+}
+
+// TestBootstrapTornPartitionRead: a page of partitions the metastore
+// answered with one partition torn (no values: dropped between its
+// queries) is read again, and no record of a partition without values
+// is published; a page torn every time fails the step, which the tailer
+// retries, naming the partition.
+func TestBootstrapTornPartitionRead(t *testing.T) {
+	f := newBootFixture(t)
+	f.snaps.addTable(thriftTable("sales", "b", "ds"), 3)
+	f.src.add("sales", schemas.EventCreateDatabase)
+	f.snaps.tear = []string{"ds=002"}
+	tl := f.tailer(t)
+	f.request(t, schemas.BootstrapRequest{RequestID: "r1"})
+	if err := drive(t, tl, func() bool { return tl.checkpoint > 0 && len(tl.boots) == 0 }); err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	for _, r := range f.topic(t, "sales") {
+		if r.ev != nil && r.ev.EventType == schemas.EventSnapshotPartition {
+			for _, p := range r.ev.Payload.(*schemas.PartitionChange).After {
+				got = append(got, p.Values)
+			}
+		}
+	}
+	if want := [][]string{{"001"}, {"003"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("partition records %v, want %v (the torn one read again: gone)", got, want)
+	}
+
+	f = newBootFixture(t)
+	f.snaps.addTable(thriftTable("sales", "b", "ds"), 3)
+	f.src.add("sales", schemas.EventCreateDatabase)
+	for range tornTries {
+		f.snaps.tear = append(f.snaps.tear, "ds=001")
+	}
+	f.snaps.tearKeeps = true
+	tl = f.tailer(t)
+	f.request(t, schemas.BootstrapRequest{RequestID: "r1"})
+	err := drive(t, tl, func() bool { return false })
+	if err == nil || !strings.Contains(err.Error(), "a partition with 0 values where the table has 1 keys") || !strings.Contains(err.Error(), "sales.b") {
+		t.Fatalf("torn at every read: %v, want an error naming the partition", err)
 	}
 }
 
