@@ -96,6 +96,7 @@ type Tailer struct {
 	lastDBRefresh  time.Time
 	lastHeartbeat  time.Time
 	faulted        bool // a FaultEnv point was reached (fault.go)
+	txnOpen        bool // a transaction transact could not end: aborted before the next
 
 	// Bootstraps (bootstrap.go), committed with the checkpoint.
 	reqOff       int64                    // next offset of the control topic to read
@@ -710,6 +711,16 @@ func (t *Tailer) prepareOne(ctx context.Context, ev schemas.Event) prepared {
 // transact produces recs in one transaction and commits it; on any error
 // it aborts, so nothing of the batch becomes visible.
 func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
+	if t.txnOpen {
+		// An earlier step's transaction could not be ended (Kafka went
+		// away while it committed): the client is still in it, and no
+		// new one begins until it is aborted. Its records are produced
+		// again from the checkpoint.
+		if err := t.abortOpen(ctx); err != nil {
+			return fmt.Errorf("abort the transaction an earlier step could not end: %w", err)
+		}
+		t.log.Info("aborted the transaction an earlier step could not end; producing again from the checkpoint", "checkpoint", t.checkpoint)
+	}
 	if err := t.prod.BeginTransaction(); err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
@@ -763,9 +774,29 @@ func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
 		}
 	}
 	if err := t.prod.EndTransaction(ctx, commit); err != nil {
+		// Whether it committed is unknown: franz-go keeps the client in
+		// the transaction until an abort (which fences whatever the
+		// broker still holds of it) confirms its end.
+		t.txnOpen = true
+		if aerr := t.abortOpen(ctx); aerr == nil {
+			t.txnOpen = false
+		}
 		return errors.Join(firstErr, fmt.Errorf("end transaction: %w", err))
 	}
 	return firstErr
+}
+
+// abortOpen aborts the transaction the producer is in, if any, and
+// clears txnOpen once it has.
+func (t *Tailer) abortOpen(ctx context.Context) error {
+	if err := t.prod.AbortBufferedRecords(ctx); err != nil {
+		return fmt.Errorf("abort buffered records: %w", err)
+	}
+	if err := t.prod.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		return err
+	}
+	t.txnOpen = false
+	return nil
 }
 
 func record(topic, key string, value []byte, typ, eventID string) *kgo.Record {

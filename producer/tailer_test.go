@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/hmslog"
@@ -101,11 +102,12 @@ func (s *memSource) Databases(context.Context) ([]string, error) { return []stri
 func (s *memSource) Close() error                                { return nil }
 
 type fixture struct {
-	conf  *config.Config
-	src   *memSource
-	serde *schemas.Serde
-	opts  []kgo.Opt
-	txns  TxnWrites // nil: none
+	cluster *kfake.Cluster
+	conf    *config.Config
+	src     *memSource
+	serde   *schemas.Serde
+	opts    []kgo.Opt
+	txns    TxnWrites // nil: none
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -130,7 +132,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{conf: conf, src: &memSource{}, serde: serde}
+	return &fixture{cluster: cluster, conf: conf, src: &memSource{}, serde: serde}
 }
 
 // run runs a tailer until the checkpoint reaches upTo or it fails.
@@ -238,6 +240,42 @@ func TestTailerResumesFromCheckpointWithoutDuplicates(t *testing.T) {
 	}
 	if fmt.Sprint(ids) != fmt.Sprint(want) {
 		t.Fatalf("sales topic has events %v, want %v", ids, want)
+	}
+}
+
+// TestTailerEndsATransactionKafkaLeftOpen: Kafka goes away while the
+// tailer commits (EndTxn gets no answer, three times: the commit, the
+// abort right after it, the abort at the next step). The client stays in
+// that transaction until an abort confirms its end; the tailer aborts it
+// at its next step and goes on, every event published once. Before, every
+// step failed from then on ("already in a transaction").
+func TestTailerEndsATransactionKafkaLeftOpen(t *testing.T) {
+	f := newFixture(t)
+	for range 10 {
+		f.src.add("sales", schemas.EventCreateDatabase)
+	}
+	var mu sync.Mutex
+	failed := 0
+	f.cluster.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed == 3 {
+			return nil, nil, false
+		}
+		f.cluster.KeepControl()
+		failed++
+		return nil, errors.New("kafka went away"), true
+	})
+	if err := f.run(t, 10); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if failed != 3 {
+		t.Errorf("%d EndTxn requests failed, want 3", failed)
+	}
+	mu.Unlock()
+	if ids := f.eventIDs(t, "sales"); fmt.Sprint(ids) != fmt.Sprint([]int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
+		t.Fatalf("sales topic has events %v, want 1..10 once each", ids)
 	}
 }
 
