@@ -217,12 +217,9 @@ func waitOwnCopies(in Input, d Decision) Decision {
 		evs = append(evs, in.Batch[:d.Covered]...)
 	}
 	var pending []string
+	p := &planner{in: in}
 	for _, ev := range evs {
-		for _, f := range ev.Files {
-			if _, done := in.Copies[f.TaskID]; f.TaskID != "" && !done {
-				pending = append(pending, f.TaskID)
-			}
-		}
+		pending = append(pending, p.pendingCopies(ev.Files)...)
 	}
 	if len(pending) == 0 {
 		return d
@@ -1278,10 +1275,29 @@ func mergeParams(cur, src map[string]string, e int64) map[string]string {
 // "") or a partition.
 type objKey struct{ db, table, values string }
 
+func (o objKey) String() string {
+	if o.values == "" {
+		return o.db + "." + o.table
+	}
+	return o.db + "." + o.table + " [" + o.values + "]"
+}
+
+// pendingCopies are the copy tasks of files without a completion yet.
+func (p *planner) pendingCopies(files []schemas.FileRef) []string {
+	var out []string
+	for _, f := range files {
+		if _, done := p.in.Copies[f.TaskID]; f.TaskID != "" && !done {
+			out = append(out, f.TaskID)
+		}
+	}
+	return out
+}
+
 // filesReady checks the completions of files belonging to obj. ok means
 // every file is copied and verified. Otherwise the decision says what to
 // do: wait for pending copies, leave obj out because a later event
-// supersedes it (NoOp), or wait on a copy that cannot succeed.
+// supersedes it (NoOp, once the copies of its other files completed),
+// or wait on a copy that cannot succeed.
 func (p *planner) filesReady(obj objKey, files []schemas.FileRef) (Decision, bool) {
 	var pending []string
 	for _, f := range files {
@@ -1297,6 +1313,15 @@ func (p *planner) filesReady(obj objKey, files []schemas.FileRef) (Decision, boo
 			continue
 		}
 		if s := p.fileSupersededBy(obj); s != nil {
+			// Left out; but not before the copies of its other files
+			// complete, so that none lands after the later event's prune
+			// (as waitOwnCopies does for a whole event left out).
+			if w := p.pendingCopies(files); len(w) > 0 {
+				d := waitFiles(w)
+				d.Detail = fmt.Sprintf("%s is left out (file %s could not be copied, %s, and event %d %s removes or replaces it), after its other %d file copies complete (first: task %s)",
+					obj, f.URI, c.Status, s.EventID, s.EventType, len(w), w[0])
+				return d, false
+			}
 			return p.noop(supersededReason(s), "file %s could not be copied (%s) but event %d (%s) removes or replaces it",
 				f.URI, c.Status, s.EventID, s.EventType), false
 		}

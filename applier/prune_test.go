@@ -621,3 +621,28 @@ func TestPlanLeftOutWaitsForOwnCopies(t *testing.T) {
 		t.Fatalf("with its copy completed: %s %s (%s), want a no-op, superseded", d.Outcome, d.Reason, d.Detail)
 	}
 }
+
+// TestPlanLeftOutPartitionWaitsForItsCopies: an ADD_PARTITION whose
+// partition is left out (a file of it gone from the source, the partition
+// dropped by a later event) still waits for the copies of that
+// partition's other files; once they completed, the event adds the other
+// partition alone.
+func TestPlanLeftOutPartitionWaitsForItsCopies(t *testing.T) {
+	ev := addParts(50, srcOrders, []schemas.Partition{srcP1, srcP2}, partFile(srcP1, "a"), partFile(srcP1, "b"), partFile(srcP2, "c"))
+	in := Input{DB: "sales", Source: "src", Event: ev, Replica: drState(drDB("sales", 40), drTable(srcOrders, 20)),
+		Policy: testPolicy{}, Later: []*schemas.Event{dropParts(52, srcOrders, srcP1)},
+		Copies: map[string]Copy{
+			ev.Files[0].TaskID: {Status: schemas.StatusSourceGone},
+			ev.Files[2].TaskID: {Status: schemas.StatusCopied, TargetURI: drPath(partFile(srcP2, "c"))},
+		}}
+	d := Plan(in)
+	if d.Outcome != Wait || len(d.WaitTasks) != 1 || d.WaitTasks[0] != ev.Files[1].TaskID {
+		t.Fatalf("with a copy of the left-out partition running: %s %s %v (%s), want a wait for task %s",
+			d.Outcome, d.Reason, d.WaitTasks, d.Detail, ev.Files[1].TaskID)
+	}
+	in.Copies[ev.Files[1].TaskID] = Copy{Status: schemas.StatusCopied, TargetURI: drPath(partFile(srcP1, "b"))}
+	d = Plan(in)
+	if acts := strings.Join(actionNames(d.Actions), "; "); d.Outcome != Apply || !strings.Contains(acts, "add partitions sales.orders [2024-01-02]; ") {
+		t.Fatalf("with its copies complete: %s %s %s (%s), want 2024-01-02 added alone", d.Outcome, d.Reason, acts, d.Detail)
+	}
+}
