@@ -305,6 +305,7 @@ type soakStep struct {
 	before, last, after int64
 	done                bool
 	state               soakState // the database's state after the step
+	absent              []string  // tables (lower case) it removed and made again
 }
 
 func (s *soakStep) String() string {
@@ -337,7 +338,7 @@ func (m *soakModel) begin(db, what string, before int64) *soakStep {
 // finish records the step's end: its events and the state after it.
 // touched are the tables it may have changed; the others keep the state
 // of the database's previous step.
-func (m *soakModel) finish(s *soakStep, what string, last, after int64, touched soakState, names []string) {
+func (m *soakModel) finish(s *soakStep, what string, last, after int64, touched soakState, names, absent []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := soakState{}
@@ -349,6 +350,9 @@ func (m *soakModel) finish(s *soakStep, what string, last, after int64, touched 
 		delete(st, strings.ToLower(n))
 	}
 	maps.Copy(st, touched)
+	for _, n := range absent {
+		s.absent = append(s.absent, strings.ToLower(n))
+	}
 	s.what, s.last, s.after, s.state, s.done = what, last, after, st, true
 }
 
@@ -422,13 +426,17 @@ func (m *soakModel) removedLater(db string, n int64, table, part, file string) b
 }
 
 // tableLater reports whether a state of db the model recorded after
-// event n has table in state st (nil: without the table).
+// event n has table in state st (nil: without the table, also between
+// the events of a step that removed it and made it again).
 func (m *soakModel) tableLater(db string, n int64, table string, st *soakTableState) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, s := range m.steps[db] {
 		if !s.done || s.before < n {
 			continue
+		}
+		if st == nil && slices.Contains(s.absent, table) {
+			return true
 		}
 		t, ok := s.state[table]
 		if st == nil && !ok || st != nil && ok && t.equal(*st) {

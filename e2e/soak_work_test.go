@@ -87,6 +87,9 @@ func (k *soakWork) pick() string {
 type soakStepResult struct {
 	what    string
 	touched []string
+	// absent are tables the step removed and made again: between its
+	// events the source had none of that name.
+	absent []string
 }
 
 func did(what string, touched ...string) soakStepResult {
@@ -282,7 +285,9 @@ func (k *soakWork) acidStep(ctx context.Context, s *wl.Source, db string, acids 
 			return soakStepResult{}, true, err
 		}
 		t.parts = nil
-		return did(fmt.Sprintf("drop and re-create transactional table %s (%s)", t.name, t.kind()), t.name), true, k.createACID(ctx, s, db, t)
+		res := did(fmt.Sprintf("drop and re-create transactional table %s (%s)", t.name, t.kind()), t.name)
+		res.absent = []string{t.name}
+		return res, true, k.createACID(ctx, s, db, t)
 	}
 	return soakStepResult{}, false, nil
 }
