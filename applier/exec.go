@@ -731,6 +731,14 @@ func (x *executor) prune(ctx context.Context, a PruneFiles) error {
 			return fmt.Errorf("%s: %w", a, err)
 		}
 		if !later {
+			// A later event's copy whose completion is not read yet
+			// carries that event's mark (copyd sets it before the file
+			// appears at its path).
+			if later, err = x.markedAfter(ctx, c.loc, a.EventID); err != nil {
+				return fmt.Errorf("%s: %w", a, err)
+			}
+		}
+		if !later {
 			remove = append(remove, c.loc)
 			if d := acidDirOf(c.rel); d != "" {
 				emptied[location.Append(dir.String(), d)] = true
@@ -750,6 +758,24 @@ func (x *executor) prune(ctx context.Context, a PruneFiles) error {
 		}
 	}
 	return nil
+}
+
+// markedAfter reports whether the DR file at loc carries the mark of an
+// event after eventID (fs.EventMarkAttr); false when the store keeps no
+// marks or the file has none.
+func (x *executor) markedAfter(ctx context.Context, loc string, eventID int64) (bool, error) {
+	m, ok := x.files.(fs.EventMarks)
+	if !ok {
+		return false, nil
+	}
+	id, marked, err := m.EventMark(ctx, loc)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return marked && id > eventID, nil
 }
 
 // emptyDirRemover removes a directory when it is empty (fs.Router).

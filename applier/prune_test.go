@@ -646,3 +646,43 @@ func TestPlanLeftOutPartitionWaitsForItsCopies(t *testing.T) {
 		t.Fatalf("with its copies complete: %s %s %s (%s), want 2024-01-02 added alone", d.Outcome, d.Reason, acts, d.Detail)
 	}
 }
+
+// markedListing is a routerListing whose store keeps event marks.
+type markedListing struct {
+	*routerListing
+	marks map[string]int64
+}
+
+func (m markedListing) EventMark(_ context.Context, loc string) (int64, bool, error) {
+	id, ok := m.marks[loc]
+	return id, ok, nil
+}
+
+func (m markedListing) SetEventMark(_ context.Context, loc string, id int64) error {
+	m.marks[loc] = id
+	return nil
+}
+
+// TestPruneKeepsFilesMarkedLater: a file a later event's copy wrote
+// before the applier read its completion (and beyond its look-ahead) is
+// kept by its event mark; files marked by earlier events, or unmarked,
+// go. Without marks the later file went (the soak's base missing on DR
+// after a recreate: copied ahead, pruned, then committed without it).
+func TestPruneKeepsFilesMarkedLater(t *testing.T) {
+	const dr = "hdfs://dr-nn:8020/w/t"
+	listing := &routerListing{listing: map[string][]string{
+		dr: {dr + "/base_0000001/bucket_00000", dr + "/delta_0000001_0000001/bucket_00000", dr + "/000000_0", dr + "/keep"},
+	}}
+	files := markedListing{routerListing: listing, marks: map[string]int64{
+		dr + "/base_0000001/bucket_00000":          143, // a later event's copy
+		dr + "/delta_0000001_0000001/bucket_00000": 90,  // an earlier incarnation's
+	}}
+	x := &executor{files: files, writtenAfter: func(string, int64) (bool, error) { return false, nil }}
+	if err := x.prune(context.Background(), PruneFiles{Dir: dr, Keep: []string{dr + "/keep"}, EventID: 104}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(listing.removed)
+	if want := []string{dr + "/000000_0", dr + "/delta_0000001_0000001/bucket_00000"}; !slices.Equal(listing.removed, want) {
+		t.Errorf("removed %q, want %q (the file marked by event 143 kept)", listing.removed, want)
+	}
+}

@@ -422,6 +422,9 @@ func (e *Engine) attempt(ctx context.Context, task schemas.CopyTask, src, tgt st
 		if err != nil {
 			return result{}, err
 		}
+		if err := remark(ctx, to, task); err != nil {
+			return result{}, err
+		}
 		r := result{status: schemas.StatusSkippedIdentical, length: to.Size,
 			verification: "crc32c:" + skipChecks(from, to) + " (target already identical: " + d.Reason + "; nothing moved)" +
 				repaired + dirs.describe()}
@@ -612,6 +615,7 @@ func (e *Engine) transferStream(ctx context.Context, task schemas.CopyTask, from
 	if err != nil {
 		return result{}, err
 	}
+	markEvent(w, task)
 	if err := e.cfg.Preserve.give(from.info, to.loc, w); err != nil {
 		abortWrite(ctx, w)
 		return result{}, err
@@ -648,6 +652,30 @@ func (e *Engine) transferStream(ctx context.Context, task schemas.CopyTask, from
 	}
 	done = true
 	return e.postCommit(ctx, from, to, sum, n, crc, checks, w)
+}
+
+// markEvent has a writer that can mark the file it writes with the
+// task's event (fs.EventMarkAttr) do so: a prune of an earlier event on
+// DR then keeps it, even before the applier has read this completion.
+func markEvent(w any, task schemas.CopyTask) {
+	if m, ok := w.(fs.EventMarkWriter); ok {
+		m.MarkEvent(task.EventID)
+	}
+}
+
+// remark marks a target found identical with the task's event when its
+// mark is older (or it has none): it may be a file an earlier event's
+// copy wrote under the same name, which that event's prune would remove.
+func remark(ctx context.Context, to candidate, task schemas.CopyTask) error {
+	m, ok := to.fs.(fs.EventMarks)
+	if !ok || task.EventID <= 0 {
+		return nil
+	}
+	id, marked, err := m.EventMark(ctx, to.path)
+	if err != nil || marked && id >= task.EventID {
+		return err
+	}
+	return m.SetEventMark(ctx, to.path, task.EventID)
 }
 
 // create starts the write of to, recorded in the StagingLog (if any) so
@@ -787,6 +815,7 @@ func (e *Engine) transferSplit(ctx context.Context, task schemas.CopyTask, from,
 	if err != nil || !ok {
 		return result{}, ok || err != nil, err
 	}
+	markEvent(w, task)
 	if err := e.cfg.Preserve.give(from.info, to.loc, w); err != nil {
 		abortSplit(ctx, w)
 		return result{}, true, err

@@ -52,6 +52,8 @@ type HDFS struct {
 	// noConcat: the NameNode refused CONCAT, so stop trying.
 	concat   bool
 	noConcat atomic.Bool
+	// marksOff: the NameNode refuses extended attributes (mark.go).
+	marksOff atomic.Bool
 
 	mu     sync.Mutex
 	client *hdfs.Client
@@ -357,10 +359,14 @@ type hdfsWriter struct {
 	committed     bool
 	crc           uint32 // the staging file's COMPOSITE-CRC32C, once committed
 	meta          Meta   // set on the staging file before the rename
+	event         int64  // EventMarkAttr, set on the staging file before the rename
 }
 
 // SetMeta implements MetaSetter.
 func (w *hdfsWriter) SetMeta(m Meta) { w.meta = m }
+
+// MarkEvent implements EventMarkWriter.
+func (w *hdfsWriter) MarkEvent(id int64) { w.event = id }
 
 func (w *hdfsWriter) Write(p []byte) (int, error) {
 	if w.closed {
@@ -400,6 +406,9 @@ func (w *hdfsWriter) Commit(ctx context.Context, crc32c uint32) error {
 	}
 	if err := w.fs.setMeta(ctx, w.c, w.loc, w.staging, w.meta, metaStaging); err != nil {
 		return err
+	}
+	if err := w.fs.setMark(w.c, w.loc, w.staging, w.event); err != nil {
+		return fmt.Errorf("commit %s: %w", w.loc, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("commit %s: %w", w.loc, err)

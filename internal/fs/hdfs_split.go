@@ -90,7 +90,8 @@ type hdfsSplitWriter struct {
 	joined      bool // the CONCAT happened
 	committed   bool
 	crc         uint32
-	meta        Meta // set on the joined staging file before the rename
+	meta        Meta  // set on the joined staging file before the rename
+	event       int64 // EventMarkAttr, set with meta
 
 	mu      sync.Mutex
 	written []bool // WriteRange was called (the file may exist)
@@ -219,6 +220,9 @@ func (w *hdfsSplitWriter) Commit(ctx context.Context, crc32c uint32) error {
 	if err := w.fs.setMeta(ctx, w.c, w.loc, staging, w.meta, metaStaging); err != nil {
 		return err
 	}
+	if err := w.fs.setMark(w.c, w.loc, staging, w.event); err != nil {
+		return fmt.Errorf("commit %s: %w", w.loc, err)
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("commit %s: %w", w.loc, err)
 	}
@@ -233,6 +237,9 @@ func (w *hdfsSplitWriter) Commit(ctx context.Context, crc32c uint32) error {
 
 // SetMeta implements MetaSetter.
 func (w *hdfsSplitWriter) SetMeta(m Meta) { w.meta = m }
+
+// MarkEvent implements EventMarkWriter.
+func (w *hdfsSplitWriter) MarkEvent(id int64) { w.event = id }
 
 // Verified implements SplitWriter.
 func (w *hdfsSplitWriter) Verified() (Checksum, bool) {

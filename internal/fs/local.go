@@ -238,8 +238,12 @@ type localWriter struct {
 	loc, path, staging string
 	f                  *os.File
 	crc                hash.Hash32
-	done               bool // committed or aborted
+	done               bool  // committed or aborted
+	event              int64 // EventMarkAttr, set on the staging file before the rename
 }
+
+// MarkEvent implements EventMarkWriter.
+func (w *localWriter) MarkEvent(id int64) { w.event = id }
 
 func (w *localWriter) Write(p []byte) (int, error) {
 	if w.done {
@@ -253,13 +257,13 @@ func (w *localWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// Verified implements Writer: a local filesystem checks nothing itself.
+func (w *localWriter) Verified() (Checksum, bool) { return Checksum{}, false }
+
 // Commit implements Writer. Invariant: the staging file is renamed into
 // place only after its bytes are synced and their CRC32C, computed here as
 // they were written, equals the caller's; the directory is synced after
 // the rename so the new name survives a crash.
-// Verified implements Writer: a local filesystem checks nothing itself.
-func (w *localWriter) Verified() (Checksum, bool) { return Checksum{}, false }
-
 func (w *localWriter) Commit(ctx context.Context, crc32c uint32) error {
 	if w.done {
 		return fmt.Errorf("commit %s: writer is closed", w.loc)
@@ -277,6 +281,10 @@ func (w *localWriter) Commit(ctx context.Context, crc32c uint32) error {
 		return fmt.Errorf("commit %s: close: %w", w.loc, err)
 	}
 	w.done = true
+	if err := setMarkLocal(w.loc, w.staging, w.event); err != nil {
+		os.Remove(w.staging)
+		return fmt.Errorf("commit %s: %w", w.loc, err)
+	}
 	if err := os.Rename(w.staging, w.path); err != nil {
 		os.Remove(w.staging)
 		return fmt.Errorf("commit %s: %w", w.loc, err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -306,5 +307,50 @@ func TestLocalLinkedDirectories(t *testing.T) {
 	}
 	if err := l.Remove(ctx, secret); err == nil {
 		t.Error("Remove through a linked directory succeeded")
+	}
+}
+
+// TestLocalEventMarks: a file written with an event mark carries it once
+// in place (set on the staging file, kept by the rename); a mark can be
+// read and moved on a file in place; a file without one answers ok
+// false. On a filesystem without user extended attributes every file
+// answers ok false and marking is a no-op.
+func TestLocalEventMarks(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := NewLocal()
+	probe := filepath.Join(dir, "probe")
+	if err := os.WriteFile(probe, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	supported := syscall.Setxattr(probe, "user.hivedr.probe", []byte("1"), 0) == nil
+	t.Logf("user extended attributes in %s: %v", dir, supported)
+
+	loc := filepath.Join(dir, "t", "000000_0")
+	data := []byte("rows")
+	w := write(t, l, loc, data)
+	w.(EventMarkWriter).MarkEvent(143)
+	if err := w.Commit(ctx, crcOf(data)); err != nil {
+		t.Fatal(err)
+	}
+	id, ok, err := l.EventMark(ctx, loc)
+	if err != nil || ok != supported || supported && id != 143 {
+		t.Fatalf("EventMark after a marked write = %d, %v, %v; want 143 (supported %v)", id, ok, err, supported)
+	}
+	if err := l.SetEventMark(ctx, loc, 200); err != nil {
+		t.Fatal(err)
+	}
+	if id, ok, err := l.EventMark(ctx, loc); err != nil || ok != supported || supported && id != 200 {
+		t.Errorf("EventMark after SetEventMark = %d, %v, %v; want 200", id, ok, err)
+	}
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := l.EventMark(ctx, plain); ok || err != nil {
+		t.Errorf("EventMark of an unmarked file = %v, %v; want none", ok, err)
+	}
+	if _, _, err := l.EventMark(ctx, filepath.Join(dir, "missing")); !errors.Is(err, ErrNotExist) {
+		t.Errorf("EventMark of a missing file: %v, want ErrNotExist", err)
 	}
 }
