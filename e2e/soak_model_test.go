@@ -306,6 +306,7 @@ type soakStep struct {
 	done                bool
 	state               soakState // the database's state after the step
 	absent              []string  // tables (lower case) it removed and made again
+	renamed             [2]string // a table's old and new name (lower case), when it renamed one
 }
 
 func (s *soakStep) String() string {
@@ -338,7 +339,7 @@ func (m *soakModel) begin(db, what string, before int64) *soakStep {
 // finish records the step's end: its events and the state after it.
 // touched are the tables it may have changed; the others keep the state
 // of the database's previous step.
-func (m *soakModel) finish(s *soakStep, what string, last, after int64, touched soakState, names, absent []string) {
+func (m *soakModel) finish(s *soakStep, res soakStepResult, last, after int64, touched soakState, names []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := soakState{}
@@ -350,10 +351,13 @@ func (m *soakModel) finish(s *soakStep, what string, last, after int64, touched 
 		delete(st, strings.ToLower(n))
 	}
 	maps.Copy(st, touched)
-	for _, n := range absent {
+	for _, n := range res.absent {
 		s.absent = append(s.absent, strings.ToLower(n))
 	}
-	s.what, s.last, s.after, s.state, s.done = what, last, after, st, true
+	if res.renamed[0] != "" {
+		s.renamed = [2]string{strings.ToLower(res.renamed[0]), strings.ToLower(res.renamed[1])}
+	}
+	s.what, s.last, s.after, s.state, s.done = res.what, last, after, st, true
 }
 
 // previous is the state after db's last finished step.
@@ -388,13 +392,25 @@ func (m *soakModel) at(db string, n int64) (soakState, *soakStep, bool) {
 }
 
 // later reports whether a state of db the model recorded after event n
-// has file in table's partition part.
+// has file in table's partition part, following the table's renames.
 func (m *soakModel) later(db string, n int64, table, part, file string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// The table by every name it has after n: the workload's plain
+	// tables are external, and a renamed one keeps its directory, where
+	// the copies of its later events land under the new name's events.
+	names := []string{table}
 	for _, s := range m.steps[db] {
-		if s.done && s.before >= n && slices.Contains(s.state[table].Parts[part], file) {
-			return true
+		if !s.done || s.before < n {
+			continue
+		}
+		for _, name := range names {
+			if slices.Contains(s.state[name].Parts[part], file) {
+				return true
+			}
+		}
+		if s.renamed[0] != "" && slices.Contains(names, s.renamed[0]) && !slices.Contains(names, s.renamed[1]) {
+			names = append(names, s.renamed[1])
 		}
 	}
 	return false

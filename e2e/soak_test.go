@@ -314,7 +314,7 @@ func TestSoak(t *testing.T) {
 		if err != nil {
 			return fmt.Errorf("the source state after step %d: %w", st.n, err)
 		}
-		model.finish(st, res.what, last, after.EventId, state, touched, res.absent)
+		model.finish(st, res, last, after.EventId, state, touched)
 		steps.Add(1)
 		return nil
 	}

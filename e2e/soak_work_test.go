@@ -90,6 +90,8 @@ type soakStepResult struct {
 	// absent are tables the step removed and made again: between its
 	// events the source had none of that name.
 	absent []string
+	// renamed is a table's old and new name when the step renamed it.
+	renamed [2]string
 }
 
 func did(what string, touched ...string) soakStepResult {
@@ -186,7 +188,9 @@ func (k *soakWork) step(ctx context.Context, s *wl.Source, db string) (soakStepR
 		t := pick()
 		old := t.name
 		t.name = fmt.Sprintf("r%d", k.n)
-		return did("rename "+old+" to "+t.name, old, t.name), s.RenameTable(ctx, db, old, t.name)
+		res := did("rename "+old+" to "+t.name, old, t.name)
+		res.renamed = [2]string{old, t.name}
+		return res, s.RenameTable(ctx, db, old, t.name)
 	default:
 		if len(plain) < 3 {
 			return did("nothing (too few tables to drop one)"), nil
