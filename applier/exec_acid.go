@@ -211,14 +211,44 @@ func (x *executor) publishCompacted(ctx context.Context, a PublishCompacted) err
 	if !ok || x.files == nil {
 		return refuse(errors.New("no filesystem that renames directories is configured for DR data"))
 	}
+	// Where an incomplete directory under the final name goes while the
+	// compaction's takes its place (hidden: prunes leave it alone).
+	fl, err := location.Parse(a.Final)
+	if err != nil {
+		return refuse(err)
+	}
+	aside := location.Append(fl.Dir().String(), ".hivedr-replaced-"+strings.TrimSuffix(a.Final, "/")[strings.LastIndex(strings.TrimSuffix(a.Final, "/"), "/")+1:])
 	final, err := r.Exists(ctx, a.Final)
 	if err != nil {
 		return fmt.Errorf("%s: %w", a, err)
 	}
 	if final {
-		// Already published (a re-drive), or a base of that write ID an
-		// overwrite left: it stays, and a staged copy left goes.
-		return x.removeTree(ctx, a.Staging, a.String())
+		lacks, err := x.lacksFiles(ctx, a.Final, a.Staging)
+		if err != nil {
+			return fmt.Errorf("%s: %w", a, err)
+		}
+		if !lacks {
+			// Already published (a re-drive), or a base of that write ID
+			// an overwrite left, whole: it stays, and a staged copy left
+			// goes (and what a replacement cut short left aside).
+			if err := x.removeTree(ctx, a.Staging, a.String()); err != nil {
+				return err
+			}
+			return x.removeTree(ctx, aside, a.String())
+		}
+		// A directory of that name holding less than the compaction
+		// wrote: a base of that write ID an overwrite left on DR without
+		// some of its files (its commit left out the files this
+		// compaction replaces). The compaction's output takes its place.
+		if err := x.removeTree(ctx, aside, a.String()); err != nil {
+			return err
+		}
+		if err := r.RenameDir(ctx, a.Final, aside); err != nil {
+			return fmt.Errorf("%s: move the incomplete %s aside: %w", a, a.Final, err)
+		}
+		if x.log != nil {
+			x.log.Warn("a directory under the compacted directory's name held less than the compaction wrote; replacing it", "dir", a.Final, "staging", a.Staging)
+		}
 	}
 	err = r.RenameDir(ctx, a.Staging, a.Final)
 	switch {
@@ -229,7 +259,51 @@ func (x *executor) publishCompacted(ctx context.Context, a PublishCompacted) err
 	case err != nil:
 		return fmt.Errorf("%s: %w", a, err)
 	}
-	return nil
+	return x.removeTree(ctx, aside, a.String())
+}
+
+// lacksFiles reports whether dir lacks a file that staging holds (by
+// its path below each); a missing staging holds none.
+func (x *executor) lacksFiles(ctx context.Context, dir, staging string) (bool, error) {
+	w, ok := x.files.(walker)
+	if !ok {
+		return false, nil
+	}
+	rels := func(root string) (map[string]bool, error) {
+		r, err := location.Parse(root)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]bool{}
+		err = w.Walk(ctx, root, func(loc string, _ int64) error {
+			l, err := location.Parse(loc)
+			if err != nil {
+				return err
+			}
+			if rel, ok := l.Rel(r); ok {
+				out[rel] = true
+			}
+			return nil
+		})
+		if errors.Is(err, fs.ErrNotExist) {
+			return out, nil
+		}
+		return out, err
+	}
+	staged, err := rels(staging)
+	if err != nil || len(staged) == 0 {
+		return false, err
+	}
+	have, err := rels(dir)
+	if err != nil {
+		return false, err
+	}
+	for rel := range staged {
+		if !have[rel] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // pruneCompacted removes what a compaction's directory made obsolete. A

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/internal/state"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -684,5 +685,96 @@ func TestPruneKeepsFilesMarkedLater(t *testing.T) {
 	slices.Sort(listing.removed)
 	if want := []string{dr + "/000000_0", dr + "/delta_0000001_0000001/bucket_00000"}; !slices.Equal(listing.removed, want) {
 		t.Errorf("removed %q, want %q (the file marked by event 143 kept)", listing.removed, want)
+	}
+}
+
+// Exists and RenameDir make memFiles a dirRenamer: a directory exists
+// while a file lies under it.
+func (m *memFiles) Exists(_ context.Context, loc string) (bool, error) {
+	d, err := location.Parse(loc)
+	if err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prefix := strings.TrimSuffix(d.String(), "/") + "/"
+	for f := range m.files {
+		if strings.HasPrefix(f, prefix) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (m *memFiles) RenameDir(_ context.Context, from, to string) error {
+	f, err := location.Parse(from)
+	if err != nil {
+		return err
+	}
+	t, err := location.Parse(to)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prefix := strings.TrimSuffix(f.String(), "/") + "/"
+	moved := 0
+	for k := range m.files {
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			delete(m.files, k)
+			m.files[strings.TrimSuffix(t.String(), "/")+"/"+rest] = true
+			moved++
+		}
+	}
+	m.sorted = nil
+	if moved == 0 {
+		return fmt.Errorf("rename %s: %w", from, fs.ErrNotExist)
+	}
+	return nil
+}
+
+// TestPublishCompactedReplacesAnIncompleteBase: a compaction's base
+// published where DR holds a directory of the same name (an overwrite's
+// base of that write ID) keeps that directory when it holds every file
+// the compaction wrote, and replaces it when it holds fewer (the
+// overwrite's commit left out files this compaction replaces: the soak's
+// table read with no base on DR).
+func TestPublishCompactedReplacesAnIncompleteBase(t *testing.T) {
+	ctx := context.Background()
+	const tbl = "hdfs://dr:9000/w/tx13"
+	staging, final := tbl+"/.base_0000001_v0001895.hivedr-staging", tbl+"/base_0000001"
+	for _, tt := range []struct {
+		name  string
+		have  []string // under final before
+		want  []string // under final after
+		stays bool     // the final directory as it was
+	}{
+		{"whole: kept", []string{"bucket_00000", "_metadata_acid"}, []string{"_metadata_acid", "bucket_00000"}, true},
+		{"incomplete: replaced", []string{"_metadata_acid"}, []string{"_metadata_acid", "bucket_00000"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			files := newMemFiles()
+			files.put(staging + "/bucket_00000")
+			files.put(staging + "/_metadata_acid")
+			for _, f := range tt.have {
+				files.put(final + "/" + f)
+			}
+			x := &executor{files: files}
+			if err := x.run(ctx, PublishCompacted{Staging: staging, Final: final}); err != nil {
+				t.Fatal(err)
+			}
+			var got, other []string
+			for f := range files.files {
+				if rest, ok := strings.CutPrefix(f, final+"/"); ok {
+					got = append(got, rest)
+				} else {
+					other = append(other, f)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) || len(other) != 0 {
+				t.Errorf("under %s: %v, elsewhere %v; want %v and nothing else (no staging, nothing aside)", final, got, other, tt.want)
+			}
+		})
 	}
 }
