@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -403,15 +402,9 @@ func (o *soakOps) failback(ctx context.Context, head int64) {
 	}
 	var back failover.BackReport
 	decode := func(out string) error { return json.Unmarshal([]byte(out), &back) }
-	// An attempt that failed after marking the database is repeated with
-	// -again.
-	again := func(errOut string, args []string) []string {
-		if strings.Contains(errOut, "a failback runs once") && !slices.Contains(args, "-again") {
-			return append(args, "-again")
-		}
-		return args
-	}
-	if _, ok := o.attempt(ctx, 3*time.Minute, decode, again, "failback", "-config", o.conf, "-reverse-config", o.rev.conf, "-db", o.fail, "-json"); !ok {
+	// An attempt cut short after it marked the database is resumed by the
+	// next one as it is (no -again).
+	if _, ok := o.attempt(ctx, 3*time.Minute, decode, nil, "failback", "-config", o.conf, "-reverse-config", o.rev.conf, "-db", o.fail, "-json"); !ok {
 		return
 	}
 	for _, role := range [][]string{

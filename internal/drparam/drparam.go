@@ -251,6 +251,12 @@ const (
 	// FailbackDRLogHead is the new primary's log head the failback
 	// resumed the database from (its LastID then).
 	FailbackDRLogHead = OwnPrefix + "failback.dr_log_head"
+	// FailbackDone, on the new primary's database, is the FailedOverAt
+	// of the failover whose failback finished there: the old primary
+	// marked and the requests to the reverse pipeline written. An old
+	// primary marked while the new primary's database lacks it is one a
+	// failback was cut short on (by an outage), which a run again resumes.
+	FailbackDone = OwnPrefix + "failback.done"
 )
 
 // The host and agent DR transactions are opened with.

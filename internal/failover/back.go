@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/user"
 	"sort"
@@ -166,14 +167,19 @@ func Moved(src, dr map[string]int) []string {
 // CheckOldPrimary refuses an old primary's database that failback cannot
 // make the reverse pipeline's replica: not there (params nil), the
 // replica of another pipeline, or this reverse pipeline's replica already
-// (failback ran: it runs once, unless again). revMark is the reverse
-// pipeline's drparam.TargetMark.
-func CheckOldPrimary(db string, params map[string]string, revMark string, again bool) error {
+// (failback ran to its end: it runs once, unless again). One a failback
+// marked but did not finish (the new primary's database, drParams, has no
+// drparam.FailbackDone for its failover: cut short before its requests
+// were written, by a Kafka or metastore outage) is resumed. revMark is
+// the reverse pipeline's drparam.TargetMark.
+func CheckOldPrimary(db string, params, drParams map[string]string, revMark string, again bool) error {
 	switch t := params[drparam.Target]; {
 	case params == nil:
 		return fmt.Errorf("database %s: not on the old primary (bootstrap it there with the reverse pipeline instead)", db)
 	case t != "" && t != revMark:
 		return fmt.Errorf("database %s on the old primary is a replica of %q already", db, t)
+	case t == revMark && drParams[drparam.FailbackDone] != drParams[drparam.FailedOverAt]:
+		return nil // cut short: resumed
 	case t == revMark && !again:
 		at := params[drparam.FailbackAt]
 		if at == "" {
@@ -292,7 +298,7 @@ func (b *failingBack) checkFailedOver(ctx context.Context) (minEvent, minHead in
 		if err != nil {
 			return 0, 0, fmt.Errorf("old primary: %w", err)
 		}
-		if err := CheckOldPrimary(db, op, drparam.TargetMark(b.rev.Source.Name), b.opts.Again); err != nil {
+		if err := CheckOldPrimary(db, op, p, drparam.TargetMark(b.rev.Source.Name), b.opts.Again); err != nil {
 			return 0, 0, err
 		}
 		b.rep.Databases = append(b.rep.Databases, BackDatabase{Database: db, EventID: r.EventID, DRLogHead: r.DRLogHead, FailedOverAt: r.At,
@@ -370,6 +376,9 @@ func (b *failingBack) handBack(ctx context.Context, d *BackDatabase, cl *kgo.Cli
 	if err := b.requestMoves(ctx, d, cl, serde, by); err != nil {
 		return err
 	}
+	if err := b.markDone(ctx, d); err != nil {
+		return err
+	}
 	b.rep.MovedTables += len(d.Moved)
 	b.log.Info("failing back", "db", d.Database, "moved_tables", d.Moved, "unchanged_tables", d.Unchanged, "source_events_after_failover", d.SourceEvents,
 		"lost_events", d.LostEvents, "late_events", d.LateEvents)
@@ -414,22 +423,59 @@ func (b *failingBack) recordLost(ctx context.Context, d *BackDatabase) error {
 }
 
 // markReplica makes the old primary's database the reverse pipeline's
-// replica at the DR log's recorded head.
+// replica at the DR log's recorded head (MarkReplica).
 func (b *failingBack) markReplica(ctx context.Context, d *BackDatabase) error {
 	odb, err := b.old.GetDatabase(ctx, d.Database)
 	if err != nil {
 		return fmt.Errorf("old primary: get database %s: %w", d.Database, err)
 	}
-	if odb.Parameters == nil {
-		odb.Parameters = map[string]string{}
+	rev := drparam.TargetMark(b.rev.Source.Name)
+	keep := !b.opts.Again && odb.Parameters[drparam.Target] == rev && odb.Parameters[drparam.FailbackDRLogHead] == strconv.FormatInt(d.DRLogHead, 10)
+	if keep {
+		b.log.Info("resuming a failback cut short: the old primary's database keeps its position", "db", d.Database, "last_id", odb.Parameters[drparam.LastID])
 	}
-	odb.Parameters[drparam.Target] = drparam.TargetMark(b.rev.Source.Name)
-	odb.Parameters[drparam.LastID] = strconv.FormatInt(d.DRLogHead, 10)
-	odb.Parameters[drparam.FailbackAt] = time.Now().UTC().Format(time.RFC3339)
-	odb.Parameters[drparam.FailbackDRLogHead] = strconv.FormatInt(d.DRLogHead, 10)
-	delete(odb.Parameters, drparam.Halted)
+	odb.Parameters = MarkReplica(odb.Parameters, rev, d.DRLogHead, keep, time.Now())
 	if err := b.old.AlterDatabase(ctx, d.Database, odb); err != nil {
 		return fmt.Errorf("old primary: mark %s a replica of %s: %w", d.Database, b.rev.Source.Name, err)
+	}
+	return nil
+}
+
+// MarkReplica returns an old primary database's parameters marked as
+// the replica revMark names from the new primary's log head on. keep
+// (resuming a failback cut short after it marked the database) keeps the
+// database's position and mark time: the reverse applier may have
+// applied events after the head since.
+func MarkReplica(params map[string]string, revMark string, drLogHead int64, keep bool, now time.Time) map[string]string {
+	out := maps.Clone(params)
+	if out == nil {
+		out = map[string]string{}
+	}
+	head := strconv.FormatInt(drLogHead, 10)
+	out[drparam.Target] = revMark
+	if !keep || out[drparam.LastID] == "" {
+		out[drparam.LastID] = head
+	}
+	if !keep || out[drparam.FailbackAt] == "" {
+		out[drparam.FailbackAt] = now.UTC().Format(time.RFC3339)
+	}
+	out[drparam.FailbackDRLogHead] = head
+	delete(out, drparam.Halted)
+	return out
+}
+
+// markDone records on the new primary's database that the failback of
+// its failover finished (drparam.FailbackDone): a run after it is
+// refused unless asked to run again. (The new primary's database, not
+// the old one's, which the reverse applier writes from now on.)
+func (b *failingBack) markDone(ctx context.Context, d *BackDatabase) error {
+	cur, err := b.dr.GetDatabase(ctx, d.Database)
+	if err != nil {
+		return fmt.Errorf("get DR database %s: %w", d.Database, err)
+	}
+	cur.Parameters[drparam.FailbackDone] = cur.Parameters[drparam.FailedOverAt]
+	if err := b.dr.AlterDatabase(ctx, d.Database, cur); err != nil {
+		return fmt.Errorf("record on DR database %s that its failback finished: %w", d.Database, err)
 	}
 	return nil
 }

@@ -78,21 +78,28 @@ func TestChangedAndMoved(t *testing.T) {
 func TestCheckOldPrimary(t *testing.T) {
 	const rev = "hivedr:prod-back"
 	marked := map[string]string{drparam.Target: rev, drparam.FailbackAt: "2026-12-03T10:00:00Z", drparam.FailbackDRLogHead: "500"}
+	const at = "2026-12-03T09:00:00Z"
+	done := map[string]string{drparam.FailedOverAt: at, drparam.FailbackDone: at}
+	cutShort := map[string]string{drparam.FailedOverAt: at}
+	earlier := map[string]string{drparam.FailedOverAt: at, drparam.FailbackDone: "2026-11-01T09:00:00Z"}
 	for _, c := range []struct {
 		name   string
 		params map[string]string
+		dr     map[string]string // the new primary's database
 		again  bool
 		want   string
 	}{
-		{"a primary database", map[string]string{"owner": "etl"}, false, ""},
-		{"not on the old primary", nil, false, "not on the old primary"},
-		{"another pipeline's replica", map[string]string{drparam.Target: "hivedr:other"}, false, `replica of "hivedr:other"`},
-		{"failed back already", marked, false, "failed back at 2026-12-03T10:00:00Z, from DR log event 500): a failback runs once; add -again"},
-		{"failed back already, again", marked, true, ""},
-		{"another pipeline's replica, again", map[string]string{drparam.Target: "hivedr:other"}, true, `replica of "hivedr:other"`},
+		{"a primary database", map[string]string{"owner": "etl"}, cutShort, false, ""},
+		{"not on the old primary", nil, cutShort, false, "not on the old primary"},
+		{"another pipeline's replica", map[string]string{drparam.Target: "hivedr:other"}, cutShort, false, `replica of "hivedr:other"`},
+		{"failed back already", marked, done, false, "failed back at 2026-12-03T10:00:00Z, from DR log event 500): a failback runs once; add -again"},
+		{"failed back already, again", marked, done, true, ""},
+		{"failback cut short: resumed", marked, cutShort, false, ""},
+		{"failed back after an earlier failover only: resumed", marked, earlier, false, ""},
+		{"another pipeline's replica, again", map[string]string{drparam.Target: "hivedr:other"}, cutShort, true, `replica of "hivedr:other"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			err := CheckOldPrimary("sales", c.params, rev, c.again)
+			err := CheckOldPrimary("sales", c.params, c.dr, rev, c.again)
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -222,5 +229,29 @@ func TestBackReportText(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestMarkReplica: the old primary's database marked as the reverse
+// pipeline's replica from the new primary's log head; resuming a failback
+// cut short keeps the position the reverse applier reached and the first
+// mark's time.
+func TestMarkReplica(t *testing.T) {
+	const rev = "hivedr:prod-back"
+	now := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	fresh := MarkReplica(map[string]string{"owner": "etl", drparam.Halted: "not_a_replica"}, rev, 500, false, now)
+	want := map[string]string{"owner": "etl", drparam.Target: rev, drparam.LastID: "500", drparam.FailbackAt: "2026-12-06T09:00:00Z", drparam.FailbackDRLogHead: "500"}
+	if !maps.Equal(fresh, want) {
+		t.Errorf("first mark %v, want %v", fresh, want)
+	}
+	applied := maps.Clone(fresh)
+	applied[drparam.LastID] = "530" // the reverse applier went on
+	resumed := MarkReplica(applied, rev, 500, true, now.Add(time.Minute))
+	if resumed[drparam.LastID] != "530" || resumed[drparam.FailbackAt] != "2026-12-06T09:00:00Z" {
+		t.Errorf("resumed mark %v: want last id 530 and the first mark's time kept", resumed)
+	}
+	again := MarkReplica(applied, rev, 500, false, now.Add(time.Minute))
+	if again[drparam.LastID] != "500" || again[drparam.FailbackAt] != "2026-12-06T09:01:00Z" {
+		t.Errorf("mark again %v: want last id 500 and a new time", again)
 	}
 }
