@@ -21,8 +21,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hivedr/hivedr/internal/drparam"
 	hivehms "github.com/hivedr/hivedr/internal/hms"
@@ -583,15 +585,16 @@ func (r *memRegistry) SchemaByID(_ context.Context, id int) (string, error) {
 // the completions topic, the DR metastore, and producers writing as the
 // tailer and copyd do.
 type kfix struct {
-	t      *testing.T
-	topics kafka.Topics
-	addrs  []string
-	serde  *schemas.Serde
-	tailer *kgo.Client // transactional
-	copyd  *kgo.Client // transactional
-	adm    *kadm.Client
-	ms     *fakeHMS
-	files  *memFiles // the DR data files: copyd's completions put them, prunes remove them
+	t       *testing.T
+	cluster *kfake.Cluster
+	topics  kafka.Topics
+	addrs   []string
+	serde   *schemas.Serde
+	tailer  *kgo.Client // transactional
+	copyd   *kgo.Client // transactional
+	adm     *kadm.Client
+	ms      *fakeHMS
+	files   *memFiles // the DR data files: copyd's completions put them, prunes remove them
 }
 
 func newKFix(t *testing.T, dbs ...string) *kfix {
@@ -607,7 +610,7 @@ func newKFix(t *testing.T, dbs ...string) *kfix {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
-	f := &kfix{t: t, topics: topics, addrs: cluster.ListenAddrs(), ms: newFakeHMS(), files: newMemFiles()}
+	f := &kfix{t: t, cluster: cluster, topics: topics, addrs: cluster.ListenAddrs(), ms: newFakeHMS(), files: newMemFiles()}
 	if f.serde, err = schemas.NewSerde(context.Background(), &memRegistry{}); err != nil {
 		t.Fatal(err)
 	}
@@ -1159,6 +1162,47 @@ func TestApplierWaitsForData(t *testing.T) {
 	}
 	if _, ok := r.metric(t, "hivedr_applier_waiting_files", map[string]string{"db": "a"}); ok {
 		t.Error("hivedr_applier_waiting_files still set once nothing waits")
+	}
+}
+
+// TestApplierWaitsForTheControlTopic: Kafka refusing the applier control
+// topic's creation at start (a broker restarting: REQUEST_TIMED_OUT) is
+// waited out, not a stop of the applier; it then applies as usual.
+func TestApplierWaitsForTheControlTopic(t *testing.T) {
+	f := newKFix(t, "a")
+	var mu sync.Mutex
+	refused := 0
+	f.cluster.ControlKey(int16(kmsg.CreateTopics), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		r := req.(*kmsg.CreateTopicsRequest)
+		if refused == 2 || len(r.Topics) != 1 || r.Topics[0].Topic != f.topics.ApplierControl() {
+			if refused < 2 {
+				f.cluster.KeepControl()
+			}
+			return nil, nil, false
+		}
+		f.cluster.KeepControl()
+		refused++
+		resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode = r.Topics[0].Topic, kerr.RequestTimedOut.Code
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	evs := at(createDB(1, "a"), alterDB(2, "a", map[string]string{"k": "v"}))
+	f.publishAll(2, evs)
+	r := f.start("g", t.TempDir(), nil)
+	f.waitMark("a", 2)
+	mu.Lock()
+	defer mu.Unlock()
+	if refused != 2 {
+		t.Errorf("the control topic's creation was refused %d times, want 2", refused)
+	}
+	select {
+	case err := <-r.done:
+		t.Fatalf("the applier stopped: %v", err)
+	default:
 	}
 }
 

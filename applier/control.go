@@ -11,6 +11,7 @@ import (
 
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/retry"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -24,11 +25,18 @@ func (a *Applier) readControl(ctx context.Context) error {
 		return fmt.Errorf("kafka client: %w", err)
 	}
 	adm := kadm.NewClient(seed)
-	if err := kafka.EnsureApplierControlTopic(ctx, adm, a.cfg.Topics, a.cfg.ReplicationFactor); err != nil {
-		seed.Close()
+	// Kafka may be away for a while at start (a broker restart, a
+	// partition without a leader yet): wait for it, bounded, instead of
+	// stopping the applier.
+	var end int64
+	err = retry.Until(ctx, a.log, "applier control topic "+topic, retry.Policy{Fatal: kafka.IsAuthError}, func(ctx context.Context) error {
+		if err := kafka.EnsureApplierControlTopic(ctx, adm, a.cfg.Topics, a.cfg.ReplicationFactor); err != nil {
+			return err
+		}
+		var err error
+		end, err = kafka.CommittedEnd(ctx, seed, topic, 0)
 		return err
-	}
-	end, err := kafka.CommittedEnd(ctx, seed, topic, 0)
+	})
 	seed.Close()
 	if err != nil {
 		return err
