@@ -88,33 +88,34 @@ func mechanism(s config.SASL) (sasl.Mechanism, error) {
 // gssapi is SASL GSSAPI as k's principal, logging in with its keytab at
 // the first authentication; the one Kerberos client is shared by the
 // connections and logs in again with the keytab when its ticket expires.
-func gssapi(k config.Kerberos) sasl.Mechanism {
+func gssapi(k config.Kerberos) sasl.Mechanism { return kerberos.Kerberos(gssapiAuth(k)) }
+
+// gssapiAuth returns the Kerberos client of k for each authentication,
+// made at the first one that can: a krb5.conf or keytab that cannot be
+// read yet (mounted late, being rotated) fails that authentication only,
+// and the next one reads them again.
+func gssapiAuth(k config.Kerberos) func(context.Context) (kerberos.Auth, error) {
 	var (
-		once sync.Once
-		cl   *krbclient.Client
-		err  error
+		mu sync.Mutex
+		cl *krbclient.Client
 	)
-	login := func() {
-		var conf *krbconfig.Config
-		if conf, err = krbconfig.Load(k.Krb5Conf); err != nil {
-			err = fmt.Errorf("kafka.sasl.kerberos.krb5_conf: %w", err)
-			return
-		}
-		var kt *keytab.Keytab
-		if kt, err = keytab.Load(k.Keytab); err != nil {
-			err = fmt.Errorf("kafka.sasl.kerberos.keytab: %w", err)
-			return
-		}
-		name, realm, _ := strings.Cut(k.Principal, "@")
-		cl = krbclient.NewWithKeytab(name, realm, kt, conf, krbclient.DisablePAFXFAST(true))
-	}
-	return kerberos.Kerberos(func(context.Context) (kerberos.Auth, error) {
-		once.Do(login)
-		if err != nil {
-			return kerberos.Auth{}, err
+	return func(context.Context) (kerberos.Auth, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if cl == nil {
+			conf, err := krbconfig.Load(k.Krb5Conf)
+			if err != nil {
+				return kerberos.Auth{}, fmt.Errorf("kafka.sasl.kerberos.krb5_conf: %w", err)
+			}
+			kt, err := keytab.Load(k.Keytab)
+			if err != nil {
+				return kerberos.Auth{}, fmt.Errorf("kafka.sasl.kerberos.keytab: %w", err)
+			}
+			name, realm, _ := strings.Cut(k.Principal, "@")
+			cl = krbclient.NewWithKeytab(name, realm, kt, conf, krbclient.DisablePAFXFAST(true))
 		}
 		return kerberos.Auth{Client: cl, Service: k.ServiceName, PersistAfterAuth: true}, nil
-	})
+	}
 }
 
 // Registry returns the options of a schema registry client for r: its

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -378,5 +379,40 @@ func TestCertCheckReset(t *testing.T) {
 				t.Errorf("request: %v; want the alert and the reset named", err)
 			}
 		})
+	}
+}
+
+// TestGSSAPILoginRetried: a keytab that cannot be read at the first
+// authentication fails that one only; once it is there, the next
+// authentication logs in with it (a failed first read used to be kept for
+// the life of the process).
+func TestGSSAPILoginRetried(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "krb5.conf")
+	if err := os.WriteFile(conf, []byte("[libdefaults]\n default_realm = EX.COM\n[realms]\n EX.COM = {\n  kdc = 127.0.0.1:1\n }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ktPath := filepath.Join(dir, "hivedr.keytab")
+	auth := gssapiAuth(config.Kerberos{Principal: "hivedr@EX.COM", Keytab: ktPath, Krb5Conf: conf, ServiceName: "kafka"})
+	if _, err := auth(context.Background()); err == nil || !strings.Contains(err.Error(), "kafka.sasl.kerberos.keytab") {
+		t.Fatalf("without a keytab: %v, want an error naming kafka.sasl.kerberos.keytab", err)
+	}
+	kt := keytab.New()
+	if err := kt.AddEntry("hivedr", "EX.COM", "secret", time.Now(), 1, 18); err != nil {
+		t.Fatal(err)
+	}
+	b, err := kt.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ktPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth(context.Background())
+	if err != nil || a.Client == nil || a.Service != "kafka" {
+		t.Fatalf("with the keytab in place: %+v, %v; want a client for service kafka", a, err)
+	}
+	if again, _ := auth(context.Background()); again.Client != a.Client {
+		t.Error("a second authentication made another client; want the one shared")
 	}
 }
