@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -262,8 +263,10 @@ func (x *executor) publishCompacted(ctx context.Context, a PublishCompacted) err
 	return x.removeTree(ctx, aside, a.String())
 }
 
-// lacksFiles reports whether dir lacks a file that staging holds (by
-// its path below each); a missing staging holds none.
+// lacksFiles reports whether dir lacks a data file that staging holds
+// (by its path below each; the compactor's metadata file, which an
+// overwrite's base never has, is not compared); a missing staging holds
+// none.
 func (x *executor) lacksFiles(ctx context.Context, dir, staging string) (bool, error) {
 	w, ok := x.files.(walker)
 	if !ok {
@@ -299,7 +302,7 @@ func (x *executor) lacksFiles(ctx context.Context, dir, staging string) (bool, e
 		return false, err
 	}
 	for rel := range staged {
-		if !have[rel] {
+		if !have[rel] && path.Base(rel) != acid.MetadataFile {
 			return true, nil
 		}
 	}

@@ -744,13 +744,13 @@ func TestPublishCompactedReplacesAnIncompleteBase(t *testing.T) {
 	const tbl = "hdfs://dr:9000/w/tx13"
 	staging, final := tbl+"/.base_0000001_v0001895.hivedr-staging", tbl+"/base_0000001"
 	for _, tt := range []struct {
-		name  string
-		have  []string // under final before
-		want  []string // under final after
-		stays bool     // the final directory as it was
+		name string
+		have []string // under final before
+		want []string // under final after
 	}{
-		{"whole: kept", []string{"bucket_00000", "_metadata_acid"}, []string{"_metadata_acid", "bucket_00000"}, true},
-		{"incomplete: replaced", []string{"_metadata_acid"}, []string{"_metadata_acid", "bucket_00000"}, false},
+		{"whole: kept", []string{"bucket_00000", "_metadata_acid"}, []string{"_metadata_acid", "bucket_00000"}},
+		{"an overwrite's whole base (no compactor's metadata file): kept", []string{"bucket_00000"}, []string{"bucket_00000"}},
+		{"incomplete: replaced", []string{"_metadata_acid"}, []string{"_metadata_acid", "bucket_00000"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			files := newMemFiles()
