@@ -24,7 +24,7 @@ func runFailback(args []string, stdout, stderr io.Writer) int {
 		"bad flags or configuration.", stdout, stderr)
 	dbs := dbFlag(fl)
 	revFile := reverseConfigFlag(fl)
-	again := fl.Bool("again", false, "fail back databases an earlier failback marked already (mark them and request their tables again)")
+	again := fl.Bool("again", false, "fail back databases an earlier failback finished already (mark them and request their tables again); a failback cut short resumes without it")
 	asJSON := jsonFlag(fl)
 	conf, log, err := setup(fl, cf, args)
 	if err != nil {
