@@ -101,6 +101,9 @@ type Config struct {
 	// kafka.replication_factor's defaults.
 	CompletionPartitions int32
 	ReplicationFactor    int16
+	// PrecreatedTopics: the topics are made by someone else
+	// (kafka.precreated_topics); the applier only checks they exist.
+	PrecreatedTopics bool
 	// Skips are operator requests to skip events (hivedr apply
 	// --skip-event), recorded on the DR database before the workers start.
 	Skips []Skip
@@ -268,7 +271,8 @@ func (a *Applier) completionsStart(ctx context.Context, topic string) (parts []i
 		return nil, nil, nil, fmt.Errorf("kafka client: %w", err)
 	}
 	adm := kadm.NewClient(seed)
-	_, err = kafka.Ensure(ctx, adm, kafka.Spec{Name: topic, Partitions: a.cfg.CompletionPartitions, ReplicationFactor: a.cfg.ReplicationFactor})
+	_, err = kafka.Ensure(ctx, adm, kafka.Spec{Name: topic, Partitions: a.cfg.CompletionPartitions, ReplicationFactor: a.cfg.ReplicationFactor,
+		Precreated: a.cfg.PrecreatedTopics})
 	// A topic just created takes a moment to appear in metadata.
 	for i := 0; err == nil && len(parts) == 0; i++ {
 		var td kadm.TopicDetails

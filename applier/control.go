@@ -30,7 +30,7 @@ func (a *Applier) readControl(ctx context.Context) error {
 	// stopping the applier.
 	var end int64
 	err = retry.Until(ctx, a.log, "applier control topic "+topic, retry.Policy{Fatal: kafka.IsAuthError}, func(ctx context.Context) error {
-		if err := kafka.EnsureApplierControlTopic(ctx, adm, a.cfg.Topics, a.cfg.ReplicationFactor); err != nil {
+		if err := kafka.EnsureApplierControlTopic(ctx, adm, a.cfg.Topics, a.cfg.ReplicationFactor, a.cfg.PrecreatedTopics); err != nil {
 			return err
 		}
 		var err error

@@ -18,7 +18,7 @@ import (
 // control publishes an operator's request, as `hivedr replay` does.
 func (f *kfix) control(c schemas.ApplierControl) {
 	f.t.Helper()
-	if err := kafka.EnsureApplierControlTopic(context.Background(), f.adm, f.topics, 1); err != nil {
+	if err := kafka.EnsureApplierControlTopic(context.Background(), f.adm, f.topics, 1, false); err != nil {
 		f.t.Fatal(err)
 	}
 	rec, err := kafka.ApplierControlRecord(f.topics, c)

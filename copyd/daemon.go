@@ -68,6 +68,9 @@ type DaemonConfig struct {
 	// kafka.replication_factor's defaults.
 	CompletionPartitions int32
 	ReplicationFactor    int16
+	// PrecreatedTopics: the topics are made by someone else
+	// (kafka.precreated_topics); copyd only checks they exist.
+	PrecreatedTopics bool
 
 	Copier Copier
 	Codec  Codec
@@ -295,6 +298,7 @@ func (d *Daemon) session(ctx context.Context, w *window) (exits []chan struct{},
 	}
 	if _, err := kafka.Ensure(ctx, kadm.NewClient(sess.Client()), kafka.Spec{
 		Name: c.Topics.Completions(), Partitions: c.CompletionPartitions, ReplicationFactor: c.ReplicationFactor,
+		Precreated: c.PrecreatedTopics,
 	}); err != nil {
 		return nil, false, &sessionError{err}
 	}

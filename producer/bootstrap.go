@@ -101,7 +101,8 @@ type tableKey struct{ db, table string }
 // ensureControl creates the control topic the requests come on.
 func (t *Tailer) ensureControl(ctx context.Context) error {
 	k := t.conf.Kafka
-	_, err := kafka.Ensure(ctx, t.adm, kafka.Spec{Name: t.topics.Control(), Partitions: 1, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration})
+	_, err := kafka.Ensure(ctx, t.adm, kafka.Spec{Name: t.topics.Control(), Partitions: 1, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration,
+		Precreated: k.PrecreatedTopics})
 	return err
 }
 

@@ -46,7 +46,7 @@ func (t *Tailer) prepareTopics(ctx context.Context, next chain, dbs []string) er
 	for _, db := range dbs {
 		if topic := t.topics.Events(db); !t.created[topic] {
 			specs = append(specs, kafka.Spec{Name: topic, Partitions: 1, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration,
-				MaxMessageBytes: t.maxBytes})
+				MaxMessageBytes: t.maxBytes, Precreated: k.PrecreatedTopics})
 			t.created[topic] = true // (the map is cleared when a step fails)
 		}
 	}

@@ -268,10 +268,11 @@ func (t *Tailer) start(ctx context.Context) error {
 	k := t.conf.Kafka
 	if _, err := kafka.Ensure(ctx, t.adm,
 		kafka.Spec{Name: t.topics.Manifests(), Partitions: k.ManifestPartitions, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration,
-			MaxMessageBytes: t.maxBytes},
+			MaxMessageBytes: t.maxBytes, Precreated: k.PrecreatedTopics},
 		kafka.Spec{Name: t.topics.Completions(), Partitions: k.ManifestPartitions, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration,
-			MaxMessageBytes: t.maxBytes},
-		kafka.Spec{Name: t.topics.Checkpoints(), Partitions: 1, ReplicationFactor: k.ReplicationFactor, Compact: true, MaxMessageBytes: t.maxBytes},
+			MaxMessageBytes: t.maxBytes, Precreated: k.PrecreatedTopics},
+		kafka.Spec{Name: t.topics.Checkpoints(), Partitions: 1, ReplicationFactor: k.ReplicationFactor, Compact: true, MaxMessageBytes: t.maxBytes,
+			Precreated: k.PrecreatedTopics},
 	); err != nil {
 		return err
 	}

@@ -122,6 +122,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		DRConnections:        conf.Applier.DRConnections,
 		CompletionPartitions: conf.Kafka.ManifestPartitions,
 		ReplicationFactor:    conf.Kafka.ReplicationFactor,
+		PrecreatedTopics:     conf.Kafka.PrecreatedTopics,
 		Skips:                skips,
 		Operator:             operator(),
 		Logger:               log,

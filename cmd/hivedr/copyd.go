@@ -124,6 +124,7 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		MaxBatch:             conf.Copyd.MaxBatch,
 		CompletionPartitions: conf.Kafka.ManifestPartitions,
 		ReplicationFactor:    conf.Kafka.ReplicationFactor,
+		PrecreatedTopics:     conf.Kafka.PrecreatedTopics,
 		Copier:               eng,
 		Codec:                serde,
 		Logger:               log,

@@ -185,5 +185,5 @@ func skipRunning(ctx context.Context, conf *config.Config, cl *kgo.Client, skips
 }
 
 func sendControl(ctx context.Context, conf *config.Config, cl *kgo.Client, c schemas.ApplierControl) error {
-	return kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: conf.Kafka.TopicPrefix}, conf.Kafka.ReplicationFactor, c)
+	return kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: conf.Kafka.TopicPrefix}, conf.Kafka.ReplicationFactor, conf.Kafka.PrecreatedTopics, c)
 }

@@ -18,7 +18,8 @@ import (
 // it: one partition, so the tailer takes requests in the order they were
 // written, with the retention of the other topics.
 func ControlSpec(t kafka.Topics, k config.Kafka) kafka.Spec {
-	return kafka.Spec{Name: t.Control(), Partitions: 1, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration}
+	return kafka.Spec{Name: t.Control(), Partitions: 1, ReplicationFactor: k.ReplicationFactor, Retention: k.Retention.Duration,
+		Precreated: k.PrecreatedTopics}
 }
 
 // Marks are where the command starts following: the request's offset on

@@ -241,6 +241,15 @@ type Kafka struct {
 	// largest the tailer produces. A record larger than it halts its
 	// database only. Default 16 MiB; the broker's own default is 1 MiB.
 	MaxMessageBytes int32 `yaml:"max_message_bytes"`
+	// PrecreatedTopics says the topics are made by someone else (a
+	// platform team, Strimzi's KafkaTopic resources): hivedr then never
+	// creates a topic; a role whose topic is missing reports it, naming it
+	// and the layout it needs (partitions, settings), and tries again
+	// until it exists (the tailer for a new database's events topic; a
+	// daemon at start gives up after its start budget). Default false:
+	// hivedr creates the topics it needs, and leaves existing ones as
+	// they are.
+	PrecreatedTopics bool `yaml:"precreated_topics"`
 	// SASL authenticates every client hivedr makes; none by default.
 	SASL SASL `yaml:"sasl"`
 	// TLS encrypts every connection to the brokers; off by default.

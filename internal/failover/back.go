@@ -486,7 +486,7 @@ func (b *failingBack) markDone(ctx context.Context, d *BackDatabase) error {
 func (b *failingBack) requestMoves(ctx context.Context, d *BackDatabase, cl *kgo.Client, serde *schemas.Serde, by string) error {
 	rev := b.rev
 	c := schemas.ApplierControl{Kind: schemas.ControlReplan, Database: d.Database, By: by, At: time.Now().UTC()}
-	if err := kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: rev.Kafka.TopicPrefix}, rev.Kafka.ReplicationFactor, c); err != nil {
+	if err := kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: rev.Kafka.TopicPrefix}, rev.Kafka.ReplicationFactor, rev.Kafka.PrecreatedTopics, c); err != nil {
 		return fmt.Errorf("ask the reverse applier to plan %s again: %w", d.Database, err)
 	}
 	if len(d.Moved) == 0 {

@@ -412,7 +412,7 @@ func (r *run) markFence(ctx context.Context, db string, ask bool) error {
 
 func (r *run) sendFence(ctx context.Context, db string) error {
 	c := schemas.ApplierControl{Kind: schemas.ControlFence, Database: db, Fence: r.token, By: "hivedr failover", At: time.Now().UTC()}
-	if err := kafka.SendApplierControl(ctx, r.cl, r.topics, r.conf.Kafka.ReplicationFactor, c); err != nil {
+	if err := kafka.SendApplierControl(ctx, r.cl, r.topics, r.conf.Kafka.ReplicationFactor, r.conf.Kafka.PrecreatedTopics, c); err != nil {
 		return fmt.Errorf("ask the applier to confirm the failover of %s: %w", db, err)
 	}
 	return nil

@@ -25,8 +25,8 @@ func ApplierControlRecord(topics Topics, c schemas.ApplierControl) (*kgo.Record,
 
 // EnsureApplierControlTopic creates the applier control topic if it is
 // missing.
-func EnsureApplierControlTopic(ctx context.Context, adm *kadm.Client, topics Topics, rf int16) error {
-	_, err := Ensure(ctx, adm, Spec{Name: topics.ApplierControl(), Partitions: 1, ReplicationFactor: rf, Retention: 7 * 24 * time.Hour})
+func EnsureApplierControlTopic(ctx context.Context, adm *kadm.Client, topics Topics, rf int16, precreated bool) error {
+	_, err := Ensure(ctx, adm, Spec{Name: topics.ApplierControl(), Partitions: 1, ReplicationFactor: rf, Retention: 7 * 24 * time.Hour, Precreated: precreated})
 	return err
 }
 
@@ -34,8 +34,8 @@ func EnsureApplierControlTopic(ctx context.Context, adm *kadm.Client, topics Top
 // (creating the topic with replication factor rf if it is missing), for
 // the running applier that owns c's database. An applier that is not
 // running never sees it: it reads the topic from its end as of its start.
-func SendApplierControl(ctx context.Context, cl *kgo.Client, topics Topics, rf int16, c schemas.ApplierControl) error {
-	if err := EnsureApplierControlTopic(ctx, kadm.NewClient(cl), topics, rf); err != nil {
+func SendApplierControl(ctx context.Context, cl *kgo.Client, topics Topics, rf int16, precreated bool, c schemas.ApplierControl) error {
+	if err := EnsureApplierControlTopic(ctx, kadm.NewClient(cl), topics, rf, precreated); err != nil {
 		return err
 	}
 	rec, err := ApplierControlRecord(topics, c)

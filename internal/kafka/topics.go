@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -103,6 +104,49 @@ type Spec struct {
 	// MaxMessageBytes is max.message.bytes, the largest record batch the
 	// topic takes; 0 leaves the broker default (1 MiB unless set).
 	MaxMessageBytes int32
+	// Precreated: the topic is made by someone else (kafka.precreated_topics);
+	// Ensure only checks that it exists.
+	Precreated bool
+}
+
+// checkPrecreated checks that the topics of specs exist, naming each
+// missing one with the layout hivedr would have given it.
+func checkPrecreated(ctx context.Context, adm *kadm.Client, specs []Spec) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	td, err := adm.ListTopics(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("list topics %v: %w", names, err)
+	}
+	var missing []string
+	for _, s := range specs {
+		if d, ok := td[s.Name]; ok && d.Err == nil {
+			continue
+		}
+		layout := fmt.Sprintf("%s: %d partitions, replication %d", s.Name, s.Partitions, s.ReplicationFactor)
+		switch {
+		case s.Compact:
+			layout += ", cleanup.policy=compact"
+		case s.Retention > 0:
+			layout += ", retention.ms=" + strconv.FormatInt(s.Retention.Milliseconds(), 10)
+		}
+		if s.MaxMessageBytes > 0 {
+			layout += ", max.message.bytes=" + strconv.FormatInt(int64(s.MaxMessageBytes), 10)
+		}
+		if s.ReplicationFactor > 0 {
+			layout += ", min.insync.replicas=" + strconv.Itoa(int(MinInsyncReplicas(s.ReplicationFactor)))
+		}
+		missing = append(missing, layout)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("kafka.precreated_topics is true and these topics do not exist; have them created (%s)", strings.Join(missing, "; "))
+	}
+	return nil
 }
 
 // MinInsyncReplicas is the min.insync.replicas of a topic created with
@@ -126,9 +170,14 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[s
 	}
 	groups := map[layout][]string{}
 	var order []layout
+	var precreated []Spec
 	for _, s := range specs {
 		if err := CheckName(s.Name); err != nil {
 			return nil, err
+		}
+		if s.Precreated {
+			precreated = append(precreated, s)
+			continue
 		}
 		l := layout{s.Partitions, s.ReplicationFactor, s.Compact, s.Retention, s.MaxMessageBytes}
 		if _, ok := groups[l]; !ok {
@@ -137,6 +186,9 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[s
 		groups[l] = append(groups[l], s.Name)
 	}
 	created = map[string]bool{}
+	if err := checkPrecreated(ctx, adm, precreated); err != nil {
+		return created, err
+	}
 	for _, l := range order {
 		cfg := map[string]*string{}
 		if l.compact {

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +60,40 @@ func TestEnsureSetsMinInsync(t *testing.T) {
 	}
 	if again, err := Ensure(ctx, adm, Spec{Name: "one", Partitions: 1, ReplicationFactor: 1}); err != nil || len(again) != 0 {
 		t.Errorf("Ensure of an existing topic: created %v, %v; want nothing", again, err)
+	}
+}
+
+// TestEnsurePrecreated: with kafka.precreated_topics a topic that exists
+// is used as it is and one that is missing is not created: the error
+// names it with the layout to create it with.
+func TestEnsurePrecreated(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "p.manifests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	created, err := Ensure(ctx, adm, Spec{Name: "p.manifests", Partitions: 12, ReplicationFactor: 1, Precreated: true})
+	if err != nil || len(created) != 0 {
+		t.Fatalf("an existing precreated topic: created %v, %v; want nothing created, no error", created, err)
+	}
+	_, err = Ensure(ctx, adm, Spec{Name: "p.tailer.checkpoints", Partitions: 1, ReplicationFactor: 3, Compact: true, Precreated: true})
+	if err == nil || !strings.Contains(err.Error(), "kafka.precreated_topics") ||
+		!strings.Contains(err.Error(), "p.tailer.checkpoints: 1 partitions, replication 3, cleanup.policy=compact, min.insync.replicas=2") {
+		t.Fatalf("a missing precreated topic: %v; want an error naming it and its layout", err)
+	}
+	td, err := adm.ListTopics(ctx, "p.tailer.checkpoints")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := td["p.tailer.checkpoints"]; ok && d.Err == nil {
+		t.Error("the missing precreated topic was created")
 	}
 }
