@@ -221,7 +221,30 @@ func (p *planner) commitTxn(t *schemas.Transaction) Decision {
 			}
 			files = append(files, f)
 		}
-		if d, ok := p.filesReady(obj, files); !ok {
+		// A file that could not be copied (gone from the source: its
+		// compaction's cleaner ran first) is not waited for when a later
+		// compaction of the written object covers this write: its rows
+		// come with that compaction's output, and the commit leaves the
+		// file out (Replaced).
+		ready := files
+		if s := p.compactedLater(w); s != nil {
+			ready = nil
+			for _, f := range files {
+				if c, done := p.in.Copies[f.TaskID]; done && !c.OK() {
+					dr, err := p.mapLocation(f.URI)
+					if err != nil {
+						return pathHalt(err)
+					}
+					if replaced == nil {
+						replaced = map[string]int64{}
+					}
+					replaced[dr] = s.EventID
+					continue
+				}
+				ready = append(ready, f)
+			}
+		}
+		if d, ok := p.filesReady(obj, ready); !ok {
 			switch {
 			case d.Outcome == Wait && d.Reason == ReasonWaitingForFiles:
 				waits = append(waits, d.WaitTasks...)
@@ -270,6 +293,26 @@ func (p *planner) commitTxn(t *schemas.Transaction) Decision {
 }
 
 // writtenObj is the object a write wrote: its partition, or its table.
+// compactedLater returns the first later event of the topic that
+// compacts w's object over w's write ID: a major compaction's base at or
+// above it, or a minor compaction's delta whose range holds it.
+func (p *planner) compactedLater(w schemas.TableWriteID) *schemas.Event {
+	obj := writtenObj(w)
+	for _, ev := range p.in.Later {
+		c, ok := ev.Payload.(*schemas.Compaction)
+		if !ok || compacted(c) != obj {
+			continue
+		}
+		for _, name := range c.Dirs {
+			d, ok := acid.ParseDir(name)
+			if ok && (d.Kind == acid.Base && d.Max >= w.WriteID || d.Kind != acid.Base && d.Min <= w.WriteID && w.WriteID <= d.Max) {
+				return ev
+			}
+		}
+	}
+	return nil
+}
+
 func writtenObj(w schemas.TableWriteID) objKey {
 	tk := tableKey(w.Database, w.Table)
 	obj := objKey{db: tk.DB, table: tk.Name}

@@ -126,6 +126,50 @@ func TestPlanCommitNamesReplacedFiles(t *testing.T) {
 	}
 }
 
+// TestPlanCommitGoneFileCompactedLater: a committed write whose file
+// could not be copied (the compaction's cleaner removed it on the source
+// first: SOURCE_GONE) is committed without waiting for it when a later
+// compaction of its partition, minor or major, covers its write ID; the
+// file is named Replaced, so the commit leaves it out. Without such a
+// compaction the commit waits, and halts on it.
+func TestPlanCommitGoneFileCompactedLater(t *testing.T) {
+	p1 := srcRoot + "sales.db/orders/dt=2024-01-01/delta_0000003_0000003_0001/000000_0"
+	ev := srcEvent(50, schemas.EventCommitTxn, "", "", &schemas.Transaction{
+		TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{
+			{Database: "sales", Table: "orders", WriteID: 3, Partition: "dt=2024-01-01", Files: []string{p1}}}},
+		p1)
+	state := drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 30))
+	for _, c := range []struct {
+		name  string
+		later []*schemas.Event
+		want  Outcome
+	}{
+		{"minor compaction covering write 3", []*schemas.Event{compaction(60, &srcP1, "delta_0000003_0000006_v0000047")}, Apply},
+		{"major compaction above it", []*schemas.Event{compaction(60, &srcP1, "base_0000009_v0000150")}, Apply},
+		{"minor compaction of later writes only", []*schemas.Event{compaction(60, &srcP1, "delta_0000004_0000006_v0000047")}, Wait},
+		{"no compaction", nil, Wait},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := Input{DB: "sales", Source: "src", Event: ev, Replica: state, Copies: map[string]Copy{
+				"50-0": {Status: schemas.StatusSourceGone}}, Later: c.later, Policy: testPolicy{}}
+			d := Plan(in)
+			if d.Outcome != c.want {
+				t.Fatalf("decision %s %s (%s), want %s", d.Outcome, d.Reason, d.Detail, c.want)
+			}
+			if c.want != Apply {
+				return
+			}
+			cm, ok := d.Actions[0].(ReplCommit)
+			if !ok {
+				t.Fatalf("first action %v, want the commit", d.Actions[0])
+			}
+			if want := map[string]int64{drPath(p1): 60}; !reflect.DeepEqual(cm.Replaced, want) {
+				t.Errorf("Replaced = %v, want %v", cm.Replaced, want)
+			}
+		})
+	}
+}
+
 // twinHMS answers the transaction calls as the metastore answers the
 // twin of a call still running: allocErr from allocate_table_write_ids.
 // opens logs the source transactions of each open_txns.
