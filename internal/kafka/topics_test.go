@@ -11,23 +11,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestEnsureSetsMinInsync: the topics Ensure creates carry
-// min.insync.replicas, 2 with three replicas and 1 with one, beside the
-// settings their Spec asks for; a topic that exists is left as it is.
-func TestEnsureSetsMinInsync(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
+// fakeAdmin is an admin client of a kfake cluster made with opts, and a
+// context of a minute; both end with the test.
+func fakeAdmin(t *testing.T, opts ...kfake.Opt) (context.Context, *kadm.Client) {
+	t.Helper()
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	t.Cleanup(cl.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
+	return ctx, kadm.NewClient(cl)
+}
+
+// TestEnsureSetsMinInsync: the topics Ensure creates carry
+// min.insync.replicas, 2 with three replicas and 1 with one, beside the
+// settings their Spec asks for; a topic that exists is left as it is.
+func TestEnsureSetsMinInsync(t *testing.T) {
+	ctx, adm := fakeAdmin(t, kfake.NumBrokers(3))
 	created, err := Ensure(ctx, adm,
 		Spec{Name: "three", Partitions: 1, ReplicationFactor: 3, MaxMessageBytes: 1 << 20},
 		Spec{Name: "one", Partitions: 1, ReplicationFactor: 1, Compact: true})
@@ -67,19 +74,7 @@ func TestEnsureSetsMinInsync(t *testing.T) {
 // is used as it is and one that is missing is not created: the error
 // names it with the layout to create it with.
 func TestEnsurePrecreated(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "p.manifests"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx, adm := fakeAdmin(t, kfake.NumBrokers(1), kfake.SeedTopics(3, "p.manifests"))
 	created, err := Ensure(ctx, adm, Spec{Name: "p.manifests", Partitions: 12, ReplicationFactor: 1, Precreated: true})
 	if err != nil || len(created) != 0 {
 		t.Fatalf("an existing precreated topic: created %v, %v; want nothing created, no error", created, err)
