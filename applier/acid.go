@@ -231,14 +231,9 @@ func (p *planner) commitTxn(t *schemas.Transaction) Decision {
 			ready = nil
 			for _, f := range files {
 				if c, done := p.in.Copies[f.TaskID]; done && !c.OK() {
-					dr, err := p.mapLocation(f.URI)
-					if err != nil {
+					if err := p.markReplaced(&replaced, f, s.EventID); err != nil {
 						return pathHalt(err)
 					}
-					if replaced == nil {
-						replaced = map[string]int64{}
-					}
-					replaced[dr] = s.EventID
 					continue
 				}
 				ready = append(ready, f)
@@ -259,15 +254,10 @@ func (p *planner) commitTxn(t *schemas.Transaction) Decision {
 			return pathHalt(err)
 		}
 		if s := p.fileSupersededBy(writtenObj(w)); s != nil {
-			if replaced == nil {
-				replaced = map[string]int64{}
-			}
 			for _, f := range files {
-				dr, err := p.mapLocation(f.URI)
-				if err != nil {
+				if err := p.markReplaced(&replaced, f, s.EventID); err != nil {
 					return pathHalt(err)
 				}
-				replaced[dr] = s.EventID
 			}
 		}
 		writes = append(writes, info)
@@ -293,6 +283,20 @@ func (p *planner) commitTxn(t *schemas.Transaction) Decision {
 }
 
 // writtenObj is the object a write wrote: its partition, or its table.
+// markReplaced names f's DR location in *replaced (ReplCommit.Replaced)
+// as replaced by event id, making the map when it is nil.
+func (p *planner) markReplaced(replaced *map[string]int64, f schemas.FileRef, id int64) error {
+	dr, err := p.mapLocation(f.URI)
+	if err != nil {
+		return err
+	}
+	if *replaced == nil {
+		*replaced = map[string]int64{}
+	}
+	(*replaced)[dr] = id
+	return nil
+}
+
 // compactedLater returns the first later event of the topic that
 // compacts w's object over w's write ID: a major compaction's base at or
 // above it, or a minor compaction's delta whose range holds it.

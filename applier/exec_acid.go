@@ -218,7 +218,7 @@ func (x *executor) publishCompacted(ctx context.Context, a PublishCompacted) err
 	if err != nil {
 		return refuse(err)
 	}
-	aside := location.Append(fl.Dir().String(), ".hivedr-replaced-"+strings.TrimSuffix(a.Final, "/")[strings.LastIndex(strings.TrimSuffix(a.Final, "/"), "/")+1:])
+	aside := location.Append(fl.Dir().String(), ".hivedr-replaced-"+path.Base(fl.Path))
 	final, err := r.Exists(ctx, a.Final)
 	if err != nil {
 		return fmt.Errorf("%s: %w", a, err)
