@@ -778,10 +778,9 @@ func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
 		// Whether it committed is unknown: franz-go keeps the client in
 		// the transaction until an abort (which fences whatever the
 		// broker still holds of it) confirms its end.
+		// Aborted here if Kafka answers again; else before the next step.
 		t.txnOpen = true
-		if aerr := t.abortOpen(ctx); aerr == nil {
-			t.txnOpen = false
-		}
+		_ = t.abortOpen(ctx)
 		return errors.Join(firstErr, fmt.Errorf("end transaction: %w", err))
 	}
 	return firstErr

@@ -44,7 +44,7 @@ func xattrsOff(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "dfs.namenode.xattrs.enabled")
 }
 
-// setMarkHDFS marks path (a staging file or a file in place).
+// setMark marks the HDFS file at p (a staging file or a file in place).
 func (h *HDFS) setMark(c *hdfs.Client, loc, p string, eventID int64) error {
 	if eventID <= 0 || h.marksOff.Load() {
 		return nil
