@@ -47,13 +47,14 @@ image:
 
 ## unit: tests that need no stack (kfake and pure code only): go test -race -shuffle=on. The race detector needs cgo:
 ## a C compiler, which `make tools` installs. UNITFLAGS adds go test flags
-## (`make test` adds -v, to count the tests)
+## (`make test` adds -v, to count the tests); the soak checker's own tests (soak tag, no stack) run here too
 ## SHUFFLE: the test order of unit and e2e, `on` (a new seed each run; go test prints it as
 ## "-test.shuffle N") or a seed to replay, e.g. `make e2e SHUFFLE=1796512861335799451`
 SHUFFLE   ?= on
 UNITFLAGS ?=
 unit:
 	CGO_ENABLED=1 $(GO) test -race -shuffle=$(SHUFFLE) -count=1 -timeout 30m $(UNITFLAGS) $(PKGS)
+	CGO_ENABLED=1 $(GO) test -tags soak -race -count=1 $(UNITFLAGS) -run '^TestSoakDiff' ./e2e/
 
 ## e2e: tests on the real local stacks (fails if one is not up), in a random order (SHUFFLE); the
 ## build first fills the build cache, so whichever test runs the hivedr binary first only links it

@@ -124,9 +124,23 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 					return b.Valid == "" && !slices.Contains(fb, f) && accept(lee.ahead, &lee.early, name, p, f)
 				})
 				// What the source removed after N may be missing on DR.
+				var goneFiles []string
 				fb = slices.DeleteFunc(slices.Clone(fb), func(f string) bool {
-					return !slices.Contains(fa, f) && accept(lee.gone, &lee.late, name, p, f)
+					if !slices.Contains(fa, f) && accept(lee.gone, &lee.late, name, p, f) {
+						goneFiles = append(goneFiles, f)
+						return true
+					}
+					return false
 				})
+				if b.Valid != "" {
+					fa = slices.DeleteFunc(fa, func(f string) bool {
+						if !slices.Contains(fb, f) && compactionLeftOut(f, fa, goneFiles, b.Valid) {
+							lee.late++
+							return true
+						}
+						return false
+					})
+				}
 				if !slices.Equal(fa, fb) {
 					out = append(out, fmt.Sprintf("%s partition %q: files on DR %v, source %v", name, p, fa, fb))
 				}
@@ -134,6 +148,92 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// compactionLeftOut reports whether f, a file DR shows in a
+// transactional table's partition (dr) that the source's state lacks, is
+// one a compaction merged whose output the source removed after N
+// (gone): the tailer or copyd found the output gone, the applier left the
+// compaction out, and DR still reads the directories it merged. That is
+// the same rows only when DR's directories cover every write ID the
+// output held that valid (the source's valid write IDs, as ranges) names;
+// otherwise rows are missing and f is not accepted.
+func compactionLeftOut(f string, dr, gone []string, valid string) bool {
+	top, _, _ := strings.Cut(f, "/")
+	d, ok := acid.ParseDir(top)
+	if !ok {
+		return false
+	}
+	for _, g := range compactorDirs(gone) {
+		covers := g.Max >= d.Max && (g.Kind == acid.Base || (g.Kind == d.Kind && d.Min >= g.Min))
+		if !covers {
+			continue
+		}
+		lo := g.Min
+		if g.Kind == acid.Base {
+			lo = 1
+		}
+		if coveredBy(dr, g.Kind, lo, g.Max, valid) {
+			return true
+		}
+	}
+	return false
+}
+
+// compactorDirs are the directories among files (paths below a table or
+// partition) a compactor wrote: a base with a compactor's metadata file,
+// or a delta without a statement ID (the merged one of a minor
+// compaction).
+func compactorDirs(files []string) []acid.Dir {
+	var out []acid.Dir
+	for _, f := range files {
+		top, rest, _ := strings.Cut(f, "/")
+		d, ok := acid.ParseDir(top)
+		switch {
+		case !ok:
+		case d.Kind == acid.Base && rest == acid.MetadataFile, d.Kind != acid.Base && d.Stmt < 0:
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// coveredBy reports whether every write ID in lo..hi that valid names is
+// in a directory of files of kind (a base's rows are in bases and
+// deltas).
+func coveredBy(files []string, kind string, lo, hi int64, valid string) bool {
+	var dirs []acid.Dir
+	for _, f := range files {
+		top, _, _ := strings.Cut(f, "/")
+		if d, ok := acid.ParseDir(top); ok && (d.Kind == kind || kind == acid.Base && d.Kind != acid.DeleteDelta) {
+			dirs = append(dirs, d)
+		}
+	}
+	for id := lo; id <= hi; id++ {
+		if !inRanges(valid, id) {
+			continue
+		}
+		if !slices.ContainsFunc(dirs, func(d acid.Dir) bool { return d.Min <= id && id <= d.Max }) {
+			return false
+		}
+	}
+	return true
+}
+
+// inRanges reports whether id is in ranges as validRanges spells them.
+func inRanges(ranges string, id int64) bool {
+	for _, r := range strings.Split(ranges, ",") {
+		a, b, ok := strings.Cut(r, "-")
+		if !ok {
+			b = a
+		}
+		lo, err1 := strconv.ParseInt(a, 10, 64)
+		hi, err2 := strconv.ParseInt(b, 10, 64)
+		if err1 == nil && err2 == nil && lo <= id && id <= hi {
+			return true
+		}
+	}
+	return false
 }
 
 // equal reports whether two states of a table are the same.
