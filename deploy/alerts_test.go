@@ -176,3 +176,78 @@ func alertNames(t *testing.T) []string {
 	slices.Sort(names)
 	return names
 }
+
+// runbookBase starts every alert's runbook_url: docs/operations.md as the
+// project's GitHub repository shows it, where a heading's anchor is the
+// one anchor computes. A site that serves the docs elsewhere rewrites it
+// in its copy of the rules (docs/operations.md "Alerts").
+const runbookBase = "https://github.com/hivedr/hivedr/blob/main/docs/operations.md#"
+
+// alertRule is an alert of the rules file with its annotations.
+type alertRule struct {
+	Alert       string
+	Annotations map[string]string
+}
+
+// alertRules are the alerts of prometheus/hivedr-alerts.yaml.
+func alertRules(t *testing.T) []alertRule {
+	t.Helper()
+	var f struct {
+		Groups []struct{ Rules []alertRule }
+	}
+	mustYAML(t, readFile(t, "prometheus/hivedr-alerts.yaml"), &f)
+	var rules []alertRule
+	for _, g := range f.Groups {
+		rules = append(rules, g.Rules...)
+	}
+	return rules
+}
+
+// runbookProblems returns what is wrong with the rules' runbook_url
+// annotations against the anchors of docs/operations.md: each must be
+// runbookBase and the anchor of the alert's own heading, which must exist.
+func runbookProblems(rules []alertRule, anchors map[string]bool) []string {
+	var problems []string
+	for _, r := range rules {
+		u, ok := r.Annotations["runbook_url"]
+		frag, based := strings.CutPrefix(u, runbookBase)
+		switch {
+		case !ok:
+			problems = append(problems, r.Alert+" has no runbook_url annotation")
+		case !based:
+			problems = append(problems, fmt.Sprintf("%s: runbook_url %q does not start with %s", r.Alert, u, runbookBase))
+		case !anchors[frag]:
+			problems = append(problems, fmt.Sprintf("%s: runbook_url %q names #%s, which no heading of docs/operations.md has", r.Alert, u, frag))
+		case frag != anchor(r.Alert):
+			problems = append(problems, fmt.Sprintf("%s: runbook_url %q links #%s, not the alert's own heading #%s", r.Alert, u, frag, anchor(r.Alert)))
+		}
+	}
+	return problems
+}
+
+// TestAlertRunbookLinks: every alert links its runbook, the heading of its
+// name in docs/operations.md, by a runbook_url whose anchor exists there
+// (GitHub's anchors); and the check finds a missing annotation, another
+// base, an anchor no heading has and another alert's heading.
+func TestAlertRunbookLinks(t *testing.T) {
+	rules := alertRules(t)
+	if len(rules) < 8 {
+		t.Fatalf("read %d alerts from hivedr-alerts.yaml", len(rules))
+	}
+	anchors := parseMarkdown(string(readFile(t, "../docs/operations.md"))).anchors
+	for _, p := range runbookProblems(rules, anchors) {
+		t.Error(p)
+	}
+	bad := []alertRule{
+		{Alert: "HivedrA"},
+		{Alert: "HivedrRPOBreached", Annotations: map[string]string{"runbook_url": "https://example.com/ops#hivedrrpobreached"}},
+		{Alert: "HivedrRPOBreached", Annotations: map[string]string{"runbook_url": runbookBase + "hivedrrpobreach"}},
+		{Alert: "HivedrRPOAtRisk", Annotations: map[string]string{"runbook_url": runbookBase + "hivedrrpobreached"}},
+	}
+	got := runbookProblems(bad, anchors)
+	for i, want := range []string{"no runbook_url", "does not start with", "which no heading", "not the alert's own heading"} {
+		if i >= len(got) || !strings.Contains(got[i], want) {
+			t.Errorf("problems %q: want #%d to say %q", got, i, want)
+		}
+	}
+}

@@ -52,7 +52,8 @@ func drCalls(before, after map[string]float64, n int) string {
 }
 
 // scrapeMetrics reads a Prometheus text exposition into series -> value,
-// the series named as exposed (name{labels}).
+// the series named as exposed (name{labels}) less the pipeline label
+// (withoutPipeline).
 func scrapeMetrics(t *testing.T, url string) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
@@ -66,7 +67,7 @@ func scrapeMetrics(t *testing.T, url string) map[string]float64 {
 		}
 		v, err := strconv.ParseFloat(l[i+1:], 64)
 		if err == nil {
-			out[l[:i]] = v
+			out[withoutPipeline(l[:i])] = v
 		}
 	}
 	return out

@@ -291,7 +291,7 @@ func TestBootstrapApplierBatches(t *testing.T) {
 			t.Fatalf("%d partitions of %s.t on DR (%v), want %d", len(names), db, err, bootstrapPartitions)
 		}
 		metrics := httpGet(t, "http://"+pt.metrics+"/metrics")
-		want := fmt.Sprintf(`hivedr_applier_bootstrap_applied_total{db=%q,kind="partitions"} %d`, db, bootstrapPartitions)
+		want := fmt.Sprintf(`hivedr_applier_bootstrap_applied_total{db=%q,kind="partitions",pipeline=%q} %d`, db, pt.prefix, bootstrapPartitions)
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "hivedr_applier_bootstrap"))
 		}

@@ -91,7 +91,7 @@ func (p *pipelineTest) checkChainBroken(t *testing.T, db, applied string) string
 		t.Errorf("DR database %s moved to event %s over the gap; it was at %s", db, got, applied)
 	}
 	metrics := httpGet(t, "http://"+p.metrics+"/metrics")
-	if want := `hivedr_applier_halted{db="` + db + `",reason="chain_broken"} 1`; !strings.Contains(metrics, want) {
+	if want := `hivedr_applier_halted{db="` + db + `",pipeline="` + p.prefix + `",reason="chain_broken"} 1`; !strings.Contains(metrics, want) {
 		t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "hivedr_applier_halted"))
 	}
 	if log := p.apply.out.String(); !strings.Contains(log, "database halted") || !strings.Contains(log, "CHAIN_BROKEN") {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -242,9 +243,10 @@ func testRand(t testing.TB) *rand.Rand {
 }
 
 // scrape reads the Prometheus text exposition at url into series ->
-// value, each series named as exposed (name or name{labels}). ok is false
-// while the endpoint does not answer, as when its process is starting or
-// has just been killed.
+// value, each series named as exposed (name or name{labels}) less the
+// pipeline label every daemon's series carries (withoutPipeline). ok is
+// false while the endpoint does not answer, as when its process is
+// starting or has just been killed.
 func scrape(url string) (m map[string]float64, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -268,10 +270,24 @@ func scrape(url string) (m map[string]float64, ok bool) {
 			continue
 		}
 		if v, err := strconv.ParseFloat(l[i+1:], 64); err == nil {
-			m[l[:i]] = v
+			m[withoutPipeline(l[:i])] = v
 		}
 	}
 	return m, true
+}
+
+// pipelineLabel is the pipeline label of an exposed series (a daemon's
+// kafka.topic_prefix), with the comma joining it to the next label.
+var pipelineLabel = regexp.MustCompile(`pipeline="[^"]*",?`)
+
+// withoutPipeline is an exposed series (name{labels}) without its pipeline
+// label: each test runs one pipeline, so the label tells its series
+// nothing, and names stay as they were before every series had it.
+// name{pipeline="p"} becomes name, name{db="a",pipeline="p"} name{db="a"}.
+func withoutPipeline(series string) string {
+	s := pipelineLabel.ReplaceAllString(series, "")
+	s = strings.Replace(s, ",}", "}", 1)
+	return strings.TrimSuffix(s, "{}")
 }
 
 // metricSum adds up the series of the metric name over all their labels.
@@ -396,5 +412,22 @@ func (s *synthLog) addDatabases(t testing.TB, names ...string) {
 	t.Helper()
 	if err := s.AddDatabases(ctxFor(t, time.Minute), names...); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWithoutPipeline: the scrapes' series names lose the pipeline label
+// wherever it sorts among the others, and keep everything else.
+func TestWithoutPipeline(t *testing.T) {
+	for in, want := range map[string]string{
+		`go_goroutines{pipeline="p1"}`:                                        `go_goroutines`,
+		`hivedr_tailer_state{pipeline="p1",state="RUNNING"}`:                  `hivedr_tailer_state{state="RUNNING"}`,
+		`hivedr_applier_halted{db="a",pipeline="p1",reason="chain_broken"}`:   `hivedr_applier_halted{db="a",reason="chain_broken"}`,
+		`hivedr_applier_bootstrap_applied_total{db="a",kind="x",pipeline=""}`: `hivedr_applier_bootstrap_applied_total{db="a",kind="x"}`,
+		`hivedr_replica_age_seconds{db="a"}`:                                  `hivedr_replica_age_seconds{db="a"}`,
+		`process_open_fds`:                                                    `process_open_fds`,
+	} {
+		if got := withoutPipeline(in); got != want {
+			t.Errorf("withoutPipeline(%s) = %s, want %s", in, got, want)
+		}
 	}
 }

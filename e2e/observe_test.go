@@ -116,11 +116,17 @@ func TestHealthProbes(t *testing.T) {
 		t.Errorf("tailer /readyz: %q", body)
 	}
 	// Each metrics address also serves the Go runtime's and the process's
-	// collectors and the build, labelled with the role.
+	// collectors and the build, labelled with the role; every series of
+	// each carries the pipeline (the topic prefix).
 	for role, addr := range roles {
 		m, ok := scrape("http://" + addr + "/metrics")
 		if !ok {
 			t.Fatalf("%s /metrics does not answer", role)
+		}
+		for _, l := range strings.Split(httpGet(t, "http://"+addr+"/metrics"), "\n") {
+			if l != "" && !strings.HasPrefix(l, "#") && !strings.Contains(l, `pipeline="`+o.prefix+`"`) {
+				t.Errorf("%s /metrics: %s lacks pipeline=%q", role, l, o.prefix)
+			}
 		}
 		for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "go_gc_duration_seconds_count",
 			"process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds", "process_start_time_seconds"} {
@@ -168,7 +174,7 @@ func TestHealthProbes(t *testing.T) {
 	if err := o.w.CreateTable(ctx, bad, "t_out", wl.TableSpec{Columns: spec.Columns, Location: outside}); err != nil {
 		t.Fatal(err)
 	}
-	o.waitProbe("apply", o.metrics, "/readyz", 200, "warn not_halted: 1 databases halted: db="+bad+" reason=path_outside_roots")
+	o.waitProbe("apply", o.metrics, "/readyz", 200, "warn not_halted: 1 databases halted: db="+bad+" pipeline="+o.prefix+" reason=path_outside_roots")
 	for _, role := range []string{"tail", "copyd"} {
 		if code, body := probe(roles[role], "/readyz"); code != 200 {
 			t.Errorf("%s /readyz %d while a database is halted: %q", role, code, body)
@@ -278,7 +284,7 @@ func TestDashboardQueriesOnPrometheus(t *testing.T) {
 	metric := regexp.MustCompile(`hivedr_[a-z_]+`)
 	for _, p := range dash.Panels {
 		for _, tg := range p.Targets {
-			q := strings.NewReplacer(`$db`, ".*", "$__rate_interval", "1m").Replace(tg.Expr)
+			q := strings.NewReplacer(`$db`, ".*", `$pipeline`, o.prefix, `$job`, ".*", `$namespace`, ".*", "$__rate_interval", "1m").Replace(tg.Expr)
 			var series int
 			poll(t, time.Minute, time.Second, fmt.Sprintf("panel %q query %s returns a series", p.Title, q), func() bool {
 				var err error

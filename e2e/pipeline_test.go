@@ -814,7 +814,7 @@ func TestPipelineHaltAndSkip(t *testing.T) {
 		t.Errorf("hivedr.halted = %q: want the event type, the reason and the path", halted)
 	}
 	metrics := httpGet(t, "http://"+p.metrics+"/metrics")
-	if want := `hivedr_applier_halted{db="` + bad + `",reason="path_outside_roots"} 1`; !strings.Contains(metrics, want) {
+	if want := `hivedr_applier_halted{db="` + bad + `",pipeline="` + p.prefix + `",reason="path_outside_roots"} 1`; !strings.Contains(metrics, want) {
 		t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "hivedr_applier_halted"))
 	}
 	if log := p.apply.out.String(); !strings.Contains(log, "database halted") || !strings.Contains(log, outside) {

@@ -243,9 +243,9 @@ func TestTailerThriftWorkload(t *testing.T) {
 	}
 	// Metrics count what was filtered, and why.
 	for _, want := range []string{
-		`hivedr_tailer_events_filtered_total{db="` + sales + `",reason="table_excluded"} 6`,
-		`hivedr_tailer_events_filtered_total{db="` + other + `",reason="database_out_of_scope"} 2`,
-		`hivedr_tailer_state{state="RUNNING"} 1`,
+		`hivedr_tailer_events_filtered_total{db="` + sales + `",pipeline="` + conf.prefix + `",reason="table_excluded"} 6`,
+		`hivedr_tailer_events_filtered_total{db="` + other + `",pipeline="` + conf.prefix + `",reason="database_out_of_scope"} 2`,
+		`hivedr_tailer_state{pipeline="` + conf.prefix + `",state="RUNNING"} 1`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q", want)
@@ -256,7 +256,7 @@ func TestTailerThriftWorkload(t *testing.T) {
 	// may follow ours.
 	published := int64(-1)
 	for _, l := range strings.Split(metrics, "\n") {
-		if v, ok := strings.CutPrefix(l, "hivedr_tailer_last_published_event_id "); ok {
+		if v, ok := strings.CutPrefix(l, `hivedr_tailer_last_published_event_id{pipeline="`+conf.prefix+`"} `); ok {
 			published, _ = strconv.ParseInt(v, 10, 64)
 		}
 	}

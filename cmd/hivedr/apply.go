@@ -15,6 +15,7 @@ import (
 	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/metrics"
 	"github.com/hivedr/hivedr/internal/state"
 )
 
@@ -78,7 +79,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		return err
 	}
 	m := applier.NewMetrics()
-	if _, err := serveHTTP(ctx, "apply", conf.Applier.MetricsAddr, m, applierChecks(conf), log); err != nil {
+	if _, err := serveHTTP(ctx, "apply", metrics.Pipeline(conf), conf.Applier.MetricsAddr, m, applierChecks(conf), log); err != nil {
 		return err
 	}
 	kopts, err := kafkaOpts(conf)

@@ -13,6 +13,7 @@ import (
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/kafka"
+	"github.com/hivedr/hivedr/internal/metrics"
 	"github.com/hivedr/hivedr/internal/state"
 )
 
@@ -82,7 +83,7 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		return err
 	}
 	m := copyd.NewMetrics()
-	if _, err := serveHTTP(ctx, "copyd", conf.Copyd.MetricsAddr, m, copydChecks(conf), log); err != nil {
+	if _, err := serveHTTP(ctx, "copyd", metrics.Pipeline(conf), conf.Copyd.MetricsAddr, m, copydChecks(conf), log); err != nil {
 		return err
 	}
 	mapPath := conf.Replication.MapPath

@@ -13,15 +13,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/hivedr/hivedr/internal/buildinfo"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/health"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/hmslog"
+	"github.com/hivedr/hivedr/internal/metrics"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -29,31 +28,20 @@ import (
 // metrics server.
 const pprofEnv = "HIVEDR_PPROF"
 
-// registerer is a role's metrics (producer, copyd and applier Metrics).
-type registerer interface {
-	Register(prometheus.Registerer) error
-}
-
 // checksFor makes a role's readiness checks; they may read the role's
 // metrics from g, and run until ctx ends.
 type checksFor func(ctx context.Context, g prometheus.Gatherer) []health.Check
 
 // serveHTTP registers a role's metrics (role: the command, tail, copyd
-// or apply) in a registry of their own, with
-// hivedr_build_info and the Go runtime and process collectors, and serves
-// /metrics, /healthz and /readyz (the role's checks) on addr until ctx
-// ends. It returns the address it listens on (addr's port 0 chosen). An
-// empty addr serves nothing.
-func serveHTTP(ctx context.Context, role, addr string, m registerer, checks checksFor, log *slog.Logger) (string, error) {
-	reg := prometheus.NewRegistry()
-	if err := m.Register(reg); err != nil {
-		return "", err
-	}
-	if err := errors.Join(
-		reg.Register(buildinfo.Get().Collector(role)),
-		reg.Register(collectors.NewGoCollector()),
-		reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
-	); err != nil {
+// or apply) in a registry of their own (metrics.NewRegistry: with
+// hivedr_build_info and the Go runtime and process collectors, every
+// metric labelled with the pipeline, metrics.Pipeline of the
+// configuration), and serves /metrics, /healthz and /readyz (the role's
+// checks) on addr until ctx ends. It returns the address it listens on
+// (addr's port 0 chosen). An empty addr serves nothing.
+func serveHTTP(ctx context.Context, role, pipeline, addr string, m metrics.Registerer, checks checksFor, log *slog.Logger) (string, error) {
+	reg, err := metrics.NewRegistry(role, pipeline, m)
+	if err != nil {
 		return "", err
 	}
 	if addr == "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hmslog"
+	"github.com/hivedr/hivedr/internal/metrics"
 	"github.com/hivedr/hivedr/internal/retry"
 	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/schemas"
@@ -147,7 +148,7 @@ func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
 		return err
 	}
 	m := producer.NewMetrics()
-	if _, err := serveHTTP(ctx, "tail", conf.Tailer.MetricsAddr, m, tailerChecks(conf), log); err != nil {
+	if _, err := serveHTTP(ctx, "tail", metrics.Pipeline(conf), conf.Tailer.MetricsAddr, m, tailerChecks(conf), log); err != nil {
 		return err
 	}
 	// The source filesystems list external tables' new directories (the

@@ -21,7 +21,7 @@ func (g stateGauge) Register(r prometheus.Registerer) error { return r.Register(
 
 // TestHealthTailerLingersOnChainBroken: a tailer stopped on CHAIN_BROKEN
 // keeps its metrics server up for the linger, so a scrape sees
-// hivedr_tailer_state{state="CHAIN_BROKEN"} 1, /readyz fails "running"
+// hivedr_tailer_state{pipeline="hivedr",state="CHAIN_BROKEN"} 1, /readyz fails "running"
 // and /healthz answers; the linger then ends by itself, or at once when
 // the signal context is cancelled (SIGTERM), which also stops the server.
 // No metrics address or a zero linger exits at once.
@@ -32,7 +32,7 @@ func TestHealthTailerLingersOnChainBroken(t *testing.T) {
 	state := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hivedr_tailer_state"}, []string{"state"})
 	state.WithLabelValues("RUNNING").Set(0)
 	state.WithLabelValues("CHAIN_BROKEN").Set(1)
-	addr, err := serveHTTP(ctx, "tail", "127.0.0.1:0", stateGauge{state}, func(_ context.Context, g prometheus.Gatherer) []health.Check {
+	addr, err := serveHTTP(ctx, "tail", "hivedr", "127.0.0.1:0", stateGauge{state}, func(_ context.Context, g prometheus.Gatherer) []health.Check {
 		return []health.Check{runningCheck(g)}
 	}, log)
 	if err != nil {
@@ -68,8 +68,8 @@ func TestHealthTailerLingersOnChainBroken(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, `hivedr_tailer_state{state="CHAIN_BROKEN"} 1`) {
-		t.Errorf("/metrics during the linger: %d, want hivedr_tailer_state{state=\"CHAIN_BROKEN\"} 1 in:\n%s", code, body)
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, `hivedr_tailer_state{pipeline="hivedr",state="CHAIN_BROKEN"} 1`) {
+		t.Errorf("/metrics during the linger: %d, want hivedr_tailer_state{pipeline=\"hivedr\",state=\"CHAIN_BROKEN\"} 1 in:\n%s", code, body)
 	}
 	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || body != "fail running: state is CHAIN_BROKEN, want RUNNING\n" {
 		t.Errorf("/readyz during the linger: %d %q", code, body)
