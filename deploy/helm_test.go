@@ -680,7 +680,7 @@ func checkSecuredRoles(t *testing.T, objs k8sObjects, want []roleWant) {
 			for _, p := range []struct {
 				what, path string
 				probe      *corev1.Probe
-			}{{"liveness", "/healthz", ct.LivenessProbe}, {"readiness", "/readyz", ct.ReadinessProbe}} {
+			}{{"startup", "/healthz", ct.StartupProbe}, {"liveness", "/healthz", ct.LivenessProbe}, {"readiness", "/readyz", ct.ReadinessProbe}} {
 				if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.StrVal != "metrics" {
 					t.Errorf("%s probe %+v, want %s on the metrics port", p.what, p.probe, p.path)
 				}

@@ -130,6 +130,9 @@ spec:
       {{- end }}
       ports:
         - {name: metrics, containerPort: {{ $v.port }}}
+      startupProbe:
+        httpGet: {path: /healthz, port: metrics}
+        {{- toYaml $root.Values.probes.startup | nindent 8 }}
       livenessProbe:
         httpGet: {path: /healthz, port: metrics}
         {{- toYaml $root.Values.probes.liveness | nindent 8 }}
