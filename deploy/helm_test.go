@@ -507,6 +507,7 @@ type roleWant struct {
 // ServiceMonitor and PrometheusRule exist only where enabled and the
 // cluster serves monitoring.coreos.com/v1. helm lint --strict passes with
 // the schema, and values with a typo'd or forbidden key fail it.
+// docs/deploy.md shows the values file as it is.
 func TestHelmSecured(t *testing.T) {
 	dir := t.TempDir()
 	secured, err := filepath.Abs("helm/secured-values.yaml")
@@ -518,6 +519,13 @@ func TestHelmSecured(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, "helm/hivedr", "helm", "lint", "--strict", ".", "-f", secured, "-f", overlay)
+	example, err := os.ReadFile(secured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc, err := os.ReadFile("../docs/deploy.md"); err != nil || !strings.Contains(string(doc), "```yaml\n"+string(example)+"```\n") {
+		t.Errorf("docs/deploy.md does not show helm/secured-values.yaml as it is (%v)", err)
+	}
 
 	t.Run("roles", func(t *testing.T) {
 		objs := decodeStrict(t, run(t, "helm/hivedr", "helm", "template", "dr", ".", "-f", secured, "-f", overlay,
