@@ -69,13 +69,9 @@ func hasKey(keys []docgen.Key, path string) bool {
 // expose each role's metrics port as the constants name it.
 func TestMetricsPortsAgree(t *testing.T) {
 	for file, wants := range map[string][]string{
-		"deploy/helm/hivedr/values.yaml": {`metrics_addr: ":` + TailerMetricsPort + `"`,
-			`metrics_addr: ":` + CopydMetricsPort + `"`, `metrics_addr: ":` + ApplierMetricsPort + `"`},
-		"deploy/helm/hivedr/templates/services.yaml": {`"tail" ` + TailerMetricsPort, `"copyd" ` + CopydMetricsPort,
-			`"apply" ` + ApplierMetricsPort},
-		"deploy/helm/hivedr/templates/tailer.yaml":  {`"port" ` + TailerMetricsPort},
-		"deploy/helm/hivedr/templates/copyd.yaml":   {`"port" ` + CopydMetricsPort},
-		"deploy/helm/hivedr/templates/applier.yaml": {`"port" ` + ApplierMetricsPort},
+		// The chart's one port value per role; it writes metrics_addr.
+		"deploy/helm/hivedr/values.yaml": {"port: " + TailerMetricsPort, "port: " + CopydMetricsPort,
+			"port: " + ApplierMetricsPort},
 		"compose/compose.yaml": {`"127.0.0.1:` + TailerMetricsPort + `:` + TailerMetricsPort + `"`,
 			`"127.0.0.1:` + CopydMetricsPort + `:` + CopydMetricsPort + `"`, `"127.0.0.1:` + ApplierMetricsPort + `:` + ApplierMetricsPort + `"`},
 		"compose/conf/hivedr.yaml": {`metrics_addr: ":` + TailerMetricsPort + `"`,
