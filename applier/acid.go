@@ -402,8 +402,9 @@ func (p *planner) compaction(c *schemas.Compaction) Decision {
 	if c.Location == "" || len(c.Dirs) == 0 {
 		return p.noop(ReasonCompactionGone, "compaction %d of %s: the tailer found nothing it wrote (the source no longer had the object)", c.CompactionID, what)
 	}
-	if d, ok := p.filesReady(obj, p.ev.Files); !ok {
-		return d
+	ready, ok := p.filesReady(obj, p.ev.Files)
+	if !ok && !leftOut(ready) {
+		return ready
 	}
 	dir, err := p.mapLocation(c.Location)
 	if err != nil {
@@ -416,7 +417,23 @@ func (p *planner) compaction(c *schemas.Compaction) Decision {
 		publish = append(publish, PublishCompacted{Staging: dir + "/" + acid.StagingName(d), Final: dir + "/" + name})
 		prune = append(prune, PruneCompacted{Dir: dir, By: name, Table: tk.String()})
 	}
+	if !ok {
+		// Left out: a file of it could not be copied and a later event
+		// removes or replaces the object. What it made obsolete goes all
+		// the same, so that DR does not show the directories it merged (a
+		// base the source's cleaner removed) until that later event, only
+		// lacks what the source removed after this one (guarantee 4).
+		ready.Actions = append(ready.Actions, prune...)
+		ready.Detail += "; what it made obsolete is pruned"
+		return ready
+	}
 	return apply(append(publish, prune...)...)
+}
+
+// leftOut reports whether d leaves its event out because a later event
+// removes or replaces the event's object.
+func leftOut(d Decision) bool {
+	return d.Outcome == NoOp && (d.Reason == ReasonSuperseded || d.Reason == ReasonSupersededByBootstrap)
 }
 
 // compacted is the object a compaction rewrote.

@@ -191,8 +191,9 @@ func eventTable(ev *schemas.Event, t *schemas.Table) TableKey { return schemas.E
 //     (FAILED, SOURCE_GONE) is tolerated only when a later event of the
 //     topic removes or replaces its object; then that object is left out
 //     (the replica reaches the final state without ever showing it
-//     without files). Otherwise the worker waits and, after a grace
-//     period, halts.
+//     without files), but what a left-out INSERT OVERWRITE or compaction
+//     replaced is pruned all the same. Otherwise the worker waits and,
+//     after a grace period, halts.
 //   - Loud halts (7): events carrying errors from the tailer, unknown
 //     types, unmappable locations and missing objects halt the database.
 func Plan(in Input) Decision {
@@ -209,7 +210,7 @@ func Plan(in Input) Decision {
 // under a table made again at its path, an overwritten file back beside
 // the overwrite's). Every copy task completes, so the wait ends.
 func waitOwnCopies(in Input, d Decision) Decision {
-	if d.Outcome != NoOp || (d.Reason != ReasonSuperseded && d.Reason != ReasonSupersededByBootstrap) {
+	if !leftOut(d) {
 		return d
 	}
 	evs := []*schemas.Event{in.Event}
@@ -240,7 +241,7 @@ func waitOwnCopies(in Input, d Decision) Decision {
 // took from the change-management root), and DR would lack it for good.
 // A kept file a later event removes is pruned by that event.
 func keepLaterCopies(in Input, d Decision) Decision {
-	if d.Outcome != Apply || len(in.Later) == 0 {
+	if (d.Outcome != Apply && d.Outcome != NoOp) || len(in.Later) == 0 {
 		return d
 	}
 	for i, a := range d.Actions {
@@ -1183,7 +1184,7 @@ func (p *planner) insert(c *schemas.InsertData) Decision {
 		return p.noop(ReasonAlreadyApplied, "%s is at event %d", tk, stamp(tbl.Parameters))
 	}
 	if d, ok := p.filesReady(obj, p.ev.Files); !ok {
-		return d
+		return p.overwriteLeftOut(c, tbl, cur, d)
 	}
 	var meta Action
 	var dir string
@@ -1246,6 +1247,44 @@ func (p *planner) insert(c *schemas.InsertData) Decision {
 		acts = append(acts, PruneFiles{Dir: dir, Keep: keep, EventID: e, Source: insertSource(c)})
 	}
 	return apply(append(acts, meta)...)
+}
+
+// overwriteLeftOut is d, the decision for an INSERT left out because a
+// file of it could not be copied and a later event removes or replaces
+// its object; for an INSERT OVERWRITE it also prunes what the overwrite
+// replaced. Without the prune the replica would go on showing the files
+// before the overwrite until the later event, files the source had at no
+// point after it (the soak's checker found them); with it the object
+// lacks only files the source removed after the event (guarantee 4).
+// The overwrite's files that were copied are kept; its metadata is not
+// written, and the object keeps its stamp, so a re-drive prunes again.
+func (p *planner) overwriteLeftOut(c *schemas.InsertData, tbl *hive_metastore.Table, cur *hive_metastore.Partition, d Decision) Decision {
+	if !c.Replace || !leftOut(d) {
+		return d
+	}
+	var dir string
+	switch {
+	case c.Partition != nil && cur != nil && cur.Sd != nil:
+		dir = cur.Sd.Location
+	case c.Partition == nil && tbl != nil && tbl.Sd != nil:
+		dir = tbl.Sd.Location
+	}
+	if dir == "" {
+		return d
+	}
+	var keep []string
+	for _, f := range p.ev.Files {
+		if cp, ok := p.in.Copies[f.TaskID]; ok && cp.OK() {
+			t, err := p.mapLocation(f.URI)
+			if err != nil {
+				return pathHalt(err)
+			}
+			keep = append(keep, t)
+		}
+	}
+	d.Actions = append(d.Actions, PruneFiles{Dir: dir, Keep: keep, EventID: p.ev.EventID, Source: insertSource(c)})
+	d.Detail += "; what it replaced is pruned"
+	return d
 }
 
 // laterIncarnation is the no-op for an event on a table whose DR object is
