@@ -41,6 +41,9 @@ import (
 type soakTableState struct {
 	Parts map[string][]string
 	Valid string
+	// WriteIDs is the state Valid was read from (high-water mark, open
+	// and aborted write IDs), for the report; not compared.
+	WriteIDs string
 }
 
 // soakState is a database's tables' states, by lower-case table name.
@@ -107,7 +110,7 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 			continue
 		}
 		if a.Valid != b.Valid {
-			out = append(out, fmt.Sprintf("table %s: valid write IDs on DR %s, source %s", name, a.Valid, b.Valid))
+			out = append(out, fmt.Sprintf("table %s: valid write IDs on DR %s (%s), source %s (%s)", name, a.Valid, a.WriteIDs, b.Valid, b.WriteIDs))
 		}
 		for _, p := range unionKeysOf(a.Parts, b.Parts) {
 			fa, inDR := a.Parts[p]
@@ -293,7 +296,7 @@ func captureSoakTables(ctx context.Context, c *hms.Client, files wl.Files, db st
 			}
 			v := ws[full]
 			w = &v
-			st.Valid = validRanges(v)
+			st.Valid, st.WriteIDs = validRanges(v), v.String()
 		}
 		dirs := map[string]string{}
 		if len(t.PartitionKeys) == 0 {
