@@ -244,7 +244,15 @@ func (p *planner) commitTxn(t *schemas.Transaction) Decision {
 			case d.Outcome == Wait && d.Reason == ReasonWaitingForFiles:
 				waits = append(waits, d.WaitTasks...)
 				continue
-			case d.Outcome == NoOp: // the table goes later: leave the write out
+			case d.Outcome == NoOp:
+				// The object goes later: the write is left out. An
+				// overwrite's base still makes what it replaced obsolete
+				// on DR, or DR would read the rows it replaced until then.
+				if _, base, err := p.writeInfo(w, files); err != nil {
+					return pathHalt(err)
+				} else if base != nil {
+					prunes = append(prunes, *base)
+				}
 				continue
 			}
 			return d

@@ -170,6 +170,44 @@ func TestPlanCommitGoneFileCompactedLater(t *testing.T) {
 	}
 }
 
+// TestPlanCommitLeftOutOverwrite: a write of an INSERT OVERWRITE (a base)
+// whose file could not be copied, its table dropped later, is left
+// out of the commit, but what its base made obsolete is pruned after it:
+// DR does not read the rows the overwrite replaced. An insert's delta
+// left out the same way prunes nothing.
+func TestPlanCommitLeftOutOverwrite(t *testing.T) {
+	state := drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 30))
+	for _, c := range []struct {
+		name, file string
+		prunes     []string
+	}{
+		{"an overwrite's base", "base_0000005/000000_0", []string{"prune what base_5 covers under " + drPath(srcP1.Location)}},
+		{"an insert's delta", "delta_0000005_0000005_0000/000000_0", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := srcP1.Location + "/" + c.file
+			ev := srcEvent(50, schemas.EventCommitTxn, "", "", &schemas.Transaction{
+				TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{
+					{Database: "sales", Table: "orders", WriteID: 5, Partition: "dt=2024-01-01", Files: []string{f}}}},
+				f)
+			in := Input{DB: "sales", Source: "src", Event: ev, Replica: state, Copies: map[string]Copy{
+				"50-0": {Status: schemas.StatusSourceGone}}, Later: []*schemas.Event{dropTable(60, srcOrders)}, Policy: testPolicy{}}
+			d := Plan(in)
+			if d.Outcome != Apply {
+				t.Fatalf("decision %s %s (%s), want apply", d.Outcome, d.Reason, d.Detail)
+			}
+			cm, ok := d.Actions[0].(ReplCommit)
+			if !ok || len(cm.Writes) != 0 {
+				t.Fatalf("first action %v, want the commit without the write", d.Actions[0])
+			}
+			want := append(append([]string{}, c.prunes...), "alter database sales")
+			if got := actionNames(d.Actions[1:]); !reflect.DeepEqual(got, want) {
+				t.Errorf("actions after the commit %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 // twinHMS answers the transaction calls as the metastore answers the
 // twin of a call still running: allocErr from allocate_table_write_ids.
 // opens logs the source transactions of each open_txns.
