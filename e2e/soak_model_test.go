@@ -42,8 +42,11 @@ type soakTableState struct {
 	Parts map[string][]string
 	Valid string
 	// WriteIDs is the state Valid was read from (high-water mark, open
-	// and aborted write IDs), for the report; not compared.
+	// and aborted write IDs), and Stamps the objects' repl.last.id on DR
+	// (the table's by "", a partition's by its values), for the report;
+	// neither is compared.
 	WriteIDs string
+	Stamps   map[string]string
 }
 
 // soakState is a database's tables' states, by lower-case table name.
@@ -117,7 +120,7 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 			fb, inModel := b.Parts[p]
 			switch {
 			case !inModel:
-				out = append(out, fmt.Sprintf("%s partition %q on DR, not in the source state", name, p))
+				out = append(out, fmt.Sprintf("%s partition %q on DR (stamp %s; the table's %s), not in the source state", name, p, a.Stamps[p], a.Stamps[""]))
 			case !inDR:
 				if !accept(lee.gone, &lee.late, name, p, "") {
 					out = append(out, fmt.Sprintf("%s partition %q missing on DR", name, p))
@@ -286,7 +289,7 @@ func captureSoakTables(ctx context.Context, c *hms.Client, files wl.Files, db st
 			return nil, fmt.Errorf("table %s.%s: %w", db, name, err)
 		}
 		t := res.Table
-		st := soakTableState{Parts: map[string][]string{}}
+		st := soakTableState{Parts: map[string][]string{}, Stamps: map[string]string{"": t.Parameters[drparam.LastID]}}
 		var w *wl.WriteIDs
 		if acid.Transactional(t.Parameters) {
 			full := strings.ToLower(db + "." + t.TableName)
@@ -311,6 +314,7 @@ func captureSoakTables(ctx context.Context, c *hms.Client, files wl.Files, db st
 			}
 			for _, p := range parts {
 				dirs[strings.Join(p.Values, "/")] = p.Sd.Location
+				st.Stamps[strings.Join(p.Values, "/")] = p.Parameters[drparam.LastID]
 			}
 		}
 		for key, dir := range dirs {
