@@ -83,6 +83,9 @@ func Check(db, source string, params map[string]string) error {
 	switch {
 	case params == nil:
 		return fmt.Errorf("database %s: not on the DR metastore", db)
+	case params[drparam.FailedOverAt] != "" && params[drparam.FailoverEventID] == "":
+		return fmt.Errorf("database %s: failed over already at %s (%s), cut short before its figures were recorded: it is writable on DR; "+
+			"its RPO is unknown (a failover runs once; failback undoes it)", db, params[drparam.FailedOverAt], params[drparam.FailoverMode])
 	case params[drparam.FailedOverAt] != "":
 		return fmt.Errorf("database %s: failed over already at %s (%s, at event %s): a failover runs once",
 			db, params[drparam.FailedOverAt], params[drparam.FailoverMode], params[drparam.FailoverEventID])

@@ -22,6 +22,7 @@ func TestCheck(t *testing.T) {
 		{"another pipeline's replica", map[string]string{drparam.Target: "hivedr:other"}, "not a replica of this pipeline"},
 		{"failed over already", map[string]string{drparam.FailedOverAt: "2026-12-03T13:00:00Z", drparam.FailoverEventID: "10"}, "failed over already"},
 		{"failed over though still marked", map[string]string{drparam.Target: "hivedr:src", drparam.FailedOverAt: "2026-12-03T13:00:00Z"}, "failed over already"},
+		{"failed over, cut short before its figures", map[string]string{drparam.FailedOverAt: "2026-12-03T13:00:00Z", drparam.FailoverMode: "planned"}, "cut short before its figures were recorded"},
 		{"bootstrap in progress", map[string]string{drparam.Target: "hivedr:src", drparam.BootstrapID: "b1"}, "bootstrap"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -168,10 +168,7 @@ func Run(ctx context.Context, conf *config.Config, opts Options) (*Report, error
 	if err := r.fence(ctx, set); err != nil {
 		return r.rep, err
 	}
-	if err := r.measure(ctx, set, pos); err != nil {
-		return r.rep, err
-	}
-	if err := r.record(ctx, set); err != nil {
+	if err := r.finish(ctx, set, pos); err != nil {
 		return r.rep, err
 	}
 	r.abortTxns(ctx, set)
@@ -429,6 +426,39 @@ func groupMembers(ctx context.Context, adm *kadm.Client, group string) (int, err
 		return 0, nil
 	}
 	return len(g.Members), nil
+}
+
+// recordTimeout bounds how long a fenced failover retries measuring and
+// recording its figures through an outage of Kafka or a metastore.
+const recordTimeout = 3 * time.Minute
+
+// finish measures and records the fenced databases of set, again and
+// again until it succeeds or recordTimeout passes: nothing moves in them
+// any more, so a try cut short by an outage (the source metastore
+// restarting while the RPO is counted) is simply made again. The marks
+// stay either way; a failover whose figures could not be recorded says
+// so (Check names it cut short).
+func (r *run) finish(ctx context.Context, set []string, pos position) error {
+	deadline := time.Now().Add(recordTimeout)
+	for attempt := 1; ; attempt++ {
+		r.rep.Databases, r.rep.Cut = nil, 0
+		err := r.measure(ctx, set, pos)
+		if err == nil {
+			err = r.record(ctx, set)
+		}
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%s are failed over (writable on DR), but their figures could not be recorded in %s: %w", strings.Join(set, ", "), recordTimeout, err)
+		}
+		r.log.Warn("the failover's figures could not be measured or recorded; trying again", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
 
 // measure reads, now that the applier writes nothing more into them,
