@@ -504,7 +504,12 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 	a.log.Info("applier started", "group", a.cfg.Group, "topics", pattern, "dr_connections", a.cfg.DRConnections,
 		"note", "every applier of the group holds up to dr_connections DR metastore connections (and one more while it confirms a failover's fence): keep instances x (dr_connections + 1) below the DR metastore's connection pool")
 	for {
-		pctx, wake := context.WithCancel(ctx)
+		// Every round marks hivedr_applier_loop_timestamp_seconds
+		// (health.Loop): the poll returns at least every pollWait, with
+		// or without records, and dispatching never blocks (a database
+		// whose queue is full has its topic paused).
+		a.m.loop.Round(ctx)
+		pctx, wake := context.WithTimeout(ctx, pollWait)
 		a.mu.Lock()
 		a.wakePoll = wake
 		if len(a.controls) > 0 {
@@ -542,6 +547,10 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 	}
 }
 
+// pollWait bounds one poll of the event consumer, so that its loop goes
+// round while no events come.
+const pollWait = 5 * time.Second
+
 // fetchErrors logs the partition errors of a fetch, each topic and error
 // at most once a minute, and returns the topics that were deleted and
 // created again (UNKNOWN_TOPIC_ID).
@@ -549,7 +558,7 @@ func (a *Applier) fetchErrors(fs kgo.Fetches) []string {
 	var recreated []string
 	now := time.Now()
 	for _, fe := range fs.Errors() {
-		if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, kgo.ErrClientClosed) {
+		if polled(fe.Err) {
 			continue
 		}
 		if errors.Is(fe.Err, kerr.UnknownTopicID) && !slices.Contains(recreated, fe.Topic) {
@@ -595,10 +604,16 @@ func (a *Applier) leaveStatic() {
 	}
 }
 
+// polled reports whether a fetch error is only the end of a poll: woken
+// (a control request), timed out (pollWait), or the client closed.
+func polled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed)
+}
+
 // fatal returns the first fetch error that ends the consumer of group.
 func fatal(fs kgo.Fetches, group string) error {
 	for _, fe := range fs.Errors() {
-		if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, kgo.ErrClientClosed) {
+		if polled(fe.Err) {
 			continue
 		}
 		// Refused credentials or ACLs (the group, an events topic) stay

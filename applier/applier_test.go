@@ -1552,3 +1552,25 @@ func TestApplierReplansOnConflict(t *testing.T) {
 		t.Errorf("%d create_table calls, want 1 (the plan made again finds the table)", n)
 	}
 }
+
+// TestApplierLoopGauge: the consume loop marks
+// hivedr_applier_loop_timestamp_seconds on every round, idle ones too (no
+// events: a poll returns after pollWait), so /healthz sees it alive.
+func TestApplierLoopGauge(t *testing.T) {
+	f := newKFix(t, "a")
+	r := f.start("g", t.TempDir(), nil)
+	loop := func() float64 { v, _ := r.metric(t, "hivedr_applier_loop_timestamp_seconds", nil); return v }
+	waitFor(t, "a first round", func() (bool, string) { return loop() > 0, fmt.Sprintf("gauge %f", loop()) })
+	first := loop()
+	if now := float64(time.Now().UnixNano()) / 1e9; now-first > 60 || first > now {
+		t.Errorf("loop gauge %f, want about now (%f)", first, now)
+	}
+	deadline := time.Now().Add(4 * pollWait)
+	for loop() <= first {
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle loop did not go round again within %s of its first round", 4*pollWait)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.stop(t)
+}

@@ -4,11 +4,14 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hivedr/hivedr/internal/health"
 )
 
 // Metrics are the applier's Prometheus metrics. Register them with
 // Register; they are not registered globally.
 type Metrics struct {
+	loop         *health.Loop // the consume loop's rounds
 	events       *prometheus.CounterVec
 	applySeconds *prometheus.HistogramVec
 	eventLag     *prometheus.HistogramVec
@@ -34,6 +37,7 @@ type Metrics struct {
 // NewMetrics makes the applier's metrics.
 func NewMetrics() *Metrics {
 	return &Metrics{
+		loop: health.NewLoop("applier"),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hivedr_applier_events_total",
 			Help: "Events handled, by database, event type and result (applied, or the reason it changed nothing: already_applied, superseded, not_replicated_*, ...).",
@@ -118,7 +122,7 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 	var errs []error
 	for _, c := range []prometheus.Collector{m.events, m.applySeconds, m.eventLag, m.lastID, m.lastTime,
 		m.lagEvents, m.replicaAge, m.rpo, m.waiting, m.waitingFiles, m.waitSeconds, m.halted, m.completions, m.undecodable, m.bootstrapApplied, m.batchEvents, m.drCallSeconds,
-		m.drOpen, m.drPeak, m.drWait} {
+		m.drOpen, m.drPeak, m.drWait, m.loop.Collector()} {
 		errs = append(errs, reg.Register(c))
 	}
 	return errors.Join(errs...)

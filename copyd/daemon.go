@@ -193,6 +193,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		failures int
 	)
 	for {
+		// A session being set up or retried is the loop alive too
+		// (Kafka away is readiness's business): each attempt and each
+		// wait between them marks it (the waits are at most 30s).
+		d.m.loop.Beat()
 		var progressed bool
 		exits, progressed, err = d.session(ctx, w)
 		var se *sessionError
@@ -321,11 +325,17 @@ func (d *Daemon) session(ctx context.Context, w *window) (exits []chan struct{},
 }
 
 // loop polls, commits and waits until ctx ends (nil) or a fatal error.
+// Each round marks hivedr_copyd_loop_timestamp_seconds (health.Loop): a
+// poll waits at most CommitInterval, a commit at most endTimeout.
 func (d *Daemon) loop(ctx context.Context, sess *kgo.GroupTransactSession, w *window) error {
 	c := d.cfg
 	paused := map[int32]bool{}
 	last := time.Now()
 	for ctx.Err() == nil {
+		d.m.loop.Round(ctx)
+		if ctx.Err() != nil {
+			break // (the loop.hang fault point)
+		}
 		_, ready := w.committable()
 		counts := w.counts()
 		full := false

@@ -587,3 +587,21 @@ func TestDaemonRidesOutFailedEndTxn(t *testing.T) {
 		t.Errorf("%v session restarts counted; want at least 1 (End failed)", n)
 	}
 }
+
+// TestDaemonLoopGauge: the main loop marks
+// hivedr_copyd_loop_timestamp_seconds on every round, idle ones too (no
+// tasks), so /healthz sees it alive.
+func TestDaemonLoopGauge(t *testing.T) {
+	k := newKFixture(t, 1)
+	d := k.start("a", newFakeCopier(), nil)
+	loop := d.d.m.loop.Collector()
+	waitFor(t, 10*time.Second, "a first round", func() bool { return testutil.ToFloat64(loop) > 0 })
+	first := testutil.ToFloat64(loop)
+	if now := float64(time.Now().UnixNano()) / 1e9; now-first > 60 || first > now {
+		t.Errorf("loop gauge %f, want about now (%f)", first, now)
+	}
+	waitFor(t, 10*time.Second, "the idle loop to go round again", func() bool { return testutil.ToFloat64(loop) > first })
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+}

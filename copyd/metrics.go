@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/health"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -24,11 +25,13 @@ type Metrics struct {
 	sessions     prometheus.Counter
 	repaired     *prometheus.CounterVec
 	dirsMade     prometheus.Counter
+	loop         *health.Loop // the daemon's main loop's rounds
 }
 
 // NewMetrics makes the copy engine's metrics.
 func NewMetrics() *Metrics {
 	return &Metrics{
+		loop: health.NewLoop("copyd"),
 		files: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hivedr_copyd_files_total", Help: "Copy tasks completed, by status (COPIED, SKIPPED_IDENTICAL, FAILED, SOURCE_GONE).",
 		}, []string{"status"}),
@@ -71,7 +74,7 @@ func NewMetrics() *Metrics {
 
 // Register adds the metrics to reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.files, m.bytes, m.transferred, m.retries, m.inFlight, m.fileSeconds, m.throttleWait, m.window, m.txns, m.sessions, m.repaired, m.dirsMade} {
+	for _, c := range []prometheus.Collector{m.files, m.bytes, m.transferred, m.retries, m.inFlight, m.fileSeconds, m.throttleWait, m.window, m.txns, m.sessions, m.repaired, m.dirsMade, m.loop.Collector()} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/hivedr/hivedr/internal/health"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -39,11 +40,14 @@ type Metrics struct {
 	// Source transactions (txns.go).
 	openTxns      prometheus.Gauge
 	writesFetched *prometheus.CounterVec
+	// The main loop's rounds (health.Loop).
+	loop *health.Loop
 }
 
 // NewMetrics makes the tailer's metrics.
 func NewMetrics() *Metrics {
 	return &Metrics{
+		loop: health.NewLoop("tailer"),
 		eventsRead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hivedr_tailer_events_read_total", Help: "Events read from the source notification log, by event type.",
 		}, []string{"type"}),
@@ -116,7 +120,7 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 		m.errors, m.sourceHead, m.lastPublished, m.state, m.pollSeconds, m.produceSeconds,
 		m.bootstrapRecords, m.bootstraps, m.relistedTables, m.requestsSkipped, m.tablesRead, m.partitionsRead, m.partitionListings,
 		m.snapshotsHeld, m.snapshotsReleased,
-		m.openTxns, m.writesFetched} {
+		m.openTxns, m.writesFetched, m.loop.Collector()} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

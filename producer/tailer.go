@@ -199,7 +199,10 @@ func (t *Tailer) Run(ctx context.Context) error {
 	// broker restarts: wait for it, bounded, instead of exiting.
 	if err := retry.Until(ctx, t.log, "tailer start (topics, transactional producer, checkpoint)", retry.Policy{
 		Fatal: func(err error) bool { return isFatalKafka(err) || errors.Is(err, ErrChainBroken) },
-	}, t.start); err != nil {
+	}, func(ctx context.Context) error {
+		t.m.loop.Beat() // each attempt: a start retried is alive
+		return t.start(ctx)
+	}); err != nil {
 		if ctx.Err() != nil {
 			t.m.setState(schemas.StateStopped)
 			return nil
@@ -210,6 +213,11 @@ func (t *Tailer) Run(ctx context.Context) error {
 	t.m.setState(schemas.StateRunning)
 	backoff := time.Second
 	for {
+		// Every round marks hivedr_tailer_loop_timestamp_seconds
+		// (health.Loop), failed ones too: a round is one batch of events
+		// and one page of each bootstrap, each call bounded by its
+		// timeout, then a wait of at most 30s.
+		t.m.loop.Round(ctx)
 		var err error
 		select {
 		case rep, ok := <-t.cfg.Scope:

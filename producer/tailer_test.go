@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -434,4 +435,41 @@ func TestTailerRecordsChainBrokenInCheckpoint(t *testing.T) {
 func withConf(c *config.Config, cfg Config) Config {
 	cfg.Origin, cfg.Kafka, cfg.Tailer, cfg.Replication = c.Source, c.Kafka, c.Tailer, c.Replication
 	return cfg
+}
+
+// TestTailerLoopGauge: the main loop marks
+// hivedr_tailer_loop_timestamp_seconds on every round, idle ones too (the
+// log has nothing new), so /healthz sees it alive.
+func TestTailerLoopGauge(t *testing.T) {
+	f := newFixture(t)
+	tl := f.tailer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	loop := tl.m.loop.Collector()
+	waitGauge(t, "a first round", func(v float64) bool { return v > 0 }, loop)
+	first := testutil.ToFloat64(loop)
+	if now := float64(time.Now().UnixNano()) / 1e9; now-first > 60 || first > now {
+		t.Errorf("loop gauge %f, want about now (%f)", first, now)
+	}
+	waitGauge(t, "the idle loop to go round again", func(v float64) bool { return v > first }, loop)
+}
+
+// waitGauge polls the single-gauge collector g until cond holds, for up
+// to 10s.
+func waitGauge(t *testing.T, what string, cond func(float64) bool, g prometheus.Collector) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond(testutil.ToFloat64(g)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s (gauge %f)", what, testutil.ToFloat64(g))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

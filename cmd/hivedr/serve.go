@@ -28,16 +28,17 @@ import (
 // metrics server.
 const pprofEnv = "HIVEDR_PPROF"
 
-// checksFor makes a role's readiness checks; they may read the role's
-// metrics from g, and run until ctx ends.
-type checksFor func(ctx context.Context, g prometheus.Gatherer) []health.Check
+// checksFor makes a role's liveness checks (/healthz: reading its metrics
+// from g, nothing else) and readiness checks (/readyz: they may read its
+// metrics from g, and run until ctx ends).
+type checksFor func(ctx context.Context, g prometheus.Gatherer) (live, ready []health.Check)
 
 // serveHTTP registers a role's metrics (role: the command, tail, copyd
 // or apply) in a registry of their own (metrics.NewRegistry: with
 // hivedr_build_info and the Go runtime and process collectors, every
 // metric labelled with the pipeline, metrics.Pipeline of the
-// configuration), and serves /metrics, /healthz and /readyz (the role's
-// checks) on addr until ctx ends. It returns the address it listens on
+// configuration), and serves /metrics, /healthz (the role's liveness
+// checks) and /readyz (its readiness checks) on addr until ctx ends. It returns the address it listens on
 // (addr's port 0 chosen). An empty addr serves nothing.
 func serveHTTP(ctx context.Context, role, pipeline, addr string, m metrics.Registerer, checks checksFor, log *slog.Logger) (string, error) {
 	reg, err := metrics.NewRegistry(role, pipeline, m)
@@ -53,7 +54,8 @@ func serveHTTP(ctx context.Context, role, pipeline, addr string, m metrics.Regis
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	health.Mount(mux, checks(ctx, reg))
+	live, ready := checks(ctx, reg)
+	health.Mount(mux, live, ready)
 	if os.Getenv(pprofEnv) == "1" {
 		// Profiles for benchmarks and investigations only: they show the
 		// process's stacks and allocation sites to whoever reaches the port.
@@ -76,6 +78,9 @@ func serveHTTP(ctx context.Context, role, pipeline, addr string, m metrics.Regis
 	return ln.Addr().String(), nil
 }
 
+// Liveness, every role: loop (its main loop went round within the role's
+// stall_after; hivedr_<role>_loop_timestamp_seconds).
+//
 // Readiness per role (docs/operations.md "Health endpoints" says what each failure
 // means to an operator):
 //
@@ -87,8 +92,8 @@ func serveHTTP(ctx context.Context, role, pipeline, addr string, m metrics.Regis
 //	       database halted) is reported ("warn") without failing
 
 func tailerChecks(conf *config.Config) checksFor {
-	return func(ctx context.Context, g prometheus.Gatherer) []health.Check {
-		return []health.Check{
+	return func(ctx context.Context, g prometheus.Gatherer) ([]health.Check, []health.Check) {
+		return loopCheck(g, "tailer", conf.Tailer.StallAfter.Duration), []health.Check{
 			kafkaCheck(ctx, conf),
 			{Name: "source", Run: func(ctx context.Context) error {
 				src, err := hmslog.Open(ctx, conf.Source, conf.SourceMetastoreOptions())
@@ -104,6 +109,13 @@ func tailerChecks(conf *config.Config) checksFor {
 	}
 }
 
+// loopCheck is a role's liveness check, "loop": hivedr_<role>_loop_timestamp_seconds
+// (role: tailer, copyd or applier) is within stall of now; stall 0
+// disables it.
+func loopCheck(g prometheus.Gatherer, role string, stall time.Duration) []health.Check {
+	return []health.Check{{Name: "loop", Run: health.Fresh(g, health.LoopMetric(role), stall, time.Now)}}
+}
+
 // runningCheck is the tailer's "running" check: hivedr_tailer_state is
 // RUNNING. It fails while the tailer starts, stops, and while it lingers
 // on CHAIN_BROKEN (lingerChainBroken).
@@ -112,8 +124,8 @@ func runningCheck(g prometheus.Gatherer) health.Check {
 }
 
 func copydChecks(conf *config.Config) checksFor {
-	return func(ctx context.Context, _ prometheus.Gatherer) []health.Check {
-		return []health.Check{kafkaCheck(ctx, conf), {Name: "filesystems", Run: func(ctx context.Context) error {
+	return func(ctx context.Context, g prometheus.Gatherer) ([]health.Check, []health.Check) {
+		return loopCheck(g, "copyd", conf.Copyd.StallAfter.Duration), []health.Check{kafkaCheck(ctx, conf), {Name: "filesystems", Run: func(ctx context.Context) error {
 			var errs []error
 			for _, h := range conf.Filesystems.HDFS {
 				errs = append(errs, anyAccepts(ctx, "HDFS NameNode", h.NameNodes))
@@ -142,8 +154,8 @@ func copydChecks(conf *config.Config) checksFor {
 }
 
 func applierChecks(conf *config.Config) checksFor {
-	return func(ctx context.Context, g prometheus.Gatherer) []health.Check {
-		return []health.Check{
+	return func(ctx context.Context, g prometheus.Gatherer) ([]health.Check, []health.Check) {
+		return loopCheck(g, "applier", conf.Applier.StallAfter.Duration), []health.Check{
 			kafkaCheck(ctx, conf),
 			{Name: "dr_metastore", Run: func(ctx context.Context) error {
 				c, err := hms.Dial(ctx, conf.Applier.Metastore, withTimeouts(conf.DRMetastoreOptions(), 2*time.Second, health.DefaultTimeout))

@@ -32,8 +32,8 @@ func TestHealthTailerLingersOnChainBroken(t *testing.T) {
 	state := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hivedr_tailer_state"}, []string{"state"})
 	state.WithLabelValues("RUNNING").Set(0)
 	state.WithLabelValues("CHAIN_BROKEN").Set(1)
-	addr, err := serveHTTP(ctx, "tail", "hivedr", "127.0.0.1:0", stateGauge{state}, func(_ context.Context, g prometheus.Gatherer) []health.Check {
-		return []health.Check{runningCheck(g)}
+	addr, err := serveHTTP(ctx, "tail", "hivedr", "127.0.0.1:0", stateGauge{state}, func(_ context.Context, g prometheus.Gatherer) ([]health.Check, []health.Check) {
+		return nil, []health.Check{runningCheck(g)}
 	}, log)
 	if err != nil {
 		t.Fatal(err)

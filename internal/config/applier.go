@@ -76,6 +76,12 @@ type Applier struct {
 	DRConnections int `yaml:"dr_connections"`
 	// MetricsAddr serves /metrics; empty disables. Default 127.0.0.1:9466.
 	MetricsAddr string `yaml:"metrics_addr"`
+	// StallAfter is how long the applier's main loop (consuming events
+	// and handing them to the databases' workers) may go without going
+	// round (hivedr_applier_loop_timestamp_seconds) before /healthz fails
+	// and a liveness probe restarts the daemon. A halted database or a
+	// slow one does not stop the loop. Default 10m; 0 disables the check.
+	StallAfter Duration `yaml:"stall_after"`
 }
 
 // Defaults of Applier.
@@ -122,7 +128,8 @@ func HeartbeatInterval(d time.Duration) time.Duration { return d / 6 }
 
 func defaultApplier() Applier {
 	return Applier{Group: "hivedr-applier", HaltAfter: Duration{DefaultHaltAfter}, LookAhead: DefaultLookAhead,
-		LookAheadBytes: DefaultLookAheadBytes, BatchPartitions: DefaultBatchPartitions, DRConnections: DefaultDRConnections, MetricsAddr: "127.0.0.1:" + ApplierMetricsPort, SessionTimeout: Duration{DefaultSessionTimeout}}
+		LookAheadBytes: DefaultLookAheadBytes, BatchPartitions: DefaultBatchPartitions, DRConnections: DefaultDRConnections, MetricsAddr: "127.0.0.1:" + ApplierMetricsPort, SessionTimeout: Duration{DefaultSessionTimeout},
+		StallAfter: Duration{DefaultStallAfter}}
 }
 
 // EnsureDefaults fills Instance with the host name.
@@ -145,6 +152,9 @@ func (a Applier) Validate() error {
 		return err
 	}
 	if err := CheckSessionTimeout("applier.session_timeout", a.SessionTimeout.Duration); err != nil {
+		return err
+	}
+	if err := CheckStallAfter("applier.stall_after", a.StallAfter.Duration); err != nil {
 		return err
 	}
 	if a.HaltAfter.Duration < time.Second {

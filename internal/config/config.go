@@ -363,6 +363,27 @@ type Tailer struct {
 	// DR). The bootstrap retries the table meanwhile; nothing else waits.
 	// Default 10m; 0 publishes at once.
 	BootstrapOpenTxnWait Duration `yaml:"bootstrap_open_txn_wait"`
+	// StallAfter is how long the tailer's main loop may go without going
+	// round (hivedr_tailer_loop_timestamp_seconds) before /healthz fails
+	// and a liveness probe restarts the daemon: a loop blocked for good (a
+	// call with no deadline, a deadlock). A loop that fails and retries
+	// still goes round. Default 10m; 0 disables the check.
+	StallAfter Duration `yaml:"stall_after"`
+}
+
+// DefaultStallAfter is tailer.stall_after's, copyd.stall_after's and
+// applier.stall_after's default: far longer than any one round of a main
+// loop (a batch of events, a snapshot page, a Kafka transaction, all
+// bounded by their calls' timeouts), so only a loop that is stuck fails
+// it.
+const DefaultStallAfter = 10 * time.Minute
+
+// CheckStallAfter checks a stall_after key's value.
+func CheckStallAfter(key string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%s: %s must not be negative (0 disables the check)", key, d)
+	}
+	return nil
 }
 
 // DefaultBootstrapOpenTxnWait is Tailer.BootstrapOpenTxnWait's default.
@@ -379,7 +400,7 @@ func defaultTailer() Tailer {
 	return Tailer{BatchSize: 1000, PollInterval: Duration{time.Second}, HeartbeatInterval: Duration{5 * time.Second},
 		StartEventID: "latest", MetricsAddr: "127.0.0.1:" + TailerMetricsPort, ListRetryFor: Duration{DefaultListRetryFor},
 		ChainBrokenLinger: Duration{DefaultChainBrokenLinger}, BootstrapPage: 1000, BootstrapConcurrency: 4,
-		BootstrapOpenTxnWait: Duration{DefaultBootstrapOpenTxnWait}}
+		BootstrapOpenTxnWait: Duration{DefaultBootstrapOpenTxnWait}, StallAfter: Duration{DefaultStallAfter}}
 }
 
 // EnsureDefaults fills TransactionalID from the source's name.
@@ -414,6 +435,9 @@ func (t Tailer) Validate() error {
 	}
 	if t.BootstrapOpenTxnWait.Duration < 0 {
 		return fmt.Errorf("tailer.bootstrap_open_txn_wait: %s must not be negative", t.BootstrapOpenTxnWait)
+	}
+	if err := CheckStallAfter("tailer.stall_after", t.StallAfter.Duration); err != nil {
+		return err
 	}
 	if t.TransactionalID == "" {
 		return errors.New("tailer.transactional_id: must not be empty")

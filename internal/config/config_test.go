@@ -143,6 +143,9 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{"tailer: {bootstrap_page: 0}", "tailer.bootstrap_page: 0 must be between 1 and 100000"},
 		{"tailer: {bootstrap_concurrency: 100}", "tailer.bootstrap_concurrency: 100 must be between 1 and 64"},
 		{"tailer: {bootstrap_open_txn_wait: -1s}", "tailer.bootstrap_open_txn_wait: -1s must not be negative"},
+		{"tailer: {stall_after: -1s}", "tailer.stall_after: -1s must not be negative"},
+		{"copyd: {stall_after: -1m}", "copyd.stall_after: -1m0s must not be negative"},
+		{"applier: {stall_after: -5s}", "applier.stall_after: -5s must not be negative"},
 		{"replication: {source_roots: ['relative/dir']}", "replication.source_roots[0]"},
 		{"replication: {path_mappings: [{source: 'hdfs://a/x/../y', target: 'hdfs://b/'}]}", "replication.path_mappings[0].source"},
 		{"copyd: {target_roots: ['hdfs://dr/a/../b']}", "copyd.target_roots[0]"},
@@ -299,6 +302,9 @@ func TestFileTuningDefaults(t *testing.T) {
 		c.Tailer.ChainBrokenLinger.Duration != DefaultChainBrokenLinger {
 		t.Errorf("tuning defaults lost: %+v", c)
 	}
+	if c.Tailer.StallAfter.Duration != DefaultStallAfter || c.Copyd.StallAfter.Duration != DefaultStallAfter || c.Applier.StallAfter.Duration != DefaultStallAfter {
+		t.Errorf("stall_after = %s, %s, %s; want %s for every role", c.Tailer.StallAfter, c.Copyd.StallAfter, c.Applier.StallAfter, DefaultStallAfter)
+	}
 	if c.Tailer.TransactionalID != "hivedr-tailer-prod" {
 		t.Errorf("transactional_id = %q, want hivedr-tailer-prod", c.Tailer.TransactionalID)
 	}
@@ -313,9 +319,9 @@ func TestFileTuningDefaults(t *testing.T) {
 	}
 
 	c, err = Load(write(t, `
-tailer: {metrics_addr: "", chain_broken_linger: 0s}
-copyd: {workers: 2, split_size: 0, retries: 0, metrics_addr: ""}
-applier: {metrics_addr: ""}
+tailer: {metrics_addr: "", chain_broken_linger: 0s, stall_after: 0s}
+copyd: {workers: 2, split_size: 0, retries: 0, metrics_addr: "", stall_after: 3s}
+applier: {metrics_addr: "", stall_after: 0s}
 filesystems: {s3: [{endpoint: "https://s3.example"}]}
 `))
 	if err != nil {
@@ -326,6 +332,9 @@ filesystems: {s3: [{endpoint: "https://s3.example"}]}
 	}
 	if c.Tailer.ChainBrokenLinger.Duration != 0 {
 		t.Errorf("chain_broken_linger 0s (exit at once) became %s", c.Tailer.ChainBrokenLinger)
+	}
+	if c.Tailer.StallAfter.Duration != 0 || c.Copyd.StallAfter.Duration != 3*time.Second || c.Applier.StallAfter.Duration != 0 {
+		t.Errorf("stall_after 0s (disabled), 3s, 0s became %s, %s, %s", c.Tailer.StallAfter, c.Copyd.StallAfter, c.Applier.StallAfter)
 	}
 	if c.Copyd.SplitSize != 0 || c.Copyd.Retries != 0 || c.Copyd.MaxBatch != 8 {
 		t.Errorf("copyd = %+v; want split_size 0, retries 0, max_batch 4 x 2", c.Copyd)

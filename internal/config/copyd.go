@@ -64,6 +64,12 @@ type Copyd struct {
 	MetricsAddr string `yaml:"metrics_addr"`
 	// Preserve is the source file metadata DR copies keep. Default none.
 	Preserve Preserve `yaml:"preserve"`
+	// StallAfter is how long the daemon's main loop (polling tasks,
+	// committing completions) may go without going round
+	// (hivedr_copyd_loop_timestamp_seconds) before /healthz fails and a
+	// liveness probe restarts the daemon. Default 10m; 0 disables the
+	// check.
+	StallAfter Duration `yaml:"stall_after"`
 }
 
 // Preserve is copyd.preserve: which metadata of a source file its DR copy
@@ -124,7 +130,8 @@ func DefaultMaxBatch(workers int) int { return 4 * workers }
 
 func defaultCopyd() Copyd {
 	return Copyd{Group: "hivedr-copyd", Workers: DefaultCopydWorkers, Retries: 5, MetricsAddr: "127.0.0.1:" + CopydMetricsPort,
-		SplitSize: DefaultSplitSize, SplitWorkers: DefaultSplitWorkers, SessionTimeout: Duration{DefaultSessionTimeout}}
+		SplitSize: DefaultSplitSize, SplitWorkers: DefaultSplitWorkers, SessionTimeout: Duration{DefaultSessionTimeout},
+		StallAfter: Duration{DefaultStallAfter}}
 }
 
 // EnsureDefaults fills Instance (the host name), MaxBatch (from Workers)
@@ -152,6 +159,9 @@ func (d Copyd) Validate() error {
 		return errors.New("copyd.instance: not set and the host name is unknown")
 	}
 	if err := CheckSessionTimeout("copyd.session_timeout", d.SessionTimeout.Duration); err != nil {
+		return err
+	}
+	if err := CheckStallAfter("copyd.stall_after", d.StallAfter.Duration); err != nil {
 		return err
 	}
 	if d.Workers < 1 || d.Workers > 1024 {

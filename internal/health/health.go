@@ -1,12 +1,14 @@
 // Package health serves a daemon's liveness and readiness on its HTTP
-// (metrics) address: /healthz answers while the process serves HTTP at
-// all, /readyz runs the role's readiness checks.
+// (metrics) address: /healthz runs the role's liveness checks (its main
+// loop still goes round), /readyz its readiness checks.
 //
 // A check is a named function: nil when its condition holds. Some probe a
 // dependency (a Kafka broker answers, a metastore answers a Thrift call),
 // others read the role's own metrics (the tailer is RUNNING, no database
-// halted), so a role needs no extra state for its probes: what its metrics
-// say is what readiness says.
+// halted, the main loop went round lately), so a role needs no extra
+// state for its probes: what its metrics say is what its probes say.
+// Liveness checks read metrics only, never the network: a dependency that
+// is away is readiness's business, and a restart would not bring it back.
 package health
 
 import (
@@ -22,7 +24,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// Check is one readiness condition of a role.
+// Check is one liveness or readiness condition of a role.
 type Check struct {
 	// Name says what is checked: "kafka", "dr_metastore", "not_halted".
 	Name string
@@ -73,36 +75,82 @@ func Run(ctx context.Context, checks []Check, timeout time.Duration) []Result {
 	return out
 }
 
-// Mount adds /healthz and /readyz to mux. /healthz is 200 "ok" while the
-// process serves. /readyz is 200 when every check holds (a Warn check
-// aside) and 503 when one does not; either way its body has a line per
-// check, "ok NAME", "fail NAME: what is wrong" or "warn NAME: what is
-// wrong", so a person reading it (or a probe's event in Kubernetes) sees
-// the cause.
-func Mount(mux *http.ServeMux, checks []Check) {
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
+// Mount adds /healthz (the live checks) and /readyz (the ready checks) to
+// mux. /readyz is 200 when every check holds (a Warn check aside) and 503
+// when one does not; either way its body has a line per check, "ok NAME",
+// "fail NAME: what is wrong" or "warn NAME: what is wrong", so a person
+// reading it (or a probe's event in Kubernetes) sees the cause. /healthz
+// is 200 "ok" while every live check holds (always, with none), else 503
+// with a "fail NAME: what is wrong" line per failing check.
+func Mount(mux *http.ServeMux, live, ready []Check) {
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		code, body := report(Run(r.Context(), live, DefaultTimeout))
+		if code == http.StatusOK {
+			body = "ok\n"
+		}
+		write(w, code, body)
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		res := Run(r.Context(), checks, DefaultTimeout)
-		var b strings.Builder
-		code := http.StatusOK
-		for _, x := range res {
-			switch {
-			case x.Err != nil && x.Warn:
-				fmt.Fprintf(&b, "warn %s: %v\n", x.Name, x.Err)
-			case x.Err != nil:
-				code = http.StatusServiceUnavailable
-				fmt.Fprintf(&b, "fail %s: %v\n", x.Name, x.Err)
-			default:
-				fmt.Fprintf(&b, "ok %s\n", x.Name)
-			}
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(code)
-		fmt.Fprint(w, b.String())
+		code, body := report(Run(r.Context(), ready, DefaultTimeout))
+		write(w, code, body)
 	})
+}
+
+// report is the status and the body of a probe whose checks had res.
+func report(res []Result) (int, string) {
+	var b strings.Builder
+	code := http.StatusOK
+	for _, x := range res {
+		switch {
+		case x.Err != nil && x.Warn:
+			fmt.Fprintf(&b, "warn %s: %v\n", x.Name, x.Err)
+		case x.Err != nil:
+			code = http.StatusServiceUnavailable
+			fmt.Fprintf(&b, "fail %s: %v\n", x.Name, x.Err)
+		default:
+			fmt.Fprintf(&b, "ok %s\n", x.Name)
+		}
+	}
+	return code, b.String()
+}
+
+func write(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	fmt.Fprint(w, body)
+}
+
+// Fresh fails when the gauge name, gathered from g, says its loop last
+// went round more than limit before now(): the gauge holds the Unix time
+// in seconds of the loop's last round (hivedr_copyd_loop_timestamp_seconds),
+// set on every round, failed ones included, so only a loop that no longer
+// goes round (a call blocked for good, a deadlock) fails it. It holds
+// while the gauge has no series or is still 0 (the role is starting, its
+// loop not yet begun), and always when limit is not positive (the check
+// disabled). With several series (labels), the latest counts.
+func Fresh(g prometheus.Gatherer, name string, limit time.Duration, now func() time.Time) func(context.Context) error {
+	return func(context.Context) error {
+		if limit <= 0 {
+			return nil
+		}
+		mf, err := family(g, name)
+		if err != nil {
+			return err
+		}
+		var last float64
+		for _, m := range metrics(mf) {
+			last = max(last, gaugeValue(m))
+		}
+		if last <= 0 {
+			return nil
+		}
+		at := time.Unix(0, int64(last*float64(time.Second)))
+		if age := now().Sub(at); age > limit {
+			return fmt.Errorf("%s: the main loop last went round %s ago (at %s), more than its limit of %s: it is stuck",
+				name, age.Round(100*time.Millisecond), at.UTC().Format(time.RFC3339), limit)
+		}
+		return nil
+	}
 }
 
 // StateIs fails unless the gauge vector name, gathered from g, is 1 for
