@@ -103,6 +103,9 @@ type ReplAbort struct {
 type PruneObsolete struct {
 	Dir  string
 	Base int64
+	// EventID is the event that made them obsolete: a file copied for a
+	// later event (a table made again at the path) is kept.
+	EventID int64
 }
 
 // PublishCompacted moves a directory a compaction wrote, copied to DR
@@ -121,6 +124,9 @@ type PublishCompacted struct {
 // open on DR); for a minor compaction's delta, the deltas it merged.
 type PruneCompacted struct {
 	Dir, By, Table string
+	// EventID is the compaction's event: a file copied for a later event
+	// (a table made again at the path) is kept.
+	EventID int64
 }
 
 func (ReplAllocate) isAction()     {}
@@ -348,7 +354,7 @@ func (p *planner) writeInfo(w schemas.TableWriteID, files []schemas.FileRef) (*h
 		}
 		entries = append(entries, dr+"#"+f.Checksum+"##"+f.Subdir)
 		if dir, n, ok := baseDir(dr); ok && (base == nil || n > base.Base) {
-			base = &PruneObsolete{Dir: dir, Base: n}
+			base = &PruneObsolete{Dir: dir, Base: n, EventID: p.ev.EventID}
 		}
 	}
 	info := &hive_metastore.WriteEventInfo{WriteId: w.WriteID, Database: strings.ToLower(w.Database), Table: strings.ToLower(w.Table),
@@ -423,7 +429,7 @@ func (p *planner) compaction(c *schemas.Compaction) Decision {
 	for _, d := range c.Dirs {
 		name := acid.ReplicaName(d)
 		publish = append(publish, PublishCompacted{Staging: dir + "/" + acid.StagingName(d), Final: dir + "/" + name})
-		prune = append(prune, PruneCompacted{Dir: dir, By: name, Table: tk.String()})
+		prune = append(prune, PruneCompacted{Dir: dir, By: name, Table: tk.String(), EventID: p.ev.EventID})
 	}
 	if !ok {
 		// Left out: a file of it could not be copied and a later event

@@ -34,7 +34,7 @@ func (x *executor) runACID(ctx context.Context, a Action) error {
 	op := a.String()
 	switch a := a.(type) {
 	case PruneObsolete:
-		return x.pruneObsolete(ctx, a.Dir, a.String(), func(top string) bool { return acid.Obsolete(top, a.Base) })
+		return x.pruneObsolete(ctx, a.Dir, a.String(), a.EventID, func(top string) bool { return acid.Obsolete(top, a.Base) })
 	case PublishCompacted:
 		return x.publishCompacted(ctx, a)
 	case PruneCompacted:
@@ -162,7 +162,7 @@ func (x *executor) heldWrites(ctx context.Context, a ReplCommit) ([]*hive_metast
 // dir that obsolete reports (by name). Only names that parse as ACID
 // directories are touched; a listed file outside dir is refused. what
 // names the action in errors.
-func (x *executor) pruneObsolete(ctx context.Context, dir, what string, obsolete func(top string) bool) error {
+func (x *executor) pruneObsolete(ctx context.Context, dir, what string, eventID int64, obsolete func(top string) bool) error {
 	refuse := func(err error) error { return &RefusedError{Op: what, Err: err} }
 	w, ok := x.files.(walker)
 	if !ok || x.files == nil {
@@ -194,7 +194,36 @@ func (x *executor) pruneObsolete(ctx context.Context, dir, what string, obsolete
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	return x.removeObsolete(ctx, dir, what, remove) // prunedelay.go: after applier.prune_delay
+	kept := remove[:0]
+	for _, loc := range remove {
+		later, err := x.copiedLater(ctx, loc, eventID)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if !later {
+			kept = append(kept, loc)
+		}
+	}
+	return x.removeObsolete(ctx, dir, what, eventID, kept) // prunedelay.go: after applier.prune_delay
+}
+
+// copiedLater reports whether the DR file at loc is a copy made for an
+// event after eventID: its completion was read (writtenAfter), or it
+// carries that event's mark (copyd sets it before the file appears). A
+// table dropped and made again at the same path names its first deltas
+// as the old one did, and their copies run ahead of the applier: an
+// obsolete-directory prune of the old table must not take them. 0: no
+// event to compare with.
+func (x *executor) copiedLater(ctx context.Context, loc string, eventID int64) (bool, error) {
+	if eventID <= 0 {
+		return false, nil
+	}
+	if x.writtenAfter != nil {
+		if later, err := x.writtenAfter(loc, eventID); err != nil || later {
+			return later, err
+		}
+	}
+	return x.markedAfter(ctx, loc, eventID)
 }
 
 // dirRenamer moves directories in one step (fs.Router).
@@ -336,7 +365,7 @@ func (x *executor) pruneCompacted(ctx context.Context, a PruneCompacted) error {
 			return nil
 		}
 	}
-	return x.pruneObsolete(ctx, a.Dir, a.String(), func(top string) bool { return acid.ObsoleteAfter(top, by) })
+	return x.pruneObsolete(ctx, a.Dir, a.String(), a.EventID, func(top string) bool { return acid.ObsoleteAfter(top, by) })
 }
 
 // removeTree removes every file under dir (a staging directory of this

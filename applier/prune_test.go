@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivedr/hivedr/internal/acid"
+
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/internal/state"
@@ -548,8 +550,8 @@ func TestDelayedRemovalsQueue(t *testing.T) {
 	}
 	q := newDelayedRemovals(time.Minute)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	q.add(t0, "a", "first", []string{"a/1"})
-	q.add(t0.Add(10*time.Second), "b", "second", []string{"b/1"})
+	q.add(t0, "a", "first", 0, []string{"a/1"})
+	q.add(t0.Add(10*time.Second), "b", "second", 0, []string{"b/1"})
 	for _, tt := range []struct {
 		at   time.Duration
 		want []string
@@ -776,5 +778,53 @@ func TestPublishCompactedReplacesAnIncompleteBase(t *testing.T) {
 				t.Errorf("under %s: %v, elsewhere %v; want %v and nothing else (no staging, nothing aside)", final, got, other, tt.want)
 			}
 		})
+	}
+}
+
+// TestPruneObsoleteKeepsFilesMarkedLater: the obsolete-directory prunes
+// of a base or a compaction (PruneObsolete, PruneCompacted) keep a file a
+// later event's copy wrote there: a table dropped and made again at the
+// path names its first delta as the old one did, and its copy runs ahead
+// of the applier. At once and after the prune delay alike.
+func TestPruneObsoleteKeepsFilesMarkedLater(t *testing.T) {
+	const dr = "hdfs://dr-nn:8020/w/t"
+	newDelta := dr + "/delta_0000001_0000001_0000/000000_0" // the table made again, event 143
+	oldDelta := dr + "/delta_0000002_0000002_0000/000000_0" // the old table's, event 90
+	for _, c := range []struct {
+		name, by string // by: the directory that makes them obsolete
+		act      Action
+	}{
+		{"an overwrite's base", "base_0000005", PruneObsolete{Dir: dr, Base: 5, EventID: 104}},
+		{"a compaction", "delta_0000001_0000005", PruneCompacted{Dir: dr, By: "delta_0000001_0000005", Table: "w.t", EventID: 104}},
+	} {
+		for _, delay := range []time.Duration{0, time.Minute} {
+			t.Run(fmt.Sprintf("%s, delay %s", c.name, delay), func(t *testing.T) {
+				listing := &routerListing{listing: map[string][]string{dr: {newDelta, oldDelta, dr + "/" + c.by + "/000000_0"}}}
+				files := markedListing{routerListing: listing, marks: map[string]int64{newDelta: 143, oldDelta: 90}}
+				now := time.Unix(1000, 0)
+				x := &executor{files: files, delayed: newDelayedRemovals(delay), clock: func() time.Time { return now }, ms: newFakeHMS()}
+				var err error
+				switch a := c.act.(type) {
+				case PruneObsolete:
+					err = x.pruneObsolete(context.Background(), a.Dir, a.String(), a.EventID, func(top string) bool { return acid.Obsolete(top, a.Base) })
+				case PruneCompacted:
+					err = x.pruneCompacted(context.Background(), a)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if delay > 0 {
+					// The copy of the table made again lands meanwhile: the
+					// check at removal time keeps it too.
+					now = now.Add(2 * delay)
+					if err := x.removeDue(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if want := []string{oldDelta}; !slices.Equal(listing.removed, want) {
+					t.Errorf("removed %q, want %q (the file marked by event 143 kept)", listing.removed, want)
+				}
+			})
+		}
 	}
 }

@@ -54,6 +54,8 @@ type delayedRemoval struct {
 	dir  string
 	what string // the action that found them, for errors and logs
 	locs []string
+	// eventID is the event that made them obsolete (copiedLater).
+	eventID int64
 }
 
 // newDelayedRemovals is the queue of a worker with prune delay d; nil
@@ -65,11 +67,11 @@ func newDelayedRemovals(d time.Duration) *delayedRemovals {
 	return &delayedRemovals{delay: d}
 }
 
-// add queues locs, found under dir by what at now.
-func (q *delayedRemovals) add(now time.Time, dir, what string, locs []string) {
+// add queues locs, found under dir by what (for event eventID) at now.
+func (q *delayedRemovals) add(now time.Time, dir, what string, eventID int64, locs []string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.queue = append(q.queue, delayedRemoval{due: now.Add(q.delay), dir: dir, what: what, locs: locs})
+	q.queue = append(q.queue, delayedRemoval{due: now.Add(q.delay), dir: dir, what: what, locs: locs, eventID: eventID})
 }
 
 // take removes and returns the removals due at now.
@@ -87,7 +89,7 @@ func (q *delayedRemovals) take(now time.Time) []delayedRemoval {
 
 // retry queues r again, due after another delay.
 func (q *delayedRemovals) retry(now time.Time, r delayedRemoval) {
-	q.add(now, r.dir, r.what, r.locs)
+	q.add(now, r.dir, r.what, r.eventID, r.locs)
 }
 
 // pending is how many removals wait.
@@ -99,12 +101,12 @@ func (q *delayedRemovals) pending() int {
 
 // removeObsolete removes locs, the files of obsolete ACID directories
 // under dir that what found, or queues them for the prune delay.
-func (x *executor) removeObsolete(ctx context.Context, dir, what string, locs []string) error {
+func (x *executor) removeObsolete(ctx context.Context, dir, what string, eventID int64, locs []string) error {
 	if len(locs) == 0 {
 		return nil
 	}
 	if x.delayed != nil {
-		x.delayed.add(x.now(), dir, what, locs)
+		x.delayed.add(x.now(), dir, what, eventID, locs)
 		return nil
 	}
 	for _, loc := range locs {
@@ -172,6 +174,13 @@ func (x *executor) removeStillObsolete(ctx context.Context, r delayedRemoval) er
 		rel, ok := l.Rel(d)
 		top, _, _ := strings.Cut(rel, "/")
 		if !ok || !present[top] || !covered(top) {
+			continue
+		}
+		// A copy made since for a later event (a table made again at
+		// the path) carries its mark: it stays.
+		if later, err := x.copiedLater(ctx, loc, r.eventID); err != nil {
+			return fmt.Errorf("%s: %w", r.what, err)
+		} else if later {
 			continue
 		}
 		if err := x.files.Remove(ctx, loc); err != nil {
