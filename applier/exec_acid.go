@@ -258,18 +258,20 @@ func (x *executor) publishCompacted(ctx context.Context, a PublishCompacted) err
 			return fmt.Errorf("%s: %w", a, err)
 		}
 		if !lacks {
-			// Already published (a re-drive), or a base of that write ID
-			// an overwrite left, whole: it stays, and a staged copy left
-			// goes (and what a replacement cut short left aside).
+			// Already published (a re-drive): it stays, and a staged
+			// copy left goes (and what a replacement cut short left
+			// aside).
 			if err := x.removeTree(ctx, a.Staging, a.String()); err != nil {
 				return err
 			}
 			return x.removeTree(ctx, aside, a.String())
 		}
 		// A directory of that name holding less than the compaction
-		// wrote: a base of that write ID an overwrite left on DR without
-		// some of its files (its commit left out the files this
-		// compaction replaces). The compaction's output takes its place.
+		// wrote: a base of that write ID an overwrite left (without the
+		// compactor's metadata file, or without some of its files when
+		// its commit left out those this compaction replaces). The
+		// compaction's output takes its place, as Hive's readers on the
+		// source read it in place of the overwrite's.
 		if err := x.removeTree(ctx, aside, a.String()); err != nil {
 			return err
 		}
@@ -292,10 +294,11 @@ func (x *executor) publishCompacted(ctx context.Context, a PublishCompacted) err
 	return x.removeTree(ctx, aside, a.String())
 }
 
-// lacksFiles reports whether dir lacks a data file that staging holds
-// (by its path below each; the compactor's metadata file, which an
-// overwrite's base never has, is not compared); a missing staging holds
-// none.
+// lacksFiles reports whether dir lacks a file that staging holds, by its
+// path below each, the compactor's metadata file included: an
+// overwrite's base of the same write ID never has it, and Hive's readers
+// choose the compactor's base over it once the compaction committed, so
+// DR holds the compactor's; a missing staging holds none.
 func (x *executor) lacksFiles(ctx context.Context, dir, staging string) (bool, error) {
 	w, ok := x.files.(walker)
 	if !ok {
@@ -331,7 +334,7 @@ func (x *executor) lacksFiles(ctx context.Context, dir, staging string) (bool, e
 		return false, err
 	}
 	for rel := range staged {
-		if !have[rel] && path.Base(rel) != acid.MetadataFile {
+		if !have[rel] {
 			return true, nil
 		}
 	}

@@ -738,9 +738,9 @@ func (m *memFiles) RenameDir(_ context.Context, from, to string) error {
 // TestPublishCompactedReplacesAnIncompleteBase: a compaction's base
 // published where DR holds a directory of the same name (an overwrite's
 // base of that write ID) keeps that directory when it holds every file
-// the compaction wrote, and replaces it when it holds fewer (the
-// overwrite's commit left out files this compaction replaces: the soak's
-// table read with no base on DR).
+// the compaction wrote (a re-drive), and replaces it when it holds fewer:
+// an overwrite's base lacks the compactor's metadata file, and may lack
+// files its commit left out (the soak's table read with no base on DR).
 func TestPublishCompactedReplacesAnIncompleteBase(t *testing.T) {
 	ctx := context.Background()
 	const tbl = "hdfs://dr:9000/w/tx13"
@@ -751,7 +751,7 @@ func TestPublishCompactedReplacesAnIncompleteBase(t *testing.T) {
 		want []string // under final after
 	}{
 		{"whole: kept", []string{"bucket_00000", "_metadata_acid"}, []string{"_metadata_acid", "bucket_00000"}},
-		{"an overwrite's whole base (no compactor's metadata file): kept", []string{"bucket_00000"}, []string{"bucket_00000"}},
+		{"an overwrite's base (no compactor's metadata file): replaced, as Hive's readers choose the compactor's", []string{"bucket_00000"}, []string{"_metadata_acid", "bucket_00000"}},
 		{"incomplete: replaced", []string{"_metadata_acid"}, []string{"_metadata_acid", "bucket_00000"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -284,8 +284,9 @@ func Visible(names []string, w WriteIDs) []string { return VisibleIn(names, w, V
 //     delete deltas are chosen each on their own.
 func VisibleIn(names []string, w WriteIDs, v View) []string {
 	type named struct {
-		name string
-		d    Dir
+		name      string
+		d         Dir
+		compacted bool
 	}
 	var (
 		base   = named{d: Dir{Max: -1}}
@@ -297,7 +298,7 @@ func VisibleIn(names []string, w WriteIDs, v View) []string {
 			continue
 		}
 		if d.Kind != Base {
-			deltas[d.Kind] = append(deltas[d.Kind], named{n, d})
+			deltas[d.Kind] = append(deltas[d.Kind], named{name: n, d: d})
 			continue
 		}
 		compacted := d.Visibility > 0 || (v.Compacted != nil && v.Compacted(n))
@@ -305,8 +306,10 @@ func VisibleIn(names []string, w WriteIDs, v View) []string {
 		if compacted {
 			usable = d.Max <= w.HighWaterMark && w.decidedBelow(d.Max+1)
 		}
-		if usable && d.Max > base.d.Max {
-			base = named{n, d}
+		// Of two bases of one write ID (an overwrite's and a
+		// compactor's), the compactor's.
+		if usable && (d.Max > base.d.Max || d.Max == base.d.Max && compacted && !base.compacted) {
+			base = named{name: n, d: d, compacted: compacted}
 		}
 	}
 	var out []string

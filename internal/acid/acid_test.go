@@ -208,6 +208,12 @@ func TestVisibleCompactions(t *testing.T) {
 			View{}, []string{"delete_delta_0000001_0000004_v0000042", "delta_0000001_0000004_v0000042", "delta_0000006_0000006_0000"}},
 		{"delta of only an aborted write", []string{"delta_0000005_0000005_0000", "delta_0000006_0000006_0000"},
 			View{}, []string{"delta_0000006_0000006_0000"}},
+		// As Hive's readers do: of an overwrite's base and a compactor's
+		// of the same write ID, the compactor's, whatever the order.
+		{"an overwrite's and a compactor's base of one write ID", []string{"base_0000006", "base_0000006_v0000042"},
+			View{}, []string{"base_0000006_v0000042"}},
+		{"the same, listed the other way", []string{"base_0000006_v0000042", "base_0000006"},
+			View{}, []string{"base_0000006_v0000042"}},
 	} {
 		if got := VisibleIn(tc.names, w, tc.v); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: VisibleIn = %v, want %v", tc.name, got, tc.want)
