@@ -165,7 +165,7 @@ func Run(ctx context.Context, conf *config.Config, opts Options) (*Report, error
 		return nil, err
 	}
 	r.rep.At = time.Now().UTC()
-	if err := r.fence(ctx, set); err != nil {
+	if err := r.again(ctx, "fence", fenceTimeout, func() error { return r.fence(ctx, set) }); err != nil {
 		return r.rep, err
 	}
 	if err := r.finish(ctx, set, pos); err != nil {
@@ -339,7 +339,7 @@ func (r *run) fence(ctx context.Context, set []string) error {
 			}
 			switch {
 			case p == nil:
-				return fmt.Errorf("DR database %s is gone while failing over", db)
+				return fmt.Errorf("%w: DR database %s is gone", errFinal, db)
 			case p[drparam.FailoverFence] != r.token || p[drparam.FailedOverAt] == "":
 				// Undone by a write that read the database before the mark.
 				r.log.Warn("the failover mark was undone by the applier; marking again", "db", db)
@@ -394,7 +394,7 @@ func (r *run) markFence(ctx context.Context, db string, ask bool) error {
 	}
 	if cur.Parameters[drparam.FailoverFence] != r.token {
 		if err := Check(db, r.conf.Source.Name, cur.Parameters); err != nil {
-			return fmt.Errorf("changed while failing over: %w", err)
+			return fmt.Errorf("%w: %w", errFinal, err)
 		}
 	}
 	cur.Parameters = FenceMark(cur.Parameters, r.opts.Mode, r.token, r.rep.At)
@@ -439,24 +439,47 @@ const recordTimeout = 3 * time.Minute
 // stay either way; a failover whose figures could not be recorded says
 // so (Check names it cut short).
 func (r *run) finish(ctx context.Context, set []string, pos position) error {
-	deadline := time.Now().Add(recordTimeout)
-	for attempt := 1; ; attempt++ {
+	err := r.again(ctx, "measure and record", recordTimeout, func() error {
 		r.rep.Databases, r.rep.Cut = nil, 0
-		err := r.measure(ctx, set, pos)
-		if err == nil {
-			err = r.record(ctx, set)
+		if err := r.measure(ctx, set, pos); err != nil {
+			return err
 		}
-		if err == nil || ctx.Err() != nil {
+		return r.record(ctx, set)
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("%s are failed over (writable on DR), but their figures could not be recorded: %w", strings.Join(set, ", "), err)
+	}
+	return err
+}
+
+// errFinal marks a failure of a step after the mark that trying again
+// cannot mend: the database changed under the failover.
+var errFinal = errors.New("changed while failing over")
+
+// again runs step, a step after the marks are written (each idempotent),
+// until it succeeds, ctx ends, it fails for good (ErrNotFenced, errFinal)
+// or limit passes, dialling the DR metastore again after each failure:
+// the chaos of an outage (Kafka or a metastore restarting) must not
+// leave a database marked without its figures.
+func (r *run) again(ctx context.Context, what string, limit time.Duration, step func() error) error {
+	deadline := time.Now().Add(limit)
+	for attempt := 1; ; attempt++ {
+		err := step()
+		if err == nil || ctx.Err() != nil || errors.Is(err, ErrNotFenced) || errors.Is(err, errFinal) {
 			return err
 		}
 		if !time.Now().Before(deadline) {
-			return fmt.Errorf("%s are failed over (writable on DR), but their figures could not be recorded in %s: %w", strings.Join(set, ", "), recordTimeout, err)
+			return fmt.Errorf("%s: failing for %s: %w", what, limit, err)
 		}
-		r.log.Warn("the failover's figures could not be measured or recorded; trying again", "attempt", attempt, "err", err)
+		r.log.Warn("a failover step failed; trying again", "step", what, "attempt", attempt, "err", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(2 * time.Second):
+		case <-time.After(r.opts.Poll):
+		}
+		if dr, derr := hms.Dial(ctx, r.conf.Applier.Metastore, r.conf.DRMetastoreOptions()); derr == nil {
+			r.dr.Close()
+			r.dr = dr
 		}
 	}
 }
@@ -550,7 +573,7 @@ func (r *run) record(ctx context.Context, set []string) error {
 			return fmt.Errorf("get DR database %s: %w", d.Database, err)
 		}
 		if cur.Parameters[drparam.FailoverFence] != r.token {
-			return fmt.Errorf("DR database %s: the failover mark changed while failing over (fence %q, want %q)", d.Database, cur.Parameters[drparam.FailoverFence], r.token)
+			return fmt.Errorf("%w: DR database %s: the failover mark is another's (fence %q, want %q)", errFinal, d.Database, cur.Parameters[drparam.FailoverFence], r.token)
 		}
 		cur.Parameters = Mark(cur.Parameters, d, r.opts.Mode, r.rep.Cut, set, r.rep.At)
 		if err := r.dr.AlterDatabase(ctx, d.Database, cur); err != nil {
