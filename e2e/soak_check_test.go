@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,36 @@ func TestSoakDiffCompactionLeftOut(t *testing.T) {
 	lee := soakLeeway{gone: func(_, _, file string) bool { return strings.HasPrefix(file, "base_0000003/") }}
 	if d := dr.diff(over, &lee); d == "" {
 		t.Fatal("deltas under a gone overwrite's base were accepted")
+	}
+}
+
+// TestSoakDiffPartitionAtItsStamp: a partition DR holds beyond the
+// source's state after N is accepted when it is, with its files, the
+// partition the source had after the event it is stamped with (past N);
+// one stamped at or before N, or holding other files, is not.
+func TestSoakDiffPartitionAtItsStamp(t *testing.T) {
+	src := soakState{"t": {Parts: map[string][]string{"a": {"000000_0"}}}}
+	later := soakState{"t": {Parts: map[string][]string{"a": {"000000_0"}, "b": {"000000_0"}}}}
+	partAt := func(table, part string, stamp int64, files []string) bool {
+		fs, ok := later[table].Parts[part]
+		return stamp > 40 && ok && slices.Equal(fs, files)
+	}
+	for _, c := range []struct {
+		name  string
+		stamp string
+		files []string
+		ok    bool
+	}{
+		{"at its own event's state", "45", []string{"000000_0"}, true},
+		{"stamped at or before N", "40", []string{"000000_0"}, false},
+		{"other files", "45", []string{"000000_0", "000000_0_copy_1"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dr := soakState{"t": {Parts: map[string][]string{"a": {"000000_0"}, "b": c.files}, Stamps: map[string]string{"b": c.stamp}}}
+			lee := soakLeeway{partAt: partAt}
+			if d := dr.diff(src, &lee); (d == "") != c.ok {
+				t.Fatalf("diff = %q; want accepted %v", d, c.ok)
+			}
+		})
 	}
 }
