@@ -417,6 +417,19 @@ func (p *planner) compaction(c *schemas.Compaction) Decision {
 		return p.noop(ReasonCompactionGone, "compaction %d of %s: the tailer found nothing it wrote (the source no longer had the object)", c.CompactionID, what)
 	}
 	ready, ok := p.filesReady(obj, p.ev.Files)
+	if !ok && ready.Outcome == Wait && (ready.Reason == ReasonSourceGone || ready.Reason == ReasonCopyFailed) {
+		// Its output is gone from the source: a later compaction's
+		// cleaner removed it. That compaction's output covers it.
+		if s := p.compactionCoveredLater(c); s != nil {
+			if w := p.pendingCopies(p.ev.Files); len(w) > 0 {
+				d := waitFiles(w)
+				d.Detail = fmt.Sprintf("compaction %d of %s is left out (event %d's compaction covers what it wrote), after its other %d file copies complete (first: task %s)",
+					c.CompactionID, what, s.EventID, len(w), w[0])
+				return d
+			}
+			ready = p.noop(ReasonSuperseded, "compaction %d of %s: %s; event %d's compaction covers what it wrote", c.CompactionID, what, ready.Detail, s.EventID)
+		}
+	}
 	if !ok && !leftOut(ready) {
 		return ready
 	}
@@ -448,6 +461,33 @@ func (p *planner) compaction(c *schemas.Compaction) Decision {
 // removes or replaces the event's object.
 func leftOut(d Decision) bool {
 	return d.Outcome == NoOp && (d.Reason == ReasonSuperseded || d.Reason == ReasonSupersededByBootstrap)
+}
+
+// compactionCoveredLater returns the first later compaction of c's
+// object whose output covers every directory c wrote: a major one's base
+// at or above each, or a minor one's directory of the same kind whose
+// write IDs hold each one's. The source's cleaner of that compaction
+// removes c's output, which DR then no longer needs.
+func (p *planner) compactionCoveredLater(c *schemas.Compaction) *schemas.Event {
+	obj := compacted(c)
+	for _, ev := range p.in.Later {
+		l, ok := ev.Payload.(*schemas.Compaction)
+		if !ok || compacted(l) != obj || len(c.Dirs) == 0 {
+			continue
+		}
+		all := true
+		for _, name := range c.Dirs {
+			d, ok := acid.ParseDir(name)
+			all = all && ok && slices.ContainsFunc(l.Dirs, func(ln string) bool {
+				x, ok := acid.ParseDir(ln)
+				return ok && (x.Kind == acid.Base && x.Max >= d.Max || x.Kind == d.Kind && x.Min <= d.Min && d.Max <= x.Max)
+			})
+		}
+		if all {
+			return ev
+		}
+	}
+	return nil
 }
 
 // compacted is the object a compaction rewrote.

@@ -669,6 +669,15 @@ func TestPlan(t *testing.T) {
 			later: []*schemas.Event{compaction(60, &srcP1, "base_0000009_v0000150")},
 			state: ordersP1, outcome: NoOp, reason: ReasonSuperseded,
 			actions: []string{"prune what base_0000004 covers under " + drPath(srcP1.Location), "alter database sales"}},
+		{name: "minor compaction whose file is gone, covered by a later minor compaction", ev: compaction(50, &srcP1, "delta_0000016_0000019_v0000123"), copies: map[string]Copy{
+			"50-0": {Status: schemas.StatusCopied}, "50-1": {Status: schemas.StatusSourceGone, Error: "no such file"}},
+			later: []*schemas.Event{compaction(60, &srcP1, "delta_0000012_0000021_v0000150")},
+			state: ordersP1, outcome: NoOp, reason: ReasonSuperseded,
+			actions: []string{"prune what delta_0000016_0000019 covers under " + drPath(srcP1.Location), "alter database sales"}},
+		{name: "minor compaction whose file is gone, a later one of other writes: waits", ev: compaction(50, &srcP1, "delta_0000016_0000019_v0000123"), copies: map[string]Copy{
+			"50-0": {Status: schemas.StatusCopied}, "50-1": {Status: schemas.StatusSourceGone, Error: "no such file"}},
+			later: []*schemas.Event{compaction(60, &srcP1, "delta_0000020_0000021_v0000150")},
+			state: ordersP1, outcome: Wait, reason: ReasonSourceGone},
 		{name: "compaction of a partition missing on DR halts", ev: compaction(50, &srcP1, "base_0000004_v0000123"),
 			state: ordersState, outcome: Halt, reason: ReasonMissingObject},
 		{name: "compaction of a partition missing on DR, dropped later", ev: compaction(50, &srcP1, "base_0000004_v0000123"),
