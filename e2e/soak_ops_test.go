@@ -210,12 +210,23 @@ func (o *soakOps) bootstrap(ctx context.Context) {
 // -repair-chain` and the tailer's restart bootstrap every database
 // again, each applied on DR.
 func (o *soakOps) purgeRepair(ctx context.Context) {
-	src, err := hms.Dial(ctx, o.srcAddr, hms.Options{})
-	if err != nil {
-		o.problem(fmt.Sprintf("purge: the source metastore: %v", err))
-		return
+	// The chaos may be restarting the source metastore: dial until it
+	// answers.
+	var src *hms.Client
+	for t0 := time.Now(); ; {
+		var err error
+		if src, err = hms.Dial(ctx, o.srcAddr, hms.Options{}); err == nil {
+			break
+		}
+		if time.Since(t0) > 2*time.Minute {
+			o.problem(fmt.Sprintf("purge: the source metastore: %v", err))
+			return
+		}
+		if !wait(ctx, time.Now().Add(time.Second)) { // polls the source metastore
+			return
+		}
 	}
-	defer src.Close()
+	defer func() { src.Close() }()
 	head := func() int64 {
 		h, err := src.GetCurrentNotificationEventId(ctx)
 		if err != nil {
