@@ -296,7 +296,6 @@ func (p *planner) commitTxn(t *schemas.Transaction) Decision {
 	return apply(append([]Action{ReplCommit{Policy: p.db, SrcTxn: t.TxnIDs[0], Writes: writes, Replaced: replaced}}, prunes...)...)
 }
 
-// writtenObj is the object a write wrote: its partition, or its table.
 // markReplaced names f's DR location in *replaced (ReplCommit.Replaced)
 // as replaced by event id, making the map when it is nil.
 func (p *planner) markReplaced(replaced *map[string]int64, f schemas.FileRef, id int64) error {
@@ -331,6 +330,7 @@ func (p *planner) compactedLater(w schemas.TableWriteID) *schemas.Event {
 	return nil
 }
 
+// writtenObj is the object a write wrote: its partition, or its table.
 func writtenObj(w schemas.TableWriteID) objKey {
 	tk := tableKey(w.Database, w.Table)
 	obj := objKey{db: tk.DB, table: tk.Name}
