@@ -726,17 +726,9 @@ func (x *executor) prune(ctx context.Context, a PruneFiles) error {
 		if held[c.rel] {
 			continue
 		}
-		later, err := x.writtenAfter(location.Append(dir.String(), c.rel), a.EventID)
+		later, err := x.copiedLater(ctx, location.Append(dir.String(), c.rel), c.loc, a.EventID)
 		if err != nil {
 			return fmt.Errorf("%s: %w", a, err)
-		}
-		if !later {
-			// A later event's copy whose completion is not read yet
-			// carries that event's mark (copyd sets it before the file
-			// appears at its path).
-			if later, err = x.markedAfter(ctx, c.loc, a.EventID); err != nil {
-				return fmt.Errorf("%s: %w", a, err)
-			}
 		}
 		if !later {
 			remove = append(remove, c.loc)

@@ -172,7 +172,7 @@ func (x *executor) pruneObsolete(ctx context.Context, dir, what string, eventID 
 	if err != nil {
 		return refuse(err)
 	}
-	var remove []string
+	var remove, rels []string
 	err = w.Walk(ctx, dir, func(loc string, _ int64) error {
 		l, err := location.Parse(loc)
 		if err != nil {
@@ -184,7 +184,7 @@ func (x *executor) pruneObsolete(ctx context.Context, dir, what string, eventID 
 		}
 		top, _, nested := strings.Cut(rel, "/")
 		if nested && acid.IsDir(top) && obsolete(top) {
-			remove = append(remove, loc)
+			remove, rels = append(remove, loc), append(rels, rel)
 		}
 		return nil
 	})
@@ -195,8 +195,8 @@ func (x *executor) pruneObsolete(ctx context.Context, dir, what string, eventID 
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	kept := remove[:0]
-	for _, loc := range remove {
-		later, err := x.copiedLater(ctx, loc, eventID)
+	for i, loc := range remove {
+		later, err := x.copiedLater(ctx, location.Append(d.String(), rels[i]), loc, eventID)
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
@@ -207,23 +207,24 @@ func (x *executor) pruneObsolete(ctx context.Context, dir, what string, eventID 
 	return x.removeObsolete(ctx, dir, what, eventID, kept) // prunedelay.go: after applier.prune_delay
 }
 
-// copiedLater reports whether the DR file at loc is a copy made for an
-// event after eventID: its completion was read (writtenAfter), or it
-// carries that event's mark (copyd sets it before the file appears). A
-// table dropped and made again at the same path names its first deltas
-// as the old one did, and their copies run ahead of the applier: an
-// obsolete-directory prune of the old table must not take them. 0: no
-// event to compare with.
-func (x *executor) copiedLater(ctx context.Context, loc string, eventID int64) (bool, error) {
+// copiedLater reports whether a DR file is a copy made for an event
+// after eventID: its completion was read (writtenAfter, by the file's
+// canonical location), or it carries that event's mark (copyd sets it
+// before the file appears; read at listed, the location as the listing
+// spells it). A later event's file copied ahead of its metadata must
+// survive an earlier event's prune: a table dropped and made again at
+// the same path names its first deltas as the old one did. 0: no event
+// to compare with.
+func (x *executor) copiedLater(ctx context.Context, canonical, listed string, eventID int64) (bool, error) {
 	if eventID <= 0 {
 		return false, nil
 	}
 	if x.writtenAfter != nil {
-		if later, err := x.writtenAfter(loc, eventID); err != nil || later {
+		if later, err := x.writtenAfter(canonical, eventID); err != nil || later {
 			return later, err
 		}
 	}
-	return x.markedAfter(ctx, loc, eventID)
+	return x.markedAfter(ctx, listed, eventID)
 }
 
 // dirRenamer moves directories in one step (fs.Router).

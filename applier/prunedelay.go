@@ -178,7 +178,7 @@ func (x *executor) removeStillObsolete(ctx context.Context, r delayedRemoval) er
 		}
 		// A copy made since for a later event (a table made again at
 		// the path) carries its mark: it stays.
-		if later, err := x.copiedLater(ctx, loc, r.eventID); err != nil {
+		if later, err := x.copiedLater(ctx, location.Append(d.String(), rel), loc, r.eventID); err != nil {
 			return fmt.Errorf("%s: %w", r.what, err)
 		} else if later {
 			continue
