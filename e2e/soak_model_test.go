@@ -158,7 +158,11 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 					})
 				}
 				if !slices.Equal(fa, fb) {
-					out = append(out, fmt.Sprintf("%s partition %q: files on DR %v, source %v", name, p, fa, fb))
+					w := ""
+					if b.Valid != "" {
+						w = fmt.Sprintf(" (write IDs on DR %s, source %s)", a.WriteIDs, b.WriteIDs)
+					}
+					out = append(out, fmt.Sprintf("%s partition %q: files on DR %v, source %v%s", name, p, fa, fb, w))
 				}
 			}
 		}
