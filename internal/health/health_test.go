@@ -57,16 +57,7 @@ func TestHealthReadyzHandler(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
-	get := func(path string) (int, string) {
-		t.Helper()
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(path string) (int, string) { return fetch(t, srv.URL+path) }
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
@@ -152,16 +143,7 @@ func TestHealthHealthzHandler(t *testing.T) {
 	Mount(mux, live, ready)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	get := func(path string) (int, string) {
-		t.Helper()
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(path string) (int, string) { return fetch(t, srv.URL+path) }
 
 	loop.gauge.Set(float64(now.Add(-time.Second).Unix()))
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
@@ -206,4 +188,16 @@ func TestHealthLoopHangFault(t *testing.T) {
 	if l.rounds.Load() != 2 {
 		t.Errorf("rounds = %d, want 2", l.rounds.Load())
 	}
+}
+
+// fetch GETs url and returns the status code and body.
+func fetch(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
