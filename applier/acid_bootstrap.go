@@ -202,24 +202,22 @@ func setDone(dr TableWriteIDs, w *schemas.SnapshotWriteIDs) bool {
 }
 
 // resumable reports whether a SetWriteIDs of w interrupted by a crash
-// can go on from what DR holds (see the executor's steps).
+// can go on from what DR holds (see the executor's steps): nothing set,
+// the state below the anchor set, or the anchor (its transaction open or
+// committed) and part of the tail allocated (a tail transaction open at
+// the highest).
 func resumable(dr TableWriteIDs, w *schemas.SnapshotWriteIDs) bool {
+	m := dr.MaxAllocated
+	anchor := anchorOf(w.HighWaterMark, invalidIDs(w))
 	switch {
-	case dr.MaxAllocated == 0:
+	case m == 0:
 		return true
-	case dr.MaxAllocated == w.HighWaterMark-1 && anchored(w):
+	case anchor > 0 && m == anchor-1:
 		return true
+	case anchor > 0 && anchor <= m && m <= w.HighWaterMark:
+		return dr.State != nil && subset(dr.State.Open, []int64{anchor, m})
 	}
-	return dr.MaxAllocated == w.HighWaterMark && dr.State != nil && subset(dr.State.Open, []int64{w.HighWaterMark})
-}
-
-// anchored reports whether setting w takes the second step: a valid
-// high-water mark above aborted write IDs gets a committed DR transaction
-// of its own, since the metastore reads a table's high-water mark off
-// its highest TXN_TO_WRITE_ID row while there is any (the executor).
-func anchored(w *schemas.SnapshotWriteIDs) bool {
-	inv := invalidIDs(w)
-	return w.HighWaterMark > 0 && len(inv) > 0 && !slices.Contains(inv, w.HighWaterMark)
+	return m == w.HighWaterMark && dr.State != nil && subset(dr.State.Open, []int64{w.HighWaterMark})
 }
 
 // stateStep is what a TABLE record does to the DR name's write IDs.

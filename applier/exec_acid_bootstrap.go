@@ -31,11 +31,16 @@ type WriteIDStates interface {
 
 var _ WriteIDStates = (*hms.Client)(nil)
 
-// anchorTxn is the source transaction ID SetWriteIDs opens its DR
-// transaction under (see setWriteIDs): no source transaction has it
-// (their IDs are positive). A leftover of a crash is committed by the
-// next SetWriteIDs of the database, or found again by its re-drive.
-const anchorTxn = -1
+// anchorTxn and tailTxn are the source transaction IDs SetWriteIDs opens
+// its DR transactions under (see setWriteIDs): no source transaction has
+// them (their IDs are positive). A leftover anchor of a crash is
+// committed by the next SetWriteIDs of the database, a leftover tail
+// transaction aborted by the next that has a tail, or either found again
+// by its re-drive.
+const (
+	anchorTxn = -1
+	tailTxn   = -2
+)
 
 func (x *executor) writeIDStates(op string) (WriteIDStates, error) {
 	ms, ok := x.ms.(WriteIDStates)
@@ -103,22 +108,29 @@ func maxAllocated(ctx context.Context, ms WriteIDStates, tk TableKey) (int64, er
 
 // setWriteIDs gives a.DB.Table the write-ID state a (SetWriteIDs). Every
 // step is idempotent and skipped once done, so a crash anywhere is
-// re-driven from the start:
+// re-driven from the start; how far the last run got is read off the
+// highest write ID allocated under the name (m):
 //
 //  1. With no write ID allocated under the name, repl_tbl_writeid_state
-//     (Hive's REPL bootstrap call): one DR transaction per invalid write
-//     ID, opened and aborted, and NEXT_WRITE_ID one above the high-water
-//     mark. A no-op where the name has a NEXT_WRITE_ID already.
-//  2. The metastore reads a table's high-water mark off its highest
-//     TXN_TO_WRITE_ID row while it has any (get_valid_write_ids), and
-//     step 1 writes rows for the invalid write IDs only: a valid
-//     high-water mark above them would read as the highest invalid one,
-//     and readers would miss every write above it. So step 1 stops one
-//     below it, and the mark gets a DR transaction of its own, allocated
-//     (in the replication flow, at exactly DR's next write ID, so nothing
-//     else is touched) and committed: the anchor. Its source transaction
-//     is anchorTxn; a leftover anchor is committed before a new one.
-//  3. The highest allocated write ID must then be the mark; otherwise the
+//     (Hive's REPL bootstrap call) sets the state below the anchor (see
+//     anchorOf): one DR transaction per invalid write ID, opened and
+//     aborted, and NEXT_WRITE_ID at the anchor. A no-op where the name
+//     has a NEXT_WRITE_ID already.
+//  2. The anchor, the highest valid write ID, gets a DR transaction of
+//     its own, allocated (in the replication flow, at exactly DR's next
+//     write ID, so nothing else is touched) and committed. Hive 4 reads a
+//     table's high-water mark off its highest TXN_TO_WRITE_ID row, and
+//     when none of its rows is a committed transaction's (as step 1
+//     leaves them: aborted ones only) it takes the lowest invalid write
+//     ID for the mark (get_valid_write_ids' rule for compacted tables):
+//     readers would miss every valid write above it. Its source
+//     transaction is anchorTxn; a leftover anchor is committed before a
+//     new one.
+//  3. The invalid write IDs above the anchor (the tail), one DR
+//     transaction each under tailTxn, allocated at DR's next write ID and
+//     aborted. A tail transaction left open by a crash holds the highest
+//     write ID allocated, or none: it is aborted first either way.
+//  4. The highest allocated write ID must then be the mark; otherwise the
 //     name held another state (the plan reads DR before it decides, so
 //     only a change behind its back gets here) and the metastore refuses.
 func (x *executor) setWriteIDs(ctx context.Context, a SetWriteIDs) error {
@@ -132,13 +144,19 @@ func (x *executor) setWriteIDs(ctx context.Context, a SetWriteIDs) error {
 	if err != nil {
 		return err
 	}
-	anchor := a.HighWaterMark > 1 && len(a.Invalid) > 0 && !slices.Contains(a.Invalid, a.HighWaterMark)
+	anchor := anchorOf(a.HighWaterMark, a.Invalid)
 	first := acid.WriteIDs{HighWaterMark: a.HighWaterMark, Aborted: a.Invalid}
-	if anchor {
-		first.HighWaterMark--
+	if anchor > 0 {
+		first = acid.WriteIDs{HighWaterMark: anchor - 1}
+		for _, id := range a.Invalid {
+			if id < anchor {
+				first.Aborted = append(first.Aborted, id)
+			}
+		}
 	}
 	agent := drparam.ReplTxnAgent(a.Policy)
-	if m == 0 {
+	policy := a.Policy
+	if m == 0 && first.HighWaterMark > 0 {
 		err := ms.ReplTblWriteidState(ctx, &hive_metastore.ReplTblWriteIdStateRequest{
 			ValidWriteIdlist: acid.FormatValidWriteIDList(tk.String(), first), User: "hivedr", HostName: agent, DbName: tk.DB, TableName: tk.Name,
 		})
@@ -149,38 +167,83 @@ func (x *executor) setWriteIDs(ctx context.Context, a SetWriteIDs) error {
 			return err
 		}
 	}
-	policy := a.Policy
-	if anchor && m == a.HighWaterMark-1 {
-		if err := ms.CommitReplTxn(ctx, policy, anchorTxn, nil, nil); err != nil { // a leftover, if any
-			return classify(op+": commit a leftover anchor", err)
-		}
+	// allocate gives write ID id, DR's next, to a new DR transaction
+	// standing for source transaction src.
+	allocate := func(what string, src, id int64) error {
 		_, err := ms.OpenTxns(ctx, &hive_metastore.OpenTxnRequest{
 			NumTxns: 1, User: "hivedr", Hostname: agent, AgentInfo: agent,
-			ReplPolicy: &policy, ReplSrcTxnIds: []int64{anchorTxn}, TxnType: hive_metastore.TxnType_REPL_CREATED,
+			ReplPolicy: &policy, ReplSrcTxnIds: []int64{src}, TxnType: hive_metastore.TxnType_REPL_CREATED,
 		})
 		if err != nil {
-			return classify(op+": open the anchor transaction", err)
+			return classify(fmt.Sprintf("%s: open the transaction of %s", op, what), err)
 		}
 		_, err = ms.AllocateTableWriteIds(ctx, &hive_metastore.AllocateTableWriteIdsRequest{
 			DbName: tk.DB, TableName: tk.Name, ReplPolicy: &policy,
-			SrcTxnToWriteIdList: []*hive_metastore.TxnToWriteId{{TxnId: anchorTxn, WriteId: a.HighWaterMark}},
+			SrcTxnToWriteIdList: []*hive_metastore.TxnToWriteId{{TxnId: src, WriteId: id}},
 		})
 		if err != nil {
-			return classify(op+": allocate the high-water mark", err)
+			return classify(fmt.Sprintf("%s: allocate %s", op, what), err)
+		}
+		return nil
+	}
+	if anchor > 0 && m == anchor-1 {
+		if err := ms.CommitReplTxn(ctx, policy, anchorTxn, nil, nil); err != nil { // a leftover, if any
+			return classify(op+": commit a leftover anchor", err)
+		}
+		if err := allocate(fmt.Sprintf("the anchor, write id %d", anchor), anchorTxn, anchor); err != nil {
+			return err
 		}
 		if m, err = maxAllocated(ctx, ms, tk); err != nil {
 			return err
 		}
 	}
-	if anchor {
+	if anchor > 0 {
 		if err := ms.CommitReplTxn(ctx, policy, anchorTxn, nil, nil); err != nil {
 			return classify(op+": commit the anchor transaction", err)
+		}
+	}
+	if anchor > 0 && anchor < a.HighWaterMark {
+		for {
+			if err := ms.AbortReplTxn(ctx, policy, tailTxn); err != nil {
+				return classify(op+": abort a tail transaction", err)
+			}
+			if m < anchor || m >= a.HighWaterMark {
+				break
+			}
+			if err := allocate(fmt.Sprintf("aborted write id %d", m+1), tailTxn, m+1); err != nil {
+				return err
+			}
+			next, err := maxAllocated(ctx, ms, tk)
+			if err != nil {
+				return err
+			}
+			if next != m+1 {
+				return &RefusedError{Op: op, Err: fmt.Errorf("allocating write id %d under %s on DR left %d the highest allocated", m+1, tk, next)}
+			}
+			m = next
 		}
 	}
 	if m != a.HighWaterMark {
 		return &RefusedError{Op: op, Err: fmt.Errorf("the highest write id allocated under %s on DR is %d, not %d: the name holds another write-ID state", tk, m, a.HighWaterMark)}
 	}
 	return nil
+}
+
+// anchorOf is the write ID that setting a state of high-water mark hwm
+// with write IDs invalid gives a committed DR transaction: the highest
+// valid one. 0 when none needs it: nothing invalid (a table without
+// TXN_TO_WRITE_ID rows reads its mark off NEXT_WRITE_ID), or nothing
+// valid (a reader sees no write either way).
+func anchorOf(hwm int64, invalid []int64) int64 {
+	if len(invalid) == 0 {
+		return 0
+	}
+	for id := hwm; id > 0; id-- {
+		if !slices.Contains(invalid, id) {
+			return id
+		}
+	}
+	return 0
 }
 
 // resetWriteIDs removes a.DB.Table with the write-ID bookkeeping the

@@ -21,7 +21,9 @@ import (
 // applier makes use it: repl_tbl_writeid_state is a no-op over an
 // existing NEXT_WRITE_ID; a replicated allocation at another write ID
 // than NEXT_WRITE_ID deletes the table's rows; get_valid_write_ids reads
-// the high-water mark off the highest row while there is one; a rename
+// the high-water mark off the highest row while there is one, and takes
+// the lowest invalid write ID for it when no row is a committed
+// transaction's; a rename
 // moves the bookkeeping, a drop that keeps the data keeps it.
 type acidHMS struct {
 	*fakeHMS
@@ -196,13 +198,21 @@ func (f *acidHMS) GetValidWriteIds(ctx context.Context, req *hms.GetValidWriteId
 			}
 		})
 		var bits byte
+		committed := false
 		for _, w := range ws {
-			if s := f.txns[f.rows[tbl][w]]; w <= v.WriteIdHighWaterMark && s != "committed" {
+			s := f.txns[f.rows[tbl][w]]
+			committed = committed || w <= v.WriteIdHighWaterMark && s == "committed"
+			if w <= v.WriteIdHighWaterMark && s != "committed" {
 				if s == "aborted" {
 					bits |= 1 << len(v.InvalidWriteIds)
 				}
 				v.InvalidWriteIds = append(v.InvalidWriteIds, w)
 			}
+		}
+		if !committed && len(v.InvalidWriteIds) > 0 {
+			// No committed write among the rows: the lowest invalid
+			// write ID is the mark (Hive 4's rule for compacted tables).
+			v.WriteIdHighWaterMark, v.InvalidWriteIds, bits = v.InvalidWriteIds[0], v.InvalidWriteIds[:1], bits&1
 		}
 		v.AbortedBits = []byte{bits}
 		r.TblValidWriteIds = append(r.TblValidWriteIds, v)
@@ -275,6 +285,14 @@ func TestSetWriteIDs(t *testing.T) {
 			"hwm=9 open=[] aborted=[2 5]"},
 		{"the mark aborted", SetWriteIDs{DB: "sales", Table: "orders", Policy: "sales", HighWaterMark: 9, Invalid: []int64{3, 9}},
 			"hwm=9 open=[] aborted=[3 9]"},
+		{"aborted above the last valid: a tail", SetWriteIDs{DB: "sales", Table: "orders", Policy: "sales", HighWaterMark: 9, Invalid: []int64{3, 8, 9}},
+			"hwm=9 open=[] aborted=[3 8 9]"},
+		{"only the first valid", SetWriteIDs{DB: "sales", Table: "orders", Policy: "sales", HighWaterMark: 4, Invalid: []int64{2, 3, 4}},
+			"hwm=4 open=[] aborted=[2 3 4]"},
+		// Nothing valid: the metastore's reader takes the lowest for the
+		// mark, and sees no write, as the source's does.
+		{"none valid", SetWriteIDs{DB: "sales", Table: "orders", Policy: "sales", HighWaterMark: 3, Invalid: []int64{1, 2, 3}},
+			"hwm=1 open=[] aborted=[1]"},
 		{"none invalid", SetWriteIDs{DB: "sales", Table: "orders", Policy: "sales", HighWaterMark: 9}, "hwm=9 open=[] aborted=[]"},
 		{"one write, valid", SetWriteIDs{DB: "sales", Table: "orders", Policy: "sales", HighWaterMark: 1}, "hwm=1 open=[] aborted=[]"},
 	} {
@@ -306,16 +324,18 @@ func TestSetWriteIDs(t *testing.T) {
 }
 
 // TestSetWriteIDsAnchorMatters: without the anchor, a reader of a table
-// with aborted write IDs below a valid mark would read the highest
-// aborted one as the mark (the metastore's rule, which acidHMS follows).
+// whose rows are all aborted transactions' would read the lowest aborted
+// write ID as the mark (the metastore's rule, which acidHMS follows and
+// the DR metastore showed: hwm=1 aborted=[1] for a state set with mark 28
+// and write IDs 1, 3, 6 ... 28 aborted).
 func TestSetWriteIDsAnchorMatters(t *testing.T) {
 	f := newAcidHMS()
 	err := f.ReplTblWriteidState(context.Background(), &hms.ReplTblWriteIdStateRequest{DbName: "sales", TableName: "orders",
-		ValidWriteIdlist: acid.FormatValidWriteIDList("sales.orders", acid.WriteIDs{HighWaterMark: 9, Aborted: []int64{2, 5}})})
+		ValidWriteIdlist: acid.FormatValidWriteIDList("sales.orders", acid.WriteIDs{HighWaterMark: 9, Aborted: []int64{2, 5, 9}})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := f.state(t, "sales.orders"); w.HighWaterMark != 5 {
+	if w := f.state(t, "sales.orders"); w.String() != "hwm=2 open=[] aborted=[2]" {
 		t.Fatalf("the model's reader sees %s: it does not follow the metastore's rule", w)
 	}
 }

@@ -28,6 +28,16 @@ func newAcidSource(t *testing.T, env *testenv.Env, prefix string) *acidRig {
 	return r
 }
 
+// bootstrapsDone waits until the bootstraps of both of the rig's
+// databases are done on DR.
+func (r *acidRig) bootstrapsDone(d time.Duration) {
+	r.t.Helper()
+	eventually(r.t, d, "both bootstraps done on DR", func() bool {
+		r.checkAlive()
+		return bootstrapDone(r.ctx, r.dr, r.db1) != "" && bootstrapDone(r.ctx, r.dr, r.db2) != ""
+	})
+}
+
 // TestAcidBootstrap bootstraps two databases of transactional tables
 // (full ACID and insert-only, partitioned and not) that already have a
 // history (commits, aborts, a transaction writing both databases, one
@@ -111,10 +121,7 @@ func TestAcidBootstrap(t *testing.T) {
 	// tables; more writes follow.
 	r.end(open, true, openWrites...)
 	r.round()
-	eventually(t, 5*time.Minute, "both bootstraps done on DR", func() bool {
-		r.checkAlive()
-		return bootstrapDone(r.ctx, r.dr, r.db1) != "" && bootstrapDone(r.ctx, r.dr, r.db2) != ""
-	})
+	r.bootstrapsDone(5 * time.Minute)
 	r.round()
 	r.converge(5 * time.Minute)
 	r.compactedOnDR() // the compactor's directories the bootstrap copied, under their DR names
@@ -192,10 +199,7 @@ func TestAcidBootstrapOpenAtCut(t *testing.T) {
 	r.withTailer("bootstrap_open_txn_wait: 0s")
 	r.startAll()
 	r.requestBootstrap([]string{r.db1, r.db2}, nil)
-	eventually(t, 5*time.Minute, "both bootstraps done on DR", func() bool {
-		r.checkAlive()
-		return bootstrapDone(r.ctx, r.dr, r.db1) != "" && bootstrapDone(r.ctx, r.dr, r.db2) != ""
-	})
+	r.bootstrapsDone(5 * time.Minute)
 	w, err := wl.ValidWriteIDs(r.ctx, r.dr, []string{orders.full()})
 	if err != nil {
 		t.Fatal(err)
