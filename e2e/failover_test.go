@@ -462,3 +462,71 @@ func hasTable(t *testing.T, ctx context.Context, c *hms.Client, db, table string
 	}
 	return false
 }
+
+// TestFailoverResume: a planned failover killed (-9) right after it
+// marked its database and the applier confirmed the fence, before it
+// recorded the figures, leaves the database writable on DR without them.
+// Run again, the failover refuses it, naming -resume and changing
+// nothing; with -resume it fences it again without waiting for it, keeps
+// the first mark's time, and records the figures (RPO 0: every event was
+// applied).
+func TestFailoverResume(t *testing.T) {
+	u := uniq(t)
+	db1, db2 := "fores_sales_"+u, "fores_crm_"+u
+	p := startPipeline(t, 8*time.Minute, db1, db2)
+	p.runSteps(failoverSteps(db1, db2), nil)
+
+	fo := startHivedrEnv(t, "failover", []string{failover.FaultEnv + "=" + failover.FaultFenced},
+		"failover", "-config", p.conf, "-json", "-db", db1, "-timeout", "3m")
+	poll(t, 4*time.Minute, 100*time.Millisecond, "the failover stopped after the fence", func() bool {
+		if fo.exited() {
+			t.Fatalf("the failover exited before its fault point:\n%s", fo.out.String())
+		}
+		return processStopped(t, fo.cmd.Process.Pid)
+	})
+	fo.kill9()
+	d, err := p.dr.GetDatabase(p.ctx, db1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := d.Parameters[drparam.FailedOverAt]
+	if first == "" || d.Parameters[drparam.FailoverFenced] == "" || d.Parameters[drparam.FailoverEventID] != "" {
+		t.Fatalf("DR database %s after the killed failover: %v; want marked and fenced, no figures", db1, d.Parameters)
+	}
+
+	if _, errOut, code := runFailover(t, p.conf, "-db", db1, "-timeout", "1m"); code != 1 || !strings.Contains(errOut, "-resume") ||
+		!strings.Contains(errOut, failover.ErrCutShort.Error()) {
+		t.Errorf("a failover of the cut-short database without -resume exited %d, want 1 naming -resume: %s", code, errOut)
+	}
+	if d, err := p.dr.GetDatabase(p.ctx, db1); err != nil || d.Parameters[drparam.FailoverEventID] != "" {
+		t.Errorf("the refused failover changed %s: %v %v", db1, err, d.Parameters)
+	}
+
+	out, errOut, code := runTool(t, 6*time.Minute, "failover", "-config", p.conf, "-json", "-db", db1, "-resume", "-timeout", "3m")
+	if code != 0 {
+		t.Fatalf("failover -resume exited %d:\n%s%s", code, out, errOut)
+	}
+	var rep failover.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("failover -resume -json output: %v\n%s", err, out)
+	}
+	// (Its topic is not consumed to the end: the fence rewinds the fenced
+	// worker's queue, and the halted worker reads none of it. It reached
+	// its watermark or a heartbeat after it, and no source event of it
+	// came later.)
+	if len(rep.Databases) != 1 || rep.Databases[0].LostEvents != 0 || rep.Databases[0].Reached < rep.Databases[0].LastID {
+		t.Fatalf("failover -resume report %+v, want %s at or past its watermark with RPO 0", rep, db1)
+	}
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "resumed a failover cut short") }) {
+		t.Errorf("the report's notes do not say the failover was resumed: %q", rep.Notes)
+	}
+	got := checkFailedOver(t, p.ctx, p.dr, db1, "planned", rep.Databases[0].Reached)
+	if got[drparam.FailedOverAt] != first {
+		t.Errorf("%s failed over at %s after -resume, want the first mark's %s", db1, got[drparam.FailedOverAt], first)
+	}
+	// The other database was never part of it: still a replica.
+	if d, err := p.dr.GetDatabase(p.ctx, db2); err != nil || d.Parameters[drparam.FailedOverAt] != "" {
+		t.Errorf("%s was changed: %v %v", db2, err, d.Parameters)
+	}
+	writeAndRefuse(t, p, db1)
+}

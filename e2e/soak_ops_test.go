@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -384,7 +385,16 @@ func (o *soakOps) failover(ctx context.Context) (int64, bool) {
 		}
 		return nil
 	}
-	try, ok := o.attempt(ctx, 5*time.Minute, decode, nil, "failover", "-config", o.conf, "-json", "-db", o.fail, "-timeout", "4m")
+	// An attempt cut short after it marked the database (killed, or its
+	// figures unrecorded through an outage) is finished by the next one,
+	// -resume (no other failover of it runs: the soak runs them in turn).
+	resume := func(errOut string, args []string) []string {
+		if strings.Contains(errOut, failover.ErrCutShort.Error()) && !slices.Contains(args, "-resume") {
+			return append(args, "-resume")
+		}
+		return args
+	}
+	try, ok := o.attempt(ctx, 5*time.Minute, decode, resume, "failover", "-config", o.conf, "-json", "-db", o.fail, "-timeout", "4m")
 	if !ok {
 		return 0, false
 	}

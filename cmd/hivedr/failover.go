@@ -31,6 +31,7 @@ func runFailover(args []string, stdout, stderr io.Writer) int {
 	unplanned := fl.Bool("unplanned", false, "the source is gone: apply what Kafka holds, then fail over")
 	timeout := timeoutFlag(fl, 5*time.Minute)
 	dryRun := dryRunFlag(fl)
+	resume := fl.Bool("resume", false, "finish a failover cut short after it marked a database and before it recorded the figures (run it when no other failover of the database runs)")
 	asJSON := jsonFlag(fl)
 	conf, log, err := setup(fl, cf, args)
 	if err != nil {
@@ -57,7 +58,7 @@ func runFailover(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	rep, err := failover.Run(ctx, conf, failover.Options{Databases: names, All: *all, Mode: mode, Timeout: *timeout, DryRun: *dryRun, Log: log})
+	rep, err := failover.Run(ctx, conf, failover.Options{Databases: names, All: *all, Mode: mode, Timeout: *timeout, DryRun: *dryRun, Resume: *resume, Log: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "hivedr failover: %v\n", connect.Explain(conf, err))
 		if errors.Is(err, failover.ErrTimeout) {

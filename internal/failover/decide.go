@@ -7,6 +7,7 @@
 package failover
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -76,6 +77,11 @@ type Applied struct {
 	Table   string
 }
 
+// ErrCutShort is Check's refusal of a database a failover marked and did
+// not finish (it exited before recording its figures): Options.Resume
+// takes it up.
+var ErrCutShort = errors.New("cut short before its figures were recorded")
+
 // Check refuses a database that cannot be failed over: not on DR, not
 // this pipeline's replica, or failed over already (a failover runs
 // once; failback undoes it). params nil means the database is not on DR.
@@ -84,8 +90,8 @@ func Check(db, source string, params map[string]string) error {
 	case params == nil:
 		return fmt.Errorf("database %s: not on the DR metastore", db)
 	case params[drparam.FailedOverAt] != "" && params[drparam.FailoverEventID] == "":
-		return fmt.Errorf("database %s: failed over already at %s (%s), cut short before its figures were recorded: it is writable on DR; "+
-			"its RPO is unknown (a failover runs once; failback undoes it)", db, params[drparam.FailedOverAt], params[drparam.FailoverMode])
+		return fmt.Errorf("database %s: failed over already at %s (%s), %w: it is writable on DR and its RPO is not recorded; "+
+			"`hivedr failover -resume` finishes it (run it when no other failover of the database runs)", db, params[drparam.FailedOverAt], params[drparam.FailoverMode], ErrCutShort)
 	case params[drparam.FailedOverAt] != "":
 		return fmt.Errorf("database %s: failed over already at %s (%s, at event %s): a failover runs once",
 			db, params[drparam.FailedOverAt], params[drparam.FailoverMode], params[drparam.FailoverEventID])

@@ -41,6 +41,12 @@ type Options struct {
 	// source's head when planned, the tailer's and the applier's
 	// positions) and changes nothing: no wait, no mark.
 	DryRun bool
+	// Resume takes up the databases a failover marked and was cut short
+	// on before it recorded their figures (ErrCutShort): fenced again
+	// under this run's token, their mark's time kept, then measured and
+	// recorded. Only one failover of a database may run at a time: an
+	// unfinished mark looks the same while its failover still runs.
+	Resume bool
 	Log    *slog.Logger
 }
 
@@ -168,6 +174,7 @@ func Run(ctx context.Context, conf *config.Config, opts Options) (*Report, error
 	if err := r.again(ctx, "fence", fenceTimeout, func() error { return r.fence(ctx, set) }); err != nil {
 		return r.rep, err
 	}
+	fault(FaultFenced)
 	if err := r.finish(ctx, set, pos); err != nil {
 		return r.rep, err
 	}
@@ -190,6 +197,20 @@ type run struct {
 	dr     *hms.Client
 	// token is the fence token written with every mark of this failover.
 	token string
+	// resumed are the databases cut short that this run takes up
+	// (Options.Resume): fenced already, so the wait leaves them out.
+	resumed map[string]bool
+	// markedAt is when each database was failed over: rep.At, or the
+	// first mark's time of a database resumed (Options.Resume).
+	markedAt map[string]time.Time
+}
+
+// at is when db was failed over (markedAt, else the run's time).
+func (r *run) at(db string) time.Time {
+	if t, ok := r.markedAt[db]; ok {
+		return t
+	}
+	return r.rep.At
 }
 
 func dialRun(ctx context.Context, conf *config.Config, opts Options) (*run, error) {
@@ -241,7 +262,7 @@ func (r *run) check(ctx context.Context) ([]string, map[string]map[string]string
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := Check(db, r.conf.Source.Name, p); err != nil && p != nil {
+		if err := r.checkDB(db, p); err != nil && p != nil {
 			refused = append(refused, err.Error())
 		}
 		params[db] = p
@@ -252,6 +273,20 @@ func (r *run) check(ctx context.Context) ([]string, map[string]map[string]string
 	return names, params, nil
 }
 
+// checkDB is Check, with a database cut short accepted when the run
+// resumes (Options.Resume).
+func (r *run) checkDB(db string, params map[string]string) error {
+	err := Check(db, r.conf.Source.Name, params)
+	if r.opts.Resume && errors.Is(err, ErrCutShort) {
+		if r.resumed == nil {
+			r.resumed = map[string]bool{}
+		}
+		r.resumed[db] = true
+		return nil
+	}
+	return err
+}
+
 // wait waits for the pipeline (waiter.wait) and turns what did not get
 // there into ErrTimeout (planned) or a note (unplanned).
 func (r *run) wait(ctx context.Context, names []string, start time.Time) (position, error) {
@@ -260,11 +295,15 @@ func (r *run) wait(ctx context.Context, names []string, start time.Time) (positi
 		head = -1
 	}
 	w := waiter{cl: r.cl, kopts: r.kopts, adm: r.adm, dec: r.dec, conf: r.conf, topics: r.topics, poll: r.opts.Poll}
-	pos, err := w.wait(ctx, names, head, start.Add(r.opts.Timeout))
+	// A database resumed is fenced: the applier applies nothing more
+	// there, so waiting for it could only time out. What it reached is
+	// measured as it stands.
+	waitFor := slices.DeleteFunc(slices.Clone(names), func(db string) bool { return r.resumed[db] })
+	pos, err := w.wait(ctx, waitFor, head, start.Add(r.opts.Timeout))
 	if err != nil {
 		return pos, err
 	}
-	if what := pos.behind(names, head); len(what) > 0 {
+	if what := pos.behind(waitFor, head); len(what) > 0 {
 		if r.opts.Mode == Planned {
 			return pos, fmt.Errorf("%w after %s waiting for %s: nothing changed", ErrTimeout, r.opts.Timeout, strings.Join(what, ", "))
 		}
@@ -297,7 +336,7 @@ func (r *run) choose(ctx context.Context, names []string, pos position) ([]strin
 			r.rep.Skipped = append(r.rep.Skipped, Skipped{Database: db, Why: WhyDropped})
 			continue
 		}
-		if err := Check(db, r.conf.Source.Name, p); err != nil {
+		if err := r.checkDB(db, p); err != nil {
 			refused = append(refused, err.Error())
 			continue
 		}
@@ -392,12 +431,24 @@ func (r *run) markFence(ctx context.Context, db string, ask bool) error {
 	if err != nil {
 		return fmt.Errorf("get DR database %s: %w", db, err)
 	}
+	at := r.rep.At
 	if cur.Parameters[drparam.FailoverFence] != r.token {
-		if err := Check(db, r.conf.Source.Name, cur.Parameters); err != nil {
+		err := r.checkDB(db, cur.Parameters)
+		if err != nil {
 			return fmt.Errorf("%w: %w", errFinal, err)
 		}
+		if prev, perr := time.Parse(time.RFC3339, cur.Parameters[drparam.FailedOverAt]); perr == nil && cur.Parameters[drparam.FailoverEventID] == "" {
+			// Resumed: failed over when it was first marked.
+			at = prev
+			r.log.Info("resuming a failover cut short before its figures were recorded", "db", db, "failed_over_at", prev)
+			r.rep.Notes = append(r.rep.Notes, fmt.Sprintf("database %s: resumed a failover cut short before its figures were recorded (marked at %s)", db, prev.Format(time.RFC3339)))
+		}
 	}
-	cur.Parameters = FenceMark(cur.Parameters, r.opts.Mode, r.token, r.rep.At)
+	if r.markedAt == nil {
+		r.markedAt = map[string]time.Time{}
+	}
+	r.markedAt[db] = at
+	cur.Parameters = FenceMark(cur.Parameters, r.opts.Mode, r.token, at)
 	if err := r.dr.AlterDatabase(ctx, db, cur); err != nil {
 		return fmt.Errorf("mark DR database %s failed over: %w", db, err)
 	}
@@ -560,7 +611,7 @@ func (r *run) measure(ctx context.Context, set []string, pos position) error {
 		if lerr == nil {
 			d.LostEvents = lost[d.Database]
 		}
-		d.RPOSeconds, d.DRLogHead = RPO(*d, d.LostEvents, r.rep.At), drHead
+		d.RPOSeconds, d.DRLogHead = RPO(*d, d.LostEvents, r.at(d.Database)), drHead
 	}
 	return nil
 }
@@ -575,7 +626,7 @@ func (r *run) record(ctx context.Context, set []string) error {
 		if cur.Parameters[drparam.FailoverFence] != r.token {
 			return fmt.Errorf("%w: DR database %s: the failover mark is another's (fence %q, want %q)", errFinal, d.Database, cur.Parameters[drparam.FailoverFence], r.token)
 		}
-		cur.Parameters = Mark(cur.Parameters, d, r.opts.Mode, r.rep.Cut, set, r.rep.At)
+		cur.Parameters = Mark(cur.Parameters, d, r.opts.Mode, r.rep.Cut, set, r.at(d.Database))
 		if err := r.dr.AlterDatabase(ctx, d.Database, cur); err != nil {
 			return fmt.Errorf("record the failover of DR database %s: %w", d.Database, err)
 		}
