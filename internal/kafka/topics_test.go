@@ -30,10 +30,10 @@ func fakeAdmin(t *testing.T, opts ...kfake.Opt) (context.Context, *kadm.Client) 
 	return ctx, kadm.NewClient(cl)
 }
 
-// TestEnsureSetsMinInsync: the topics Ensure creates carry
+// TestProdTopicsMinInsync: the topics Ensure creates carry
 // min.insync.replicas, 2 with three replicas and 1 with one, beside the
 // settings their Spec asks for; a topic that exists is left as it is.
-func TestEnsureSetsMinInsync(t *testing.T) {
+func TestProdTopicsMinInsync(t *testing.T) {
 	ctx, adm := fakeAdmin(t, kfake.NumBrokers(3))
 	created, err := Ensure(ctx, adm,
 		Spec{Name: "three", Partitions: 1, ReplicationFactor: 3, MaxMessageBytes: 1 << 20},
@@ -70,10 +70,10 @@ func TestEnsureSetsMinInsync(t *testing.T) {
 	}
 }
 
-// TestEnsurePrecreated: with kafka.precreated_topics a topic that exists
+// TestProdTopicsPrecreated: with kafka.precreated_topics a topic that exists
 // is used as it is and one that is missing is not created: the error
 // names it with the layout to create it with.
-func TestEnsurePrecreated(t *testing.T) {
+func TestProdTopicsPrecreated(t *testing.T) {
 	ctx, adm := fakeAdmin(t, kfake.NumBrokers(1), kfake.SeedTopics(3, "p.manifests"))
 	created, err := Ensure(ctx, adm, Spec{Name: "p.manifests", Partitions: 12, ReplicationFactor: 1, Precreated: true})
 	if err != nil || len(created) != 0 {
