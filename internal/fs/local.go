@@ -7,8 +7,10 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -114,14 +116,62 @@ func openDir(op, loc, p string, create bool) (*os.Root, string, error) {
 	return r, name, nil
 }
 
-// openDirIfAny is openDir without create, answering no Root and no
-// error when a directory of p is missing (nothing to remove there).
-func openDirIfAny(op, loc, p string) (*os.Root, string, error) {
+// openDirIfAny is openDir of loc without create, answering no Root and
+// no error when a directory of loc is missing (nothing to remove there).
+func openDirIfAny(op, loc string) (*os.Root, string, error) {
+	p, err := localPath(loc)
+	if err != nil {
+		return nil, "", err
+	}
 	r, name, err := openDir(op, loc, p, false)
 	if errors.Is(err, ErrNotExist) {
 		return nil, "", nil
 	}
 	return r, name, err
+}
+
+// openLocalDir opens the directory at the local path p itself as an
+// os.Root, walked down to as openDir walks to a file's.
+func openLocalDir(op, loc, p string) (*os.Root, error) {
+	r, name, err := openDir(op, loc, p, false)
+	if err != nil || name == "." {
+		return r, err
+	}
+	defer r.Close()
+	d, err := openSubdir(r, name, p, false)
+	if err != nil {
+		return nil, localError(op, loc, err)
+	}
+	return d, nil
+}
+
+// readDirIn returns the entries of the directory r, sorted by name.
+func readDirIn(r *os.Root) ([]os.DirEntry, error) {
+	d, err := r.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	es, err := d.ReadDir(-1)
+	slices.SortFunc(es, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return es, err
+}
+
+// renameIn renames name in the directory from to newName in the
+// directory to (renameat on the two directories, so neither path is
+// resolved again).
+func renameIn(from *os.Root, name string, to *os.Root, newName string) error {
+	fd, err := from.Open(".")
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	td, err := to.Open(".")
+	if err != nil {
+		return err
+	}
+	defer td.Close()
+	return os.NewSyscallError("renameat", syscall.Renameat(int(fd.Fd()), name, int(td.Fd()), newName))
 }
 
 // errLinkedDir is the refusal of a symbolic link among a path's
@@ -454,11 +504,7 @@ func (w *localWriter) Staging() string { return w.staging }
 
 // Remove implements FS. It refuses a directory.
 func (*Local) Remove(ctx context.Context, loc string) error {
-	p, err := localPath(loc)
-	if err != nil {
-		return err
-	}
-	r, name, err := openDirIfAny("remove", loc, p)
+	r, name, err := openDirIfAny("remove", loc)
 	if r == nil {
 		return err
 	}
@@ -497,13 +543,143 @@ func (*Local) Discard(ctx context.Context, loc, staging string) error {
 	if !isStagingFor(filepath.ToSlash(p), filepath.ToSlash(sp)) {
 		return fmt.Errorf("discard %s: %s is not one of its staging files", loc, staging)
 	}
-	r, _, err := openDirIfAny("discard", loc, p)
+	r, _, err := openDirIfAny("discard", loc)
 	if r == nil {
 		return err
 	}
 	defer r.Close()
 	if err := r.Remove(filepath.Base(sp)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("discard %s: %w", loc, err)
+	}
+	return nil
+}
+
+// list is List on the local filesystem: the directory is opened as an
+// os.Root (openLocalDir) and read through it.
+func (*Local) list(ctx context.Context, loc string, dirs bool) ([]string, error) {
+	p, err := localPath(loc)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d, err := openLocalDir("list", loc, p)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	entries, err := readDirIn(d)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", loc, err)
+	}
+	var out []string
+	for _, e := range entries {
+		switch {
+		case dirs && e.IsDir():
+			out = append(out, e.Name())
+		case !dirs && e.Type().IsRegular() && !IsStagingName(e.Name()):
+			out = append(out, filepath.ToSlash(filepath.Join(p, e.Name())))
+		}
+	}
+	return out, nil
+}
+
+// walk is Router.Walk on the local filesystem: the tree under loc is
+// walked through its directory opened as an os.Root, so no directory
+// swapped for a link takes it elsewhere. name is loc as the caller wrote
+// it, for errors.
+func (*Local) walk(ctx context.Context, name, loc string, fn func(location string, size int64) error) error {
+	p, err := localPath(loc)
+	if err != nil {
+		return err
+	}
+	d, err := openLocalDir("walk", name, p)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return iofs.WalkDir(d.FS(), ".", func(rel string, e iofs.DirEntry, err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("walk %s: %w", name, ErrNotExist)
+		}
+		if err != nil {
+			return fmt.Errorf("walk %s: %w", name, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !e.Type().IsRegular() || IsStagingName(e.Name()) {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return fmt.Errorf("walk %s: %w", name, err)
+		}
+		return fn(filepath.Join(p, filepath.FromSlash(rel)), info.Size())
+	})
+}
+
+// renameDir is Router.RenameDir on the local filesystem: from's and to's
+// directories are opened as os.Roots and the directory renamed between
+// them.
+func (*Local) renameDir(from, to string) error {
+	fp, err := localPath(from)
+	if err != nil {
+		return err
+	}
+	tp, err := localPath(to)
+	if err != nil {
+		return err
+	}
+	fd, fname, err := openDir("rename", from, fp, false)
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	fi, err := fd.Lstat(fname)
+	if err != nil {
+		return localError("rename", from, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("rename %s: not a directory", from)
+	}
+	td, tname, err := openDir("rename", to, tp, false)
+	if err != nil {
+		return err
+	}
+	defer td.Close()
+	if _, err := td.Lstat(tname); err == nil {
+		return fmt.Errorf("rename %s to %s: %w", from, to, ErrExist)
+	}
+	if err := renameIn(fd, fname, td, tname); err != nil {
+		return localError("rename", from, err)
+	}
+	return nil
+}
+
+// removeEmptyDir is Router.RemoveEmptyDir on the local filesystem, in
+// the directory's parent opened as an os.Root.
+func (*Local) removeEmptyDir(loc string) error {
+	r, name, err := openDirIfAny("remove directory", loc)
+	if r == nil {
+		return err
+	}
+	defer r.Close()
+	d, err := openSubdir(r, name, loc, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return localError("remove directory", loc, err)
+	}
+	names, err := readDirIn(d)
+	d.Close()
+	if err != nil || len(names) > 0 {
+		return err
+	}
+	if err := r.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) && !isNotEmpty(err) {
+		return fmt.Errorf("remove directory %s: %w", loc, err)
 	}
 	return nil
 }

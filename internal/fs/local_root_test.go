@@ -14,9 +14,9 @@ import (
 // TestProdLocalRoot: a directory of the locations the local FS reads and
 // writes is swapped again and again for a symbolic link to a directory
 // elsewhere while it works under it (the race between checking a path's
-// directories and opening it). No open, checksum or stat ever reaches the
-// file elsewhere and no file is ever written there: each is done in the
-// directory that was checked, opened as an os.Root.
+// directories and opening it). No open, checksum, stat or listing ever
+// reaches the directory elsewhere and no file is ever written there: each
+// is done in the directory that was checked, opened as an os.Root.
 func TestProdLocalRoot(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
@@ -31,8 +31,10 @@ func TestProdLocalRoot(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "f"), inside, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(outside, "f"), secret, 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"f", "only-outside"} {
+		if err := os.WriteFile(filepath.Join(outside, name), secret, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -93,6 +95,10 @@ func TestProdLocalRoot(t *testing.T) {
 			t.Errorf("Stat %s described the file outside the root", loc)
 			return true
 		}
+		if names, err := l.List(ctx, dir); err == nil && slices.Contains(names, filepath.Join(dir, "only-outside")) {
+			t.Errorf("List %s listed the directory outside the root: %q", dir, names)
+			return true
+		}
 		if w, err := l.Create(ctx, filepath.Join(dir, "g"), 1); err == nil {
 			if _, err := w.Write([]byte("g")); err != nil || w.Commit(ctx, crcOf([]byte("g"))) != nil {
 				w.Abort(ctx)
@@ -104,8 +110,8 @@ func TestProdLocalRoot(t *testing.T) {
 	}
 	close(stop)
 	<-done
-	if names := dirNames(t, outside); !slices.Equal(names, []string{"f"}) {
-		t.Errorf("the directory outside the root holds %q, want f alone: a write went through the link", names)
+	if names := dirNames(t, outside); !slices.Equal(names, []string{"f", "only-outside"}) {
+		t.Errorf("the directory outside the root holds %q, want f and only-outside alone: a write went through the link", names)
 	}
 	if flips.Load() == 0 || reads == 0 {
 		t.Errorf("%d swaps, %d reads of the file inside: the race was not run", flips.Load(), reads)
