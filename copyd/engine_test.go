@@ -657,11 +657,11 @@ func TestConfinement(t *testing.T) {
 	}
 }
 
-// TestTargetIsTheMapping: with the path mapping given, a task's target
+// TestProdCopydTargetMapped: with the path mapping given, a task's target
 // must be its source's DR path (or the names the tailer gives a
 // compaction's files there); another file under the target roots is
 // refused before any store is asked.
-func TestTargetIsTheMapping(t *testing.T) {
+func TestProdCopydTargetMapped(t *testing.T) {
 	mapPath := func(src string) (string, error) {
 		if !strings.HasPrefix(src, srcNN+"/") {
 			return "", fmt.Errorf("%s: under no mapping", src)

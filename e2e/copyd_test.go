@@ -671,11 +671,11 @@ func TestCopydLocalToLocal(t *testing.T) {
 
 // TestCopydLocalLinkedDirs: a directory on the way to a source or a
 // target that is a symbolic link out of its root must not let copyd read
-// or write outside the roots (DESIGN.md, guarantee 7).
-//
-// Known to fail: the engine's confinement is lexical, and the local FS
-// follows links in parent directories (internal/fs/local.go says
-// confinement against them is the caller's), so both copies go through.
+// or write outside the roots (docs/design.md, guarantee 7): the engine's
+// confinement is lexical, and the local FS refuses a link among a
+// location's directories, opening each in its parent as an os.Root
+// (internal/fs/local.go, TestProdLocalRoot for a link swapped in while
+// it works).
 func TestCopydLocalLinkedDirs(t *testing.T) {
 	l := newLocalTrees(t)
 	l.write(filepath.Join(l.src, "one"), []byte("x"))

@@ -24,12 +24,13 @@ import (
 func runACLs(args []string, stdout, stderr io.Writer) int {
 	fl, cf := newFlagSet("acls", "Usage: hivedr acls [flags]\n\n"+
 		"Print the Kafka ACLs each role needs, and nothing more, under this configuration's topic\n"+
-		"prefix, groups and transactional IDs: the tailer, copyd, the applier, and operator (status,\n"+
-		"verify, cat, replay, bootstrap, failover, failback, drill). With -apply, create them as the\n"+
+		"prefix, groups and transactional IDs: the tailer, copyd, the applier, operator (status,\n"+
+		"verify, cat, replay, bootstrap, failover, failback, drill) and viewer (status, verify, cat and\n"+
+		"group lag, read-only: no offset commits, no requests). With -apply, create them as the\n"+
 		"configured Kafka user, who must be allowed to (a super user); existing ACLs stay as they are.\n"+
 		"-timeout bounds -apply.", stdout, stderr)
 	var roleList cli.List
-	fl.Var(&roleList, "role", "only these roles (tailer, copyd, applier, operator); repeatable, or comma-separated; default all")
+	fl.Var(&roleList, "role", "only these roles ("+roleNames(", ")+"); repeatable, or comma-separated; default all")
 	var principals principalFlags
 	fl.Var(&principals, "principal", "the principal of a role, ROLE=User:NAME (repeatable); default User:<role>")
 	apply := fl.Bool("apply", false, "create the ACLs in the cluster (kafka section required)")
@@ -48,7 +49,7 @@ func runACLs(args []string, stdout, stderr io.Writer) int {
 		for _, r := range roleList {
 			role := kafka.Role(r)
 			if !slices.Contains(kafka.Roles, role) {
-				fmt.Fprintf(stderr, "hivedr acls: -role: %q is not tailer, copyd, applier or operator\n", r)
+				fmt.Fprintf(stderr, "hivedr acls: -role: %q is not %s\n", r, roleNames(" or "))
 				return exitUsage
 			}
 			roles = append(roles, role)
@@ -60,7 +61,7 @@ func runACLs(args []string, stdout, stderr io.Writer) int {
 	}
 	for r, p := range principals {
 		if !slices.Contains(kafka.Roles, r) {
-			fmt.Fprintf(stderr, "hivedr acls: -principal: %q is not tailer, copyd, applier or operator\n", r)
+			fmt.Fprintf(stderr, "hivedr acls: -principal: %q is not %s\n", r, roleNames(" or "))
 			return exitUsage
 		}
 		who[r] = p
@@ -96,6 +97,17 @@ func runACLs(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "hivedr acls: %d ACL entries in place (%d rules) on %s (%s)\n", n, len(acls),
 		strings.Join(conf.Kafka.Brokers, ","), conf.Kafka.Security())
 	return exitOK
+}
+
+// roleNames lists the roles, the last joined to the others by last:
+// "tailer, copyd, applier, operator or viewer".
+func roleNames(last string) string {
+	names := make([]string, len(kafka.Roles))
+	for i, r := range kafka.Roles {
+		names[i] = string(r)
+	}
+	n := len(names) - 1
+	return strings.Join(names[:n], ", ") + last + names[n]
 }
 
 // createACLs creates acls in conf's cluster as conf's Kafka user.

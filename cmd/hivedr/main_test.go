@@ -353,7 +353,7 @@ func TestACLs(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("hivedr acls = %d: %s", code, errb)
 	}
-	for _, want := range []string{"ROLE", "User:tailer", "User:copyd", "User:applier", "User:operator", "dr1.events.", "dr1.manifests",
+	for _, want := range []string{"ROLE", "User:tailer", "User:copyd", "User:applier", "User:operator", "User:viewer", "dr1.events.", "dr1.manifests",
 		"hivedr-tailer-prod", "dr1-copyd", "dr1-copyd-", "hivedr-applier", "CREATE,WRITE,READ"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("hivedr acls lacks %q:\n%s", want, out)
@@ -368,6 +368,11 @@ func TestACLs(t *testing.T) {
 	if strings.Contains(out, "hivedr-copyd-") {
 		t.Errorf("hivedr acls grants the default prefix's copyd transactional IDs under prefix dr1:\n%s", out)
 	}
+	// The viewer reads the topics and describes the groups, nothing more.
+	if !regexp.MustCompile(`(?m)^viewer\s+User:viewer\s+GROUP\s+LITERAL\s+hivedr-applier\s+DESCRIBE\s`).MatchString(out) ||
+		regexp.MustCompile(`(?m)^viewer\s.*(WRITE|CREATE|TRANSACTIONAL_ID)`).MatchString(out) {
+		t.Errorf("hivedr acls: the viewer does not describe the applier's group alone, or may write:\n%s", out)
+	}
 	code, out, _ = acls("-role", "copyd", "-principal", "copyd=User:cp1")
 	if code != exitOK || strings.Contains(out, "tailer") || strings.Count(out, "User:cp1") != 4 {
 		t.Errorf("hivedr acls -role copyd -principal copyd=User:cp1 = %d:\n%s", code, out)
@@ -376,7 +381,7 @@ func TestACLs(t *testing.T) {
 		args []string
 		err  string
 	}{
-		{[]string{"-role", "admin"}, `-role: "admin" is not tailer, copyd, applier or operator`},
+		{[]string{"-role", "admin"}, `-role: "admin" is not tailer, copyd, applier, operator or viewer`},
 		{[]string{"-principal", "copyd"}, `"copyd" is not ROLE=User:NAME`},
 		{[]string{"-principal", "boss=User:x"}, `-principal: "boss" is not tailer`},
 		{[]string{"-apply"}, "kafka.brokers: required (hivedr acls -apply needs it"},

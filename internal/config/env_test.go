@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// TestExpandEnv: ${NAME} is expanded in values after YAML has parsed the
+// TestProdConfigEnvAfterYAML: ${NAME} is expanded in values after YAML has parsed the
 // file, so what a variable holds is taken whole.
-func TestExpandEnv(t *testing.T) {
+func TestProdConfigEnvAfterYAML(t *testing.T) {
 	env := map[string]string{
 		"PW":       "pa ss #word: 'x\" \n- y", // a comment marker, quotes, a newline, ": "
 		"AHEAD":    "250",

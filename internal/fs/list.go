@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -117,34 +115,7 @@ func (s *S3) List(ctx context.Context, loc string) ([]string, error) {
 // link is neither listed nor listed through. A missing directory is an
 // error wrapping ErrNotExist.
 func (l *Local) List(ctx context.Context, loc string) ([]string, error) {
-	p, err := localPath(loc)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	fi, err := os.Lstat(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("list %s: %w", loc, ErrNotExist)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", loc, err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("list %s: not a directory", loc)
-	}
-	entries, err := os.ReadDir(p)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", loc, err)
-	}
-	var out []string
-	for _, e := range entries {
-		if e.Type().IsRegular() && !IsStagingName(e.Name()) {
-			out = append(out, filepath.ToSlash(filepath.Join(p, e.Name())))
-		}
-	}
-	return out, nil // os.ReadDir sorts by name
+	return l.list(ctx, loc, false)
 }
 
 // ListDirs returns the names of the subdirectories directly under the
@@ -222,25 +193,5 @@ func (s *S3) listDirs(ctx context.Context, loc string) ([]string, error) {
 }
 
 func (l *Local) listDirs(ctx context.Context, loc string) ([]string, error) {
-	p, err := localPath(loc)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	entries, err := os.ReadDir(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("list %s: %w", loc, ErrNotExist)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", loc, err)
-	}
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() {
-			out = append(out, e.Name())
-		}
-	}
-	return out, nil
+	return l.list(ctx, loc, true)
 }

@@ -66,20 +66,9 @@ func (r *Router) Exists(ctx context.Context, loc string) (bool, error) {
 			return false, fmt.Errorf("stat %s: %w", loc, err)
 		}
 		return true, nil
-	case *Local:
-		p, err := localPath(l)
-		if err != nil {
-			return false, err
-		}
-		_, err = os.Lstat(p)
-		if errors.Is(err, os.ErrNotExist) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("stat %s: %w", loc, err)
-		}
-		return true, nil
 	}
+	// Local: Stat describes a directory too (in its parent opened as an
+	// os.Root).
 	_, err = f.Stat(ctx, l)
 	if errors.Is(err, ErrNotExist) {
 		return false, nil
@@ -120,31 +109,6 @@ func (h *HDFS) renameDir(ctx context.Context, from, to string) error {
 	return nil
 }
 
-func (*Local) renameDir(from, to string) error {
-	fp, err := localPath(from)
-	if err != nil {
-		return err
-	}
-	tp, err := localPath(to)
-	if err != nil {
-		return err
-	}
-	fi, err := os.Lstat(fp)
-	if err != nil {
-		return localError("rename", from, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("rename %s: not a directory", from)
-	}
-	if _, err := os.Lstat(tp); err == nil {
-		return fmt.Errorf("rename %s to %s: %w", from, to, ErrExist)
-	}
-	if err := os.Rename(fp, tp); err != nil {
-		return localError("rename", from, err)
-	}
-	return nil
-}
-
 // RemoveEmptyDir removes the directory at loc when it is empty; a
 // missing one, or one that holds anything (a file a copy is writing
 // meanwhile), is left as it is and is no error. Stores without
@@ -178,20 +142,7 @@ func (r *Router) RemoveEmptyDir(ctx context.Context, loc string) error {
 		}
 		return nil
 	case *Local:
-		p, err := localPath(l)
-		if err != nil {
-			return err
-		}
-		names, err := os.ReadDir(p)
-		if errors.Is(err, os.ErrNotExist) || err == nil && len(names) > 0 {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("remove directory %s: %w", loc, err)
-		}
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) && !isNotEmpty(err) {
-			return fmt.Errorf("remove directory %s: %w", loc, err)
-		}
+		return s.removeEmptyDir(l)
 	}
 	return nil
 }

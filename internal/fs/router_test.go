@@ -199,10 +199,10 @@ func TestS3ConfigValidate(t *testing.T) {
 	}
 }
 
-// TestS3SecretKeyFile: the secret is read from its file, again once the
+// TestProdS3SecretKeyFile: the secret is read from its file, again once the
 // credentials have expired (a key rotated in place), and an unreadable
 // or empty file is an error naming it.
-func TestS3SecretKeyFile(t *testing.T) {
+func TestProdS3SecretKeyFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(file, []byte("first\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 )
 
 // ErrNoListing is returned by Router.Walk for stores that cannot list yet.
@@ -26,25 +23,7 @@ func (r *Router) Walk(ctx context.Context, dir string, fn func(location string, 
 	case *S3:
 		return s.Walk(ctx, loc, fn)
 	case *Local:
-		return filepath.WalkDir(loc, func(p string, d fs.DirEntry, err error) error {
-			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("walk %s: %w", dir, ErrNotExist)
-			}
-			if err != nil {
-				return fmt.Errorf("walk %s: %w", dir, err)
-			}
-			if cerr := ctx.Err(); cerr != nil {
-				return cerr
-			}
-			if !d.Type().IsRegular() || IsStagingName(d.Name()) {
-				return nil
-			}
-			info, err := d.Info()
-			if err != nil {
-				return fmt.Errorf("walk %s: %w", dir, err)
-			}
-			return fn(p, info.Size())
-		})
+		return s.walk(ctx, dir, loc, fn)
 	}
 	return fmt.Errorf("walk %s: %w", dir, ErrNoListing)
 }

@@ -54,15 +54,27 @@ func TestRedactDSN(t *testing.T) {
 	}
 }
 
-// TestPostgresDSNErrorMasked: a DSN pgx cannot parse is named in the
-// error with its password masked, however the DSN spells it.
-func TestPostgresDSNErrorMasked(t *testing.T) {
+// TestProdDSNMasked: a libpq DSN's password, however the DSN spells it
+// (spaces around the =, quoted), is masked where the DSN is shown (the
+// effective configuration `hivedr config check` prints) and in the error
+// naming a DSN pgx cannot parse.
+func TestProdDSNMasked(t *testing.T) {
 	for _, dsn := range []string{
 		"host=db password = hunter2 sslmode=bogus",
+		"host=db password\t=\t'hunter2' sslmode=bogus",
 		"host=db password='hunter2' sslmode=bogus",
 		"postgres://hive:hunter2@db/m?sslmode=bogus",
 	} {
-		_, err := NewPostgresSource(context.Background(), dsn)
+		var c config.Config
+		c.Source.PostgresDSN = dsn
+		shown, err := c.MaskedYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(shown), "hunter2") || !strings.Contains(string(shown), "***") {
+			t.Errorf("%q: the configuration shows the password or does not mask it:\n%s", dsn, shown)
+		}
+		_, err = NewPostgresSource(context.Background(), dsn)
 		if err == nil {
 			t.Fatalf("%q: no error", dsn)
 		}

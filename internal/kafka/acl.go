@@ -14,16 +14,20 @@ import (
 type Role string
 
 // The roles. RoleOperator is the operators' commands: status, verify,
-// cat, replay, bootstrap, failover, failback and drill.
+// cat, replay, bootstrap, failover, failback and drill. RoleViewer is
+// the read-only commands alone (status, verify, cat) and consumer-group
+// lag tools: it reads hivedr's topics and describes its groups, and can
+// neither commit a group's offsets nor write a request.
 const (
 	RoleTailer   Role = "tailer"
 	RoleCopyd    Role = "copyd"
 	RoleApplier  Role = "applier"
 	RoleOperator Role = "operator"
+	RoleViewer   Role = "viewer"
 )
 
 // Roles lists every role, in the order ACLs are listed.
-var Roles = []Role{RoleTailer, RoleCopyd, RoleApplier, RoleOperator}
+var Roles = []Role{RoleTailer, RoleCopyd, RoleApplier, RoleOperator, RoleViewer}
 
 // Resource is the kind of Kafka resource an ACL is on.
 type Resource string
@@ -74,12 +78,15 @@ func (a ACL) Ops() string {
 
 // RoleACLs returns what role needs of Kafka under names, and nothing more.
 // Reading or writing a topic implies describing it (metadata, offsets),
-// and a transactional ID's WRITE its DESCRIBE, so neither is listed. No
+// and a transactional ID's WRITE its DESCRIBE, so neither is listed; a
+// group's READ (joining it, committing its offsets) implies its DESCRIBE,
+// which alone is what the viewer gets (members, committed offsets). No
 // role needs an ACL on the cluster: topics are created under a TOPIC
 // CREATE, and a transactional producer needs no IDEMPOTENT_WRITE.
 func RoleACLs(role Role, n Names) []ACL {
 	var (
 		read, write, create = kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate
+		describe            = kmsg.ACLOperationDescribe
 		t                   = n.Topics
 		events              = t.Prefix + ".events."
 	)
@@ -117,6 +124,12 @@ func RoleACLs(role Role, n Names) []ACL {
 			acl(ResourceTopic, Literal, t.Control(), "bootstrap and failback write requests (and create the topic)", create, write),
 			acl(ResourceTopic, Literal, t.ApplierControl(), "replay writes seek and skip requests (and creates the topic)", create, write),
 			acl(ResourceGroup, Literal, n.ApplierGroup, "status, verify, failover read its offsets; replay commits them", read),
+		}
+	case RoleViewer:
+		return []ACL{
+			acl(ResourceTopic, Prefixed, t.Prefix+".", "status, verify, cat read every hivedr topic; writes none, creates none", read),
+			acl(ResourceGroup, Literal, n.ApplierGroup, "status, verify read its members and committed offsets (the applier's lag); commits none", describe),
+			acl(ResourceGroup, Literal, n.CopydGroup, "consumer-group tools read copyd's committed offsets (its lag on the manifests); commits none", describe),
 		}
 	}
 	return nil

@@ -55,8 +55,12 @@ func TestRoleACLsLeastPrivilege(t *testing.T) {
 			for _, op := range a.Operations {
 				switch op {
 				case kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate:
+				case kmsg.ACLOperationDescribe:
+					if r != RoleViewer || a.Resource != ResourceGroup {
+						t.Errorf("%s: DESCRIBE on %s %s; only the viewer describes, and only groups", r, a.Resource, a.Name)
+					}
 				default:
-					t.Errorf("%s: %s on %s %s; roles only read, write and create", r, op, a.Resource, a.Name)
+					t.Errorf("%s: %s on %s %s; roles only read, write, create and describe", r, op, a.Resource, a.Name)
 				}
 			}
 			if a.Why == "" || a.Role != r {
@@ -90,13 +94,20 @@ func TestRoleACLsLeastPrivilege(t *testing.T) {
 		{RoleOperator, ResourceTopic, tp.Control(), kmsg.ACLOperationWrite, true},
 		{RoleOperator, ResourceTopic, tp.Prefix + ".events.", kmsg.ACLOperationWrite, false},
 		{RoleOperator, ResourceGroup, "dr1-copyd", kmsg.ACLOperationRead, false},
+		{RoleViewer, ResourceTopic, tp.Prefix + ".", kmsg.ACLOperationRead, true},
+		{RoleViewer, ResourceGroup, "dr1-applier", kmsg.ACLOperationDescribe, true},
+		{RoleViewer, ResourceGroup, "dr1-copyd", kmsg.ACLOperationDescribe, true},
+		{RoleViewer, ResourceGroup, "dr1-applier", kmsg.ACLOperationRead, false},
+		{RoleViewer, ResourceTopic, tp.Control(), kmsg.ACLOperationWrite, false},
+		{RoleViewer, ResourceTopic, tp.ApplierControl(), kmsg.ACLOperationWrite, false},
 	} {
 		if got := has(c.role, c.res, c.name, c.op); got != c.want {
 			t.Errorf("%s has %s on %s %s: %v, want %v", c.role, c.op, c.res, c.name, got, c.want)
 		}
 	}
 	// Only the tailer and copyd hold transactional IDs, only the tailer
-	// writes events, and the applier writes nothing.
+	// writes events, the applier writes nothing, and the viewer writes,
+	// creates and commits nothing.
 	for _, r := range Roles {
 		for _, a := range RoleACLs(r, testNames) {
 			if a.Resource == ResourceTransactionalID && r != RoleTailer && r != RoleCopyd {
@@ -105,6 +116,9 @@ func TestRoleACLsLeastPrivilege(t *testing.T) {
 			for _, op := range a.Operations {
 				if op == kmsg.ACLOperationWrite && r == RoleApplier {
 					t.Errorf("the applier may write %s %s", a.Resource, a.Name)
+				}
+				if r == RoleViewer && (op != kmsg.ACLOperationRead || a.Resource != ResourceTopic) && op != kmsg.ACLOperationDescribe {
+					t.Errorf("the viewer may %s %s %s", op, a.Resource, a.Name)
 				}
 			}
 		}
