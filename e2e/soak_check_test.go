@@ -82,3 +82,77 @@ func TestSoakDiffPartitionAtItsStamp(t *testing.T) {
 		})
 	}
 }
+
+// TestSoakDiffCompactionLeftOutPartition: a partition's merged deltas
+// are accepted when they hold the valid write IDs the partition was
+// written under (wrote), though other valid write IDs of the table wrote
+// other partitions; a missing delta of the partition's own is not.
+func TestSoakDiffCompactionLeftOutPartition(t *testing.T) {
+	src := soakState{"tx": {Valid: "1-2,4-5,10-11,13", Parts: map[string][]string{"p": {"base_0000014/000000_0", "base_0000014/_metadata_acid"}}}}
+	gone := func(_, _, file string) bool { return strings.HasPrefix(file, "base_0000014/") }
+	own := []string{"delta_0000004_0000004_0000/000000_0", "delta_0000005_0000005_0000/000000_0", "delta_0000010_0000010_0000/000000_0",
+		"delta_0000011_0000011_0000/000000_0", "delta_0000013_0000013_0000/000000_0"}
+	wrote := func(_, _ string) []int64 { return []int64{4, 5, 10, 11, 13} }
+	for _, c := range []struct {
+		name  string
+		dr    []string
+		wrote func(table, part string) []int64
+		ok    bool
+	}{
+		{"its own deltas", own, wrote, true},
+		{"its own deltas, every valid write ID asked", own, nil, false},
+		{"one of its deltas missing", own[1:], wrote, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dr := soakState{"tx": {Valid: "1-2,4-5,10-11,13", Parts: map[string][]string{"p": c.dr}}}
+			lee := soakLeeway{gone: gone, wrote: c.wrote}
+			if d := dr.diff(src, &lee); (d == "") != c.ok {
+				t.Fatalf("diff = %q; want accepted %v", d, c.ok)
+			}
+		})
+	}
+}
+
+// TestSoakModelWroteAndReplaced: the model's write IDs of a partition are
+// those of its own deltas and an overwrite's base (not a compactor's
+// output), since the table was last made anew; and a partition whose
+// files all went in a later state (an INSERT OVERWRITE) counts as
+// removed after N, one that kept one of them does not.
+func TestSoakModelWroteAndReplaced(t *testing.T) {
+	m := newSoakModel()
+	step := func(before, after int64, st soakState, absent ...string) {
+		s := m.begin("db", "step", before)
+		m.finish(s, soakStepResult{what: "step", absent: absent}, after, after, st, nil)
+	}
+	parts := func(files ...string) soakState { return soakState{"tx": {Parts: map[string][]string{"p": files}}} }
+	step(10, 11, parts("delta_0000001_0000001_0000/000000_0"))
+	step(11, 12, parts("delta_0000001_0000001_0000/000000_0", "delta_0000002_0000002_0000/000000_0"), "tx") // made anew
+	step(12, 13, parts("delta_0000002_0000002_0000/000000_0", "base_0000003/000000_0"))
+	step(13, 14, parts("base_0000005/000000_0", "base_0000005/_metadata_acid", "delta_0000006_0000006_0000/000000_0"))
+	if got := m.wroteIDs("db", 14, "tx", "p"); !slices.Equal(got, []int64{1, 2, 3, 6}) {
+		t.Errorf("wroteIDs = %v, want [1 2 3 6]", got)
+	}
+	if got := m.wroteIDs("db", 12, "tx", "p"); !slices.Equal(got, []int64{1, 2}) {
+		t.Errorf("wroteIDs at 12 = %v, want [1 2] (the earlier incarnation's left out)", got)
+	}
+
+	r := newSoakModel()
+	rs := func(before, after int64, files ...string) {
+		s := r.begin("db", "step", before)
+		r.finish(s, soakStepResult{what: "step"}, after, after, soakState{"t": {Parts: map[string][]string{"a": files}}}, nil)
+	}
+	rs(20, 21, "000000_0", "000000_0_copy_1")
+	rs(21, 22, "000000_0", "000000_0_copy_1", "000000_0_copy_2")
+	rs(22, 23, "000000_0_copy_3")
+	if !r.removedLater("db", 21, "t", "a", "") {
+		t.Error("a partition whose files at 21 all went later is not taken as replaced")
+	}
+	r2 := newSoakModel()
+	s := r2.begin("db", "step", 20)
+	r2.finish(s, soakStepResult{what: "step"}, 21, 21, soakState{"t": {Parts: map[string][]string{"a": {"000000_0"}}}}, nil)
+	s = r2.begin("db", "step", 21)
+	r2.finish(s, soakStepResult{what: "step"}, 22, 22, soakState{"t": {Parts: map[string][]string{"a": {"000000_0", "000000_0_copy_1"}}}}, nil)
+	if r2.removedLater("db", 21, "t", "a", "") {
+		t.Error("a partition that kept its file is taken as removed")
+	}
+}

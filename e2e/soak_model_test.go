@@ -49,6 +49,20 @@ type soakTableState struct {
 	Stamps   map[string]string
 }
 
+// String is the state for the report: its partitions' files, its write
+// IDs and its objects' stamps.
+func (t soakTableState) String() string {
+	var parts []string
+	for _, p := range slices.Sorted(maps.Keys(t.Parts)) {
+		parts = append(parts, fmt.Sprintf("%q: %v", p, t.Parts[p]))
+	}
+	s := "partitions {" + strings.Join(parts, ", ") + "}"
+	if t.WriteIDs != "" {
+		s += ", write IDs " + t.WriteIDs
+	}
+	return s + fmt.Sprintf(", stamps %v", t.Stamps)
+}
+
 // soakState is a database's tables' states, by lower-case table name.
 type soakState map[string]soakTableState
 
@@ -80,7 +94,13 @@ type soakLeeway struct {
 	// its stamp (the event DR wrote it for, past N): one object of the
 	// one plan past the watermark, at its own event's state. Counted in
 	// past.
-	partAt            func(table, part string, stamp int64, files []string) bool
+	partAt func(table, part string, stamp int64, files []string) bool
+	// wrote tells the write IDs a transactional table's partition was
+	// written under in the source's states up to N (its own deltas and
+	// an overwrite's base; a compactor's output is no write): a
+	// compaction merged rows of those only, so DR reading the merged
+	// directories needs those (nil: every valid write ID).
+	wrote             func(table, part string) []int64
 	early, late, past int
 }
 
@@ -110,7 +130,7 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 		}
 		switch {
 		case !inModel:
-			out = append(out, fmt.Sprintf("table %s on DR, not in the source state", name))
+			out = append(out, fmt.Sprintf("table %s on DR (%s), not in the source state", name, a))
 			continue
 		case !inDR:
 			if !accept(lee.gone, &lee.late, name, "", "") {
@@ -149,8 +169,12 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 					return false
 				})
 				if b.Valid != "" {
+					var wrote []int64
+					if lee.wrote != nil {
+						wrote = lee.wrote(name, p)
+					}
 					fa = slices.DeleteFunc(fa, func(f string) bool {
-						if !slices.Contains(fb, f) && compactionLeftOut(f, fa, goneFiles, b.Valid) {
+						if !slices.Contains(fb, f) && compactionLeftOut(f, fa, goneFiles, b.Valid, wrote) {
 							lee.late++
 							return true
 						}
@@ -176,9 +200,10 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 // (gone): the tailer or copyd found the output gone, the applier left the
 // compaction out, and DR still reads the directories it merged. That is
 // the same rows only when DR's directories cover every write ID the
-// output held that valid (the source's valid write IDs, as ranges) names;
+// output held that valid (the source's valid write IDs, as ranges) names
+// and the partition was written under (wrote; nil: all of them);
 // otherwise rows are missing and f is not accepted.
-func compactionLeftOut(f string, dr, gone []string, valid string) bool {
+func compactionLeftOut(f string, dr, gone []string, valid string, wrote []int64) bool {
 	top, _, _ := strings.Cut(f, "/")
 	d, ok := acid.ParseDir(top)
 	if !ok {
@@ -193,7 +218,7 @@ func compactionLeftOut(f string, dr, gone []string, valid string) bool {
 		if g.Kind == acid.Base {
 			lo = 1
 		}
-		if coveredBy(dr, g.Kind, lo, g.Max, valid) {
+		if coveredBy(dr, g.Kind, lo, g.Max, valid, wrote) {
 			return true
 		}
 	}
@@ -218,10 +243,10 @@ func compactorDirs(files []string) []acid.Dir {
 	return out
 }
 
-// coveredBy reports whether every write ID in lo..hi that valid names is
-// in a directory of files of kind (a base's rows are in bases and
-// deltas).
-func coveredBy(files []string, kind string, lo, hi int64, valid string) bool {
+// coveredBy reports whether every write ID in lo..hi that valid names
+// (and wrote, when not nil) is in a directory of files of kind (a base's
+// rows are in bases and deltas).
+func coveredBy(files []string, kind string, lo, hi int64, valid string, wrote []int64) bool {
 	var dirs []acid.Dir
 	for _, f := range files {
 		top, _, _ := strings.Cut(f, "/")
@@ -230,7 +255,7 @@ func coveredBy(files []string, kind string, lo, hi int64, valid string) bool {
 		}
 	}
 	for id := lo; id <= hi; id++ {
-		if !inRanges(valid, id) {
+		if !inRanges(valid, id) || wrote != nil && !slices.Contains(wrote, id) {
 			continue
 		}
 		if !slices.ContainsFunc(dirs, func(d acid.Dir) bool { return d.Min <= id && id <= d.Max }) {
@@ -543,6 +568,15 @@ func (m *soakModel) later(db string, n int64, table, part, file string) bool {
 func (m *soakModel) removedLater(db string, n int64, table, part, file string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// A partition whose files after n are all gone from it in a later
+	// state was replaced as a whole (an INSERT OVERWRITE): the applier
+	// leaves out an event of it whose files could not be copied.
+	var had []string
+	if part != "" && file == "" {
+		if at, ok := m.stateAt(db, n); ok {
+			had = at[table].Parts[part]
+		}
+	}
 	for _, s := range m.steps[db] {
 		if !s.done || s.before < n {
 			continue
@@ -558,8 +592,56 @@ func (m *soakModel) removedLater(db string, n int64, table, part, file string) b
 		if !ok || (file != "" && !slices.Contains(files, file)) {
 			return true
 		}
+		if len(had) > 0 && !slices.ContainsFunc(had, func(f string) bool { return slices.Contains(files, f) }) {
+			return true
+		}
 	}
 	return false
+}
+
+// stateAt is at without the lock (held by the caller).
+func (m *soakModel) stateAt(db string, n int64) (soakState, bool) {
+	steps := m.steps[db]
+	i := sort.Search(len(steps), func(i int) bool { return steps[i].before >= n }) - 1
+	if i < 0 || !steps[i].done || n < steps[i].last {
+		return nil, false
+	}
+	return steps[i].state, true
+}
+
+// wroteIDs are the write IDs table's partition part (in db) was written
+// under in the model's states up to event n, since the table was last
+// made anew: its deltas of one write (delta_N_N_SSSS) and a base without
+// a compactor's metadata file (an INSERT OVERWRITE's); a compactor's
+// output merges those.
+func (m *soakModel) wroteIDs(db string, n int64, table, part string) []int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ids []int64
+	for _, s := range m.steps[db] {
+		if !s.done || s.last > n {
+			break
+		}
+		if slices.Contains(s.absent, table) {
+			ids = nil
+		}
+		files := s.state[table].Parts[part]
+		compactor := compactorDirs(files)
+		for _, f := range files {
+			top, _, _ := strings.Cut(f, "/")
+			d, ok := acid.ParseDir(top)
+			if !ok || slices.ContainsFunc(compactor, func(c acid.Dir) bool { return c == d }) {
+				continue
+			}
+			for id := max(d.Min, 1); id <= d.Max; id++ {
+				if d.Kind != acid.Base || id == d.Max {
+					ids = append(ids, id)
+				}
+			}
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // tableLater reports whether a state of db the model recorded after
@@ -712,6 +794,7 @@ func (c *soakChecker) sample(ctx context.Context, dbs []string) error {
 		ahead: func(table, part, file string) bool { return c.model.later(db, n1, table, part, file) },
 		gone:  func(table, part, file string) bool { return c.model.removedLater(db, n1, table, part, file) },
 		later: func(table string, st *soakTableState) bool { return c.model.tableLater(db, n1, table, st) },
+		wrote: func(table, part string) []int64 { return c.model.wroteIDs(db, n1, table, part) },
 		partAt: func(table, part string, stamp int64, files []string) bool {
 			if stamp <= n1 {
 				return false
