@@ -363,14 +363,28 @@ func withTimeouts(o hms.Options, connect, socket time.Duration) hms.Options {
 }
 
 // login logs in as conf's kerberos principal, when it names one, and
-// gives conf the logged-in client.
-func login(conf *config.Config, log *slog.Logger) error {
+// gives conf the client. A tool fails when the login does; a daemon
+// (retry) starts anyway, saying so: its client logs in again at the next
+// use, with a backoff, so a keytab or krb5.conf that cannot be read yet
+// does not need a restart once it can.
+func login(conf *config.Config, log *slog.Logger, retry bool) error {
 	if !conf.Kerberos.Enabled() {
 		return nil
 	}
-	kc, err := krb.Login(conf.Kerberos, log)
+	if !retry {
+		kc, err := krb.Login(conf.Kerberos, log)
+		if err != nil {
+			return err
+		}
+		conf.SetKerberos(kc)
+		return nil
+	}
+	kc, err := krb.New(conf.Kerberos, log)
 	if err != nil {
 		return err
+	}
+	if _, _, err := kc.Current(); err != nil {
+		log.Error("kerberos: not logged in; trying again at the next use", "err", err)
 	}
 	conf.SetKerberos(kc)
 	return nil
@@ -387,7 +401,7 @@ func loadReverse(flag, path string, log *slog.Logger) (*config.Config, error) {
 			config.SectionDRMetastore, config.SectionReplication)
 	}
 	if err == nil {
-		err = login(rev, log)
+		err = login(rev, log, false)
 	}
 	if err != nil {
 		return nil, err
@@ -417,7 +431,7 @@ func setup(fl *flag.FlagSet, cf *commonFlags, args []string) (*config.Config, *s
 			err = conf.Require("hivedr "+fl.Name(), cmd.needs...)
 		}
 		if err == nil && !strings.HasPrefix(fl.Name(), "config") { // config check reads no keytab
-			err = login(conf, log)
+			err = login(conf, log, cmd.daemon)
 		}
 		if err == nil {
 			if conf.File() == "" {
