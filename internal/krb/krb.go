@@ -125,9 +125,12 @@ type Client struct {
 	log      *slog.Logger
 	logins   prometheus.Counter
 	failures prometheus.Counter
-	// Replaced by tests: the clock, the exchange with the KDC, the delays.
+	// Replaced by tests: the clock, the exchanges with the KDC (a login;
+	// a check that the TGT is valid or can be had with the keys in
+	// memory), the delays.
 	now                func() time.Time
 	kdcLogin           func(*client.Client) error
+	affirm             func(*client.Client) error
 	retryMin, retryMax time.Duration
 
 	mu        sync.Mutex // serializes logins
@@ -167,7 +170,7 @@ func New(c Config, log *slog.Logger) (*Client, error) {
 			Help: "Kerberos logins from the keytab that got a TGT: the first and each new one after (a rotated key, an expired ticket)."}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "hivedr_kerberos_login_failures_total",
 			Help: "Kerberos logins that failed: krb5.conf or the keytab unreadable, no key of the principal in it, or the KDC refusing or not answering."}),
-		now: time.Now, kdcLogin: (*client.Client).Login,
+		now: time.Now, kdcLogin: (*client.Client).Login, affirm: (*client.Client).AffirmLogin,
 		retryMin: DefaultRetryMin, retryMax: DefaultRetryMax,
 	}, nil
 }
@@ -332,7 +335,7 @@ func (c *Client) Current() (*client.Client, uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cl != nil && !c.closed {
-		err := c.cl.AffirmLogin()
+		err := c.affirm(c.cl)
 		if err == nil {
 			return c.cl, c.gen, nil
 		}
