@@ -363,10 +363,12 @@ func withTimeouts(o hms.Options, connect, socket time.Duration) hms.Options {
 }
 
 // login logs in as conf's kerberos principal, when it names one, and
-// gives conf the client. A tool fails when the login does; a daemon
-// (retry) starts anyway, saying so: its client logs in again at the next
-// use, with a backoff, so a keytab or krb5.conf that cannot be read yet
-// does not need a restart once it can.
+// gives conf the client. A tool fails when the login does, and so does a
+// daemon (retry) whose identity is refused (krb.ErrRefused: a keytab
+// without the principal's keys, a key or principal the KDC does not
+// take); a daemon whose keytab or krb5.conf cannot be read yet, or whose
+// KDC does not answer, starts anyway, saying so: its client logs in at
+// the next use, with a backoff, so it needs no restart once they can.
 func login(conf *config.Config, log *slog.Logger, retry bool) error {
 	if !conf.Kerberos.Enabled() {
 		return nil
@@ -383,7 +385,10 @@ func login(conf *config.Config, log *slog.Logger, retry bool) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := kc.Current(); err != nil {
+	if _, _, err := kc.Current(); errors.Is(err, krb.ErrRefused) {
+		kc.Close()
+		return err
+	} else if err != nil {
 		log.Error("kerberos: not logged in; trying again at the next use", "err", err)
 	}
 	conf.SetKerberos(kc)

@@ -37,6 +37,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/client"
 	"github.com/jcmturner/gokrb5/v8/config"
 	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/jcmturner/gokrb5/v8/krberror"
 	"github.com/jcmturner/gokrb5/v8/messages"
 	"github.com/jcmturner/gokrb5/v8/types"
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,6 +95,30 @@ func (c Config) krb5ConfPath() string {
 		return p
 	}
 	return DefaultKrb5Conf
+}
+
+// ErrRefused is wrapped by the error of a login that failed because of
+// who it is rather than because something could not be had: the keytab
+// holds no key of the principal, or the KDC refused the login (a stale
+// key, an unknown principal). A keytab or krb5.conf that cannot be read,
+// or a KDC that does not answer, is not refused: the next attempt may
+// find them.
+var ErrRefused = errors.New("kerberos: login refused")
+
+// refusedError marks err as ErrRefused.
+type refusedError struct{ error }
+
+func (e refusedError) Unwrap() error        { return e.error }
+func (e refusedError) Is(target error) bool { return target == ErrRefused }
+
+// refused marks a failed exchange with the KDC as ErrRefused unless the
+// KDC could not be reached.
+func refused(err error) error {
+	var ke krberror.Krberror
+	if errors.As(err, &ke) && ke.RootCause == krberror.NetworkingError {
+		return err
+	}
+	return refusedError{err}
 }
 
 // Login retry delays: after a failed login, the next attempt waits
@@ -220,7 +245,7 @@ func (c *Client) load() (*client.Client, string, int, error) {
 	}
 	kvno, err := keyVersion(kt, name, realm)
 	if err != nil {
-		return nil, "", 0, fmt.Errorf("kerberos: principal %s: keytab %s %w", full, c.conf.Keytab, err)
+		return nil, "", 0, refusedError{fmt.Errorf("kerberos: principal %s: keytab %s %w", full, c.conf.Keytab, err)}
 	}
 	return client.NewWithKeytab(name, realm, kt, conf, client.DisablePAFXFAST(true)), full, kvno, nil
 }
@@ -264,7 +289,7 @@ func (c *Client) loginLocked(probe func(*client.Client) error) error {
 	cl, full, kvno, err := c.load()
 	if err == nil {
 		if err = c.kdcLogin(cl); err != nil {
-			err = fmt.Errorf("kerberos: log in as %s with keytab %s: %w", full, c.conf.Keytab, err)
+			err = fmt.Errorf("kerberos: log in as %s with keytab %s: %w", full, c.conf.Keytab, refused(err))
 		}
 	}
 	if err != nil {

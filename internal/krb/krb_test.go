@@ -78,13 +78,18 @@ func TestLoginWrongKeytab(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
+	if !errors.Is(err, ErrRefused) {
+		t.Errorf("another principal's keytab: %v is not ErrRefused", err)
+	}
+	// Files that cannot be read may be there at the next attempt: not
+	// refused.
 	_, err = Login(Config{Principal: "copyd", Keytab: filepath.Join(dir, "missing.keytab"), Krb5Conf: conf}, nil)
-	if err == nil || !strings.Contains(err.Error(), "missing.keytab") || !strings.Contains(err.Error(), "copyd@EXAMPLE.COM") {
-		t.Errorf("missing keytab: err = %v", err)
+	if err == nil || !strings.Contains(err.Error(), "missing.keytab") || !strings.Contains(err.Error(), "copyd@EXAMPLE.COM") || errors.Is(err, ErrRefused) {
+		t.Errorf("missing keytab: err = %v, want one naming the keytab and the principal, not ErrRefused", err)
 	}
 	_, err = Login(Config{Principal: "copyd", Keytab: ktPath, Krb5Conf: filepath.Join(dir, "none.conf")}, nil)
-	if err == nil || !strings.Contains(err.Error(), "none.conf") {
-		t.Errorf("missing krb5.conf: err = %v", err)
+	if err == nil || !strings.Contains(err.Error(), "none.conf") || errors.Is(err, ErrRefused) {
+		t.Errorf("missing krb5.conf: err = %v, want one naming it, not ErrRefused", err)
 	}
 }
 
@@ -142,7 +147,9 @@ func (k *fakeKDC) affirm(*client.Client) error {
 // and once the backoff has passed and the file is there it logs in, in the
 // same process. Then the key is rotated (a keytab of a new key version
 // written over the file) and the TGT expires: the next use reads the new
-// keytab and logs in with the new key, a new generation.
+// keytab and logs in with the new key, a new generation. Last, the KDC
+// has a newer key than the file: the login is refused (ErrRefused),
+// counted, and the one after the backoff takes the new file.
 func TestLoginRetried(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "krb5.conf")
@@ -165,8 +172,8 @@ func TestLoginRetried(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), ktPath) || !strings.Contains(err.Error(), "copyd@EXAMPLE.COM") {
 		t.Fatalf("login with no keytab: err = %v, want one naming %s and copyd@EXAMPLE.COM", err, ktPath)
 	}
-	if got := testutil.ToFloat64(kc.failures); got != 1 {
-		t.Errorf("login failures = %v after one failed login, want 1", got)
+	if got := testutil.ToFloat64(kc.failures); got != 1 || errors.Is(err, ErrRefused) {
+		t.Errorf("login failures = %v after one failed login (ErrRefused: %v), want 1 (false)", got, errors.Is(err, ErrRefused))
 	}
 	writeKeytabFile(t, ktPath, "copyd", 1)
 	// Within the backoff: the last error, no attempt.
@@ -206,6 +213,22 @@ func TestLoginRetried(t *testing.T) {
 	}
 	if kc.GoKrb5() != cl2 {
 		t.Error("GoKrb5 does not return the new login's client")
+	}
+
+	// The KDC refuses the key (rotated there, the file not yet): refused,
+	// counted, and retried after the backoff.
+	kdc.accept, kdc.expire = 3, true
+	if _, _, err := kc.Current(); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "KDC_ERR_PREAUTH_FAILED") {
+		t.Errorf("a key the KDC refuses: err = %v, want ErrRefused with the KDC's error", err)
+	}
+	writeKeytabFile(t, ktPath, "copyd", 3)
+	now = now.Add(time.Second)
+	if _, g, err := kc.Current(); err != nil || g == gen2 {
+		t.Errorf("once the new keytab is there: generation %d (%v), want a new login", g, err)
+	}
+	if !slices.Equal(kdc.logins, []uint8{1, 2, 2, 3}) || testutil.ToFloat64(kc.logins) != 3 || testutil.ToFloat64(kc.failures) != 2 {
+		t.Errorf("after the refusal: KDC saw key versions %v, %v logins, %v failures; want [1 2 2 3], 3, 2",
+			kdc.logins, testutil.ToFloat64(kc.logins), testutil.ToFloat64(kc.failures))
 	}
 }
 
