@@ -93,10 +93,11 @@ func TestKeytabRotation(t *testing.T) {
 	addPartition()
 	p.converge(ctx, src, dr, srcFS, drFS, 3*time.Minute)
 	p.checkAliveOf(p.tail, p.copyd, p.apply)
-	for _, pr := range []*proc{p.tail, p.apply} {
+	for _, pr := range []*proc{p.tail, p.copyd, p.apply} {
 		// The tailer and the applier keep their metastore connections, so
 		// they may not have needed a ticket since.
-		t.Logf("%s logged in again with the new key: %v", pr.name,
+		t.Logf("%s: logged in again %d times, with the new key: %v", pr.name,
+			strings.Count(pr.out.String(), `msg="kerberos: logged in again"`),
 			loggedInWith(pr.out.String(), kvno["hivedr-"+roleName(pr.name)]))
 	}
 	p.daemonsPrintedNoSecret()
