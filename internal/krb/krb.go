@@ -364,8 +364,10 @@ func (c *Client) Current() (*client.Client, uint64, error) {
 		if err == nil {
 			return c.cl, c.gen, nil
 		}
-		c.log.Info("kerberos: the TGT cannot be had with the keys in memory; reading the keytab again",
-			"principal", c.principal, "keytab", c.conf.Keytab, "err", err)
+		if c.failed == 0 { // once, not at every use while logins fail
+			c.log.Info("kerberos: the TGT cannot be had with the keys in memory; reading the keytab again",
+				"principal", c.principal, "keytab", c.conf.Keytab, "err", err)
+		}
 	}
 	if err := c.loginLocked(nil); err != nil {
 		return nil, 0, err
