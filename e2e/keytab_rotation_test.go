@@ -16,17 +16,21 @@ import (
 	"github.com/hivedr/hivedr/internal/testenv"
 )
 
-// TestKeytabRotation rotates the keys of the three daemons' principals on
-// the secured stack's KDC while the pipeline runs: for each of
+// TestKeytabRotation: copyd starts before its keytab is there (a secret
+// mounted late): it keeps running, says it is not logged in, naming the
+// keytab, and counts the failure in hivedr_kerberos_login_failures_total;
+// once the file appears it logs in, with no restart, and the first change
+// replicates. Then the keys of the three daemons' principals are rotated
+// on the secured stack's KDC while the pipeline runs: for each of
 // hivedr-tailer, hivedr-copyd and hivedr-applier a new random key (a new
 // kvno; the KDC keeps no old one) is exported to a new keytab, renamed over
-// the one the daemon was started with. The KDC must refuse a login with a
-// copy of the old keytab. The roles' tickets last HIVEDR_KRB_ROLE_MAXLIFE
-// (90 s) and are not renewable, so the keys the daemons read at start stop
-// getting tickets within that; a workload paced at one partition every 10
-// s keeps copyd asking for tickets (every WebHDFS request needs one) until
-// its log says it logged in again with the new key version. A last change
-// made after that replicates, the daemons never having been restarted.
+// the one the daemon reads. The KDC must refuse a login with a copy of the
+// old keytab. The roles' tickets last HIVEDR_KRB_ROLE_MAXLIFE (90 s) and
+// are not renewable, so the keys the daemons read before stop getting
+// tickets within that; a workload paced at one partition every 10 s keeps
+// copyd asking for tickets (every WebHDFS request needs one) until its log
+// says it logged in again with the new key version. A last change made
+// after that replicates, the daemons never having been restarted.
 func TestKeytabRotation(t *testing.T) {
 	env := testenv.RequireSecure(t)
 	ctx := ctxFor(t, 12*time.Minute)
@@ -35,7 +39,33 @@ func TestKeytabRotation(t *testing.T) {
 	srcFS, drFS := pipelineFS(t, env)
 	p := newSecurePipeline(t, env, []string{db}, currentEventID(t, ctx, src))
 	w := wl.NewSource(src, srcFS, env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
-	p.startAll()
+	p.startTail()
+	p.startApply()
+	// copyd's keytab is not there yet.
+	late := filepath.Join(t.TempDir(), "copyd.keytab")
+	copydMetrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p.copyd = startHivedrEnv(t, "copyd", append(p.roleEnv["copyd"], "HIVEDR_KEYTAB="+late),
+		"copyd", "-config", p.conf, "-state-dir", filepath.Join(p.state, "copyd"), "-metrics-addr", copydMetrics)
+	copydMetric := func(name string) float64 {
+		t.Helper()
+		var v float64
+		eventually(t, time.Minute, "copyd's "+name, func() bool {
+			p.checkAlive()
+			m, ok := scrape("http://" + copydMetrics + "/metrics")
+			v = m[name]
+			return ok
+		})
+		return v
+	}
+	eventually(t, time.Minute, "copyd to say it is not logged in", func() bool {
+		p.checkAlive()
+		out := p.copyd.out.String()
+		return strings.Contains(out, `msg="kerberos: not logged in; trying again at the next use"`) && strings.Contains(out, late)
+	})
+	if n := copydMetric("hivedr_kerberos_login_failures_total"); n < 1 {
+		t.Fatalf("copyd's hivedr_kerberos_login_failures_total = %v with its keytab missing, want at least 1", n)
+	}
+	copyFile(t, env.Keytab(t, testenv.CopydPrincipal), late)
 	spec := wl.TableSpec{Columns: []string{"id bigint", "note string"}, PartitionKeys: []string{"dt"}}
 	if err := w.CreateDatabase(ctx, db); err != nil {
 		t.Fatal(err)
@@ -53,6 +83,9 @@ func TestKeytabRotation(t *testing.T) {
 	}
 	addPartition()
 	p.converge(ctx, src, dr, srcFS, drFS, 3*time.Minute)
+	if n := copydMetric("hivedr_kerberos_logins_total"); n < 1 {
+		t.Errorf("copyd's hivedr_kerberos_logins_total = %v once its keytab appeared and the change replicated, want at least 1", n)
+	}
 
 	realm := env.Get(t, "HIVEDR_KRB_REALM")
 	kvno := map[string]int{}
@@ -61,7 +94,11 @@ func TestKeytabRotation(t *testing.T) {
 		old := filepath.Join(t.TempDir(), pr+".keytab")
 		copyFile(t, path, old)
 		before := keytabVersion(t, path, pr)
-		kvno[pr] = rotateKey(t, env, pr)
+		also := []string{}
+		if pr == testenv.CopydPrincipal {
+			also = append(also, late)
+		}
+		kvno[pr] = rotateKey(t, env, pr, also...)
 		if kvno[pr] <= before {
 			t.Fatalf("%s: key version %d after the rotation, %d before; want a new one", pr, kvno[pr], before)
 		}
@@ -117,9 +154,9 @@ func loggedInWith(out string, kvno int) bool {
 // rotateKey gives principal (a name of the secured stack's realm) a new
 // random key on the KDC, as an administrator rotating it would: kadmin
 // exports it to a new keytab (a new key version; the KDC keeps no old
-// one), which is renamed over the principal's keytab. It returns the new
-// key version.
-func rotateKey(t *testing.T, env *testenv.Env, principal string) int {
+// one), which is renamed over the principal's keytab and copied over each
+// of also the same way. It returns the new key version.
+func rotateKey(t *testing.T, env *testenv.Env, principal string, also ...string) int {
 	t.Helper()
 	conf := env.Get(t, "HIVEDR_KRB5_CONF")
 	kdcDir := filepath.Dir(conf)
@@ -131,6 +168,9 @@ func rotateKey(t *testing.T, env *testenv.Env, principal string) int {
 	cmd.Env = append(os.Environ(), "KRB5_CONFIG="+conf, "KRB5_KDC_PROFILE="+filepath.Join(kdcDir, "kdc.conf"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kadmin.local ktadd %s: %v\n%s", principal, err, out)
+	}
+	for _, p := range also {
+		copyFile(t, tmp, p)
 	}
 	if err := os.Chmod(tmp, 0o600); err != nil {
 		t.Fatal(err)
@@ -161,14 +201,18 @@ func keytabVersion(t *testing.T, path, principal string) int {
 	return v
 }
 
-// copyFile copies the file at from to to (mode 0600).
+// copyFile writes the content of the file at from over to (mode 0600)
+// as a rotation does: to a new file renamed over to.
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
+	if err := os.WriteFile(to+".new", b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(to+".new", to); err != nil {
 		t.Fatal(err)
 	}
 }
