@@ -99,6 +99,9 @@ func TestKeytabRotation(t *testing.T) {
 			also = append(also, late)
 		}
 		kvno[pr] = rotateKey(t, env, pr, also...)
+		for i, k := range keytabSecrets(t, path) {
+			p.secrets[fmt.Sprintf("key %d of the rotated %s", i, filepath.Base(path))] = k
+		}
 		if kvno[pr] <= before {
 			t.Fatalf("%s: key version %d after the rotation, %d before; want a new one", pr, kvno[pr], before)
 		}
