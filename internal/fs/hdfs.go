@@ -40,7 +40,9 @@ import (
 // NameNode calls are not interrupted by a cancelled context.
 //
 // It is safe for concurrent use. It connects to the NameNode on first use
-// and after a failed attempt tries again on the next call.
+// and after a failed attempt tries again on the next call; on a kerberized
+// cluster it connects again after a new login of its principal (a rotated
+// key), the files open on the old connection finishing on it.
 type HDFS struct {
 	authority string // canonical (location.CanonicalAuthority)
 	user      string // who the NameNode sees: the user, or the Kerberos principal
@@ -174,10 +176,14 @@ func (h *HDFS) conn(ctx context.Context) (*hdfs.Client, error) {
 	var gen uint64
 	if h.kc != nil {
 		kcl, g, err := h.kc.Current()
-		if err != nil {
+		switch {
+		case err != nil && h.client != nil:
+			// Its NameNode connection is authenticated already: keep
+			// using it while no login can be had (the KDC away).
+			return h.client, nil
+		case err != nil:
 			return nil, fmt.Errorf("connect to hdfs://%s: %w", h.authority, err)
-		}
-		if h.client != nil && g != h.krbGen {
+		case h.client != nil && g != h.krbGen:
 			// Files open on it keep using it; Close closes it.
 			h.retired = append(h.retired, h.client)
 			h.client = nil
