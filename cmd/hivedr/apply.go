@@ -79,7 +79,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		return err
 	}
 	m := applier.NewMetrics()
-	if _, err := serveHTTP(ctx, "apply", metrics.Pipeline(conf), conf.Applier.MetricsAddr, m, applierChecks(conf), log); err != nil {
+	if _, err := serveHTTP(ctx, "apply", metrics.Pipeline(conf), conf.Applier.MetricsAddr, withKerberos(m, conf), applierChecks(conf), log); err != nil {
 		return err
 	}
 	kopts, err := kafkaOpts(conf)

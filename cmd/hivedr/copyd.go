@@ -83,7 +83,7 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		return err
 	}
 	m := copyd.NewMetrics()
-	if _, err := serveHTTP(ctx, "copyd", metrics.Pipeline(conf), conf.Copyd.MetricsAddr, m, copydChecks(conf), log); err != nil {
+	if _, err := serveHTTP(ctx, "copyd", metrics.Pipeline(conf), conf.Copyd.MetricsAddr, withKerberos(m, conf), copydChecks(conf), log); err != nil {
 		return err
 	}
 	mapPath := conf.Replication.MapPath

@@ -363,14 +363,33 @@ func withTimeouts(o hms.Options, connect, socket time.Duration) hms.Options {
 }
 
 // login logs in as conf's kerberos principal, when it names one, and
-// gives conf the logged-in client.
-func login(conf *config.Config, log *slog.Logger) error {
+// gives conf the client. A tool fails when the login does, and so does a
+// daemon (retry) whose identity is refused (krb.ErrRefused: a keytab
+// without the principal's keys, a key or principal the KDC does not
+// take); a daemon whose keytab or krb5.conf cannot be read yet, or whose
+// KDC does not answer, starts anyway, saying so: its client logs in at
+// the next use, with a backoff, so it needs no restart once they can.
+func login(conf *config.Config, log *slog.Logger, retry bool) error {
 	if !conf.Kerberos.Enabled() {
 		return nil
 	}
-	kc, err := krb.Login(conf.Kerberos, log)
+	if !retry {
+		kc, err := krb.Login(conf.Kerberos, log)
+		if err != nil {
+			return err
+		}
+		conf.SetKerberos(kc)
+		return nil
+	}
+	kc, err := krb.New(conf.Kerberos, log)
 	if err != nil {
 		return err
+	}
+	if _, _, err := kc.Current(); errors.Is(err, krb.ErrRefused) {
+		kc.Close()
+		return err
+	} else if err != nil {
+		log.Error("kerberos: not logged in; trying again at the next use", "err", err)
 	}
 	conf.SetKerberos(kc)
 	return nil
@@ -387,7 +406,7 @@ func loadReverse(flag, path string, log *slog.Logger) (*config.Config, error) {
 			config.SectionDRMetastore, config.SectionReplication)
 	}
 	if err == nil {
-		err = login(rev, log)
+		err = login(rev, log, false)
 	}
 	if err != nil {
 		return nil, err
@@ -417,7 +436,7 @@ func setup(fl *flag.FlagSet, cf *commonFlags, args []string) (*config.Config, *s
 			err = conf.Require("hivedr "+fl.Name(), cmd.needs...)
 		}
 		if err == nil && !strings.HasPrefix(fl.Name(), "config") { // config check reads no keytab
-			err = login(conf, log)
+			err = login(conf, log, cmd.daemon)
 		}
 		if err == nil {
 			if conf.File() == "" {

@@ -78,6 +78,29 @@ func serveHTTP(ctx context.Context, role, pipeline, addr string, m metrics.Regis
 	return ln.Addr().String(), nil
 }
 
+// withKerberos is a role's metrics m and, when conf has a Kerberos
+// principal, its login metrics (hivedr_kerberos_logins_total,
+// hivedr_kerberos_login_failures_total).
+func withKerberos(m metrics.Registerer, conf *config.Config) metrics.Registerer {
+	if kc := conf.KerberosClient(); kc != nil {
+		return registerers{m, kc}
+	}
+	return m
+}
+
+// registerers registers each of its metrics.
+type registerers []metrics.Registerer
+
+// Register implements metrics.Registerer.
+func (rs registerers) Register(r prometheus.Registerer) error {
+	for _, m := range rs {
+		if err := m.Register(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Liveness, every role: loop (its main loop went round within the role's
 // stall_after; hivedr_<role>_loop_timestamp_seconds).
 //

@@ -148,7 +148,7 @@ func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
 		return err
 	}
 	m := producer.NewMetrics()
-	if _, err := serveHTTP(ctx, "tail", metrics.Pipeline(conf), conf.Tailer.MetricsAddr, m, tailerChecks(conf), log); err != nil {
+	if _, err := serveHTTP(ctx, "tail", metrics.Pipeline(conf), conf.Tailer.MetricsAddr, withKerberos(m, conf), tailerChecks(conf), log); err != nil {
 		return err
 	}
 	// The source filesystems list external tables' new directories (the

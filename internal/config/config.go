@@ -93,6 +93,9 @@ func (c *Config) SetKerberos(kc *krb.Client) {
 	c.Filesystems.Kerberos = kc
 }
 
+// KerberosClient is the principal SetKerberos gave; nil without one.
+func (c *Config) KerberosClient() *krb.Client { return c.kc }
+
 // SourceMetastoreOptions returns hms.Options for the source metastore:
 // SASL GSSAPI as the logged-in principal when source.metastore_principal
 // is set.

@@ -6,11 +6,13 @@
 package connect
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -90,29 +92,44 @@ func mechanism(s config.SASL) (sasl.Mechanism, error) {
 // connections and logs in again with the keytab when its ticket expires.
 func gssapi(k config.Kerberos) sasl.Mechanism { return kerberos.Kerberos(gssapiAuth(k)) }
 
-// gssapiAuth returns the Kerberos client of k for each authentication,
-// made at the first one that can: a krb5.conf or keytab that cannot be
-// read yet (mounted late, being rotated) fails that authentication only,
-// and the next one reads them again.
+// gssapiAuth returns the Kerberos client of k for each authentication.
+// krb5.conf and the keytab are read at every authentication, and a new
+// client is made when either changed (a key rotated on the KDC: a new
+// kvno, the new keytab written over the old file), so the next login
+// uses the new key; a client keeps the keys it was made with, which the
+// KDC refuses once they are rotated out. A file that cannot be read
+// (mounted late, being rotated) fails that authentication only, and the
+// next one reads it again. A replaced client is not destroyed: sessions
+// still being set up may be using it.
 func gssapiAuth(k config.Kerberos) func(context.Context) (kerberos.Auth, error) {
 	var (
-		mu sync.Mutex
-		cl *krbclient.Client
+		mu               sync.Mutex
+		cl               *krbclient.Client
+		confRead, ktRead []byte // the files cl was made from
 	)
 	return func(context.Context) (kerberos.Auth, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if cl == nil {
-			conf, err := krbconfig.Load(k.Krb5Conf)
+		confB, err := os.ReadFile(k.Krb5Conf)
+		if err != nil {
+			return kerberos.Auth{}, fmt.Errorf("kafka.sasl.kerberos.krb5_conf: %w", err)
+		}
+		ktB, err := os.ReadFile(k.Keytab)
+		if err != nil {
+			return kerberos.Auth{}, fmt.Errorf("kafka.sasl.kerberos.keytab: %w", err)
+		}
+		if cl == nil || !bytes.Equal(confB, confRead) || !bytes.Equal(ktB, ktRead) {
+			conf, err := krbconfig.NewFromString(string(confB))
 			if err != nil {
-				return kerberos.Auth{}, fmt.Errorf("kafka.sasl.kerberos.krb5_conf: %w", err)
+				return kerberos.Auth{}, fmt.Errorf("kafka.sasl.kerberos.krb5_conf: %s: %w", k.Krb5Conf, err)
 			}
-			kt, err := keytab.Load(k.Keytab)
-			if err != nil {
-				return kerberos.Auth{}, fmt.Errorf("kafka.sasl.kerberos.keytab: %w", err)
+			kt := keytab.New()
+			if err := kt.Unmarshal(ktB); err != nil {
+				return kerberos.Auth{}, fmt.Errorf("kafka.sasl.kerberos.keytab: %s: %w", k.Keytab, err)
 			}
 			name, realm, _ := strings.Cut(k.Principal, "@")
 			cl = krbclient.NewWithKeytab(name, realm, kt, conf, krbclient.DisablePAFXFAST(true))
+			confRead, ktRead = confB, ktB
 		}
 		return kerberos.Auth{Client: cl, Service: k.ServiceName, PersistAfterAuth: true}, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -385,7 +386,8 @@ func TestCertCheckReset(t *testing.T) {
 // TestGSSAPILoginRetried: a keytab that cannot be read at the first
 // authentication fails that one only; once it is there, the next
 // authentication logs in with it (a failed first read used to be kept for
-// the life of the process).
+// the life of the process); a keytab written over the old one (a rotated
+// key) makes a new client with the new key.
 func TestGSSAPILoginRetried(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "krb5.conf")
@@ -414,5 +416,27 @@ func TestGSSAPILoginRetried(t *testing.T) {
 	}
 	if again, _ := auth(context.Background()); again.Client != a.Client {
 		t.Error("a second authentication made another client; want the one shared")
+	}
+	// The key rotated: a keytab of key version 2 written over the file.
+	kt = keytab.New()
+	if err := kt.AddEntry("hivedr", "EX.COM", "rotated", time.Now(), 2, 18); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = kt.Marshal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ktPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := auth(context.Background())
+	if err != nil || r.Client == a.Client {
+		t.Fatalf("after the keytab changed: %v; want a new client", err)
+	}
+	var kvnos []uint32
+	for _, e := range r.Client.Credentials.Keytab().Entries {
+		kvnos = append(kvnos, e.KVNO)
+	}
+	if !slices.Equal(kvnos, []uint32{2}) {
+		t.Errorf("after the keytab changed the client holds keys of versions %v, want [2]", kvnos)
 	}
 }

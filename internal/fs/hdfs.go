@@ -40,7 +40,9 @@ import (
 // NameNode calls are not interrupted by a cancelled context.
 //
 // It is safe for concurrent use. It connects to the NameNode on first use
-// and after a failed attempt tries again on the next call.
+// and after a failed attempt tries again on the next call; on a kerberized
+// cluster it connects again after a new login of its principal (a rotated
+// key), the files open on the old connection finishing on it.
 type HDFS struct {
 	authority string // canonical (location.CanonicalAuthority)
 	user      string // who the NameNode sees: the user, or the Kerberos principal
@@ -55,8 +57,16 @@ type HDFS struct {
 	// marksOff: the NameNode refuses extended attributes (mark.go).
 	marksOff atomic.Bool
 
-	mu     sync.Mutex
-	client *hdfs.Client
+	// kc is the principal of a kerberized cluster. The native client keeps
+	// the gokrb5 client it was made with for every NameNode connection it
+	// makes, so when kc logs in again (a new generation: a rotated key) the
+	// next call makes a new native client with the new login.
+	kc *krb.Client
+
+	mu      sync.Mutex
+	client  *hdfs.Client
+	krbGen  uint64         // kc's generation client was made with
+	retired []*hdfs.Client // made with an older login; files may still be open on them
 }
 
 var _ FS = (*HDFS)(nil)
@@ -91,7 +101,7 @@ func NewHDFS(c HDFSConfig) (*HDFS, error) {
 		// the service's realm from krb5.conf, so the pattern goes without
 		// its @REALM.
 		spn, _, _ := strings.Cut(c.NameNodePrincipal, "@")
-		h.opts.KerberosClient = c.Kerberos.GoKrb5()
+		h.kc = c.Kerberos
 		h.opts.KerberosServicePrincipleName = spn
 		h.user = c.Kerberos.Principal()
 	}
@@ -143,12 +153,16 @@ func (h *HDFS) HTTPClient() *http.Client { return h.hc }
 func (h *HDFS) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.client == nil {
-		return nil
+	var errs []error
+	for _, c := range h.retired {
+		errs = append(errs, c.Close())
 	}
-	err := h.client.Close()
-	h.client = nil
-	return err
+	h.retired = nil
+	if h.client != nil {
+		errs = append(errs, h.client.Close())
+		h.client = nil
+	}
+	return errors.Join(errs...)
 }
 
 // conn returns the native client, connecting on first use.
@@ -158,14 +172,32 @@ func (h *HDFS) conn(ctx context.Context) (*hdfs.Client, error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	opts := h.opts
+	var gen uint64
+	if h.kc != nil {
+		kcl, g, err := h.kc.Current()
+		switch {
+		case err != nil && h.client != nil:
+			// Its NameNode connection is authenticated already: keep
+			// using it while no login can be had (the KDC away).
+			return h.client, nil
+		case err != nil:
+			return nil, fmt.Errorf("connect to hdfs://%s: %w", h.authority, err)
+		case h.client != nil && g != h.krbGen:
+			// Files open on it keep using it; Close closes it.
+			h.retired = append(h.retired, h.client)
+			h.client = nil
+		}
+		opts.KerberosClient, gen = kcl, g
+	}
 	if h.client != nil {
 		return h.client, nil
 	}
-	c, err := hdfs.NewClient(h.opts)
+	c, err := hdfs.NewClient(opts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to hdfs://%s (namenodes %s): %w", h.authority, strings.Join(h.opts.Addresses, ","), err)
 	}
-	h.client = c
+	h.client, h.krbGen = c, gen
 	return c, nil
 }
 

@@ -49,14 +49,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // token returns a SPNEGO token for spn, logging in again once when the
 // ticket cannot be had.
 func (t *Transport) token(spn string) (string, error) {
-	// Warm (or refresh) the ticket through ServiceTicket, which logs in
+	// Warm (or refresh) the ticket through serviceTicket, which logs in
 	// again from the keytab if it must; the SPNEGO client then finds it
-	// in gokrb5's cache.
+	// in the cache of the gokrb5 client that got it.
 	name, _, _ := strings.Cut(spn, "@")
-	if _, _, err := t.Client.ServiceTicket(name); err != nil {
+	cl, _, _, err := t.Client.serviceTicket(name)
+	if err != nil {
 		return "", err
 	}
-	s := spnego.SPNEGOClient(t.Client.GoKrb5(), name)
+	s := spnego.SPNEGOClient(cl, name)
 	if err := s.AcquireCred(); err != nil {
 		return "", fmt.Errorf("kerberos: %s: SPNEGO for %s: %w", t.Client.Principal(), name, err)
 	}
