@@ -9,8 +9,8 @@
 // hive_metastore package; this package adds only the transport (binary
 // protocol over a buffered socket, the metastore's default when SASL and
 // framing are off, or over Thrift's SASL transport with Kerberos (GSSAPI,
-// QOP auth) when Options.Kerberos is set, for metastores with
-// metastore.sasl.enabled) and what several roles call alike: a connection
+// QOP auth, auth-int or auth-conf) when Options.Kerberos is set, for
+// metastores with metastore.sasl.enabled) and what several roles call alike: a connection
 // made on first use and again after a failure (Lazy), partition names
 // (names.go) and streaming a table's partitions by name (stream.go),
 // replicated transactions as Hive's REPL LOAD opens them (repl.go), and a
@@ -56,6 +56,10 @@ type Options struct {
 	// becomes the address's host).
 	Kerberos  *krb.Client
 	Principal string
+	// QOP is the SASL quality of protection to insist on with Kerberos.
+	// Empty takes the strongest the metastore offers: auth-conf
+	// (encrypted) from one with hadoop.rpc.protection=privacy.
+	QOP krb.QOP
 	// PrincipalKey is the configuration key that would hold Principal
 	// (source.metastore_principal, applier.metastore_principal), named
 	// when a metastore that requires Kerberos is reached without
@@ -95,7 +99,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 			return nil, fmt.Errorf("connect to hive metastore %s: Kerberos needs the metastore's principal", addr)
 		}
 		spn := krb.ServicePrincipal(opts.Principal, hostOf(addr))
-		st := newSASLTransport(sock, opts.Kerberos, spn, opts.MaxMessageSize)
+		st := newSASLTransport(sock, opts.Kerberos, spn, opts.QOP, opts.MaxMessageSize)
 		if err := st.Open(); err != nil {
 			return nil, fmt.Errorf("connect to hive metastore %s as %s: %w", addr, opts.Kerberos.Principal(), err)
 		}
