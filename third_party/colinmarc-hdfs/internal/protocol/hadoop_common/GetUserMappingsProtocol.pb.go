@@ -42,8 +42,9 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-//*
-//  Get groups for user request.
+// *
+//
+//	Get groups for user request.
 type GetGroupsForUserRequestProto struct {
 	state         protoimpl.MessageState
 	sizeCache     protoimpl.SizeCache
@@ -91,7 +92,7 @@ func (x *GetGroupsForUserRequestProto) GetUser() string {
 	return ""
 }
 
-//*
+// *
 // Response for get groups.
 type GetGroupsForUserResponseProto struct {
 	state         protoimpl.MessageState

@@ -210,7 +210,7 @@ func (x *HAStateChangeRequestInfoProto) GetReqSource() HARequestSource {
 	return HARequestSource_REQUEST_BY_USER
 }
 
-//*
+// *
 // void request
 type MonitorHealthRequestProto struct {
 	state         protoimpl.MessageState
@@ -250,7 +250,7 @@ func (*MonitorHealthRequestProto) Descriptor() ([]byte, []int) {
 	return file_HAServiceProtocol_proto_rawDescGZIP(), []int{1}
 }
 
-//*
+// *
 // void response
 type MonitorHealthResponseProto struct {
 	state         protoimpl.MessageState
@@ -290,7 +290,7 @@ func (*MonitorHealthResponseProto) Descriptor() ([]byte, []int) {
 	return file_HAServiceProtocol_proto_rawDescGZIP(), []int{2}
 }
 
-//*
+// *
 // void request
 type TransitionToActiveRequestProto struct {
 	state         protoimpl.MessageState
@@ -339,7 +339,7 @@ func (x *TransitionToActiveRequestProto) GetReqInfo() *HAStateChangeRequestInfoP
 	return nil
 }
 
-//*
+// *
 // void response
 type TransitionToActiveResponseProto struct {
 	state         protoimpl.MessageState
@@ -379,7 +379,7 @@ func (*TransitionToActiveResponseProto) Descriptor() ([]byte, []int) {
 	return file_HAServiceProtocol_proto_rawDescGZIP(), []int{4}
 }
 
-//*
+// *
 // void request
 type TransitionToStandbyRequestProto struct {
 	state         protoimpl.MessageState
@@ -428,7 +428,7 @@ func (x *TransitionToStandbyRequestProto) GetReqInfo() *HAStateChangeRequestInfo
 	return nil
 }
 
-//*
+// *
 // void response
 type TransitionToStandbyResponseProto struct {
 	state         protoimpl.MessageState
@@ -468,7 +468,7 @@ func (*TransitionToStandbyResponseProto) Descriptor() ([]byte, []int) {
 	return file_HAServiceProtocol_proto_rawDescGZIP(), []int{6}
 }
 
-//*
+// *
 // void request
 type TransitionToObserverRequestProto struct {
 	state         protoimpl.MessageState
@@ -517,7 +517,7 @@ func (x *TransitionToObserverRequestProto) GetReqInfo() *HAStateChangeRequestInf
 	return nil
 }
 
-//*
+// *
 // void response
 type TransitionToObserverResponseProto struct {
 	state         protoimpl.MessageState
@@ -557,7 +557,7 @@ func (*TransitionToObserverResponseProto) Descriptor() ([]byte, []int) {
 	return file_HAServiceProtocol_proto_rawDescGZIP(), []int{8}
 }
 
-//*
+// *
 // void request
 type GetServiceStatusRequestProto struct {
 	state         protoimpl.MessageState
@@ -597,7 +597,7 @@ func (*GetServiceStatusRequestProto) Descriptor() ([]byte, []int) {
 	return file_HAServiceProtocol_proto_rawDescGZIP(), []int{9}
 }
 
-//*
+// *
 // Returns the state of the service
 type GetServiceStatusResponseProto struct {
 	state         protoimpl.MessageState

@@ -46,7 +46,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-//*
+// *
 // State of a block replica at a datanode
 type ReplicaStateProto int32
 
@@ -287,7 +287,7 @@ func (NNHAStatusHeartbeatProto_State) EnumDescriptor() ([]byte, []int) {
 	return file_HdfsServer_proto_rawDescGZIP(), []int{15, 0}
 }
 
-//*
+// *
 // Block access token information
 type BlockKeyProto struct {
 	state         protoimpl.MessageState
@@ -352,7 +352,7 @@ func (x *BlockKeyProto) GetKeyBytes() []byte {
 	return nil
 }
 
-//*
+// *
 // Current key and set of block keys at the namenode.
 type ExportedBlockKeysProto struct {
 	state         protoimpl.MessageState
@@ -433,7 +433,7 @@ func (x *ExportedBlockKeysProto) GetAllKeys() []*BlockKeyProto {
 	return nil
 }
 
-//*
+// *
 // Block and datanodes where is it located
 type BlockWithLocationsProto struct {
 	state         protoimpl.MessageState
@@ -530,7 +530,7 @@ func (x *BlockWithLocationsProto) GetCellSize() uint32 {
 	return 0
 }
 
-//*
+// *
 // List of block with locations
 type BlocksWithLocationsProto struct {
 	state         protoimpl.MessageState
@@ -579,7 +579,7 @@ func (x *BlocksWithLocationsProto) GetBlocks() []*BlockWithLocationsProto {
 	return nil
 }
 
-//*
+// *
 // Editlog information with available transactions
 type RemoteEditLogProto struct {
 	state         protoimpl.MessageState
@@ -649,7 +649,7 @@ func (x *RemoteEditLogProto) GetIsInProgress() bool {
 	return Default_RemoteEditLogProto_IsInProgress
 }
 
-//*
+// *
 // Enumeration of editlogs available on a remote namenode
 type RemoteEditLogManifestProto struct {
 	state         protoimpl.MessageState
@@ -706,7 +706,7 @@ func (x *RemoteEditLogManifestProto) GetCommittedTxnId() uint64 {
 	return 0
 }
 
-//*
+// *
 // Namespace information that describes namespace on a namenode
 type NamespaceInfoProto struct {
 	state         protoimpl.MessageState
@@ -808,7 +808,7 @@ func (x *NamespaceInfoProto) GetState() NNHAStatusHeartbeatProto_State {
 	return NNHAStatusHeartbeatProto_ACTIVE
 }
 
-//*
+// *
 // Block that needs to be recovered with at a given location
 type RecoveringBlockProto struct {
 	state         protoimpl.MessageState
@@ -890,7 +890,7 @@ func (x *RecoveringBlockProto) GetBlockIndices() []byte {
 	return nil
 }
 
-//*
+// *
 // Unique signature to identify checkpoint transactions.
 type CheckpointSignatureProto struct {
 	state         protoimpl.MessageState
@@ -963,7 +963,7 @@ func (x *CheckpointSignatureProto) GetStorageInfo() *StorageInfoProto {
 	return nil
 }
 
-//*
+// *
 // Command returned from primary to checkpointing namenode.
 // This command has checkpoint signature that identifies
 // checkpoint transaction and is needed for further
@@ -1025,7 +1025,7 @@ func (x *CheckpointCommandProto) GetNeedToReturnImage() bool {
 	return false
 }
 
-//*
+// *
 // Command sent from one namenode to another namenode.
 type NamenodeCommandProto struct {
 	state         protoimpl.MessageState
@@ -1090,7 +1090,7 @@ func (x *NamenodeCommandProto) GetCheckpointCmd() *CheckpointCommandProto {
 	return nil
 }
 
-//*
+// *
 // void request
 type VersionRequestProto struct {
 	state         protoimpl.MessageState
@@ -1130,7 +1130,7 @@ func (*VersionRequestProto) Descriptor() ([]byte, []int) {
 	return file_HdfsServer_proto_rawDescGZIP(), []int{11}
 }
 
-//*
+// *
 // Version response from namenode.
 type VersionResponseProto struct {
 	state         protoimpl.MessageState
@@ -1179,7 +1179,7 @@ func (x *VersionResponseProto) GetInfo() *NamespaceInfoProto {
 	return nil
 }
 
-//*
+// *
 // Common node information shared by all the nodes in the cluster
 type StorageInfoProto struct {
 	state         protoimpl.MessageState
@@ -1252,7 +1252,7 @@ func (x *StorageInfoProto) GetCTime() uint64 {
 	return 0
 }
 
-//*
+// *
 // Information sent by a namenode to identify itself to the primary namenode.
 type NamenodeRegistrationProto struct {
 	state         protoimpl.MessageState
@@ -1330,7 +1330,7 @@ func (x *NamenodeRegistrationProto) GetRole() NamenodeRegistrationProto_Namenode
 	return Default_NamenodeRegistrationProto_Role
 }
 
-//*
+// *
 // state - State the NN is in when returning response to the DN
 // txid - Highest transaction ID this NN has seen
 type NNHAStatusHeartbeatProto struct {

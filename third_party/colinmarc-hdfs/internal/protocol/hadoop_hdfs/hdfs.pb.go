@@ -43,7 +43,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-//*
+// *
 // Types of recognized storage media.
 type StorageTypeProto int32
 
@@ -110,7 +110,7 @@ func (StorageTypeProto) EnumDescriptor() ([]byte, []int) {
 	return file_hdfs_proto_rawDescGZIP(), []int{0}
 }
 
-//*
+// *
 // Types of recognized blocks.
 type BlockTypeProto int32
 
@@ -168,7 +168,7 @@ func (BlockTypeProto) EnumDescriptor() ([]byte, []int) {
 	return file_hdfs_proto_rawDescGZIP(), []int{1}
 }
 
-//*
+// *
 // Cipher suite.
 type CipherSuiteProto int32
 
@@ -226,7 +226,7 @@ func (CipherSuiteProto) EnumDescriptor() ([]byte, []int) {
 	return file_hdfs_proto_rawDescGZIP(), []int{2}
 }
 
-//*
+// *
 // Crypto protocol version used to access encrypted files.
 type CryptoProtocolVersionProto int32
 
@@ -284,7 +284,7 @@ func (CryptoProtocolVersionProto) EnumDescriptor() ([]byte, []int) {
 	return file_hdfs_proto_rawDescGZIP(), []int{3}
 }
 
-//*
+// *
 // EC policy state.
 type ErasureCodingPolicyState int32
 
@@ -345,7 +345,7 @@ func (ErasureCodingPolicyState) EnumDescriptor() ([]byte, []int) {
 	return file_hdfs_proto_rawDescGZIP(), []int{4}
 }
 
-//*
+// *
 // Checksum algorithms/types used in HDFS
 // Make sure this enum's integer values match enum values' id properties defined
 // in org.apache.hadoop.util.DataChecksum.Type
@@ -464,7 +464,7 @@ func (BlockChecksumTypeProto) EnumDescriptor() ([]byte, []int) {
 	return file_hdfs_proto_rawDescGZIP(), []int{6}
 }
 
-//*
+// *
 // File access permissions mode.
 type AccessModeProto int32
 
@@ -770,7 +770,7 @@ func (HdfsFileStatusProto_Flags) EnumDescriptor() ([]byte, []int) {
 	return file_hdfs_proto_rawDescGZIP(), []int{31, 1}
 }
 
-//*
+// *
 // Extended block idenfies a block
 type ExtendedBlockProto struct {
 	state         protoimpl.MessageState
@@ -919,7 +919,7 @@ func (x *ProvidedStorageLocationProto) GetNonce() []byte {
 	return nil
 }
 
-//*
+// *
 // Identifies a Datanode
 type DatanodeIDProto struct {
 	state         protoimpl.MessageState
@@ -1024,7 +1024,7 @@ func (x *DatanodeIDProto) GetInfoSecurePort() uint32 {
 	return Default_DatanodeIDProto_InfoSecurePort
 }
 
-//*
+// *
 // Datanode local information
 type DatanodeLocalInfoProto struct {
 	state         protoimpl.MessageState
@@ -1089,7 +1089,7 @@ func (x *DatanodeLocalInfoProto) GetUptime() uint64 {
 	return 0
 }
 
-//*
+// *
 // Datanode volume information
 type DatanodeVolumeInfoProto struct {
 	state         protoimpl.MessageState
@@ -1186,7 +1186,7 @@ func (x *DatanodeVolumeInfoProto) GetNumBlocks() uint64 {
 	return 0
 }
 
-//*
+// *
 // DatanodeInfo array
 type DatanodeInfosProto struct {
 	state         protoimpl.MessageState
@@ -1235,7 +1235,7 @@ func (x *DatanodeInfosProto) GetDatanodes() []*DatanodeInfoProto {
 	return nil
 }
 
-//*
+// *
 // The status of a Datanode
 type DatanodeInfoProto struct {
 	state         protoimpl.MessageState
@@ -1429,7 +1429,7 @@ func (x *DatanodeInfoProto) GetNumBlocks() uint32 {
 	return Default_DatanodeInfoProto_NumBlocks
 }
 
-//*
+// *
 // Represents a storage available on the datanode
 type DatanodeStorageProto struct {
 	state         protoimpl.MessageState
@@ -1614,7 +1614,7 @@ func (x *StorageReportProto) GetNonDfsUsed() uint64 {
 	return 0
 }
 
-//*
+// *
 // Summary of a file or directory
 type ContentSummaryProto struct {
 	state         protoimpl.MessageState
@@ -1751,7 +1751,7 @@ func (x *ContentSummaryProto) GetErasureCodingPolicy() string {
 	return ""
 }
 
-//*
+// *
 // Summary of quota usage of a directory
 type QuotaUsageProto struct {
 	state         protoimpl.MessageState
@@ -1832,7 +1832,7 @@ func (x *QuotaUsageProto) GetTypeQuotaInfos() *StorageTypeQuotaInfosProto {
 	return nil
 }
 
-//*
+// *
 // Storage type quota and usage information of a file or directory
 type StorageTypeQuotaInfosProto struct {
 	state         protoimpl.MessageState
@@ -1949,10 +1949,9 @@ func (x *StorageTypeQuotaInfoProto) GetConsumed() uint64 {
 	return 0
 }
 
-//*
+// *
 // Contains a list of paths corresponding to corrupt files and a cookie
 // used for iterative calls to NameNode.listCorruptFileBlocks.
-//
 type CorruptFileBlocksProto struct {
 	state         protoimpl.MessageState
 	sizeCache     protoimpl.SizeCache
@@ -2008,7 +2007,7 @@ func (x *CorruptFileBlocksProto) GetCookie() string {
 	return ""
 }
 
-//*
+// *
 // A list of storage types.
 type StorageTypesProto struct {
 	state         protoimpl.MessageState
@@ -2057,7 +2056,7 @@ func (x *StorageTypesProto) GetStorageTypes() []StorageTypeProto {
 	return nil
 }
 
-//*
+// *
 // Block replica storage policy.
 type BlockStoragePolicyProto struct {
 	state         protoimpl.MessageState
@@ -2141,7 +2140,7 @@ func (x *BlockStoragePolicyProto) GetReplicationFallbackPolicy() *StorageTypesPr
 	return nil
 }
 
-//*
+// *
 // A LocatedBlock gives information about a block and its location.
 type LocatedBlockProto struct {
 	state         protoimpl.MessageState
@@ -2413,7 +2412,7 @@ func (x *DataEncryptionKeyProto) GetEncryptionAlgorithm() string {
 	return ""
 }
 
-//*
+// *
 // Encryption information for a file.
 type FileEncryptionInfoProto struct {
 	state         protoimpl.MessageState
@@ -2502,7 +2501,7 @@ func (x *FileEncryptionInfoProto) GetEzKeyVersionName() string {
 	return ""
 }
 
-//*
+// *
 // Encryption information for an individual
 // file within an encryption zone
 type PerFileEncryptionInfoProto struct {
@@ -2568,7 +2567,7 @@ func (x *PerFileEncryptionInfoProto) GetEzKeyVersionName() string {
 	return ""
 }
 
-//*
+// *
 // Encryption information for an encryption
 // zone
 type ZoneEncryptionInfoProto struct {
@@ -2642,7 +2641,7 @@ func (x *ZoneEncryptionInfoProto) GetReencryptionProto() *ReencryptionInfoProto 
 	return nil
 }
 
-//*
+// *
 // Re-encryption information for an encryption zone
 type ReencryptionInfoProto struct {
 	state         protoimpl.MessageState
@@ -2739,7 +2738,7 @@ func (x *ReencryptionInfoProto) GetLastFile() string {
 	return ""
 }
 
-//*
+// *
 // Cipher option
 type CipherOptionProto struct {
 	state         protoimpl.MessageState
@@ -2820,7 +2819,7 @@ func (x *CipherOptionProto) GetOutIv() []byte {
 	return nil
 }
 
-//*
+// *
 // A set of file blocks and their locations.
 type LocatedBlocksProto struct {
 	state         protoimpl.MessageState
@@ -2918,7 +2917,7 @@ func (x *LocatedBlocksProto) GetEcPolicy() *ErasureCodingPolicyProto {
 	return nil
 }
 
-//*
+// *
 // ECSchema options entry
 type ECSchemaOptionEntryProto struct {
 	state         protoimpl.MessageState
@@ -2975,7 +2974,7 @@ func (x *ECSchemaOptionEntryProto) GetValue() string {
 	return ""
 }
 
-//*
+// *
 // ECSchema for erasurecoding
 type ECSchemaProto struct {
 	state         protoimpl.MessageState
@@ -3250,7 +3249,7 @@ func (x *ECTopologyVerifierResultProto) GetIsSupported() bool {
 	return false
 }
 
-//*
+// *
 // Placeholder type for consistent HDFS operations.
 type HdfsPathHandleProto struct {
 	state         protoimpl.MessageState
@@ -3315,7 +3314,7 @@ func (x *HdfsPathHandleProto) GetPath() string {
 	return ""
 }
 
-//*
+// *
 // Status of a file, directory or symlink
 // Optionally includes a file's block locations if requested by client on the rpc call.
 type HdfsFileStatusProto struct {
@@ -3517,7 +3516,7 @@ func (x *HdfsFileStatusProto) GetFlags() uint32 {
 	return Default_HdfsFileStatusProto_Flags
 }
 
-//*
+// *
 // Algorithms/types denoting how block-level checksums are computed using
 // lower-level chunk checksums/CRCs.
 // These options should be kept in sync with
@@ -3586,7 +3585,7 @@ func (x *BlockChecksumOptionsProto) GetStripeLength() uint64 {
 	return 0
 }
 
-//*
+// *
 // HDFS Server Defaults
 type FsServerDefaultsProto struct {
 	state         protoimpl.MessageState
@@ -3715,7 +3714,7 @@ func (x *FsServerDefaultsProto) GetPolicyId() uint32 {
 	return Default_FsServerDefaultsProto_PolicyId
 }
 
-//*
+// *
 // Directory listing
 type DirectoryListingProto struct {
 	state         protoimpl.MessageState
@@ -3891,7 +3890,7 @@ func (x *BatchedDirectoryListingProto) GetException() *RemoteExceptionProto {
 	return nil
 }
 
-//*
+// *
 // Status of a snapshottable directory: besides the normal information for
 // a directory status, also include snapshot quota, number of snapshots, and
 // the full path of the parent directory.
@@ -3967,7 +3966,7 @@ func (x *SnapshottableDirectoryStatusProto) GetParentFullpath() []byte {
 	return nil
 }
 
-//*
+// *
 // Snapshottable directory listing
 type SnapshottableDirectoryListingProto struct {
 	state         protoimpl.MessageState
@@ -4016,7 +4015,7 @@ func (x *SnapshottableDirectoryListingProto) GetSnapshottableDirListing() []*Sna
 	return nil
 }
 
-//*
+// *
 // Snapshot diff report entry
 type SnapshotDiffReportEntryProto struct {
 	state         protoimpl.MessageState
@@ -4081,7 +4080,7 @@ func (x *SnapshotDiffReportEntryProto) GetTargetPath() []byte {
 	return nil
 }
 
-//*
+// *
 // Snapshot diff report
 type SnapshotDiffReportProto struct {
 	state         protoimpl.MessageState
@@ -4155,7 +4154,7 @@ func (x *SnapshotDiffReportProto) GetDiffReportEntries() []*SnapshotDiffReportEn
 	return nil
 }
 
-//*
+// *
 // Snapshot diff report listing entry
 type SnapshotDiffReportListingEntryProto struct {
 	state         protoimpl.MessageState
@@ -4296,7 +4295,7 @@ func (x *SnapshotDiffReportCursorProto) GetIndex() int32 {
 	return Default_SnapshotDiffReportCursorProto_Index
 }
 
-//*
+// *
 // Snapshot diff report listing
 type SnapshotDiffReportListingProto struct {
 	state         protoimpl.MessageState
@@ -4378,7 +4377,7 @@ func (x *SnapshotDiffReportListingProto) GetCursor() *SnapshotDiffReportCursorPr
 	return nil
 }
 
-//*
+// *
 // Block information
 //
 // Please be wary of adding additional fields here, since INodeFiles
@@ -4454,7 +4453,7 @@ func (x *BlockProto) GetNumBytes() uint64 {
 	return Default_BlockProto_NumBytes
 }
 
-//*
+// *
 // Information related to a snapshot
 // TODO: add more information
 type SnapshotInfoProto struct {
@@ -4544,7 +4543,7 @@ func (x *SnapshotInfoProto) GetCreateTime() string {
 	return ""
 }
 
-//*
+// *
 // Rolling upgrade status
 type RollingUpgradeStatusProto struct {
 	state         protoimpl.MessageState
@@ -4606,7 +4605,7 @@ func (x *RollingUpgradeStatusProto) GetFinalized() bool {
 	return Default_RollingUpgradeStatusProto_Finalized
 }
 
-//*
+// *
 // A list of storage IDs.
 type StorageUuidsProto struct {
 	state         protoimpl.MessageState
@@ -4655,7 +4654,7 @@ func (x *StorageUuidsProto) GetStorageUuids() []string {
 	return nil
 }
 
-//*
+// *
 // Secret information for the BlockKeyProto. This is not sent on the wire as
 // such but is used to pack a byte array and encrypted and put in
 // BlockKeyProto.bytes
