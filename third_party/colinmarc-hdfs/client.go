@@ -10,6 +10,8 @@ import (
 	"os/user"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 	hadoop "github.com/colinmarc/hdfs/v2/internal/protocol/hadoop_common"
@@ -34,7 +36,9 @@ type Client struct {
 	namenode *rpc.NamenodeConnection
 	options  ClientOptions
 
-	defaults      *hdfs.FsServerDefaultsProto
+	defaults *hdfs.FsServerDefaultsProto
+
+	keyMu         sync.Mutex
 	encryptionKey *hdfs.DataEncryptionKeyProto
 }
 
@@ -307,8 +311,49 @@ func (c *Client) CopyToRemote(src string, dst string) error {
 	return remote.Close()
 }
 
+// DataEncryptionKey is a NameNode's current key for encrypted data
+// transfer (dfs.encrypt.data.transfer): a client authenticates to a
+// DataNode with SASL DIGEST-MD5 as "KeyID BlockPoolID base64(Nonce)" with
+// password base64(Key), QOP auth-conf.
+type DataEncryptionKey struct {
+	KeyID       int32
+	BlockPoolID string
+	Nonce       []byte
+	Key         []byte
+	// Expiry is when DataNodes stop taking the key.
+	Expiry time.Time
+	// Algorithm is the SASL cipher the cluster asks for
+	// (dfs.encrypt.data.transfer.algorithm); empty for DIGEST-MD5's default.
+	Algorithm string
+}
+
+// DataEncryptionKey returns the NameNode's current data encryption key,
+// asking it when no key is held or the one held expires within a minute,
+// or nil when the cluster does not encrypt data transfer (the NameNode
+// gives no key).
+func (c *Client) DataEncryptionKey() (*DataEncryptionKey, error) {
+	k, err := c.fetchDataEncryptionKey()
+	if err != nil || k == nil || len(k.GetNonce()) == 0 {
+		return nil, err
+	}
+	return &DataEncryptionKey{
+		KeyID:       int32(k.GetKeyId()),
+		BlockPoolID: k.GetBlockPoolId(),
+		Nonce:       append([]byte(nil), k.GetNonce()...),
+		Key:         append([]byte(nil), k.GetEncryptionKey()...),
+		Expiry:      time.UnixMilli(int64(k.GetExpiryDate())),
+		Algorithm:   k.GetEncryptionAlgorithm(),
+	}, nil
+}
+
+// fetchDataEncryptionKey returns the key held, or a new one from the
+// NameNode when none is held or the one held expires within a minute
+// (NameNodes hand out keys that expire; a DataNode refuses an expired one).
 func (c *Client) fetchDataEncryptionKey() (*hdfs.DataEncryptionKeyProto, error) {
-	if c.encryptionKey != nil {
+	c.keyMu.Lock()
+	defer c.keyMu.Unlock()
+	if c.encryptionKey != nil && (c.encryptionKey.ExpiryDate == nil ||
+		time.Until(time.UnixMilli(int64(c.encryptionKey.GetExpiryDate()))) > time.Minute) {
 		return c.encryptionKey, nil
 	}
 
