@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	wl "github.com/hivedr/hivedr/e2e/workload"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hdfscrc"
+	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/krb"
+	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/internal/testenv"
 )
 
@@ -127,4 +131,46 @@ func TestPrivacyChecksums(t *testing.T) {
 	if _, _, err := crc.FileCRC32C(ctx, p); err == nil || !strings.Contains(err.Error(), "offers QOP auth-conf, not auth") {
 		t.Errorf("authentication against an encrypting DataNode: err = %v, want a QOP mismatch", err)
 	}
+}
+
+// TestPrivacyPipeline runs the whole pipeline on the privacy stack, each
+// daemon as its own role: the tailer reads the source metastore over SASL
+// QOP auth-conf, copyd copies over encrypted data transfer with RPC
+// privacy on both clusters and verifies each copy's COMPOSITE-CRC32C over
+// encrypted connections too, the applier writes the DR metastore over
+// auth-conf. The scenario's workload must converge, the applier's group
+// catch up to the ends of the event topics, and hivedr verify (as the
+// operator) find nothing. The test's own metastore connections must have
+// negotiated auth-conf: the metastores offer nothing weaker.
+func TestPrivacyPipeline(t *testing.T) {
+	env := requirePrivacy(t)
+	u := uniq(t)
+	db1, db2 := "pp_sales_"+u, "pp_archive_"+u
+	ctx := ctxFor(t, 15*time.Minute)
+	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
+	for site, c := range map[testenv.Site]*hms.Client{testenv.Source: src, testenv.DR: dr} {
+		if c.QOP() != krb.QOPAuthConf {
+			t.Fatalf("%s metastore: SASL QOP %q negotiated, want auth-conf", site, c.QOP())
+		}
+	}
+	srcFS, drFS := pipelineFS(t, env)
+	p := newSecurePipeline(t, env, []string{db1, db2}, currentEventID(t, ctx, src))
+	started := time.Now()
+	p.startAll()
+	root := location.MustParse(env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
+	w := wl.NewSource(src, restrictedFS{HDFS: srcFS, root: root}, root.String())
+	for _, st := range scenario(db1, db2) {
+		if err := st.run(ctx, w); err != nil {
+			t.Fatalf("workload step %q: %v", st.name, err)
+		}
+	}
+	p.converge(ctx, src, dr, srcFS, drFS, 4*time.Minute)
+	eventually(t, 2*time.Minute, "applier group committed to the end of the event topics", func() bool { return p.caughtUp(ctx) })
+	t.Logf("converged %s after the daemons started", time.Since(started).Round(time.Second))
+	v := p.runVerify("-sample", "1")
+	if v.code != 0 || len(v.findings) != 0 || v.summary.Diverged != 0 || v.summary.Tables == 0 {
+		t.Fatalf("hivedr verify as the operator exited %d, summary %+v, findings %v:\n%s", v.code, v.summary, v.findings, v.raw)
+	}
+	p.noSecretIn("hivedr verify", v.raw)
+	p.daemonsPrintedNoSecret()
 }

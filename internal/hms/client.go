@@ -38,6 +38,7 @@ type Client struct {
 
 	addr      string
 	transport thrift.TTransport
+	qop       krb.QOP
 }
 
 // Options tune Dial. The zero value is usable.
@@ -93,7 +94,10 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		}
 	}
 	sock := thrift.NewTSocketConf(addr, conf)
-	var trans thrift.TTransport
+	var (
+		trans thrift.TTransport
+		qop   krb.QOP
+	)
 	if opts.Kerberos != nil {
 		if opts.Principal == "" {
 			return nil, fmt.Errorf("connect to hive metastore %s: Kerberos needs the metastore's principal", addr)
@@ -103,7 +107,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		if err := st.Open(); err != nil {
 			return nil, fmt.Errorf("connect to hive metastore %s as %s: %w", addr, opts.Kerberos.Principal(), err)
 		}
-		trans = st
+		trans, qop = st, st.QOP()
 	} else {
 		if err := sock.Open(); err != nil {
 			return nil, fmt.Errorf("connect to hive metastore %s: %w", addr, err)
@@ -115,8 +119,13 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		ThriftHiveMetastoreClient: hive_metastore.NewThriftHiveMetastoreClient(thrift.NewTStandardClient(proto, proto)),
 		addr:                      addr,
 		transport:                 trans,
+		qop:                       qop,
 	}, nil
 }
+
+// QOP is the SASL quality of protection of the connection: auth, auth-int
+// or auth-conf with Kerberos, empty without.
+func (c *Client) QOP() krb.QOP { return c.qop }
 
 // Addr is the address the client is connected to.
 func (c *Client) Addr() string { return c.addr }
