@@ -77,6 +77,7 @@ func (c *NamenodeConnection) doKerberosHandshake() error {
 				},
 				sessionKey: sessionKey,
 				privacy:    qop == sasl.QopPrivacy,
+				sendSeq:    1,
 			}
 		case sasl.QopAuthentication:
 			// No special transport is required.
