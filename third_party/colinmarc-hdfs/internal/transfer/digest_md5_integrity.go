@@ -116,7 +116,12 @@ func (d *digestMD5IntegrityConn) Read(b []byte) (int, error) {
 	}
 
 	d.readBuf.Truncate(len(decoded))
-	return d.readBuf.Read(b[n:])
+	// What was read from the previous message counts too: upstream
+	// returned only the bytes of this one, so a read that spanned two
+	// messages lost its first part (block reads under integrity failed
+	// with "proto: cannot parse invalid wire-format data").
+	m, err := d.readBuf.Read(b[n:])
+	return n + m, err
 }
 
 // decode will decode a message from the server and perform the integrity

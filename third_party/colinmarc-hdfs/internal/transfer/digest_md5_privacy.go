@@ -101,7 +101,12 @@ func (d *digestMD5PrivacyConn) Read(b []byte) (int, error) {
 	}
 
 	d.readBuf.Truncate(len(decoded))
-	return d.readBuf.Read(b[n:])
+	// What was read from the previous message counts too: upstream
+	// returned only the bytes of this one, so a read that spanned two
+	// messages lost its first part (block reads under integrity failed
+	// with "proto: cannot parse invalid wire-format data").
+	m, err := d.readBuf.Read(b[n:])
+	return n + m, err
 }
 
 func (d *digestMD5PrivacyConn) decode(input []byte) (out []byte, err error) {
