@@ -57,6 +57,7 @@ UNITFLAGS ?=
 unit:
 	CGO_ENABLED=1 $(GO) test -race -shuffle=$(SHUFFLE) -count=1 -timeout 30m $(UNITFLAGS) $(PKGS)
 	CGO_ENABLED=1 $(GO) test -tags soak -race -count=1 $(UNITFLAGS) -run '^TestSoakDiff' ./e2e/
+	cd third_party/colinmarc-hdfs && CGO_ENABLED=1 $(GO) test -race -shuffle=$(SHUFFLE) -count=1 $(UNITFLAGS) ./internal/rpc/ ./internal/transfer/
 
 ## e2e: tests on the real local stacks (fails if one is not up), in a random order (SHUFFLE); the
 ## build first fills the build cache, so whichever test runs the hivedr binary first only links it

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 	"strings"
 
 	"github.com/colinmarc/hdfs/v2/internal/sasl"
@@ -38,6 +39,10 @@ type digestMD5Handshake struct {
 
 	token *sasl.Challenge
 
+	// preferQop is the QOP to answer with when the server offers it
+	// among others; otherwise the strongest offered is taken.
+	preferQop string
+
 	cnonce string
 	cipher string
 }
@@ -48,6 +53,17 @@ func (d *digestMD5Handshake) challengeStep1(challenge []byte) ([]byte, error) {
 	d.token, err = sasl.ParseChallenge(challenge)
 	if err != nil {
 		return nil, err
+	}
+	// A DataNode may offer several QOPs (dfs.data.transfer.protection
+	// lists them); upstream answered with the first listed, whichever it
+	// was, and then refused it unless it was the one enforced.
+	sort.Stable(d.token.Qop)
+	for i, q := range d.token.Qop {
+		if q == d.preferQop {
+			copy(d.token.Qop[1:i+1], d.token.Qop[:i])
+			d.token.Qop[0] = q
+			break
+		}
 	}
 
 	d.cnonce, err = genCnonce()

@@ -95,6 +95,11 @@ func (d *SaslDialer) wrapDatanodeConn(conn net.Conn) (net.Conn, error) {
 		passwd:   base64.StdEncoding.EncodeToString(ourToken.Password),
 		hostname: auth.GetServerId(),
 		service:  auth.GetProtocol(),
+		preferQop: map[string]string{
+			"authentication": sasl.QopAuthentication,
+			"integrity":      sasl.QopIntegrity,
+			"privacy":        sasl.QopPrivacy,
+		}[d.EnforceQop],
 	}
 
 	// Begin the handshake with 0xDEADBEEF and an empty message.
