@@ -70,8 +70,9 @@ fi
 echo "$STACK_VARIANT" >"$STACK_DIR/variant"
 
 # Loopback ports: fixed, plus HIVEDR_STACK_PORT_OFFSET (default 0; 3000
-# for the secured variant, 4000 for its privacy variant) so that a second stack (its own
-# HIVEDR_STACK_DIR) can run beside the first one, as `make soak` does.
+# for the secured variant, 4000 for its privacy variant) so that a second
+# stack (its own HIVEDR_STACK_DIR) can run beside the first one, as `make
+# soak` does.
 # Every service listens on 127.0.0.1 only.
 HOST=127.0.0.1
 PORT_OFFSET=${HIVEDR_STACK_PORT_OFFSET:-$DEFAULT_PORT_OFFSET}

@@ -134,11 +134,8 @@ _hdfs_write_conf() {
 }
 
 # _hdfs_protection CLUSTER prints the cluster's dfs.data.transfer.protection:
-# authentication on both. colinmarc/hdfs v2.4.0, hivedr's data path, cannot
-# read under integrity (every block read fails: "proto: cannot parse
-# invalid wire-format data") nor from a DataNode offering several QOPs
-# ("invalid qop: [auth auth-int]"); see docs/security.md.
-# The privacy variant's is privacy.
+# authentication on both, privacy on both in the privacy variant (no stack
+# runs integrity; see docs/security.md "Not supported").
 _hdfs_protection() { if private; then echo privacy; else echo authentication; fi; }
 
 # _hdfs_rpc_protection prints hadoop.rpc.protection.
@@ -425,6 +422,5 @@ svc_hdfs_env() {
     echo "HIVEDR_HDFS_SRC_PROTECTION=$(_hdfs_protection src)"
     echo "HIVEDR_HDFS_DR_PROTECTION=$(_hdfs_protection dr)"
     echo "HIVEDR_HDFS_SUPERUSER=hivedr-test"
-    echo "HIVEDR_HDFS_RPC_PROTECTION=$(_hdfs_rpc_protection)"
   fi
 }
