@@ -5,9 +5,8 @@
 # output goes to the console and to a log; at the end (on every exit path)
 # one line per phase that ran gives its wall time and, for the phases that
 # run tests, how many tests ran, passed, failed and were skipped, counted
-# from `go test -v`'s
-# top-level "--- PASS/FAIL/SKIP" lines (a test binary that timed out or a
-# package that did not build counts as one failure). The last line is the
+# from `go test -v`'s top-level "--- PASS/FAIL/SKIP" lines (a test binary
+# that timed out or a package that did not build counts as one failure). The last line is the
 # totals alone: "N passed, N failed". Exits with the first failing phase's
 # status.
 #
