@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -141,7 +142,8 @@ func TestPrivacyChecksums(t *testing.T) {
 // auth-conf. The scenario's workload must converge, the applier's group
 // catch up to the ends of the event topics, and hivedr verify (as the
 // operator) find nothing. The test's own metastore connections must have
-// negotiated auth-conf: the metastores offer nothing weaker.
+// negotiated auth-conf, and one insisting on auth is refused: the
+// metastores offer nothing weaker.
 func TestPrivacyPipeline(t *testing.T) {
 	env := requirePrivacy(t)
 	u := uniq(t)
@@ -152,6 +154,16 @@ func TestPrivacyPipeline(t *testing.T) {
 		if c.QOP() != krb.QOPAuthConf {
 			t.Fatalf("%s metastore: SASL QOP %q negotiated, want auth-conf", site, c.QOP())
 		}
+	}
+	// The metastores offer nothing weaker: a client insisting on auth
+	// is refused before any Thrift call.
+	weak := env.HMSOptions(t)
+	weak.QOP = krb.QOPAuth
+	if c, err := hms.Dial(ctx, env.Get(t, "HIVEDR_HMS_SRC"), weak); !errors.Is(err, krb.ErrSecurityLayer) {
+		if err == nil {
+			c.Close()
+		}
+		t.Fatalf("a client insisting on QOP auth: err = %v, want no security layer in common", err)
 	}
 	srcFS, drFS := pipelineFS(t, env)
 	p := newSecurePipeline(t, env, []string{db1, db2}, currentEventID(t, ctx, src))
