@@ -14,7 +14,8 @@ BI      := github.com/hivedr/hivedr/internal/buildinfo
 LDFLAGS := -s -w -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(DATE)
 
 .PHONY: all build image tools test unit e2e fuzz vet fmt-check demo bench-tail bench-lag bench-copy bench-bootstrap bench-apply bench-memory bench-idle bench-newdb stack-up stack-down stack-status stack-clean \
-	stack-secure-up stack-secure-down stack-secure-status stack-secure-clean soak soak-down
+	stack-secure-up stack-secure-down stack-secure-status stack-secure-clean \
+	stack-privacy-up stack-privacy-down stack-privacy-status stack-privacy-clean soak soak-down
 
 all: build
 
@@ -22,8 +23,9 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/hivedr ./cmd/hivedr
 
-## test: vet, the tools, unit tests, then both local stacks up (the plain one and the secured one),
-## then the e2e tests on them (TestSecure* on the secured stack; they fail if it is not up), through
+## test: vet, the tools, unit tests, then the local stacks up (the plain one, the secured one and its
+## privacy variant), then the e2e tests on them (TestSecure* on the secured stack, TestPrivacy* on
+## the privacy one; they fail if it is not up), through
 ## e2e/stack/phases.sh: it stops at the first phase that fails and ends with one line per phase (wall
 ## time; tests run, passed, failed) and the totals, `N passed, N failed`, alone on the last line
 test:
@@ -55,6 +57,7 @@ UNITFLAGS ?=
 unit:
 	CGO_ENABLED=1 $(GO) test -race -shuffle=$(SHUFFLE) -count=1 -timeout 30m $(UNITFLAGS) $(PKGS)
 	CGO_ENABLED=1 $(GO) test -tags soak -race -count=1 $(UNITFLAGS) -run '^TestSoak(Diff|Model)' ./e2e/
+	cd third_party/colinmarc-hdfs && CGO_ENABLED=1 $(GO) test -race -shuffle=$(SHUFFLE) -count=1 $(UNITFLAGS) ./internal/rpc/ ./internal/transfer/
 
 ## e2e: tests on the real local stacks (fails if one is not up), in a random order (SHUFFLE); the
 ## build first fills the build cache, so whichever test runs the hivedr binary first only links it
@@ -181,6 +184,22 @@ stack-secure-status:
 
 stack-secure-clean: stack-secure-down
 	rm -rf .stack-secure
+
+## stack-privacy-up / -down / -status / -clean: the secured stack with wire privacy everywhere
+## (docs/security.md "Wire privacy"): RPC privacy on both HDFS clusters, encrypted data transfer
+## with AES, SASL QOP auth-conf on both metastores; state in .stack-privacy, every port +4000
+PRIVACY_STACK := env -u HIVEDR_STACK_DIR -u HIVEDR_STACK_PORT_OFFSET HIVEDR_STACK_SECURE=1 HIVEDR_STACK_PRIVACY=1 $(STACK)
+stack-privacy-up:
+	$(PRIVACY_STACK) up
+
+stack-privacy-down:
+	$(PRIVACY_STACK) down
+
+stack-privacy-status:
+	$(PRIVACY_STACK) status
+
+stack-privacy-clean: stack-privacy-down
+	rm -rf .stack-privacy
 
 ## demo: the whole pipeline end to end on the local stack: starts the stack and the three daemons,
 ## runs a workload on database finance, shows the DR catching up, stops the daemons (e2e/demo/run.sh)

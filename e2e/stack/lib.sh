@@ -25,19 +25,36 @@ REPO_DIR=$(cd "$STACK_LIB_DIR/../.." && pwd)
 #             WebHDFS with SPNEGO
 #   hms       SASL GSSAPI on Thrift
 # Everything else (Postgres, S3) runs as in the plain stack.
+#
+# HIVEDR_STACK_PRIVACY=1 (with HIVEDR_STACK_SECURE=1) is the secured stack
+# with wire privacy everywhere it can be asked for: RPC privacy on both
+# HDFS clusters (hadoop.rpc.protection=privacy), encrypted data transfer
+# with AES (dfs.encrypt.data.transfer, AES/CTR/NoPadding), and SASL QOP
+# auth-conf on both metastores. Its own state directory (.stack-privacy)
+# and ports (+4000) by default, beside the other two.
 STACK_SECURE=${HIVEDR_STACK_SECURE:-0}
 case $STACK_SECURE in
   0 | 1) ;;
   *) echo "stack: HIVEDR_STACK_SECURE=$STACK_SECURE: want 0 or 1" >&2; exit 2 ;;
 esac
+STACK_PRIVACY=${HIVEDR_STACK_PRIVACY:-0}
+case $STACK_PRIVACY in
+  0) ;;
+  1) [ "$STACK_SECURE" = 1 ] || { echo "stack: HIVEDR_STACK_PRIVACY=1 needs HIVEDR_STACK_SECURE=1" >&2; exit 2; } ;;
+  *) echo "stack: HIVEDR_STACK_PRIVACY=$STACK_PRIVACY: want 0 or 1" >&2; exit 2 ;;
+esac
 SECURED_SERVICES="tls kdc kafka registry hdfs hms"
-if [ "$STACK_SECURE" = 1 ]; then
+if [ "$STACK_PRIVACY" = 1 ]; then
+  STACK_VARIANT=privacy DEFAULT_STACK_DIR=$REPO_DIR/.stack-privacy DEFAULT_PORT_OFFSET=4000
+elif [ "$STACK_SECURE" = 1 ]; then
   STACK_VARIANT=secure DEFAULT_STACK_DIR=$REPO_DIR/.stack-secure DEFAULT_PORT_OFFSET=3000
 else
   STACK_VARIANT=plain DEFAULT_STACK_DIR=$REPO_DIR/.stack DEFAULT_PORT_OFFSET=0
 fi
 # secured SVC succeeds when SVC runs with its secured settings.
 secured() { [ "$STACK_SECURE" = 1 ] && [[ " $SECURED_SERVICES " == *" $1 "* ]]; }
+# private succeeds on the privacy variant of the secured stack.
+private() { [ "$STACK_PRIVACY" = 1 ]; }
 
 STACK_DIR=${HIVEDR_STACK_DIR:-$DEFAULT_STACK_DIR}
 mkdir -p "$STACK_DIR/logs" "$STACK_DIR/run"
@@ -53,8 +70,9 @@ fi
 echo "$STACK_VARIANT" >"$STACK_DIR/variant"
 
 # Loopback ports: fixed, plus HIVEDR_STACK_PORT_OFFSET (default 0; 3000
-# for the secured variant) so that a second stack (its own
-# HIVEDR_STACK_DIR) can run beside the first one, as `make soak` does.
+# for the secured variant, 4000 for its privacy variant) so that a second
+# stack (its own HIVEDR_STACK_DIR) can run beside the first one, as `make
+# soak` does.
 # Every service listens on 127.0.0.1 only.
 HOST=127.0.0.1
 PORT_OFFSET=${HIVEDR_STACK_PORT_OFFSET:-$DEFAULT_PORT_OFFSET}

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # `make test`'s phases, one after the other as make would run them (the
-# first that fails ends the run): vet, tools, unit, stacks (the plain and
-# the secured stack up), e2e. Each phase's output goes to the console and
-# to a log; at the end (on every exit path) one line per phase that ran
-# gives its wall time and, for the phases that run tests, how many tests
-# ran, passed, failed and were skipped, counted from `go test -v`'s
-# top-level "--- PASS/FAIL/SKIP" lines (a test binary that timed out or a
-# package that did not build counts as one failure). The last line is the
+# first that fails ends the run): vet, tools, unit, stacks (the plain
+# stack, the secured one and its privacy variant up), e2e. Each phase's
+# output goes to the console and to a log; at the end (on every exit path)
+# one line per phase that ran gives its wall time and, for the phases that
+# run tests, how many tests ran, passed, failed and were skipped, counted
+# from `go test -v`'s top-level "--- PASS/FAIL/SKIP" lines (a test binary
+# that timed out or a package that did not build counts as one failure). The last line is the
 # totals alone: "N passed, N failed". Exits with the first failing phase's
 # status.
 #
@@ -26,7 +26,7 @@ declare -A targets=(
   [vet]="vet"
   [tools]="tools"
   [unit]="unit UNITFLAGS=-v"
-  [stacks]="stack-up stack-secure-up"
+  [stacks]="stack-up stack-secure-up stack-privacy-up"
   [e2e]="e2e"
 )
 declare -A secs=() status=()

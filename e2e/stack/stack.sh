@@ -41,6 +41,7 @@ write_env() {
     echo "HIVEDR_STACK_DIR=$STACK_DIR"
     echo "HIVEDR_STACK_PORT_OFFSET=$PORT_OFFSET"
     echo "HIVEDR_STACK_SECURE=$STACK_SECURE"
+    echo "HIVEDR_STACK_PRIVACY=$STACK_PRIVACY"
     for s in "${SERVICES[@]}"; do have "$s" && "svc_${s}_env"; done
   } >"$tmp"
   mv "$tmp" "$STACK_DIR/env"
@@ -125,6 +126,7 @@ case "$cmd" in
     rm -f "$STACK_DIR/env"
     clean=stack-clean
     if [ "$STACK_SECURE" = 1 ]; then clean=stack-secure-clean; fi
+    if [ "$STACK_PRIVACY" = 1 ]; then clean=stack-privacy-clean; fi
     log "stack down (data kept in $STACK_DIR; make $clean removes it)"
     ;;
   status)

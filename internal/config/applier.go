@@ -29,7 +29,8 @@ type Applier struct {
 	Metastore string `yaml:"metastore"`
 	// MetastorePrincipal is the DR metastore's Kerberos principal
 	// (hive/_HOST@REALM); set, hivedr speaks SASL GSSAPI to it as
-	// kerberos.principal.
+	// kerberos.principal, at the strongest QOP it offers, as
+	// source.metastore_principal.
 	MetastorePrincipal string `yaml:"metastore_principal"`
 	// HaltAfter is how long a database waits on a file that can no longer
 	// be copied (FAILED, SOURCE_GONE) with no later event removing its

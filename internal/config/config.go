@@ -185,7 +185,9 @@ type Source struct {
 	// MetastorePrincipal is the source metastore's Kerberos principal
 	// (metastore.kerberos.principal, e.g. hive/_HOST@REALM; _HOST becomes
 	// the metastore's host). Set, hivedr speaks SASL GSSAPI to it as
-	// kerberos.principal; empty, plain Thrift.
+	// kerberos.principal, at the strongest QOP the metastore offers (its
+	// hadoop.rpc.protection: auth, auth-int, or auth-conf under privacy,
+	// every Thrift message then encrypted); empty, plain Thrift.
 	MetastorePrincipal string `yaml:"metastore_principal"`
 }
 

@@ -156,7 +156,7 @@ func TestLoadErrorsNameTheKey(t *testing.T) {
 		{"filesystems: {hdfs: [{namenodes: ['nn:8020'], webhdfs: 'nn:9870', namenode_principal: nn/_HOST@R}]}", "filesystems.hdfs[0].namenode_principal: nn/_HOST@R needs kerberos.principal"},
 		{"kerberos: {principal: c, keytab: /k}\nfilesystems: {hdfs: [{namenodes: ['nn:8020'], webhdfs: 'nn:9870', user: hive, namenode_principal: nn/_HOST@R}]}", `filesystems.hdfs[0].user: "hive" is not used with namenode_principal`},
 		{"filesystems: {hdfs: [{namenodes: ['nn:8020'], webhdfs: 'nn:9870', user: hive, http_principal: HTTP/_HOST}]}", "filesystems.hdfs[0].http_principal: set without namenode_principal"},
-		{"kerberos: {principal: c, keytab: /k}\nfilesystems: {hdfs: [{namenodes: ['nn:8020'], webhdfs: 'nn:9870', namenode_principal: nn/_HOST@R, data_transfer_protection: privacy}]}", `filesystems.hdfs[0].data_transfer_protection: "privacy" (encrypted data transfer) is not supported`},
+		{"kerberos: {principal: c, keytab: /k}\nfilesystems: {hdfs: [{namenodes: ['nn:8020'], webhdfs: 'nn:9870', namenode_principal: nn/_HOST@R, data_transfer_protection: auth-conf}]}", `filesystems.hdfs[0].data_transfer_protection: "auth-conf" is not one of authentication, integrity, privacy`},
 
 		// YAML errors: the key path and the line, never Go type names.
 		{"replication: {databasez: []}", "replication.databasez: unknown key, did you mean databases? (line 1)"},

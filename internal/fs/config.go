@@ -69,10 +69,14 @@ type HDFSConfig struct {
 	// (dfs.web.authentication.kerberos.principal). Default HTTP/_HOST.
 	HTTPPrincipal string `yaml:"http_principal"`
 	// DataTransferProtection is the cluster's dfs.data.transfer.protection:
-	// "authentication" or "integrity" (SASL with the block access token
-	// on every DataNode connection, for reads, writes and checksums); empty
-	// when the DataNodes use privileged ports instead. "privacy" is not
-	// supported.
+	// "authentication", "integrity" or "privacy" (SASL with the block
+	// access token on every DataNode connection, for reads, writes and
+	// checksums; "privacy" encrypts, with AES/CTR where the DataNodes
+	// offer it); empty when the DataNodes use privileged ports instead.
+	// A cluster with dfs.encrypt.data.transfer=true takes "privacy" (the
+	// credentials are then the NameNode's data encryption key). RPC to the
+	// NameNode takes the QOP the NameNode asks for (hadoop.rpc.protection,
+	// privacy included) without a setting.
 	DataTransferProtection string `yaml:"data_transfer_protection"`
 	// CAFile is a PEM file of the CA certificates an https:// WebHDFS
 	// address is trusted with. Default: the system's roots.

@@ -96,6 +96,7 @@ func NewHDFS(c HDFSConfig) (*HDFS, error) {
 		hc:     hc,
 	}
 	h.crc.DataTransferProtection = c.DataTransferProtection
+	h.crc.EncryptionKey = h.encryptionKey
 	if c.NameNodePrincipal != "" {
 		// colinmarc/hdfs puts each NameNode's host in for _HOST and takes
 		// the service's realm from krb5.conf, so the pattern goes without
@@ -199,6 +200,21 @@ func (h *HDFS) conn(ctx context.Context) (*hdfs.Client, error) {
 	}
 	h.client, h.krbGen = c, gen
 	return c, nil
+}
+
+// encryptionKey returns the NameNode's data encryption key, which the
+// checksum client authenticates to DataNodes with on a cluster with
+// dfs.encrypt.data.transfer; nil on one without.
+func (h *HDFS) encryptionKey(ctx context.Context) (*hdfscrc.DataEncryptionKey, error) {
+	c, err := h.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k, err := c.DataEncryptionKey()
+	if err != nil || k == nil {
+		return nil, err
+	}
+	return &hdfscrc.DataEncryptionKey{KeyID: k.KeyID, BlockPoolID: k.BlockPoolID, Nonce: k.Nonce, Key: k.Key}, nil
 }
 
 // path returns the cluster path of loc, refusing another cluster's.

@@ -170,7 +170,7 @@ func FuzzSASLHandshake(f *testing.F) {
 			protection = ProtectionIntegrity
 		}
 		tok := blockToken{Identifier: []byte("id"), Password: []byte("password"), Kind: "HDFS_BLOCK_TOKEN"}
-		if _, err := saslHandshake(fuzzConn{bytes.NewReader(answers)}, tok, protection); err == nil {
+		if _, err := saslHandshake(fuzzConn{bytes.NewReader(answers)}, tok, protection, nil); err == nil {
 			t.Fatalf("handshake succeeded on %x without knowing the token's password", answers)
 		}
 	})

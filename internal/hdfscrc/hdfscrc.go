@@ -18,9 +18,12 @@
 // to New) it sends each block's access token, which GET_BLOCK_LOCATIONS
 // returns, and, with DataTransferProtection set, first authenticates to the
 // DataNode with SASL DIGEST-MD5 keyed by that token (sasl.go), protecting
-// the exchange with QOP auth-int under "integrity". Encrypted data
-// transfer ("privacy") is not supported. It handles replicated (not
-// erasure-coded) files whose chunk checksums are CRC32C.
+// the exchange with QOP auth-int under "integrity" and encrypting it under
+// "privacy" (QOP auth-conf, then AES/CTR when the DataNode offers it). On
+// a cluster with dfs.encrypt.data.transfer the DataNodes take the
+// NameNode's data encryption key instead of the block token
+// (Client.EncryptionKey). It handles replicated (not erasure-coded) files
+// whose chunk checksums are CRC32C.
 //
 // Combine, the same arithmetic the block CRCs are joined with, gives the
 // CRC-32C of a concatenation from its parts' CRC-32Cs; copyd uses it for
@@ -62,8 +65,14 @@ type Client struct {
 	// after connecting.
 	IOTimeout time.Duration
 	// DataTransferProtection is the cluster's dfs.data.transfer.protection:
-	// empty (no SASL handshake), "authentication" or "integrity".
+	// empty (no SASL handshake), "authentication", "integrity" or
+	// "privacy" (also for dfs.encrypt.data.transfer).
 	DataTransferProtection string
+	// EncryptionKey, under "privacy", returns the NameNode's current data
+	// encryption key, or nil when the cluster does not encrypt data
+	// transfer (dfs.encrypt.data.transfer off: block tokens are the
+	// credentials). Nil: block tokens always.
+	EncryptionKey func(ctx context.Context) (*DataEncryptionKey, error)
 
 	web *webhdfs.Client
 }
@@ -224,7 +233,13 @@ func (c *Client) askDatanode(ctx context.Context, addr string, b extendedBlock, 
 		if err := CheckProtection(c.DataTransferProtection); err != nil {
 			return 0, fmt.Errorf("data transfer protection: %w", err)
 		}
-		if rw, err = saslHandshake(conn, tok, c.DataTransferProtection); err != nil {
+		var dek *DataEncryptionKey
+		if c.DataTransferProtection == ProtectionPrivacy && c.EncryptionKey != nil {
+			if dek, err = c.EncryptionKey(ctx); err != nil {
+				return 0, fmt.Errorf("data encryption key from the NameNode: %w", err)
+			}
+		}
+		if rw, err = saslHandshake(conn, tok, c.DataTransferProtection, dek); err != nil {
 			if ctx.Err() != nil {
 				return 0, fmt.Errorf("%w (%v)", ctx.Err(), err)
 			}

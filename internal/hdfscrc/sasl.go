@@ -3,15 +3,19 @@ package hdfscrc
 import (
 	"bufio"
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/md5"
 	"crypto/rand"
+	"crypto/rc4"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -24,8 +28,14 @@ import (
 // access token as credentials, in DataTransferEncryptorMessageProto
 // messages. With QOP auth-int (protection "integrity") every later message
 // in both directions is wrapped with an HMAC-MD5 and a sequence number and
-// framed by a 4-byte length. Privacy (auth-conf: encryption) is not
-// implemented.
+// framed by a 4-byte length. With QOP auth-conf (protection "privacy") the
+// client also asks for AES/CTR (a CipherOptionProto): a DataNode with
+// dfs.encrypt.data.transfer.cipher.suites=AES/CTR/NoPadding answers with
+// random keys and IVs, the keys encrypted under the DIGEST-MD5 layer
+// (cipher rc4), and the stream is AES/CTR from then on; one without keeps
+// the DIGEST-MD5 layer (RC4 and HMAC-MD5) for every message. On a cluster
+// with dfs.encrypt.data.transfer the credentials are the NameNode's data
+// encryption key instead of the block token (DataEncryptionKey).
 
 // Data transfer protection levels (dfs.data.transfer.protection).
 const (
@@ -39,12 +49,52 @@ const (
 // can speak.
 func CheckProtection(p string) error {
 	switch p {
-	case ProtectionNone, ProtectionAuthentication, ProtectionIntegrity:
+	case ProtectionNone, ProtectionAuthentication, ProtectionIntegrity, ProtectionPrivacy:
 		return nil
-	case ProtectionPrivacy:
-		return errors.New(`"privacy" (encrypted data transfer) is not supported; the cluster must offer authentication or integrity`)
 	}
-	return fmt.Errorf("%q is not one of authentication, integrity", p)
+	return fmt.Errorf("%q is not one of authentication, integrity, privacy", p)
+}
+
+// DataEncryptionKey is a NameNode's key for encrypted data transfer
+// (dfs.encrypt.data.transfer), which DataNodes of such a cluster take as
+// SASL credentials in place of block tokens.
+type DataEncryptionKey struct {
+	KeyID       int32
+	BlockPoolID string
+	Nonce, Key  []byte
+}
+
+// credentials are the DIGEST-MD5 user name and password of the key.
+func (k *DataEncryptionKey) credentials() (user, password string) {
+	return fmt.Sprintf("%d %s %s", k.KeyID, k.BlockPoolID, base64.StdEncoding.EncodeToString(k.Nonce)),
+		base64.StdEncoding.EncodeToString(k.Key)
+}
+
+// qopOf is the SASL QOP of a protection level.
+func qopOf(protection string) string {
+	switch protection {
+	case ProtectionIntegrity:
+		return "auth-int"
+	case ProtectionPrivacy:
+		return "auth-conf"
+	}
+	return "auth"
+}
+
+// digestCipher is the DIGEST-MD5 confidentiality cipher the client asks
+// for under auth-conf (RFC 2831 section 2.4): 128-bit RC4, which Java's
+// DIGEST-MD5 server offers by default. With AES/CTR negotiated it only
+// carries the AES keys.
+const digestCipher = "rc4"
+
+// cipherSuiteAESCTR is CipherSuiteProto AES_CTR_NOPADDING.
+const cipherSuiteAESCTR = 2
+
+// cipherOption is a CipherOptionProto: the keys and IVs of AES/CTR, "in"
+// for what the client sends, "out" for what the DataNode sends.
+type cipherOption struct {
+	Suite                      uint64
+	InKey, InIV, OutKey, OutIV []byte
 }
 
 // saslMagic opens a SASL handshake on the data transfer port
@@ -166,15 +216,44 @@ type encryptorMessage struct {
 	Payload        []byte
 	Message        string
 	AccessTokenErr bool
+	CipherOption   *cipherOption // the first
 }
 
-func marshalEncryptorMessage(payload []byte) []byte {
+// marshalEncryptorMessage is the delimited message of payload, offering
+// AES/CTR when aes.
+func marshalEncryptorMessage(payload []byte, aes bool) []byte {
 	var b []byte
 	b = protowire.AppendTag(b, 1, protowire.VarintType)
 	b = protowire.AppendVarint(b, encStatusSuccess)
 	b = protowire.AppendTag(b, 2, protowire.BytesType)
 	b = protowire.AppendBytes(b, payload)
+	if aes {
+		opt := protowire.AppendTag(nil, 1, protowire.VarintType)
+		opt = protowire.AppendVarint(opt, cipherSuiteAESCTR)
+		b = protowire.AppendTag(b, 4, protowire.BytesType)
+		b = protowire.AppendBytes(b, opt)
+	}
 	return protowire.AppendBytes(nil, b) // varint-delimited
+}
+
+func unmarshalCipherOption(b []byte) (*cipherOption, error) {
+	var o cipherOption
+	err := walkFields(b, func(num protowire.Number, v uint64, bytes []byte) error {
+		switch num {
+		case 1:
+			o.Suite = v
+		case 2:
+			o.InKey = append([]byte(nil), bytes...)
+		case 3:
+			o.InIV = append([]byte(nil), bytes...)
+		case 4:
+			o.OutKey = append([]byte(nil), bytes...)
+		case 5:
+			o.OutIV = append([]byte(nil), bytes...)
+		}
+		return nil
+	})
+	return &o, err
 }
 
 func unmarshalEncryptorMessage(b []byte) (encryptorMessage, error) {
@@ -187,6 +266,14 @@ func unmarshalEncryptorMessage(b []byte) (encryptorMessage, error) {
 			m.Payload = append([]byte(nil), bytes...)
 		case 3:
 			m.Message = string(bytes)
+		case 4:
+			if m.CipherOption == nil {
+				o, err := unmarshalCipherOption(bytes)
+				if err != nil {
+					return fmt.Errorf("cipher option: %w", err)
+				}
+				m.CipherOption = o
+			}
 		case 6:
 			m.AccessTokenErr = v != 0
 		}
@@ -246,69 +333,127 @@ func (c *saslConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// saslHandshake authenticates conn's client to a DataNode with the block
-// token tok, for protection (authentication or integrity), and returns the
-// stream to speak the data transfer protocol on.
-func saslHandshake(conn io.ReadWriter, tok blockToken, protection string) (io.ReadWriter, error) {
-	if tok.empty() {
+// saslHandshake authenticates conn's client to a DataNode for protection
+// (authentication, integrity or privacy) and returns the stream to speak
+// the data transfer protocol on. The credentials are the block token tok,
+// or dek when the cluster encrypts data transfer (its DataNodes take no
+// block token then).
+func saslHandshake(conn io.ReadWriter, tok blockToken, protection string, dek *DataEncryptionKey) (io.ReadWriter, error) {
+	var user, password string
+	switch {
+	case dek != nil:
+		user, password = dek.credentials()
+	case tok.empty():
 		return nil, errors.New("sasl: the NameNode gave no block access token (is dfs.block.access.token.enable on?)")
+	default:
+		user, password = base64.StdEncoding.EncodeToString(tok.Identifier), base64.StdEncoding.EncodeToString(tok.Password)
 	}
 	r := bufio.NewReader(conn)
 	hello := binary.BigEndian.AppendUint32(nil, saslMagic)
-	if _, err := conn.Write(append(hello, marshalEncryptorMessage(nil)...)); err != nil {
+	if _, err := conn.Write(append(hello, marshalEncryptorMessage(nil, false)...)); err != nil {
 		return nil, fmt.Errorf("sasl: send: %w", err)
 	}
 	challenge, err := readEncryptorMessage(r)
 	if err != nil {
 		return nil, err
 	}
-	want := "auth"
-	if protection == ProtectionIntegrity {
-		want = "auth-int"
-	}
-	dg, resp, err := digestRespond(challenge, base64.StdEncoding.EncodeToString(tok.Identifier),
-		base64.StdEncoding.EncodeToString(tok.Password), want)
+	want := qopOf(protection)
+	dg, resp, err := digestRespond(challenge.Payload, user, password, want)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Write(marshalEncryptorMessage(resp)); err != nil {
+	if _, err := conn.Write(marshalEncryptorMessage(resp, want == "auth-conf")); err != nil {
 		return nil, fmt.Errorf("sasl: send: %w", err)
 	}
 	final, err := readEncryptorMessage(r)
 	if err != nil {
 		return nil, err
 	}
-	if err := dg.checkRspAuth(final); err != nil {
+	if err := dg.checkRspAuth(final.Payload); err != nil {
 		return nil, err
 	}
+	if opt := final.CipherOption; opt != nil {
+		if dg.qop != "auth-conf" {
+			return nil, fmt.Errorf("sasl: the DataNode sent a cipher option under QOP %s", dg.qop)
+		}
+		return newAESStream(r, conn, dg, opt)
+	}
 	sc := &saslConn{r: r, w: conn}
-	if dg.qop == "auth-int" {
+	if dg.qop != "auth" {
 		sc.dg = dg
 	}
 	return sc, nil
 }
 
+// aesStream is a data transfer connection encrypted with AES/CTR after
+// the handshake.
+type aesStream struct {
+	r cipher.StreamReader
+	w cipher.StreamWriter
+}
+
+func (s *aesStream) Read(p []byte) (int, error)  { return s.r.Read(p) }
+func (s *aesStream) Write(p []byte) (int, error) { return s.w.Write(p) }
+
+// newAESStream takes the AES/CTR keys out of the DataNode's cipher option
+// (encrypted under the DIGEST-MD5 layer, InKey first) and returns the
+// stream: the client encrypts with InKey and InIV and decrypts with
+// OutKey and OutIV.
+func newAESStream(r io.Reader, w io.Writer, dg *digestSession, opt *cipherOption) (*aesStream, error) {
+	if opt.Suite != cipherSuiteAESCTR {
+		return nil, fmt.Errorf("sasl: the DataNode chose cipher suite %d, not AES/CTR/NoPadding", opt.Suite)
+	}
+	inKey, err := dg.unwrap(opt.InKey)
+	if err != nil {
+		return nil, fmt.Errorf("sasl: the DataNode's AES key: %w", err)
+	}
+	outKey, err := dg.unwrap(opt.OutKey)
+	if err != nil {
+		return nil, fmt.Errorf("sasl: the DataNode's AES key: %w", err)
+	}
+	enc, err := aesCTR(inKey, opt.InIV)
+	if err != nil {
+		return nil, err
+	}
+	dec, err := aesCTR(outKey, opt.OutIV)
+	if err != nil {
+		return nil, err
+	}
+	return &aesStream{r: cipher.StreamReader{S: dec, R: r}, w: cipher.StreamWriter{S: enc, W: w}}, nil
+}
+
+func aesCTR(key, iv []byte) (cipher.Stream, error) {
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("sasl: the DataNode's AES key: %w", err)
+	}
+	if len(iv) != aes.BlockSize {
+		return nil, fmt.Errorf("sasl: the DataNode's AES IV is %d bytes, want %d", len(iv), aes.BlockSize)
+	}
+	return cipher.NewCTR(b, iv), nil
+}
+
 // readEncryptorMessage reads one handshake message, failing on an error status.
-func readEncryptorMessage(r *bufio.Reader) ([]byte, error) {
+func readEncryptorMessage(r *bufio.Reader) (encryptorMessage, error) {
 	b, err := readDelimited(r)
 	if err != nil {
-		return nil, fmt.Errorf("sasl: read: %w (does the DataNode run with dfs.data.transfer.protection?)", err)
+		return encryptorMessage{}, fmt.Errorf("sasl: read: %w (does the DataNode run with dfs.data.transfer.protection?)", err)
 	}
 	m, err := unmarshalEncryptorMessage(b)
 	if err != nil {
-		return nil, fmt.Errorf("sasl: decode: %w", err)
+		return encryptorMessage{}, fmt.Errorf("sasl: decode: %w", err)
 	}
 	switch m.Status {
 	case encStatusSuccess:
-		return m.Payload, nil
+		return m, nil
 	case encStatusUnknownKey:
-		return nil, fmt.Errorf("sasl: the DataNode does not know the block token's key (ERROR_UNKNOWN_KEY): %s", m.Message)
+		return encryptorMessage{}, fmt.Errorf("sasl: the DataNode does not know the block token's key (ERROR_UNKNOWN_KEY): %s", m.Message)
 	default:
 		what := "ERROR"
 		if m.AccessTokenErr {
 			what = "block access token refused"
 		}
-		return nil, fmt.Errorf("sasl: the DataNode refused the handshake (%s): %s", what, m.Message)
+		return encryptorMessage{}, fmt.Errorf("sasl: the DataNode refused the handshake (%s): %s", what, m.Message)
 	}
 }
 
@@ -317,7 +462,8 @@ type digestSession struct {
 	qop                    string
 	ha1Hex                 string
 	nonce, cnonce, nc, uri string
-	kic, kis               []byte // integrity keys (auth-int)
+	kic, kis               []byte      // integrity keys (auth-int, auth-conf)
+	enc, dec               *rc4.Cipher // confidentiality (auth-conf)
 	sendSeq, recvSeq       uint32
 }
 
@@ -387,6 +533,13 @@ func digestRespond(challenge []byte, user, password, qop string) (*digestSession
 	if d["nonce"] == "" {
 		return nil, nil, errors.New("sasl: DIGEST-MD5 challenge without a nonce")
 	}
+	cipherDirective := ""
+	if qop == "auth-conf" {
+		if !slices.Contains(strings.Split(d["cipher"], ","), digestCipher) {
+			return nil, nil, fmt.Errorf("sasl: the DataNode offers ciphers %q, not %s (set dfs.encrypt.data.transfer.algorithm to rc4, or unset it)", d["cipher"], digestCipher)
+		}
+		cipherDirective = ",cipher=" + digestCipher
+	}
 	if a := d["algorithm"]; a != "md5-sess" {
 		return nil, nil, fmt.Errorf("sasl: DIGEST-MD5 algorithm %q, want md5-sess", a)
 	}
@@ -400,22 +553,30 @@ func digestRespond(challenge []byte, user, password, qop string) (*digestSession
 	}
 	s := newDigestSession(user, realm, password, d["nonce"], base64.StdEncoding.EncodeToString(cn[:]), qop, dtDigestURI)
 	var b strings.Builder
-	fmt.Fprintf(&b, `charset=utf-8,username="%s",realm="%s",nonce="%s",nc=%s,cnonce="%s",digest-uri="%s",maxbuf=65536,response=%s,qop=%s`,
-		user, realm, s.nonce, s.nc, s.cnonce, s.uri, s.response(), qop)
+	fmt.Fprintf(&b, `charset=utf-8,username="%s",realm="%s",nonce="%s",nc=%s,cnonce="%s",digest-uri="%s",maxbuf=65536,response=%s,qop=%s%s`,
+		user, realm, s.nonce, s.nc, s.cnonce, s.uri, s.response(), qop, cipherDirective)
 	return s, []byte(b.String()), nil
 }
 
-// newDigestSession derives the session's H(A1) and, for auth-int, its
-// integrity keys (RFC 2831 sections 2.1.2.1 and 2.3).
+// newDigestSession derives the session's H(A1) and, for auth-int and
+// auth-conf, its integrity keys, and for auth-conf its RC4 keys (RFC 2831
+// sections 2.1.2.1, 2.3 and 2.4).
 func newDigestSession(user, realm, password, nonce, cnonce, qop, uri string) *digestSession {
 	s := &digestSession{qop: qop, nonce: nonce, cnonce: cnonce, nc: "00000001", uri: uri}
 	urp := md5.Sum([]byte(user + ":" + realm + ":" + password))
 	ha1 := md5.Sum(append(urp[:], ":"+nonce+":"+cnonce...))
 	s.ha1Hex = hex.EncodeToString(ha1[:])
-	if qop == "auth-int" {
+	if qop == "auth-int" || qop == "auth-conf" {
 		kic := md5.Sum(append(ha1[:], "Digest session key to client-to-server signing key magic constant"...))
 		kis := md5.Sum(append(ha1[:], "Digest session key to server-to-client signing key magic constant"...))
 		s.kic, s.kis = kic[:], kis[:]
+	}
+	if qop == "auth-conf" {
+		// RC4 takes all 16 bytes of H(A1).
+		kcc := md5.Sum(append(ha1[:], "Digest H(A1) to client-to-server sealing key magic constant"...))
+		kcs := md5.Sum(append(ha1[:], "Digest H(A1) to server-to-client sealing key magic constant"...))
+		s.enc, _ = rc4.NewCipher(kcc[:]) // 16 bytes: no error
+		s.dec, _ = rc4.NewCipher(kcs[:])
 	}
 	return s
 }
@@ -455,8 +616,9 @@ func (s *digestSession) checkRspAuth(final []byte) error {
 	return nil
 }
 
-// wrap protects msg for sending (auth-int): msg, the first 10 bytes of
-// HMAC-MD5(Kic, seq || msg), message type 1 and seq.
+// wrap protects msg for sending: msg and the first 10 bytes of
+// HMAC-MD5(Kic, seq || msg), encrypted with RC4 under auth-conf, then
+// message type 1 and seq.
 func (s *digestSession) wrap(msg []byte) []byte {
 	seq := binary.BigEndian.AppendUint32(nil, s.sendSeq)
 	s.sendSeq++
@@ -464,6 +626,9 @@ func (s *digestSession) wrap(msg []byte) []byte {
 	m.Write(seq)
 	m.Write(msg)
 	out := append(append([]byte(nil), msg...), m.Sum(nil)[:10]...)
+	if s.enc != nil {
+		s.enc.XORKeyStream(out, out)
+	}
 	out = append(out, 0, 1)
 	return append(out, seq...)
 }
@@ -473,7 +638,14 @@ func (s *digestSession) unwrap(tok []byte) ([]byte, error) {
 	if len(tok) < 16 {
 		return nil, fmt.Errorf("sasl: wrapped message of %d bytes is too short", len(tok))
 	}
-	msg, mac, typ, seq := tok[:len(tok)-16], tok[len(tok)-16:len(tok)-6], tok[len(tok)-6:len(tok)-4], tok[len(tok)-4:]
+	body, typ, seq := tok[:len(tok)-6], tok[len(tok)-6:len(tok)-4], tok[len(tok)-4:]
+	if s.dec != nil {
+		// The RC4 stream advances only over tokens that pass the checks
+		// below; a failed one ends the connection anyway.
+		body = append([]byte(nil), body...)
+		s.dec.XORKeyStream(body, body)
+	}
+	msg, mac := body[:len(body)-10], body[len(body)-10:]
 	if binary.BigEndian.Uint16(typ) != 1 {
 		return nil, fmt.Errorf("sasl: wrapped message of type %d, want 1", binary.BigEndian.Uint16(typ))
 	}

@@ -92,12 +92,12 @@ func TestDecodeBlockToken(t *testing.T) {
 }
 
 func TestCheckProtection(t *testing.T) {
-	for _, ok := range []string{"", "authentication", "integrity"} {
+	for _, ok := range []string{"", "authentication", "integrity", "privacy"} {
 		if err := CheckProtection(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"privacy", "auth"} {
+	for _, bad := range []string{"auth-conf", "auth"} {
 		if err := CheckProtection(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

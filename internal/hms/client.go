@@ -9,8 +9,8 @@
 // hive_metastore package; this package adds only the transport (binary
 // protocol over a buffered socket, the metastore's default when SASL and
 // framing are off, or over Thrift's SASL transport with Kerberos (GSSAPI,
-// QOP auth) when Options.Kerberos is set, for metastores with
-// metastore.sasl.enabled) and what several roles call alike: a connection
+// QOP auth, auth-int or auth-conf) when Options.Kerberos is set, for
+// metastores with metastore.sasl.enabled) and what several roles call alike: a connection
 // made on first use and again after a failure (Lazy), partition names
 // (names.go) and streaming a table's partitions by name (stream.go),
 // replicated transactions as Hive's REPL LOAD opens them (repl.go), and a
@@ -38,6 +38,7 @@ type Client struct {
 
 	addr      string
 	transport thrift.TTransport
+	qop       krb.QOP
 }
 
 // Options tune Dial. The zero value is usable.
@@ -56,6 +57,10 @@ type Options struct {
 	// becomes the address's host).
 	Kerberos  *krb.Client
 	Principal string
+	// QOP is the SASL quality of protection to insist on with Kerberos.
+	// Empty takes the strongest the metastore offers: auth-conf
+	// (encrypted) from one with hadoop.rpc.protection=privacy.
+	QOP krb.QOP
 	// PrincipalKey is the configuration key that would hold Principal
 	// (source.metastore_principal, applier.metastore_principal), named
 	// when a metastore that requires Kerberos is reached without
@@ -89,17 +94,20 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		}
 	}
 	sock := thrift.NewTSocketConf(addr, conf)
-	var trans thrift.TTransport
+	var (
+		trans thrift.TTransport
+		qop   krb.QOP
+	)
 	if opts.Kerberos != nil {
 		if opts.Principal == "" {
 			return nil, fmt.Errorf("connect to hive metastore %s: Kerberos needs the metastore's principal", addr)
 		}
 		spn := krb.ServicePrincipal(opts.Principal, hostOf(addr))
-		st := newSASLTransport(sock, opts.Kerberos, spn, opts.MaxMessageSize)
+		st := newSASLTransport(sock, opts.Kerberos, spn, opts.QOP, opts.MaxMessageSize)
 		if err := st.Open(); err != nil {
 			return nil, fmt.Errorf("connect to hive metastore %s as %s: %w", addr, opts.Kerberos.Principal(), err)
 		}
-		trans = st
+		trans, qop = st, st.QOP()
 	} else {
 		if err := sock.Open(); err != nil {
 			return nil, fmt.Errorf("connect to hive metastore %s: %w", addr, err)
@@ -111,8 +119,13 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		ThriftHiveMetastoreClient: hive_metastore.NewThriftHiveMetastoreClient(thrift.NewTStandardClient(proto, proto)),
 		addr:                      addr,
 		transport:                 trans,
+		qop:                       qop,
 	}, nil
 }
+
+// QOP is the SASL quality of protection of the connection: auth, auth-int
+// or auth-conf with Kerberos, empty without.
+func (c *Client) QOP() krb.QOP { return c.qop }
 
 // Addr is the address the client is connected to.
 func (c *Client) Addr() string { return c.addr }

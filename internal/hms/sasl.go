@@ -24,15 +24,19 @@ const (
 )
 
 // saslTransport is the client side of Thrift's SASL transport with
-// mechanism GSSAPI and QOP auth, what a metastore with
-// metastore.sasl.enabled=true speaks: a negotiation of
-// [status byte][4-byte length][payload] messages, then every Thrift
-// message in frames of [4-byte length][bytes], one frame per Flush.
+// mechanism GSSAPI, what a metastore with metastore.sasl.enabled=true
+// speaks: a negotiation of [status byte][4-byte length][payload] messages,
+// then every Thrift message in frames of [4-byte length][bytes], one frame
+// per Flush. Under QOP auth-int or auth-conf (the metastore's
+// hadoop.rpc.protection integrity or privacy) a frame's bytes are one
+// GSS-API wrap token of the Thrift bytes, checksummed or encrypted.
 type saslTransport struct {
 	conn    thrift.TTransport // the socket
 	kc      *krb.Client
-	spn     string // service principal, _HOST resolved
+	spn     string  // service principal, _HOST resolved
+	qop     krb.QOP // wanted; empty: the strongest offered
 	maxSize int32
+	layer   securityLayer // the negotiated one
 
 	r    *bufio.Reader
 	wbuf []byte
@@ -41,11 +45,22 @@ type saslTransport struct {
 
 var _ thrift.TTransport = (*saslTransport)(nil)
 
+// securityLayer protects frames after the negotiation (*krb.GSSAPI).
+type securityLayer interface {
+	QOP() krb.QOP
+	Wrap(msg []byte) ([]byte, error)
+	Unwrap(tok []byte) ([]byte, error)
+}
+
 // newSASLTransport wraps the (unopened) socket of a metastore whose
 // service principal is spn.
-func newSASLTransport(sock thrift.TTransport, kc *krb.Client, spn string, maxSize int32) *saslTransport {
-	return &saslTransport{conn: sock, kc: kc, spn: spn, maxSize: maxSize, r: bufio.NewReaderSize(sock, 64<<10)}
+// qop is the QOP to insist on (empty: the strongest the metastore offers).
+func newSASLTransport(sock thrift.TTransport, kc *krb.Client, spn string, qop krb.QOP, maxSize int32) *saslTransport {
+	return &saslTransport{conn: sock, kc: kc, spn: spn, qop: qop, maxSize: maxSize, r: bufio.NewReaderSize(sock, 64<<10)}
 }
+
+// QOP is the quality of protection negotiated.
+func (t *saslTransport) QOP() krb.QOP { return t.layer.QOP() }
 
 // Open opens the socket and authenticates.
 func (t *saslTransport) Open() error {
@@ -61,7 +76,7 @@ func (t *saslTransport) Open() error {
 
 // negotiate runs the SASL exchange.
 func (t *saslTransport) negotiate() error {
-	g, initial, err := t.kc.StartGSSAPI(t.spn)
+	g, initial, err := t.kc.StartGSSAPI(t.spn, t.qop)
 	if err != nil {
 		return err
 	}
@@ -84,6 +99,7 @@ func (t *saslTransport) negotiate() error {
 			if !clientDone {
 				return fmt.Errorf("sasl: the metastore ended the exchange before %s was done", t.kc.Principal())
 			}
+			t.layer = g
 			return nil
 		case saslOK:
 			if clientDone {
@@ -152,7 +168,12 @@ func (t *saslTransport) Read(p []byte) (int, error) {
 		if _, err := io.ReadFull(t.r, buf); err != nil {
 			return 0, thrift.NewTTransportExceptionFromError(err)
 		}
-		t.rbuf = buf
+		msg, err := t.layer.Unwrap(buf)
+		if err != nil {
+			return 0, thrift.NewTTransportException(thrift.UNKNOWN_TRANSPORT_EXCEPTION,
+				fmt.Sprintf("sasl frame from the metastore (QOP %s): %v", t.layer.QOP(), err))
+		}
+		t.rbuf = msg
 	}
 	n := copy(p, t.rbuf)
 	t.rbuf = t.rbuf[n:]
@@ -165,14 +186,20 @@ func (t *saslTransport) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Flush sends the buffered bytes as one frame.
+// Flush sends the buffered bytes as one frame (wrapped under the
+// negotiated QOP).
 func (t *saslTransport) Flush(ctx context.Context) error {
 	if len(t.wbuf) == 0 {
 		return nil
 	}
-	frame := make([]byte, 4, 4+len(t.wbuf))
-	binary.BigEndian.PutUint32(frame, uint32(len(t.wbuf)))
-	frame = append(frame, t.wbuf...)
+	payload, err := t.layer.Wrap(t.wbuf)
+	if err != nil {
+		return thrift.NewTTransportException(thrift.UNKNOWN_TRANSPORT_EXCEPTION,
+			fmt.Sprintf("sasl frame to the metastore (QOP %s): %v", t.layer.QOP(), err))
+	}
+	frame := make([]byte, 4, 4+len(payload))
+	binary.BigEndian.PutUint32(frame, uint32(len(payload)))
+	frame = append(frame, payload...)
 	t.wbuf = t.wbuf[:0]
 	if _, err := t.conn.Write(frame); err != nil {
 		return thrift.NewTTransportExceptionFromError(err)
