@@ -32,6 +32,9 @@ type Applier struct {
 	// kerberos.principal, at the strongest QOP it offers, as
 	// source.metastore_principal.
 	MetastorePrincipal string `yaml:"metastore_principal"`
+	// MetastoreTLS reaches the DR metastore over TLS (metastore.use.SSL),
+	// as source.metastore_tls does the source's. Off by default.
+	MetastoreTLS TLS `yaml:"metastore_tls"`
 	// HaltAfter is how long a database waits on a file that can no longer
 	// be copied (FAILED, SOURCE_GONE) with no later event removing its
 	// object, or retries an event the DR metastore keeps failing with an
@@ -150,6 +153,9 @@ func (a Applier) Validate() error {
 		return errors.New("applier.instance: not set and the host name is unknown")
 	}
 	if err := checkHostPort("applier.metastore", a.Metastore); err != nil {
+		return err
+	}
+	if err := a.MetastoreTLS.Validate("applier.metastore_tls"); err != nil {
 		return err
 	}
 	if err := CheckSessionTimeout("applier.session_timeout", a.SessionTimeout.Duration); err != nil {

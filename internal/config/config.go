@@ -98,24 +98,29 @@ func (c *Config) KerberosClient() *krb.Client { return c.kc }
 
 // SourceMetastoreOptions returns hms.Options for the source metastore:
 // SASL GSSAPI as the logged-in principal when source.metastore_principal
-// is set.
+// is set, over TLS when source.metastore_tls is on.
 func (c *Config) SourceMetastoreOptions() hms.Options {
-	return metastoreOptions(c.kc, c.Source.MetastorePrincipal, "source.metastore_principal")
+	return metastoreOptions(c.kc, c.Source.MetastorePrincipal, "source.metastore_principal", c.Source.MetastoreTLS, "source.metastore_tls")
 }
 
 // DRMetastoreOptions returns hms.Options for the DR metastore, as
-// SourceMetastoreOptions does with applier.metastore_principal.
+// SourceMetastoreOptions does with applier.metastore_principal and
+// applier.metastore_tls.
 func (c *Config) DRMetastoreOptions() hms.Options {
-	return metastoreOptions(c.kc, c.Applier.MetastorePrincipal, "applier.metastore_principal")
+	return metastoreOptions(c.kc, c.Applier.MetastorePrincipal, "applier.metastore_principal", c.Applier.MetastoreTLS, "applier.metastore_tls")
 }
 
 // metastoreOptions are the options of a metastore whose principal is
-// principal, held by the configuration key key.
-func metastoreOptions(kc *krb.Client, principal, key string) hms.Options {
-	if principal == "" || kc == nil {
-		return hms.Options{PrincipalKey: key}
+// principal, held by the configuration key key, reached with the TLS
+// settings t of the key tlsKey. The TLS files are read now; an error
+// reading them is left for Dial to return.
+func metastoreOptions(kc *krb.Client, principal, key string, t TLS, tlsKey string) hms.Options {
+	o := hms.Options{PrincipalKey: key, TLSKey: tlsKey}
+	o.TLS, o.TLSError = t.ClientConfig(tlsKey)
+	if principal != "" && kc != nil {
+		o.Kerberos, o.Principal = kc, principal
 	}
-	return hms.Options{Kerberos: kc, Principal: principal, PrincipalKey: key}
+	return o
 }
 
 // checkKerberos checks that every service principal given has a client
@@ -189,6 +194,13 @@ type Source struct {
 	// hadoop.rpc.protection: auth, auth-int, or auth-conf under privacy,
 	// every Thrift message then encrypted); empty, plain Thrift.
 	MetastorePrincipal string `yaml:"metastore_principal"`
+	// MetastoreTLS reaches the source metastore over TLS, for one that
+	// serves its Thrift port so (metastore.use.SSL=true, its certificate
+	// in metastore.keystore.path): ca_file is the CA that signed that
+	// certificate; server_name the name it carries, when not the host of
+	// source.metastore. With metastore_principal too, SASL runs inside
+	// TLS at QOP auth, as Hive sets it under TLS. Off by default.
+	MetastoreTLS TLS `yaml:"metastore_tls"`
 }
 
 // Kinds of Source.
@@ -209,6 +221,9 @@ func (s Source) Validate() error {
 	case SourceThrift, SourcePostgres:
 	default:
 		return fmt.Errorf("source.kind: %q is not %s or %s", s.Kind, SourceThrift, SourcePostgres)
+	}
+	if err := s.MetastoreTLS.Validate("source.metastore_tls"); err != nil {
+		return err
 	}
 	return checkHostPort("source.metastore", s.Metastore)
 }
@@ -699,6 +714,8 @@ func (c *Config) EnsureDefaults() {
 	c.Tailer.EnsureDefaults(c.Source.Name)
 	c.Kafka.SASL.EnsureDefaults()
 	c.Kafka.TLS.Enabled = c.Kafka.TLS.On() // printed as in effect
+	c.Source.MetastoreTLS.Enabled = c.Source.MetastoreTLS.On()
+	c.Applier.MetastoreTLS.Enabled = c.Applier.MetastoreTLS.On()
 	c.Replication.EnsureDefaults()
 	c.Copyd.EnsureDefaults(c.Replication.PathMappings)
 	c.Applier.EnsureDefaults()

@@ -201,3 +201,47 @@ schema_registry: {url: "https://sr:8081", user: hivedr, password_file: "`+pw+`"}
 		t.Errorf("the password file's path is not shown:\n%s", out)
 	}
 }
+
+// TestMetastoreTLSKeys: source.metastore_tls and applier.metastore_tls
+// give each metastore's options its own TLS configuration, none when off;
+// a CA file that does not read is an error naming the key, at load and,
+// should it go after, when the options are made (never TLS quietly off).
+func TestMetastoreTLSKeys(t *testing.T) {
+	ca, _, _ := writeCerts(t)
+	c, err := parse([]byte(`
+source:
+  metastore: hms-src.prod:9083
+  metastore_tls: {ca_file: "`+ca+`"}
+applier:
+  metastore: hms-dr.prod:9083
+`), osLookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, dr := c.SourceMetastoreOptions(), c.DRMetastoreOptions()
+	if src.TLS == nil || src.TLS.RootCAs == nil || src.TLSError != nil || src.TLSKey != "source.metastore_tls" {
+		t.Errorf("source options: TLS %v (roots %v), error %v, key %q; want the CA's, under source.metastore_tls",
+			src.TLS, src.TLS != nil && src.TLS.RootCAs != nil, src.TLSError, src.TLSKey)
+	}
+	if !c.Source.MetastoreTLS.Enabled {
+		t.Error("source.metastore_tls.enabled is not shown as in effect")
+	}
+	if dr.TLS != nil || dr.TLSError != nil || dr.TLSKey != "applier.metastore_tls" {
+		t.Errorf("DR options: TLS %v, error %v, key %q; want none, under applier.metastore_tls", dr.TLS, dr.TLSError, dr.TLSKey)
+	}
+
+	if err := os.Remove(ca); err != nil {
+		t.Fatal(err)
+	}
+	if o := c.SourceMetastoreOptions(); o.TLS != nil || o.TLSError == nil || !strings.Contains(o.TLSError.Error(), "source.metastore_tls.ca_file: open "+ca) {
+		t.Errorf("options with the CA file gone: TLS %v, error %v; want no TLS and an error naming source.metastore_tls.ca_file", o.TLS, o.TLSError)
+	}
+	for _, y := range []struct{ yaml, want string }{
+		{`source: {metastore: "h:9083", metastore_tls: {ca_file: "` + ca + `"}}`, "source.metastore_tls.ca_file: open " + ca},
+		{`applier: {metastore: "h:9083", metastore_tls: {ca_file: "` + ca + `"}}`, "applier.metastore_tls.ca_file: open " + ca},
+	} {
+		if _, err := parse([]byte(y.yaml), osLookup); err == nil || !strings.Contains(err.Error(), y.want) {
+			t.Errorf("%s: error %v, want %q", y.yaml, err, y.want)
+		}
+	}
+}

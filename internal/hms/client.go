@@ -10,7 +10,8 @@
 // protocol over a buffered socket, the metastore's default when SASL and
 // framing are off, or over Thrift's SASL transport with Kerberos (GSSAPI,
 // QOP auth, auth-int or auth-conf) when Options.Kerberos is set, for
-// metastores with metastore.sasl.enabled) and what several roles call alike: a connection
+// metastores with metastore.sasl.enabled), either over TLS when
+// Options.TLS is set (metastore.use.SSL; tls.go), and what several roles call alike: a connection
 // made on first use and again after a failure (Lazy), partition names
 // (names.go) and streaming a table's partitions by name (stream.go),
 // replicated transactions as Hive's REPL LOAD opens them (repl.go), and a
@@ -20,7 +21,9 @@
 package hms
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -66,6 +69,20 @@ type Options struct {
 	// when a metastore that requires Kerberos is reached without
 	// (SASLRequiredError).
 	PrincipalKey string
+	// TLS, when set, wraps the connection in TLS before anything else
+	// (plain Thrift, or SASL with Kerberos), for a metastore with
+	// metastore.use.SSL=true. An empty ServerName is the address's host.
+	// Such a metastore offers SASL QOP auth only, TLS protecting the rest.
+	TLS *tls.Config
+	// TLSError, when set, is why the TLS settings could not be made into
+	// TLS (an unreadable CA file): Dial fails with it rather than connect
+	// without.
+	TLSError error
+	// TLSKey is the configuration key of the TLS settings
+	// (source.metastore_tls, applier.metastore_tls), named in errors: a
+	// failed handshake, or a metastore that turns out to serve TLS when
+	// TLS is off (TLSRequiredError).
+	TLSKey string
 }
 
 func (o *Options) ensureDefaults() {
@@ -83,6 +100,9 @@ func (o *Options) ensureDefaults() {
 // Dial connects to the metastore at addr (host:port).
 func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	opts.ensureDefaults()
+	if opts.TLSError != nil {
+		return nil, fmt.Errorf("connect to hive metastore %s: %w", addr, opts.TLSError)
+	}
 	conf := &thrift.TConfiguration{
 		ConnectTimeout: opts.ConnectTimeout,
 		SocketTimeout:  opts.SocketTimeout,
@@ -93,7 +113,11 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 			conf.ConnectTimeout = d
 		}
 	}
-	sock := thrift.NewTSocketConf(addr, conf)
+	sock := newSocket(addr, conf, opts)
+	tlsKey := "" // named when the metastore may want TLS: only without
+	if opts.TLS == nil {
+		tlsKey = cmp.Or(opts.TLSKey, DefaultTLSKey)
+	}
 	var (
 		trans thrift.TTransport
 		qop   krb.QOP
@@ -104,6 +128,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		}
 		spn := krb.ServicePrincipal(opts.Principal, hostOf(addr))
 		st := newSASLTransport(sock, opts.Kerberos, spn, opts.QOP, opts.MaxMessageSize)
+		st.tlsKey = tlsKey
 		if err := st.Open(); err != nil {
 			return nil, fmt.Errorf("connect to hive metastore %s as %s: %w", addr, opts.Kerberos.Principal(), err)
 		}
@@ -112,7 +137,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		if err := sock.Open(); err != nil {
 			return nil, fmt.Errorf("connect to hive metastore %s: %w", addr, err)
 		}
-		trans = thrift.NewTBufferedTransport(&plainSocket{TTransport: sock, addr: addr, key: opts.PrincipalKey}, 64<<10)
+		trans = thrift.NewTBufferedTransport(&plainSocket{TTransport: sock, addr: addr, key: opts.PrincipalKey, tlsKey: tlsKey}, 64<<10)
 	}
 	proto := thrift.NewTBinaryProtocolConf(trans, conf)
 	return &Client{

@@ -24,12 +24,16 @@ const headLen = 512
 // plainSocket is the socket of a connection without SASL: it passes
 // everything through, keeping the first bytes it reads, and turns the
 // connection closing on the first answer into a *SASLRequiredError when
-// that answer was a SASL negotiation message or nothing at all.
+// that answer was a SASL negotiation message or nothing at all. Over TCP
+// (tlsKey set) an answer that starts with a TLS alert fails the read at
+// once with a *TLSRequiredError.
 type plainSocket struct {
 	thrift.TTransport
 	addr, key string
+	tlsKey    string // the key of the TLS settings; "" over TLS
 	head      []byte
 	read      int64 // bytes read on the connection so far
+	checked   bool  // the head was looked at for a TLS alert
 }
 
 // Read implements thrift.TTransport.
@@ -39,9 +43,16 @@ func (s *plainSocket) Read(p []byte) (int, error) {
 		s.head = append(s.head, p[:k]...)
 	}
 	s.read += int64(n)
+	if s.tlsKey != "" && !s.checked && len(s.head) >= 3 {
+		s.checked = true
+		if tlsAlert(s.head) {
+			return 0, &TLSRequiredError{Addr: s.addr, Key: s.tlsKey,
+				Err: thrift.NewTTransportException(thrift.UNKNOWN_TRANSPORT_EXCEPTION, fmt.Sprintf("TLS alert %x", s.head))}
+		}
+	}
 	if err != nil && closed(err) {
 		if msg, isSASL := saslNegotiation(s.head); isSASL || s.read == 0 {
-			return n, &SASLRequiredError{Addr: s.addr, Key: s.key, ServerMessage: msg, Sure: isSASL, Err: err}
+			return n, &SASLRequiredError{Addr: s.addr, Key: s.key, TLSKey: s.tlsKey, ServerMessage: msg, Sure: isSASL, Err: err}
 		}
 	}
 	return n, err
@@ -85,6 +96,10 @@ type SASLRequiredError struct {
 	Addr string
 	// Key is the configuration key of the metastore's principal.
 	Key string
+	// TLSKey, set on a connection without TLS, is the configuration key
+	// of the metastore's TLS settings, named as the other possibility
+	// when the metastore closed the connection without a word.
+	TLSKey string
 	// ServerMessage is the text of the metastore's SASL message.
 	ServerMessage string
 	Sure          bool
@@ -102,8 +117,12 @@ func (e *SASLRequiredError) Error() string {
 		return fmt.Sprintf("hive metastore %s answered the first call with a SASL negotiation message (%q) and closed the connection: "+
 			"it requires Kerberos (metastore.sasl.enabled), and hivedr connected without: %s: %v", e.Addr, e.ServerMessage, fix, e.Err)
 	}
+	or := ""
+	if e.TLSKey != "" {
+		or = fmt.Sprintf("; or it may serve TLS (metastore.use.SSL=true), and hivedr connected without: if so, set %s", e.TLSKey)
+	}
 	return fmt.Sprintf("hive metastore %s closed the connection without answering the first call: "+
-		"it may require Kerberos (metastore.sasl.enabled), and hivedr connected without; if so, %s: %v", e.Addr, fix, e.Err)
+		"it may require Kerberos (metastore.sasl.enabled), and hivedr connected without; if so, %s%s: %v", e.Addr, fix, or, e.Err)
 }
 
 func (e *SASLRequiredError) Unwrap() error { return e.Err }

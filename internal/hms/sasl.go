@@ -37,6 +37,7 @@ type saslTransport struct {
 	qop     krb.QOP // wanted; empty: the strongest offered
 	maxSize int32
 	layer   securityLayer // the negotiated one
+	tlsKey  string        // the key of the TLS settings, when TLS is off
 
 	r    *bufio.Reader
 	wbuf []byte
@@ -137,9 +138,17 @@ func (t *saslTransport) readNegotiation() (byte, []byte, error) {
 	var hdr [5]byte
 	if _, err := io.ReadFull(t.r, hdr[:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, nil, fmt.Errorf("sasl: the metastore closed the connection during authentication (does it run with metastore.sasl.enabled, and is its principal %s?): %w", t.spn, err)
+			orTLS := ""
+			if t.tlsKey != "" {
+				orTLS = fmt.Sprintf(" Or does it serve TLS (metastore.use.SSL=true), needing %s?", t.tlsKey)
+			}
+			return 0, nil, fmt.Errorf("sasl: the metastore closed the connection during authentication (does it run with metastore.sasl.enabled, and is its principal %s?%s): %w", t.spn, orTLS, err)
 		}
 		return 0, nil, fmt.Errorf("sasl: read: %w", err)
+	}
+	if t.tlsKey != "" && tlsAlert(hdr[:]) {
+		return 0, nil, fmt.Errorf("sasl: the metastore answered with a TLS alert (%x): it serves TLS (metastore.use.SSL=true), "+
+			"and hivedr connected without: set %s", hdr, t.tlsKey)
 	}
 	n := binary.BigEndian.Uint32(hdr[1:])
 	if n > 1<<20 {
