@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	wl "github.com/hivedr/hivedr/e2e/workload"
+	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hdfscrc"
 	"github.com/hivedr/hivedr/internal/hms"
@@ -185,4 +189,225 @@ func TestPrivacyPipeline(t *testing.T) {
 	}
 	p.noSecretIn("hivedr verify", v.raw)
 	p.daemonsPrintedNoSecret()
+}
+
+// TestPrivacyMetastoreTLS: hivedr reaches a metastore that serves TLS
+// (metastore.use.SSL=true) and requires Kerberos, as a configuration with
+// source.metastore_tls and source.metastore_principal says. The stack's
+// metastores keep SASL auth-conf (TestPrivacyPipeline checks it), which a
+// metastore under TLS no longer offers, so the test starts one of its own
+// from the stack's Hive distribution: on an embedded Derby database, with
+// the stack's server certificate (tls/server.p12) and Hive's keytab. The
+// connection is TLS, then SASL at QOP auth (Hive overrides
+// hadoop.rpc.protection=privacy under TLS); a client insisting on
+// auth-conf is refused; without TLS, with or without Kerberos, the error
+// says the metastore serves TLS and names the key to set; a server_name
+// the certificate does not carry fails the handshake, naming it.
+func TestPrivacyMetastoreTLS(t *testing.T) {
+	env := requirePrivacy(t)
+	ctx := ctxFor(t, 10*time.Minute)
+	addr := startTLSMetastore(t, env)
+
+	conf := func(tls string) *config.Config {
+		t.Helper()
+		k := env.KrbConfig(t, testenv.TestPrincipal)
+		p := filepath.Join(t.TempDir(), "hivedr.yaml")
+		y := fmt.Sprintf("source:\n  metastore: %s\n  metastore_principal: %s\n  metastore_tls: %s\n"+
+			"kerberos: {principal: %s, keytab: %s, krb5_conf: %s}\n",
+			addr, env.Get(t, "HIVEDR_HMS_PRINCIPAL"), tls, k.Principal, k.Keytab, k.Krb5Conf)
+		if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetKerberos(env.Krb(t, testenv.TestPrincipal))
+		return c
+	}
+	ca := env.Get(t, "HIVEDR_TLS_CA")
+	opts := conf(`{ca_file: "` + ca + `"}`).SourceMetastoreOptions()
+	if opts.TLS == nil || opts.Kerberos == nil {
+		t.Fatalf("source options from the configuration: TLS %v, Kerberos %v; want both", opts.TLS, opts.Kerberos)
+	}
+	c, err := hms.Dial(ctx, addr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := c.GetDatabase(ctx, "default")
+	c.Close()
+	if err != nil || db.Name != "default" {
+		t.Fatalf("get_database over TLS and SASL: %+v, %v", db, err)
+	}
+	if c.QOP() != krb.QOPAuth {
+		t.Errorf("SASL QOP %q under TLS, want auth (Hive's override)", c.QOP())
+	}
+	t.Logf("get_database over TLS, SASL QOP %s: %s at %s", c.QOP(), db.Name, db.LocationUri)
+
+	strict := opts
+	strict.QOP = krb.QOPAuthConf
+	if c, err := hms.Dial(ctx, addr, strict); !errors.Is(err, krb.ErrSecurityLayer) {
+		if err == nil {
+			c.Close()
+		}
+		t.Errorf("a client insisting on auth-conf: err = %v, want no security layer in common", err)
+	}
+
+	noTLS := opts
+	noTLS.TLS = nil
+	_, err = hms.Dial(ctx, addr, noTLS)
+	if err == nil || !strings.Contains(err.Error(), "it serves TLS") || !strings.Contains(err.Error(), "set source.metastore_tls") {
+		t.Errorf("SASL without TLS: err = %v, want it to say the metastore serves TLS and name source.metastore_tls", err)
+	}
+
+	plain, err := hms.Dial(ctx, addr, hms.Options{TLSKey: "source.metastore_tls"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = plain.GetDatabase(ctx, "default")
+	plain.Close()
+	t.Logf("plain Thrift: %v", err)
+	var tr *hms.TLSRequiredError
+	if !errors.As(err, &tr) || !strings.Contains(err.Error(), "set source.metastore_tls") {
+		t.Errorf("plain Thrift: err = %v, want a TLSRequiredError naming source.metastore_tls", err)
+	}
+
+	other := conf(`{ca_file: "` + ca + `", server_name: hms.prod}`).SourceMetastoreOptions()
+	if _, err := hms.Dial(ctx, addr, other); err == nil || !strings.Contains(err.Error(), "not for the name hms.prod") ||
+		!strings.Contains(err.Error(), "source.metastore_tls.server_name") {
+		t.Errorf("server_name hms.prod: err = %v, want the handshake refused, naming the name and the key", err)
+	}
+}
+
+// startTLSMetastore starts a Hive Metastore of the stack's distribution
+// with metastore.use.SSL and metastore.sasl.enabled on a free port, its
+// database an embedded Derby one in a temporary directory, and returns
+// its address once it listens. It is killed when the test ends.
+func startTLSMetastore(t *testing.T, env *testenv.Env) string {
+	t.Helper()
+	stack := env.Get(t, "HIVEDR_STACK_DIR")
+	dir := t.TempDir()
+	port := freePort(t)
+	pw, err := os.ReadFile(filepath.Join(stack, "secrets", "keystore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Hadoop's side (core-site.xml) too: Kerberos, and the privacy that
+	// TLS overrides.
+	hadoop := [][2]string{{"hadoop.security.authentication", "kerberos"}, {"hadoop.rpc.protection", "privacy"}}
+	props := [][2]string{
+		{"javax.jdo.option.ConnectionURL", "jdbc:derby:;databaseName=" + filepath.Join(dir, "db") + ";create=true"},
+		{"javax.jdo.option.ConnectionDriverName", "org.apache.derby.jdbc.EmbeddedDriver"},
+		{"metastore.schema.verification", "false"},
+		{"metastore.thrift.bind.host", "127.0.0.1"},
+		{"metastore.warehouse.dir", "file://" + filepath.Join(dir, "warehouse")},
+		{"metastore.metadata.transformer.class", " "},
+		{"metastore.compactor.initiator.on", "false"},
+		{"metastore.compactor.cleaner.on", "false"},
+		{"metastore.compactor.worker.threads", "0"},
+		{"metastore.metrics.enabled", "false"},
+		{"metastore.task.threads.always", "org.apache.hadoop.hive.metastore.events.EventCleanerTask"},
+		{"metastore.task.threads.remote", "org.apache.hadoop.hive.metastore.txn.service.AcidHouseKeeperService"},
+		{"metastore.sasl.enabled", "true"},
+		{"metastore.kerberos.principal", env.Get(t, "HIVEDR_HMS_PRINCIPAL")},
+		{"metastore.kerberos.keytab.file", env.Keytab(t, "hive")},
+		{"metastore.use.SSL", "true"},
+		{"metastore.keystore.path", filepath.Join(stack, "tls", "server.p12")},
+		{"metastore.keystore.password", strings.TrimSpace(string(pw))},
+		{"metastore.keystore.type", "PKCS12"},
+	}
+	props = append(props, hadoop...)
+	siteXML := func(props [][2]string) []byte {
+		var b strings.Builder
+		b.WriteString("<?xml version=\"1.0\"?>\n<configuration>\n")
+		for _, p := range props {
+			fmt.Fprintf(&b, "  <property><name>%s</name><value>%s</value></property>\n", p[0], p[1])
+		}
+		b.WriteString("</configuration>\n")
+		return []byte(b.String())
+	}
+	confDir := filepath.Join(dir, "conf")
+	if err := os.MkdirAll(confDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string][]byte{"metastore-site.xml": siteXML(props), "core-site.xml": siteXML(hadoop)} {
+		if err := os.WriteFile(filepath.Join(confDir, name), body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deps, err := os.ReadFile(filepath.Join(stack, "hms", "classpath.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dist := filepath.Join(stack, "hms", "dist")
+	java := []string{"-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
+		"-Djava.security.krb5.conf=" + env.Get(t, "HIVEDR_KRB5_CONF")}
+	java = append(java, hmsJVMOpens(t)...)
+	java = append(java, "-cp", confDir+":"+filepath.Join(dist, "lib", "*")+":"+strings.TrimSpace(string(deps)))
+	logPath := filepath.Join(dir, "hms.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logFile.Close() })
+	logTail := func() string {
+		b, _ := os.ReadFile(logPath)
+		return string(b[max(0, len(b)-4000):])
+	}
+	command := func(args ...string) *exec.Cmd {
+		cmd := exec.Command("java", append(append([]string{}, java...), args...)...)
+		cmd.Env = append(os.Environ(), "METASTORE_HOME="+dist)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		return cmd
+	}
+	if err := command("org.apache.hadoop.hive.metastore.tools.schematool.MetastoreSchemaTool", "-dbType", "derby", "-initSchema",
+		"-url", "jdbc:derby:;databaseName="+filepath.Join(dir, "db")+";create=true", "-driver", "org.apache.derby.jdbc.EmbeddedDriver",
+		"-userName", "APP", "-passWord", "mine").Run(); err != nil {
+		t.Fatalf("metastore schema tool: %v\n%s", err, logTail())
+	}
+	srv := command("org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", strconv.Itoa(port))
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { srv.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		srv.Process.Kill()
+		<-exited
+	})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	eventually(t, 3*time.Minute, "the TLS metastore to listen on "+addr, func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("the TLS metastore exited:\n%s", logTail())
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	})
+	return addr
+}
+
+// hmsJVMOpens returns the --add-opens flags the stack gives its
+// metastores (HMS_JVM_OPENS in stack/services/hms.sh).
+func hmsJVMOpens(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("stack", "services", "hms.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opens []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "--add-opens=") {
+			opens = append(opens, l)
+		}
+	}
+	if len(opens) == 0 {
+		t.Fatal("stack/services/hms.sh has no --add-opens flags")
+	}
+	return opens
 }
