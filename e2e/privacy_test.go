@@ -341,7 +341,7 @@ func startTLSMetastore(t *testing.T, env *testenv.Env) string {
 	}
 	dist := filepath.Join(stack, "hms", "dist")
 	java := []string{"-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.net.preferIPv4Stack=true",
-		"-Djava.security.krb5.conf=" + env.Get(t, "HIVEDR_KRB5_CONF")}
+		"-Djava.security.krb5.conf=" + env.Get(t, "HIVEDR_KRB5_CONF"), "-Dderby.stream.error.file=" + filepath.Join(dir, "derby.log")}
 	java = append(java, hmsJVMOpens(t)...)
 	java = append(java, "-cp", confDir+":"+filepath.Join(dist, "lib", "*")+":"+strings.TrimSpace(string(deps)))
 	logPath := filepath.Join(dir, "hms.log")
@@ -357,6 +357,7 @@ func startTLSMetastore(t *testing.T, env *testenv.Env) string {
 	command := func(args ...string) *exec.Cmd {
 		cmd := exec.Command("java", append(append([]string{}, java...), args...)...)
 		cmd.Env = append(os.Environ(), "METASTORE_HOME="+dist)
+		cmd.Dir = dir // what else it writes stays there
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		return cmd
 	}

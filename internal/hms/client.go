@@ -10,9 +10,9 @@
 // protocol over a buffered socket, the metastore's default when SASL and
 // framing are off, or over Thrift's SASL transport with Kerberos (GSSAPI,
 // QOP auth, auth-int or auth-conf) when Options.Kerberos is set, for
-// metastores with metastore.sasl.enabled), either over TLS when
-// Options.TLS is set (metastore.use.SSL; tls.go), and what several roles call alike: a connection
-// made on first use and again after a failure (Lazy), partition names
+// metastores with metastore.sasl.enabled), either one inside TLS when
+// Options.TLS is set (metastore.use.SSL; tls.go), and what several roles
+// call alike: a connection made on first use and again after a failure (Lazy), partition names
 // (names.go) and streaming a table's partitions by name (stream.go),
 // replicated transactions as Hive's REPL LOAD opens them (repl.go), and a
 // source transaction's writes (writes.go). A connection without Kerberos
