@@ -45,8 +45,9 @@ type tlsSocket struct {
 // Open implements thrift.TTransport.
 func (s *tlsSocket) Open() error {
 	err := s.TSSLSocket.Open()
-	if err == nil {
-		return nil
+	var dial *net.OpError
+	if err == nil || errors.As(err, &dial) && dial.Op == "dial" {
+		return err // nothing of TLS yet: refused, unreachable
 	}
 	key := s.key
 	if key == "" {

@@ -138,6 +138,22 @@ func TestTLSMetastore(t *testing.T) {
 	}
 }
 
+// TestTLSDialRefused: a metastore that is not there fails the dial as
+// without TLS, blaming no certificate.
+func TestTLSDialRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	certs := testcerts.Write(t)
+	_, err = Dial(context.Background(), addr, dialOpts(clientTLS(t, certs.CA, "")))
+	if err == nil || !strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "TLS") {
+		t.Fatalf("err = %v; want the refused connection, without TLS advice", err)
+	}
+}
+
 // TestPlainToTLSMetastore: a connection without TLS to a metastore that
 // serves TLS fails its first call naming the TLS key: for sure when the
 // metastore answers with a TLS alert (as Go's and Java's TLS servers do),
