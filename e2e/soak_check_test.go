@@ -155,4 +155,19 @@ func TestSoakModelWroteAndReplaced(t *testing.T) {
 	if r2.removedLater("db", 21, "t", "a", "") {
 		t.Error("a partition that kept its file is taken as removed")
 	}
+	// An INSERT OVERWRITE writes the same names again.
+	s = r2.begin("db", "step", 22)
+	r2.finish(s, soakStepResult{what: "insert overwrite t", replaced: [2]string{"t", "a"}}, 23, 23, soakState{"t": {Parts: map[string][]string{"a": {"000000_0"}}}}, nil)
+	if !r2.removedLater("db", 21, "t", "a", "") || !r2.removedLater("db", 21, "t", "a", "000000_0") {
+		t.Error("a partition an INSERT OVERWRITE replaced later (same file name) is not taken as replaced")
+	}
+	r3 := newSoakModel()
+	both := soakState{"t": {Parts: map[string][]string{"a": {"000000_0"}, "b": {"000000_0"}}}}
+	s = r3.begin("db", "step", 20)
+	r3.finish(s, soakStepResult{what: "step"}, 21, 21, both, nil)
+	s = r3.begin("db", "step", 21)
+	r3.finish(s, soakStepResult{what: "insert overwrite t", replaced: [2]string{"t", "a"}}, 22, 22, both, nil)
+	if r3.removedLater("db", 21, "t", "b", "") {
+		t.Error("another partition of the overwritten table is taken as replaced")
+	}
 }

@@ -453,6 +453,7 @@ type soakStep struct {
 	state               soakState // the database's state after the step
 	absent              []string  // tables (lower case) it removed and made again
 	renamed             [2]string // a table's old and new name (lower case), when it renamed one
+	replaced            [2]string // the table (lower case) and partition an INSERT OVERWRITE of it replaced
 }
 
 func (s *soakStep) String() string {
@@ -502,6 +503,9 @@ func (m *soakModel) finish(s *soakStep, res soakStepResult, last, after int64, t
 	}
 	if res.renamed[0] != "" {
 		s.renamed = [2]string{strings.ToLower(res.renamed[0]), strings.ToLower(res.renamed[1])}
+	}
+	if res.replaced[0] != "" {
+		s.replaced = [2]string{strings.ToLower(res.replaced[0]), res.replaced[1]}
 	}
 	s.what, s.last, s.after, s.state, s.done = res.what, last, after, st, true
 }
@@ -564,7 +568,8 @@ func (m *soakModel) later(db string, n int64, table, part, file string) bool {
 
 // removedLater reports whether a state of db the model recorded after
 // event n lacks table's partition part (part "" and file "": the table;
-// file "": the partition) or its file.
+// file "": the partition) or its file, or a step after n overwrote the
+// partition.
 func (m *soakModel) removedLater(db string, n int64, table, part, file string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -587,6 +592,11 @@ func (m *soakModel) removedLater(db string, n int64, table, part, file string) b
 		}
 		if part == "" && file == "" {
 			continue
+		}
+		if s.replaced == [2]string{table, part} {
+			// An INSERT OVERWRITE replaced the partition's files (maybe
+			// under the same names).
+			return true
 		}
 		files, ok := t.Parts[part]
 		if !ok || (file != "" && !slices.Contains(files, file)) {

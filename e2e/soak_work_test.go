@@ -92,6 +92,9 @@ type soakStepResult struct {
 	absent []string
 	// renamed is a table's old and new name when the step renamed it.
 	renamed [2]string
+	// replaced is the table and partition ("" for a table without
+	// partition keys) an INSERT OVERWRITE of the step replaced.
+	replaced [2]string
 }
 
 func did(what string, touched ...string) soakStepResult {
@@ -170,7 +173,9 @@ func (k *soakWork) step(ctx context.Context, s *wl.Source, db string) (soakStepR
 			vals = t.parts[k.rng.IntN(len(t.parts))]
 		}
 		_, err := s.InsertOverwrite(ctx, db, t.name, vals, rows)
-		return did("insert overwrite "+t.name, t.name), err
+		res := did("insert overwrite "+t.name, t.name)
+		res.replaced = [2]string{t.name, strings.Join(vals, "/")}
+		return res, err
 	case c < 82:
 		t := pick()
 		t.cols++
