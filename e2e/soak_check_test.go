@@ -171,3 +171,39 @@ func TestSoakModelWroteAndReplaced(t *testing.T) {
 		t.Error("another partition of the overwritten table is taken as replaced")
 	}
 }
+
+// TestSoakModelPlanPastWatermark: DR may hold, past its watermark, a
+// table part way through the run that makes it (created, its partitions
+// not yet added) and a partition at its stamp with files of later events
+// already copied; not a partition with other files, nor a table whose
+// partitions differ from every later state.
+func TestSoakModelPlanPastWatermark(t *testing.T) {
+	m := newSoakModel()
+	s := m.begin("db", "create database", 10)
+	m.finish(s, soakStepResult{what: "create database"}, 11, 11, soakState{}, nil)
+	s = m.begin("db", "create table tx", 11)
+	m.finish(s, soakStepResult{what: "create table tx"}, 13, 13, soakState{"tx": {Parts: map[string][]string{"a": nil, "b": nil}}}, nil)
+	if !m.tableLater("db", 11, "tx", &soakTableState{Parts: map[string][]string{}}) {
+		t.Error("a table created without its partitions yet is not accepted past the watermark")
+	}
+	if !m.tableLater("db", 11, "tx", &soakTableState{Parts: map[string][]string{"a": nil}}) {
+		t.Error("a table with one of its partitions is not accepted past the watermark")
+	}
+	if m.tableLater("db", 11, "tx", &soakTableState{Parts: map[string][]string{"c": nil}}) {
+		t.Error("a table with a partition no later state has is accepted")
+	}
+	later := func(f string) bool { return f == "000000_0_copy_1" }
+	for _, c := range []struct {
+		files []string
+		ok    bool
+	}{
+		{[]string{"000000_0"}, true},
+		{[]string{"000000_0", "000000_0_copy_1"}, true},
+		{[]string{"000000_0", "000000_0_copy_2"}, false},
+		{[]string{"000000_0_copy_1"}, false},
+	} {
+		if got := aheadOf([]string{"000000_0"}, c.files, later); got != c.ok {
+			t.Errorf("aheadOf(%v) = %v, want %v", c.files, got, c.ok)
+		}
+	}
+}
