@@ -216,6 +216,13 @@ func (p *planner) commitTxn(t *schemas.Transaction) Decision {
 			}
 			return halt(ReasonMissingObject, "%s does not exist on DR (write %d of transaction %d)", tk, w.WriteID, t.TxnIDs[0])
 		}
+		if w.Partition != "" && p.in.Replica.Partitions[partKey(tk, schemas.PartitionValues(w.Partition))] == nil {
+			// The metastore refuses a write to a partition it lacks.
+			if s := p.supersededBy(writtenObj(w)); s != nil {
+				continue // left out (a bootstrap's page, an event whose files were gone): so is its write
+			}
+			return halt(ReasonMissingObject, "%s partition %s does not exist on DR (write %d of transaction %d)", tk, w.Partition, w.WriteID, t.TxnIDs[0])
+		}
 		if d, bad := p.openAtCutCommit(tk, w, t.TxnIDs[0]); bad { // acid_bootstrap.go
 			return d
 		}

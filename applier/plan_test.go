@@ -591,14 +591,14 @@ func TestPlan(t *testing.T) {
 			TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{{Database: "sales", Table: "orders", WriteID: 3, Partition: "dt=2024-01-01",
 				Files: []string{srcRoot + "sales.db/orders/dt=2024-01-01/delta_0000003_0000003_0000/bucket_00000"}}}},
 			srcRoot+"sales.db/orders/dt=2024-01-01/delta_0000003_0000003_0000/bucket_00000"),
-			state: ordersState, copies: map[string]Copy{}, outcome: Wait, reason: ReasonWaitingForFiles},
+			state: ordersP1, copies: map[string]Copy{}, outcome: Wait, reason: ReasonWaitingForFiles},
 		{name: "commit of this database's writes, not the other's", ev: srcEvent(50, schemas.EventCommitTxn, "", "", &schemas.Transaction{
 			TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{
 				{Database: "sales", Table: "orders", WriteID: 3, Partition: "dt=2024-01-01",
 					Files: []string{srcRoot + "sales.db/orders/dt=2024-01-01/delta_0000003_0000003_0000/bucket_00000"}},
 				{Database: "archive", Table: "orders", WriteID: 9, Files: []string{srcRoot + "archive.db/orders/delta_0000009_0000009_0000/bucket_00000"}}}},
 			srcRoot+"sales.db/orders/dt=2024-01-01/delta_0000003_0000003_0000/bucket_00000", srcRoot+"archive.db/orders/delta_0000009_0000009_0000/bucket_00000"),
-			state: ordersState, outcome: Apply, reason: ReasonApplied,
+			state: ordersP1, outcome: Apply, reason: ReasonApplied,
 			actions: []string{"commit replicated transaction 7 (policy sales, 1 writes)", "alter database sales"},
 			check: func(t *testing.T, d Decision) {
 				w := d.Actions[0].(ReplCommit).Writes
@@ -611,9 +611,20 @@ func TestPlan(t *testing.T) {
 			TxnIDs: []int64{8}, WriteIDs: []schemas.TableWriteID{{Database: "sales", Table: "orders", WriteID: 4, Partition: "dt=2024-01-01",
 				Files: []string{srcRoot + "sales.db/orders/dt=2024-01-01/base_0000004/bucket_00000"}}}},
 			srcRoot+"sales.db/orders/dt=2024-01-01/base_0000004/bucket_00000"),
-			state: ordersState, outcome: Apply, reason: ReasonApplied,
+			state: ordersP1, outcome: Apply, reason: ReasonApplied,
 			actions: []string{"commit replicated transaction 8 (policy sales, 1 writes)",
 				"prune what base_4 covers under " + drRoot + "sales.db/orders/dt=2024-01-01", "alter database sales"}},
+		{name: "commit of a write to a partition missing on DR that a later event drops leaves the write out", ev: srcEvent(50, schemas.EventCommitTxn, "", "", &schemas.Transaction{
+			TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{{Database: "sales", Table: "orders", WriteID: 3, Partition: "dt=2024-01-02",
+				Files: []string{srcRoot + "sales.db/orders/dt=2024-01-02/delta_0000003_0000003_0000/bucket_00000"}}}},
+			srcRoot+"sales.db/orders/dt=2024-01-02/delta_0000003_0000003_0000/bucket_00000"),
+			state: ordersP1, later: []*schemas.Event{dropParts(60, srcOrders, srcP2)}, outcome: Apply, reason: ReasonApplied,
+			actions: []string{"commit replicated transaction 7 (policy sales, 0 writes)", "alter database sales"}},
+		{name: "commit of a write to a partition missing on DR halts", ev: srcEvent(50, schemas.EventCommitTxn, "", "", &schemas.Transaction{
+			TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{{Database: "sales", Table: "orders", WriteID: 3, Partition: "dt=2024-01-02",
+				Files: []string{srcRoot + "sales.db/orders/dt=2024-01-02/delta_0000003_0000003_0000/bucket_00000"}}}},
+			srcRoot+"sales.db/orders/dt=2024-01-02/delta_0000003_0000003_0000/bucket_00000"),
+			state: ordersP1, outcome: Halt, reason: ReasonMissingObject},
 		{name: "commit of a write to a table missing on DR halts", ev: srcEvent(50, schemas.EventCommitTxn, "", "", &schemas.Transaction{
 			TxnIDs: []int64{7}, WriteIDs: []schemas.TableWriteID{{Database: "sales", Table: "events_acid", WriteID: 1}}}),
 			state: ordersState, outcome: Halt, reason: ReasonMissingObject},

@@ -102,8 +102,17 @@ func Touches(db string, ev *Event) Touched {
 		}
 	case *Transaction:
 		for _, w := range p.WriteIDs {
-			if k := NewTableKey(w.Database, w.Table); strings.EqualFold(k.DB, db) && !slices.Contains(t.Tables, k) {
+			k := NewTableKey(w.Database, w.Table)
+			if !strings.EqualFold(k.DB, db) {
+				continue
+			}
+			if !slices.Contains(t.Tables, k) {
 				t.Tables = append(t.Tables, k)
+			}
+			if w.Partition != "" {
+				if pk := NewPartKey(k, PartitionValues(w.Partition)); !slices.Contains(t.Partitions, pk) {
+					t.Partitions = append(t.Partitions, pk)
+				}
 			}
 		}
 	}
