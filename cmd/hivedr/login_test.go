@@ -7,10 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
-	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/hivedr/hivedr/internal/krb/krbtest"
 
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/krb"
@@ -70,18 +68,8 @@ func TestLoginDaemonRetries(t *testing.T) {
 		t.Errorf(`hivedr_kerberos_login_failures_total{pipeline="p1"} = %v, want 1`, failures)
 	}
 
-	kt := keytab.New()
-	if err := kt.AddEntry("tailer", "EXAMPLE.COM", "pw", time.Now(), 1, etypeID.AES256_CTS_HMAC_SHA1_96); err != nil {
-		t.Fatal(err)
-	}
-	b, err := kt.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
 	other := filepath.Join(dir, "tailer.keytab")
-	if err := os.WriteFile(other, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	krbtest.WriteKeytab(t, other, "tailer", "EXAMPLE.COM", "pw", 1)
 	if err := login(conf(other), log, true); !errors.Is(err, krb.ErrRefused) || !strings.Contains(err.Error(), "has no key for it") {
 		t.Errorf("a daemon with another principal's keytab: err = %v, want krb.ErrRefused", err)
 	}

@@ -17,7 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/hivedr/hivedr/internal/krb/krbtest"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -399,17 +400,7 @@ func TestGSSAPILoginRetried(t *testing.T) {
 	if _, err := auth(context.Background()); err == nil || !strings.Contains(err.Error(), "kafka.sasl.kerberos.keytab") {
 		t.Fatalf("without a keytab: %v, want an error naming kafka.sasl.kerberos.keytab", err)
 	}
-	kt := keytab.New()
-	if err := kt.AddEntry("hivedr", "EX.COM", "secret", time.Now(), 1, 18); err != nil {
-		t.Fatal(err)
-	}
-	b, err := kt.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(ktPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	krbtest.WriteKeytab(t, ktPath, "hivedr", "EX.COM", "secret", 1)
 	a, err := auth(context.Background())
 	if err != nil || a.Client == nil || a.Service != "kafka" {
 		t.Fatalf("with the keytab in place: %+v, %v; want a client for service kafka", a, err)
@@ -418,16 +409,7 @@ func TestGSSAPILoginRetried(t *testing.T) {
 		t.Error("a second authentication made another client; want the one shared")
 	}
 	// The key rotated: a keytab of key version 2 written over the file.
-	kt = keytab.New()
-	if err := kt.AddEntry("hivedr", "EX.COM", "rotated", time.Now(), 2, 18); err != nil {
-		t.Fatal(err)
-	}
-	if b, err = kt.Marshal(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(ktPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	krbtest.WriteKeytab(t, ktPath, "hivedr", "EX.COM", "rotated", 2)
 	r, err := auth(context.Background())
 	if err != nil || r.Client == a.Client {
 		t.Fatalf("after the keytab changed: %v; want a new client", err)

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivedr/hivedr/internal/krb/krbtest"
+
 	"github.com/jcmturner/gokrb5/v8/client"
-	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
-	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -57,19 +57,9 @@ func TestLoginWrongKeytab(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("[libdefaults]\n  default_realm = EXAMPLE.COM\n[realms]\n  EXAMPLE.COM = {\n    kdc = 127.0.0.1:1\n  }\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kt := keytab.New()
-	if err := kt.AddEntry("tailer", "EXAMPLE.COM", "pw", time.Now(), 1, etypeID.AES256_CTS_HMAC_SHA1_96); err != nil {
-		t.Fatal(err)
-	}
-	b, err := kt.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ktPath := filepath.Join(dir, "tailer.keytab")
-	if err := os.WriteFile(ktPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Login(Config{Principal: "copyd", Keytab: ktPath, Krb5Conf: conf}, nil)
+	writeKeytabFile(t, ktPath, "tailer", 1)
+	_, err := Login(Config{Principal: "copyd", Keytab: ktPath, Krb5Conf: conf}, nil)
 	if err == nil {
 		t.Fatal("login with another principal's keytab succeeded")
 	}
@@ -97,20 +87,7 @@ func TestLoginWrongKeytab(t *testing.T) {
 // kvno to path, as a rotation would: a new file renamed over the old.
 func writeKeytabFile(t *testing.T, path, name string, kvno uint8) {
 	t.Helper()
-	kt := keytab.New()
-	if err := kt.AddEntry(name, "EXAMPLE.COM", "pw", time.Now(), kvno, etypeID.AES256_CTS_HMAC_SHA1_96); err != nil {
-		t.Fatal(err)
-	}
-	b, err := kt.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path+".new", b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".new", path); err != nil {
-		t.Fatal(err)
-	}
+	krbtest.WriteKeytab(t, path, name, "EXAMPLE.COM", "pw", kvno)
 }
 
 // fakeKDC stands in for the KDC exchanges of a Client: a login succeeds
