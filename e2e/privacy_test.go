@@ -175,14 +175,7 @@ func TestPrivacyPipeline(t *testing.T) {
 	p.startAll()
 	root := location.MustParse(env.Get(t, "HIVEDR_HMS_SRC_EXTERNAL"))
 	w := wl.NewSource(src, restrictedFS{HDFS: srcFS, root: root}, root.String())
-	for _, st := range scenario(db1, db2) {
-		if err := st.run(ctx, w); err != nil {
-			t.Fatalf("workload step %q: %v", st.name, err)
-		}
-	}
-	p.converge(ctx, src, dr, srcFS, drFS, 4*time.Minute)
-	eventually(t, 2*time.Minute, "applier group committed to the end of the event topics", func() bool { return p.caughtUp(ctx) })
-	t.Logf("converged %s after the daemons started", time.Since(started).Round(time.Second))
+	p.scenarioConverges(ctx, w, dr, db1, db2, srcFS, drFS, started)
 	v := p.runVerify("-sample", "1")
 	if v.code != 0 || len(v.findings) != 0 || v.summary.Diverged != 0 || v.summary.Tables == 0 {
 		t.Fatalf("hivedr verify as the operator exited %d, summary %+v, findings %v:\n%s", v.code, v.summary, v.findings, v.raw)

@@ -18,6 +18,9 @@ import (
 	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	wl "github.com/hivedr/hivedr/e2e/workload"
+	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/testenv"
 )
@@ -131,6 +134,22 @@ func kafkaGSSAPI(t *testing.T, env *testenv.Env) func(*pipelineConf) {
 		c.kafkaSecurity = fmt.Sprintf(`  sasl: {mechanism: GSSAPI, kerberos: {principal: "${HIVEDR_PRINCIPAL}", keytab: "${HIVEDR_KEYTAB}", krb5_conf: %q}}
   tls: {ca_file: %q}`, env.Get(t, "HIVEDR_KRB5_CONF"), env.Get(t, "HIVEDR_TLS_CA"))
 	}
+}
+
+// scenarioConverges runs the pipeline scenario on db1 and db2 through w
+// and waits until DR equals the source and the applier group committed
+// every event, logging how long that took since the daemons started.
+func (p *securePipeline) scenarioConverges(ctx context.Context, w *wl.Source, dr *hms.Client, db1, db2 string, srcFS, drFS *fs.HDFS, started time.Time) {
+	t := p.t
+	t.Helper()
+	for _, st := range scenario(db1, db2) {
+		if err := st.run(ctx, w); err != nil {
+			t.Fatalf("workload step %q: %v", st.name, err)
+		}
+	}
+	p.converge(ctx, w.HMS, dr, srcFS, drFS, 4*time.Minute)
+	eventually(t, 2*time.Minute, "applier group committed to the end of the event topics", func() bool { return p.caughtUp(ctx) })
+	t.Logf("converged %s after the daemons started", time.Since(started).Round(time.Second))
 }
 
 func newSecurePipeline(t *testing.T, env *testenv.Env, dbs []string, start int64, opts ...func(*pipelineConf)) *securePipeline {

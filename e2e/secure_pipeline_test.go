@@ -76,14 +76,7 @@ func TestSecurePipeline(t *testing.T) {
 		}
 		t.Logf("%s: %d DR files and %d directories keep their source's owner, group, mode (and files' mtime)", when, files, dirs)
 	}
-	for _, st := range scenario(db1, db2) {
-		if err := st.run(ctx, w); err != nil {
-			t.Fatalf("workload step %q: %v", st.name, err)
-		}
-	}
-	p.converge(ctx, src, dr, srcFS, drFS, 4*time.Minute)
-	eventually(t, 2*time.Minute, "applier group committed to the end of the event topics", func() bool { return p.caughtUp(ctx) })
-	t.Logf("converged %s after the daemons started", time.Since(started).Round(time.Second))
+	p.scenarioConverges(ctx, w, dr, db1, db2, srcFS, drFS, started)
 	metadataKept("after the scenario")
 
 	// The operator's tools, as the operator.
