@@ -562,6 +562,11 @@ func (m *soakModel) previous(db string) soakState {
 func (m *soakModel) at(db string, n int64) (soakState, *soakStep, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.atLocked(db, n)
+}
+
+// atLocked is at, the lock held by the caller.
+func (m *soakModel) atLocked(db string, n int64) (soakState, *soakStep, bool) {
 	steps := m.steps[db]
 	i := sort.Search(len(steps), func(i int) bool { return steps[i].before >= n }) - 1
 	if i < 0 {
@@ -611,7 +616,7 @@ func (m *soakModel) removedLater(db string, n int64, table, part, file string) b
 	// leaves out an event of it whose files could not be copied.
 	var had []string
 	if part != "" && file == "" {
-		if at, ok := m.stateAt(db, n); ok {
+		if at, _, ok := m.atLocked(db, n); ok {
 			had = at[table].Parts[part]
 		}
 	}
@@ -640,16 +645,6 @@ func (m *soakModel) removedLater(db string, n int64, table, part, file string) b
 		}
 	}
 	return false
-}
-
-// stateAt is at without the lock (held by the caller).
-func (m *soakModel) stateAt(db string, n int64) (soakState, bool) {
-	steps := m.steps[db]
-	i := sort.Search(len(steps), func(i int) bool { return steps[i].before >= n }) - 1
-	if i < 0 || !steps[i].done || n < steps[i].last {
-		return nil, false
-	}
-	return steps[i].state, true
 }
 
 // wroteIDs are the write IDs table's partition part (in db) was written
