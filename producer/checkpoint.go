@@ -12,18 +12,23 @@ import (
 )
 
 // readCheckpoint returns the newest committed checkpoint of source from the
-// single-partition checkpoints topic.
+// single-partition checkpoints topic, and the process that wrote it
+// (kafka.HeaderWriter; "" when it does not say).
 //
-// It must run after the transactional producer has been initialised: that
-// aborts any transaction a killed tailer left open, so no transaction is
-// open below the last stable offset and kafka.ReadCommitted can tell when
-// it has read everything.
-func readCheckpoint(ctx context.Context, cl *kgo.Client, topic, source string, codec Codec, opts []kgo.Opt) (*schemas.TailerCheckpoint, bool, error) {
-	var cp *schemas.TailerCheckpoint
+// To resume from it, it must run after the transactional producer has
+// been initialised: that aborts any transaction a killed tailer left
+// open, so no transaction is open below the last stable offset and
+// kafka.ReadCommitted can tell when it has read everything.
+func readCheckpoint(ctx context.Context, cl *kgo.Client, topic, source string, codec Codec, opts []kgo.Opt) (*schemas.TailerCheckpoint, string, bool, error) {
+	var (
+		cp     *schemas.TailerCheckpoint
+		writer string
+	)
 	err := scanBack(ctx, cl, opts, topic, func(r *kgo.Record) (bool, error) {
 		if string(r.Key) != source {
 			return false, nil
 		}
+		writer = header(r, kafka.HeaderWriter)
 		v, err := codec.Decode(ctx, r.Value)
 		if err != nil {
 			return false, fmt.Errorf("decode checkpoint at %s/0@%d: %w", topic, r.Offset, err)
@@ -34,7 +39,7 @@ func readCheckpoint(ctx context.Context, cl *kgo.Client, topic, source string, c
 		}
 		return true, nil
 	})
-	return cp, cp != nil, err
+	return cp, writer, cp != nil, err
 }
 
 // scanBack calls fn on the committed records of partition 0 of topic from

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -96,7 +98,14 @@ type Tailer struct {
 	lastDBRefresh  time.Time
 	lastHeartbeat  time.Time
 	faulted        bool // a FaultEnv point was reached (fault.go)
-	txnOpen        bool // a transaction transact could not end: aborted before the next
+
+	// writer names this process in its checkpoints (kafka.HeaderWriter).
+	writer string
+	// rebuild: the producer is replaced and the checkpoint read again
+	// before the next step (restart), after a transaction whose end is
+	// unknown or a fence; fenced: first check that no other tailer
+	// wrote the newest checkpoint.
+	rebuild, fenced bool
 
 	// Bootstraps (bootstrap.go), committed with the checkpoint.
 	reqOff       int64                    // next offset of the control topic to read
@@ -155,34 +164,18 @@ func New(cfg Config) (*Tailer, error) {
 	}
 	config.FillZero(&cfg.Kafka.MaxMessageBytes, "kafka.max_message_bytes") // built in code without it
 	c := &sections{Source: cfg.Origin, Kafka: cfg.Kafka, Tailer: cfg.Tailer, Replication: cfg.Replication}
-	maxBytes := c.Kafka.MaxMessageBytes
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(c.Kafka.Brokers...),
-		kgo.TransactionalID(c.Tailer.TransactionalID),
-		kgo.TransactionTimeout(60 * time.Second),
-		// The topics' max.message.bytes (set when the tailer creates
-		// them): a batch the producer makes is one the broker takes.
-		kgo.ProducerBatchMaxBytes(maxBytes),
-		kgo.MaxBufferedRecords(1 << 20),
-		kgo.ProducerLinger(0),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
-		// A topic just created may still be missing from the broker's
-		// metadata at the first refresh; the retry then waits this long
-		// (franz-go's default 5 s), and a new database's first events
-		// with it. Periodic refreshes stay at MetadataMaxAge.
-		kgo.MetadataMinAge(250 * time.Millisecond),
-	}, cfg.KafkaOpts...)
-	prod, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka producer: %w", err)
-	}
 	t := &Tailer{
 		cfg: cfg, conf: c, topics: kafka.Topics{Prefix: c.Kafka.TopicPrefix},
 		log: cfg.Logger.With("role", "tailer", "source", c.Source.Name), m: cfg.Metrics,
-		prod: prod, adm: kadm.NewClient(prod), created: map[string]bool{}, warned: map[string]bool{},
-		partNames: map[string]partNames{}, touch: map[string]*touchIndex{}, version: buildinfo.Get().Version,
-		txns: newTxnTable(nil, 0), maxBytes: maxBytes,
+		warned: map[string]bool{}, version: buildinfo.Get().Version,
+		maxBytes: c.Kafka.MaxMessageBytes, writer: writerName(),
 	}
+	t.forget()
+	prod, err := t.newProducer()
+	if err != nil {
+		return nil, err
+	}
+	t.prod, t.adm = prod, kadm.NewClient(prod)
 	if cfg.Lister != nil {
 		t.lister = &lister{l: cfg.Lister, pol: &c.Replication, retryFor: c.Tailer.ListRetryFor.Duration,
 			now: time.Now, sleep: sleep, log: t.log}
@@ -194,11 +187,11 @@ func New(cfg Config) (*Tailer, error) {
 // (errors.Is(err, ErrChainBroken)), a fenced producer, or a configuration
 // the cluster refuses. Transient source and Kafka errors are retried.
 func (t *Tailer) Run(ctx context.Context) error {
-	defer t.prod.Close()
+	defer func() { t.prod.Close() }() // (restart replaces it)
 	// Kafka (or the source) may be away for a while at start, as when the
 	// broker restarts: wait for it, bounded, instead of exiting.
 	if err := retry.Until(ctx, t.log, "tailer start (topics, transactional producer, checkpoint)", retry.Policy{
-		Fatal: func(err error) bool { return isFatalKafka(err) || errors.Is(err, ErrChainBroken) },
+		Fatal: func(err error) bool { return isFatalKafka(err) || isFenced(err) || errors.Is(err, ErrChainBroken) },
 	}, func(ctx context.Context) error {
 		t.m.loop.Beat() // each attempt: a start retried is alive
 		return t.start(ctx)
@@ -212,6 +205,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 	}
 	t.m.setState(schemas.StateRunning)
 	backoff := time.Second
+	var lastErr error // the last step's, for restart's report
 	for {
 		// Every round marks hivedr_tailer_loop_timestamp_seconds
 		// (health.Loop), failed ones too: a round is one batch of events
@@ -225,6 +219,9 @@ func (t *Tailer) Run(ctx context.Context) error {
 				err = t.applyScope(ctx, rep)
 			}
 		default:
+		}
+		if err == nil && t.rebuild {
+			err = t.restart(ctx, lastErr)
 		}
 		var progressed bool
 		if err == nil {
@@ -249,7 +246,12 @@ func (t *Tailer) Run(ctx context.Context) error {
 		case isFatalKafka(err):
 			t.m.setState(schemas.StateFailed)
 			return err
+		case isFenced(err):
+			// By the coordinator or by another tailer: restart tells.
+			t.fenced, t.rebuild = true, true
+			fallthrough
 		case err != nil:
+			lastErr = err
 			t.m.errors.Inc()
 			t.log.Warn("tail step failed; retrying from the checkpoint", "err", err, "checkpoint", t.checkpoint, "backoff", backoff)
 			// A topic deleted under us (by an operator) is created again
@@ -291,7 +293,7 @@ func (t *Tailer) start(ctx context.Context) error {
 	if _, _, err := t.prod.ProducerID(ctx); err != nil {
 		return fmt.Errorf("init transactional producer %q: %w", t.conf.Tailer.TransactionalID, err)
 	}
-	cp, found, err := readCheckpoint(ctx, t.prod, t.topics.Checkpoints(), t.conf.Source.Name, t.cfg.Codec, t.consumeOpts())
+	cp, _, found, err := readCheckpoint(ctx, t.prod, t.topics.Checkpoints(), t.conf.Source.Name, t.cfg.Codec, t.consumeOpts())
 	if err != nil {
 		return err
 	}
@@ -557,6 +559,119 @@ func taskRecord(topic string, task schemas.CopyTask, value []byte, eventID strin
 	return r
 }
 
+// newProducer makes the transactional producer. It only connects: its
+// producer ID is initialised (fencing any other client of the
+// transactional ID) by start.
+func (t *Tailer) newProducer() (*kgo.Client, error) {
+	c := t.conf
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(c.Kafka.Brokers...),
+		kgo.TransactionalID(c.Tailer.TransactionalID),
+		kgo.TransactionTimeout(60 * time.Second),
+		// The topics' max.message.bytes (set when the tailer creates
+		// them): a batch the producer makes is one the broker takes.
+		kgo.ProducerBatchMaxBytes(t.maxBytes),
+		kgo.MaxBufferedRecords(1 << 20),
+		kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+		// A topic just created may still be missing from the broker's
+		// metadata at the first refresh; the retry then waits this long
+		// (franz-go's default 5 s), and a new database's first events
+		// with it. Periodic refreshes stay at MetadataMaxAge.
+		kgo.MetadataMinAge(250 * time.Millisecond),
+	}, t.cfg.KafkaOpts...)
+	prod, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka producer: %w", err)
+	}
+	return prod, nil
+}
+
+// forget sets what the tailer holds in memory besides its checkpoint to
+// what a new process starts with.
+func (t *Tailer) forget() {
+	t.created = map[string]bool{}
+	t.partNames = map[string]partNames{}
+	t.touch = map[string]*touchIndex{}
+	t.tablesRead = nil
+	t.acid = nil
+	t.txns = newTxnTable(nil, 0)
+	t.lastHeartbeat, t.lastReqPoll, t.lastRelease, t.lastDBRefresh = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+}
+
+// writerName names this process for its checkpoints: host, process ID
+// and a random part (a restarted container may reuse both).
+func writerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%016x", host, os.Getpid(), rand.Uint64())
+}
+
+// AnotherTailerError is the fence of a newer tailer with the same
+// transactional ID: its checkpoint is the newest. The fenced tailer
+// stops; it never fences back.
+type AnotherTailerError struct {
+	TransactionalID string
+	Source          string
+	// Writer wrote the newest checkpoint ("" a tailer that does not name
+	// itself); Self is this process.
+	Writer, Self string
+	Err          error
+}
+
+func (e *AnotherTailerError) Error() string {
+	w := e.Writer
+	if w == "" {
+		w = "a tailer that does not name itself"
+	}
+	return fmt.Sprintf("another tailer with transactional ID %q took over: the newest checkpoint of source %s was written by %s, not by this process (%s); "+
+		"stopping (run one tailer per source): %v", e.TransactionalID, e.Source, w, e.Self, e.Err)
+}
+
+func (e *AnotherTailerError) Unwrap() error { return e.Err }
+
+// restart replaces the producer and takes up the newest committed
+// checkpoint as a new process would (start): after a transaction whose
+// end Kafka never confirmed (it may have committed: producing again from
+// the checkpoint held in memory would publish its events twice), and
+// after a fence (the producer is unusable). A fence is taken up only when
+// this process wrote the newest checkpoint: then no other tailer has
+// committed since, and the fence came from the transaction coordinator
+// (which bumps the producer epoch when it ends a transaction the client
+// lost track of across a broker restart); otherwise a newer tailer runs,
+// and this one stops with AnotherTailerError.
+func (t *Tailer) restart(ctx context.Context, cause error) error {
+	prod, err := t.newProducer()
+	if err != nil {
+		return err
+	}
+	if t.fenced {
+		// Read without initialising the new producer's ID, which would
+		// fence the other tailer: its commits are below the last stable
+		// offset, which is all a read_committed read needs.
+		_, writer, found, err := readCheckpoint(ctx, prod, t.topics.Checkpoints(), t.conf.Source.Name, t.cfg.Codec, t.consumeOpts())
+		if err != nil {
+			prod.Close()
+			return fmt.Errorf("fenced: read the newest checkpoint to tell whether another tailer runs: %w", err)
+		}
+		if !found || writer != t.writer {
+			prod.Close()
+			return &AnotherTailerError{TransactionalID: t.conf.Tailer.TransactionalID, Source: t.conf.Source.Name, Writer: writer, Self: t.writer, Err: cause}
+		}
+		t.fenced = false
+		t.log.Warn("fenced by the transaction coordinator, not by another tailer (this process wrote the newest checkpoint); replacing the producer",
+			"err", cause)
+	}
+	t.prod.Close()
+	t.prod, t.adm = prod, kadm.NewClient(prod)
+	t.forget()
+	if err := t.start(ctx); err != nil {
+		return err
+	}
+	t.rebuild = false
+	t.log.Info("producer replaced; resumed from the newest committed checkpoint", "checkpoint", t.checkpoint)
+	return nil
+}
+
 // txState is what a transaction's checkpoint records: the tailer adopts
 // it once the transaction has committed.
 type txState struct {
@@ -590,6 +705,7 @@ func (t *Tailer) commit(ctx context.Context, recs []*kgo.Record, st txState, sta
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
 	cr := record(t.topics.Checkpoints(), t.conf.Source.Name, cv, schemas.NameTailerCheckpoint, "")
+	cr.Headers = append(cr.Headers, kgo.RecordHeader{Key: kafka.HeaderWriter, Value: []byte(t.writer)})
 	if n := recordBytes(cr); n > int(t.maxBytes) {
 		// Every database waits on the checkpoint: say what fills it.
 		names := 0
@@ -720,16 +836,6 @@ func (t *Tailer) prepareOne(ctx context.Context, ev schemas.Event) prepared {
 // transact produces recs in one transaction and commits it; on any error
 // it aborts, so nothing of the batch becomes visible.
 func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
-	if t.txnOpen {
-		// An earlier step's transaction could not be ended (Kafka went
-		// away while it committed): the client is still in it, and no
-		// new one begins until it is aborted. Its records are produced
-		// again from the checkpoint.
-		if err := t.abortOpen(ctx); err != nil {
-			return fmt.Errorf("abort the transaction an earlier step could not end: %w", err)
-		}
-		t.log.Info("aborted the transaction an earlier step could not end; producing again from the checkpoint", "checkpoint", t.checkpoint)
-	}
 	if err := t.prod.BeginTransaction(); err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
@@ -779,32 +885,19 @@ func (t *Tailer) transact(ctx context.Context, recs []*kgo.Record) error {
 	if firstErr != nil {
 		commit = kgo.TryAbort
 		if err := t.prod.AbortBufferedRecords(ctx); err != nil {
+			t.rebuild = true // still in the transaction
 			return errors.Join(firstErr, fmt.Errorf("abort buffered records: %w", err))
 		}
 	}
 	if err := t.prod.EndTransaction(ctx, commit); err != nil {
-		// Whether it committed is unknown: franz-go keeps the client in
-		// the transaction until an abort (which fences whatever the
-		// broker still holds of it) confirms its end.
-		// Aborted here if Kafka answers again; else before the next step.
-		t.txnOpen = true
-		_ = t.abortOpen(ctx)
-		return errors.Join(firstErr, fmt.Errorf("end transaction: %w", err))
+		// Whether it committed is unknown (Kafka went away while it
+		// did): the next step runs on a new producer, whose
+		// initialisation ends the transaction either way, from the
+		// checkpoint Kafka holds (restart).
+		t.rebuild = true
+		return errors.Join(firstErr, fmt.Errorf("end transaction (committed or not: the checkpoint is read again): %w", err))
 	}
 	return firstErr
-}
-
-// abortOpen aborts the transaction the producer is in, if any, and
-// clears txnOpen once it has.
-func (t *Tailer) abortOpen(ctx context.Context) error {
-	if err := t.prod.AbortBufferedRecords(ctx); err != nil {
-		return fmt.Errorf("abort buffered records: %w", err)
-	}
-	if err := t.prod.EndTransaction(ctx, kgo.TryAbort); err != nil {
-		return err
-	}
-	t.txnOpen = false
-	return nil
 }
 
 func record(topic, key string, value []byte, typ, eventID string) *kgo.Record {
@@ -841,8 +934,14 @@ func (t *Tailer) refreshDatabases(ctx context.Context) error {
 // an ACL (kafka.IsAuthError: the transactional ID, a topic, creating
 // topics), before anything of the batch is committed.
 func isFatalKafka(err error) bool {
-	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
-		errors.Is(err, kerr.InvalidTransactionTimeout) || kafka.IsAuthError(err)
+	var other *AnotherTailerError
+	return errors.As(err, &other) || errors.Is(err, kerr.InvalidTransactionTimeout) || kafka.IsAuthError(err)
+}
+
+// isFenced reports a fence of the producer: by a newer tailer, or by the
+// transaction coordinator (restart tells which).
+func isFenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,6 +281,132 @@ func TestTailerEndsATransactionKafkaLeftOpen(t *testing.T) {
 	}
 }
 
+// TestTailerFencedByCoordinator: the producer is fenced by a client that
+// writes no checkpoint, as the transaction coordinator fences it when it
+// ends a transaction the client lost track of across a broker restart
+// (the soak found the tailer exiting on that). The tailer, having written
+// the newest checkpoint itself, replaces its producer, resumes from the
+// checkpoint Kafka holds and publishes every event once.
+func TestTailerFencedByCoordinator(t *testing.T) {
+	f := newFixture(t)
+	for range 20 {
+		f.src.add("sales", schemas.EventCreateDatabase)
+	}
+	tl := f.tailer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(ctx) }()
+	poll := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			select {
+			case err := <-done:
+				t.Fatalf("the tailer stopped before %s: %v", what, err)
+			case <-ctx.Done():
+				t.Fatalf("timed out waiting for %s (checkpoint %d)", what, readGauge(tl))
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	poll("the first 20 events", func() bool { return readGauge(tl) >= 20 })
+	// The fence: a client of the same transactional ID initialises its
+	// producer ID (bumping the epoch) and writes nothing.
+	fence, err := kgo.NewClient(kgo.SeedBrokers(f.conf.Kafka.Brokers...), kgo.TransactionalID(f.conf.Tailer.TransactionalID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := fence.ProducerID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fence.Close()
+	for range 20 { // the next transaction meets the fence
+		f.src.add("sales", schemas.EventCreateDatabase)
+	}
+	poll("all 40 events", func() bool { return readGauge(tl) >= 40 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("tailer: %v", err)
+	}
+	if n := testutil.ToFloat64(tl.m.errors); n < 1 {
+		t.Errorf("the tailer counted %v failed steps; the fence must have failed one", n)
+	}
+	want := make([]int64, 40)
+	for i := range want {
+		want[i] = int64(i + 1)
+	}
+	if ids := f.eventIDs(t, "sales"); fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Fatalf("sales topic has events %v, want 1..40 once each", ids)
+	}
+}
+
+// TestTailerStopsForAnotherTailer: a second tailer with the same
+// transactional ID starts beside the first. Exactly one of them goes on:
+// the one fenced after the other committed finds the newest checkpoint
+// written by the other and stops with AnotherTailerError instead of
+// fencing it back (which of the two depends on who commits first). Every
+// event is published once.
+func TestTailerStopsForAnotherTailer(t *testing.T) {
+	f := newFixture(t)
+	for range 10 {
+		f.src.add("sales", schemas.EventCreateDatabase)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tls := []*Tailer{f.tailer(t), f.tailer(t)}
+	done := []chan error{make(chan error, 1), make(chan error, 1)}
+	go func() { done[0] <- tls[0].Run(ctx) }()
+	for readGauge(tls[0]) < 10 && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	go func() { done[1] <- tls[1].Run(ctx) }()
+	// Events keep coming until one tailer stops: a tailer learns of a
+	// fence only at its next transaction, and one that read the newest
+	// checkpoint while the other was committing takes over once (its
+	// initialisation waits for that commit, and it resumes after it);
+	// whichever is fenced after the other's next commit stops.
+	var (
+		stopped  = -1
+		stopErr  error
+		survivor *Tailer
+		added    = int64(10)
+	)
+	for stopped < 0 || readGauge(survivor) < added {
+		select {
+		case err := <-done[0]:
+			stopped, stopErr, survivor = 0, err, tls[1]
+		case err := <-done[1]:
+			stopped, stopErr, survivor = 1, err, tls[0]
+		case <-ctx.Done():
+			t.Fatalf("no tailer stopped with the other at event %d (tailers at %d and %d)", added, readGauge(tls[0]), readGauge(tls[1]))
+		case <-time.After(20 * time.Millisecond):
+			if stopped < 0 {
+				f.src.add("sales", schemas.EventCreateDatabase)
+				added++
+			}
+		}
+	}
+	t.Logf("tailer %d stopped after %d events", stopped, added)
+	var other *AnotherTailerError
+	if !errors.As(stopErr, &other) || other.Writer != survivor.writer || other.Self != tls[stopped].writer {
+		t.Fatalf("tailer %d stopped with %v; want AnotherTailerError naming the other (%s)", stopped, stopErr, survivor.writer)
+	}
+	if !strings.Contains(stopErr.Error(), "another tailer with transactional ID") {
+		t.Errorf("error %q does not say another tailer took over", stopErr)
+	}
+	cancel()
+	if err := <-done[1-stopped]; err != nil {
+		t.Fatalf("the tailer that went on: %v", err)
+	}
+	want := make([]int64, added)
+	for i := range want {
+		want[i] = int64(i + 1)
+	}
+	if ids := f.eventIDs(t, "sales"); fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Fatalf("sales topic has events %v, want 1..%d once each", ids, added)
+	}
+}
+
 func TestTailerStopsOnPurgedLog(t *testing.T) {
 	f := newFixture(t)
 	for i := 0; i < 10; i++ {
@@ -421,7 +548,7 @@ func TestTailerRecordsChainBrokenInCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	cp, ok, err := readCheckpoint(context.Background(), cl, kafka.Topics{Prefix: f.conf.Kafka.TopicPrefix}.Checkpoints(),
+	cp, _, ok, err := readCheckpoint(context.Background(), cl, kafka.Topics{Prefix: f.conf.Kafka.TopicPrefix}.Checkpoints(),
 		f.conf.Source.Name, f.serde, []kgo.Opt{kgo.SeedBrokers(f.conf.Kafka.Brokers...)})
 	if err != nil || !ok {
 		t.Fatalf("read checkpoint: %v, found %v", err, ok)

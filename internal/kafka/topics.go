@@ -31,6 +31,10 @@ const (
 	HeaderType    = "hivedr.type"     // record full name, e.g. io.hivedr.MetastoreEvent
 	HeaderEventID = "hivedr.event_id" // decimal event ID, on events and copy tasks
 	HeaderTaskID  = "hivedr.task_id"  // copy task ID, on copy tasks (keyed by target)
+	// HeaderWriter names the tailer process that wrote a checkpoint: a
+	// fenced tailer reads it to tell a newer tailer from its own
+	// transaction coordinator.
+	HeaderWriter = "hivedr.writer"
 )
 
 // Topics names hivedr's topics under one prefix.
