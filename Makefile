@@ -13,7 +13,7 @@ DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 BI      := github.com/hivedr/hivedr/internal/buildinfo
 LDFLAGS := -s -w -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(DATE)
 
-.PHONY: all build image tools test unit e2e fuzz vet fmt-check demo bench-tail bench-lag bench-copy bench-bootstrap bench-apply bench-memory bench-idle bench-newdb stack-up stack-down stack-status stack-clean \
+.PHONY: all build image tools test unit e2e fuzz vet fmt-check demo bench-tail bench-lag bench-copy bench-bootstrap bench-apply bench-memory bench-idle bench-scale bench-newdb stack-up stack-down stack-status stack-clean \
 	stack-secure-up stack-secure-down stack-secure-status stack-secure-clean \
 	stack-privacy-up stack-privacy-down stack-privacy-status stack-privacy-clean soak soak-down
 
@@ -86,6 +86,7 @@ vet: fmt-check
 	$(GO) vet -tags benchbootstrap ./e2e/
 	$(GO) vet -tags benchapply ./e2e/
 	$(GO) vet -tags benchmem ./e2e/
+	$(GO) vet -tags benchscale ./e2e/
 	$(GO) vet -tags soak ./e2e/
 
 fmt-check:
@@ -135,6 +136,13 @@ bench-memory: stack-up
 ## BENCH_IDLE_DBS databases (default 20), heartbeats only, over BENCH_IDLE_SECONDS (default 60)
 bench-idle: stack-up
 	$(GO) test -tags benchmem -count=1 -run '^TestBenchIdle$$' -v -timeout 120m ./e2e/
+
+## bench-scale: BENCH_SCALE_DBS databases (default 2,000, an event topic each) with BENCH_SCALE_TABLES tables
+## (default 100,000) on a synthetic source, the three daemons over them: peak RSS and idle CPU
+## (BENCH_SCALE_IDLE_SECONDS, default 60) per daemon, BENCH_SCALE_NEWDBS new databases' first event applied
+## (default 20), an applier restart, `hivedr status` over all, `hivedr verify -db` of one with 1 and with all
+bench-scale: stack-up
+	$(GO) test -tags benchscale -count=1 -run '^TestBenchScale$$' -v -timeout 180m ./e2e/
 
 ## bench-copy: hivedr's copy engine (`hivedr copy`) and copy daemon through Kafka (`hivedr copyd`: tasks
 ## in, completions out) against Hadoop DistCp, 1 GiB in 4 files and 10,000 files of 4 KiB

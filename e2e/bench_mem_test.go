@@ -237,11 +237,7 @@ func TestBenchIdle(t *testing.T) {
 	ss := newSynthSource(t, wl.SynthSpec{Databases: dbs, TablesPerDB: (tables + ndb - 1) / ndb, Rows: 1})
 	p := ss.p
 	t.Cleanup(func() { deleteTopics(t, p) })
-	// The tailer's defaults, as a user runs it.
-	p.editConfig("  poll_interval: 200ms\n", "  poll_interval: 1s\n")
-	p.editConfig("  heartbeat_interval: 2s\n", "  heartbeat_interval: 5s\n")
-	p.editConfig("  batch_size: 200\n", "  batch_size: 1000\n")
-	p.editConfig("  workers: 4\n", "  workers: 8\n")
+	p.userDefaults()
 	p.startAll()
 	applyURL := "http://" + p.metrics + "/metrics"
 
@@ -256,13 +252,7 @@ func TestBenchIdle(t *testing.T) {
 		if ok && metricSum(m, "hivedr_applier_halted") > 0 {
 			t.Fatalf("the applier halted a database:\n%s", tail(p.apply.out.String(), 20))
 		}
-		var n float64
-		for series, v := range m {
-			if strings.HasPrefix(series, "hivedr_applier_events_total{") && !strings.Contains(series, `type="HEARTBEAT"`) {
-				n += v
-			}
-		}
-		return ok && n >= float64(len(evs))
+		return ok && eventsApplied(m) >= float64(len(evs))
 	})
 	t.Logf("set-up: %d databases, %d tables replicated in %s", ndb, len(ss.s.Tables()), time.Since(setupStart).Round(time.Second))
 	// Settle: the last heartbeats of the set-up are handled.
@@ -270,21 +260,8 @@ func TestBenchIdle(t *testing.T) {
 
 	procs := []*proc{p.tail, p.copyd, p.apply}
 	loadStart := loadAverage()
-	before := map[string]time.Duration{}
-	for _, pr := range procs {
-		before[pr.name] = cpuTime(pr.cmd.Process.Pid)
-	}
 	m0, _ := scrape(applyURL)
-	start := time.Now()
-	for time.Since(start) < window {
-		p.checkAlive()
-		time.Sleep(time.Second)
-	}
-	el := time.Since(start)
-	used := map[string]time.Duration{}
-	for _, pr := range procs {
-		used[pr.name] = cpuTime(pr.cmd.Process.Pid) - before[pr.name]
-	}
+	used, el := idleCPU(p, window)
 	m1, _ := scrape(applyURL)
 	loadEnd := loadAverage()
 

@@ -1,4 +1,4 @@
-//go:build benchlag || benchbootstrap
+//go:build benchlag || benchbootstrap || benchscale
 
 package e2e
 

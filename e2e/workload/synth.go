@@ -148,6 +148,24 @@ func (s *Synth) DatabaseLocation(db string) string {
 	return strings.TrimSuffix(s.spec.External, "/") + "/" + db + ".db"
 }
 
+// Objects returns database db and its tables as Setup made them (nil
+// before), for a test that puts the same objects in a metastore itself.
+func (s *Synth) Objects(db string) (*hive_metastore.Database, []*hive_metastore.Table) {
+	var d *hive_metastore.Database
+	for _, x := range s.dbs {
+		if x.Name == db {
+			d = x
+		}
+	}
+	var tables []*hive_metastore.Table
+	for _, t := range s.tables {
+		if t.obj.DbName == db {
+			tables = append(tables, t.obj)
+		}
+	}
+	return d, tables
+}
+
 // Tables returns the tables, database by database, once Setup made them.
 func (s *Synth) Tables() []*SynthTable { return s.tables }
 
