@@ -304,8 +304,8 @@ func TestSoakModelPartitionAtStampFileGone(t *testing.T) {
 		ok    bool
 	}{
 		// The run's watermark write failed after its partition add: the
-		// partition at its stamp, past N, without the file a later
-		// overwrite (or drop) took before copy daemons reached it.
+		// partition at its stamp, past N, without the file a later drop
+		// (or overwrite) took before the tailer listed it.
 		{"its file overwritten later", overwritten, "35", nil, true},
 		{"its partition dropped later", dropped, "35", nil, true},
 		{"its file kept", kept, "35", nil, false},
