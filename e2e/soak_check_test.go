@@ -207,3 +207,123 @@ func TestSoakModelPlanPastWatermark(t *testing.T) {
 		}
 	}
 }
+
+// soakModelStep is a step of database "db" for soakModelOf: made by the
+// events (before, after], the state after it, the tables it made anew
+// and the partition an INSERT OVERWRITE of it replaced.
+type soakModelStep struct {
+	before, after int64
+	what          string
+	state         soakState
+	absent        []string
+	replaced      [2]string
+}
+
+// soakModelOf is the model of database "db" after steps.
+func soakModelOf(steps ...soakModelStep) *soakModel {
+	m := newSoakModel()
+	for _, st := range steps {
+		s := m.begin("db", st.what, st.before)
+		m.finish(s, soakStepResult{what: st.what, absent: st.absent, replaced: st.replaced}, st.after, st.after, st.state, nil)
+	}
+	return m
+}
+
+// TestSoakDiffLaterIncarnationFile: a transactional table the source
+// drops and makes again at its path after N may show on DR, at N, a file
+// of its new incarnation (copied ahead of the drop, its write ID valid in
+// the old incarnation's state); a later file of the same incarnation
+// (whose commit DR has not applied), or one no later state has, may not.
+func TestSoakDiffLaterIncarnationFile(t *testing.T) {
+	tx := func(valid string, files ...string) soakState {
+		return soakState{"tx": {Valid: valid, Parts: map[string][]string{"": files}}}
+	}
+	head := []soakModelStep{
+		{10, 11, "create transactional table tx", tx("none"), nil, [2]string{}},
+		{11, 13, "transaction writes [tx], committed", tx("1", "delta_0000001_0000001_0000/bucket_00000"), nil, [2]string{}},
+		{13, 15, "transaction writes bases of [tx], committed", tx("1-2", "base_0000002/bucket_00000"), nil, [2]string{}},
+	}
+	remade := soakModelOf(append(head,
+		soakModelStep{15, 17, "drop and re-create transactional table tx", tx("none"), []string{"tx"}, [2]string{}},
+		soakModelStep{17, 19, "transaction writes bases of [tx], committed", tx("1", "base_0000001/bucket_00000"), nil, [2]string{}},
+	)...)
+	kept := soakModelOf(append(head,
+		soakModelStep{15, 17, "transaction writes [tx], committed", tx("1-3", "base_0000002/bucket_00000", "delta_0000003_0000003_0000/bucket_00000"), nil, [2]string{}},
+	)...)
+	for _, c := range []struct {
+		name string
+		m    *soakModel
+		dr   []string
+		ok   bool
+	}{
+		// The overwrite's base gone before it was copied (the drop
+		// removed it), the commit's prune of what it replaced applied,
+		// and the new incarnation's base copied ahead of the drop.
+		{"the new incarnation's base", remade, []string{"base_0000001/bucket_00000"}, true},
+		{"a file no later state has", remade, []string{"base_0000001/bucket_00000_copy_1"}, false},
+		{"a later write of the same incarnation", kept, []string{"delta_0000003_0000003_0000/bucket_00000"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want, _, ok := c.m.at("db", 15)
+			if !ok {
+				t.Fatal("no state at 15")
+			}
+			lee := soakLeeway{
+				gone:   func(table, part, file string) bool { return c.m.removedLater("db", 15, table, part, file) },
+				reborn: func(table, part, file string) bool { return c.m.reborn("db", 15, table, part, file) },
+			}
+			dr := soakState{"tx": {Valid: "1-2", Parts: map[string][]string{"": c.dr}}}
+			if d := dr.diff(want, &lee); (d == "") != c.ok {
+				t.Fatalf("diff = %q; want accepted %v", d, c.ok)
+			}
+		})
+	}
+}
+
+// TestSoakModelPartitionAtStampFileGone: a partition a run past the
+// watermark added (stamped with its event, past N) may lack a file the
+// source removed or replaced after that event (the applier adds it
+// without the file); not one the source kept.
+func TestSoakModelPartitionAtStampFileGone(t *testing.T) {
+	parts := func(p map[string][]string) soakState { return soakState{"t": {Parts: p}} }
+	head := []soakModelStep{
+		{30, 31, "add 1 partitions to t", parts(map[string][]string{"a": {"000000_0"}}), nil, [2]string{}},
+		{34, 35, "add 1 partitions to t", parts(map[string][]string{"a": {"000000_0"}, "b": {"000000_0"}}), nil, [2]string{}},
+	}
+	overwritten := soakModelOf(append(head, soakModelStep{36, 38, "insert overwrite t",
+		parts(map[string][]string{"a": {"000000_0"}, "b": {"000000_0"}}), nil, [2]string{"t", "b"}})...)
+	dropped := soakModelOf(append(head, soakModelStep{38, 39, "drop a partition of t",
+		parts(map[string][]string{"a": {"000000_0"}}), nil, [2]string{}})...)
+	kept := soakModelOf(append(head, soakModelStep{38, 40, "insert into t",
+		parts(map[string][]string{"a": {"000000_0", "000000_0_copy_1"}, "b": {"000000_0"}}), nil, [2]string{}})...)
+	for _, c := range []struct {
+		name  string
+		m     *soakModel
+		stamp string
+		files []string
+		ok    bool
+	}{
+		// The run's watermark write failed after its partition add: the
+		// partition at its stamp, past N, without the file a later drop
+		// (or overwrite) took before the tailer listed it.
+		{"its file overwritten later", overwritten, "35", nil, true},
+		{"its partition dropped later", dropped, "35", nil, true},
+		{"its file kept", kept, "35", nil, false},
+		{"with its file", kept, "35", []string{"000000_0"}, true},
+		{"stamped at or before N", dropped, "31", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want, _, ok := c.m.at("db", 31)
+			if !ok {
+				t.Fatal("no state at 31")
+			}
+			lee := soakLeeway{partAt: func(table, part string, stamp int64, files []string) bool {
+				return c.m.partAtStamp("db", 31, table, part, stamp, files)
+			}}
+			dr := soakState{"t": {Parts: map[string][]string{"a": {"000000_0"}, "b": c.files}, Stamps: map[string]string{"b": c.stamp}}}
+			if d := dr.diff(want, &lee); (d == "") != c.ok {
+				t.Fatalf("diff = %q; want accepted %v", d, c.ok)
+			}
+		})
+	}
+}

@@ -112,6 +112,14 @@ type soakLeeway struct {
 	// one plan past the watermark, at its own event's state. Counted in
 	// past.
 	partAt func(table, part string, stamp int64, files []string) bool
+	// reborn tells whether a file DR reads in a transactional table's
+	// partition is one a later incarnation of the table has there: the
+	// source dropped the table after N and made it again at the same
+	// path, copy daemons put the new incarnation's files in place before
+	// the applier applies the drop (data before metadata), and its write
+	// IDs, counted from 1 again, may be valid ones of the table DR still
+	// holds. Counted in early.
+	reborn func(table, part, file string) bool
 	// wrote tells the write IDs a transactional table's partition was
 	// written under in the source's states up to N (its own deltas and
 	// an overwrite's base; a compactor's output is no write): a
@@ -167,14 +175,20 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 					lee.past++
 					continue
 				}
-				out = append(out, fmt.Sprintf("%s partition %q on DR (stamp %s; the table's %s), not in the source state", name, p, a.Stamps[p], a.Stamps[""]))
+				out = append(out, fmt.Sprintf("%s partition %q on DR (stamp %s; the table's %s; files %v), not in the source state", name, p, a.Stamps[p], a.Stamps[""], fa))
 			case !inDR:
 				if !accept(lee.gone, &lee.late, name, p, "") {
 					out = append(out, fmt.Sprintf("%s partition %q missing on DR", name, p))
 				}
 			case !slices.Equal(fa, fb):
 				fa = slices.DeleteFunc(slices.Clone(fa), func(f string) bool {
-					return b.Valid == "" && !slices.Contains(fb, f) && accept(lee.ahead, &lee.early, name, p, f)
+					switch {
+					case slices.Contains(fb, f):
+						return false
+					case b.Valid == "":
+						return accept(lee.ahead, &lee.early, name, p, f)
+					}
+					return accept(lee.reborn, &lee.early, name, p, f)
 				})
 				// What the source removed after N may be missing on DR.
 				var goneFiles []string
@@ -682,6 +696,50 @@ func (m *soakModel) wroteIDs(db string, n int64, table, part string) []int64 {
 	return slices.Compact(ids)
 }
 
+// reborn reports whether a state of db the model recorded after event n,
+// at or after a step that made table anew (dropped and created again at
+// its path), has file in table's partition part: a file of a later
+// incarnation of the table.
+func (m *soakModel) reborn(db string, n int64, table, part, file string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	anew := false
+	for _, s := range m.steps[db] {
+		if !s.done || s.before < n {
+			continue
+		}
+		anew = anew || slices.Contains(s.absent, table)
+		if anew && slices.Contains(s.state[table].Parts[part], file) {
+			return true
+		}
+	}
+	return false
+}
+
+// partAtStamp reports whether files, DR's in table's partition part
+// stamped with event stamp past n, are the partition as the source had
+// it after stamp, with the leeways a state at stamp has: files of later
+// events already copied (later), and files the source removed after
+// stamp missing (removedLater: a run past the watermark adds the
+// partition without a file a later event removes or replaces).
+func (m *soakModel) partAtStamp(db string, n int64, table, part string, stamp int64, files []string) bool {
+	if stamp <= n {
+		return false
+	}
+	at, _, ok := m.at(db, stamp)
+	if !ok {
+		return false
+	}
+	want, ok := at[table].Parts[part]
+	if !ok {
+		return false
+	}
+	want = slices.DeleteFunc(slices.Clone(want), func(f string) bool {
+		return !slices.Contains(files, f) && m.removedLater(db, stamp, table, part, f)
+	})
+	return aheadOf(want, files, func(f string) bool { return m.later(db, stamp, table, part, f) })
+}
+
 // tableLater reports whether a state of db the model recorded after
 // event n has table in state st, or st part way to it (partOf) (nil:
 // without the table, also between the events of a step that removed it
@@ -835,16 +893,9 @@ func (c *soakChecker) sample(ctx context.Context, dbs []string) error {
 		later: func(table string, st *soakTableState) bool { return c.model.tableLater(db, n1, table, st) },
 		wrote: func(table, part string) []int64 { return c.model.wroteIDs(db, n1, table, part) },
 		partAt: func(table, part string, stamp int64, files []string) bool {
-			if stamp <= n1 {
-				return false
-			}
-			at, _, ok := c.model.at(db, stamp)
-			if !ok {
-				return false
-			}
-			fs, ok := at[table].Parts[part]
-			return ok && aheadOf(fs, files, func(f string) bool { return c.model.later(db, stamp, table, part, f) })
+			return c.model.partAtStamp(db, n1, table, part, stamp, files)
 		},
+		reborn: func(table, part, file string) bool { return c.model.reborn(db, n1, table, part, file) },
 	}
 	d := st.diff(want, &lee)
 	c.early += lee.early
