@@ -132,7 +132,10 @@ type soakLeeway struct {
 	// a metastore that died between them and before the applier's
 	// retry of the event renames the table away, sees the table under
 	// its name, its partitions as at N, with no write ID at all
-	// (withoutWriteIDs). Counted in past.
+	// (withoutWriteIDs). The source passes through the same state when
+	// Hive drops a transactional table: drop_table's write-ID cleanup
+	// (AcidEventListener.onDropTable) commits on the txnhandler pool
+	// before the drop does. Counted in past.
 	leaving func(table string) bool
 }
 
