@@ -49,7 +49,8 @@ type cache struct {
 	whole      map[TableKey]map[string]bool
 	wholeParts int
 	// scratchSwept: the worker dropped the scratch tables a crash left in
-	// its database (executor.dropScratch); never reset.
+	// its database (executor.dropScratch); not reset with the rest, only
+	// cleared after a reset's rename or drop failed (executor.sweepAgain).
 	scratchSwept bool
 }
 

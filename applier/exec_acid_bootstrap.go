@@ -296,13 +296,30 @@ func (x *executor) resetWriteIDs(ctx context.Context, a ResetWriteIDs, cur *hive
 	}
 	env := &hive_metastore.EnvironmentContext{Properties: map[string]string{"DO_NOT_UPDATE_STATS": "true"}}
 	if err := x.ms.AlterTableWithEnvironmentContext(ctx, a.DB, a.Table, &moved, env); err != nil {
+		x.sweepAgain()
 		return classify(fmt.Sprintf("%s: rename it to %s", op, scratch), err)
 	}
 	fault(FaultResetRenamed)
 	if err := x.ms.DropTable(ctx, a.DB, scratch, false); err != nil && !isNoSuchObject(err) {
+		x.sweepAgain()
 		return classify(fmt.Sprintf("%s: drop %s.%s, its renamed self", op, a.DB, scratch), err)
 	}
 	return nil
+}
+
+// sweepAgain makes the worker's next action drop the scratch tables of
+// its database (dropScratch) after a reset's rename or drop failed: the
+// rename may have committed with its reply lost, or the drop not run,
+// and the retry plans the event over a table gone from its name, so
+// nothing else would drop the scratch table before the worker restarts.
+// A rename the metastore died in between its two commits (Hive 4.0.1
+// moves the write-ID bookkeeping on its own connection first) left the
+// table under its name without bookkeeping: the retry's rename moves
+// none and drops it.
+func (x *executor) sweepAgain() {
+	if x.cache != nil {
+		x.cache.scratchSwept = false
+	}
 }
 
 // drTable reads DR table db.name; nil when it does not exist.
@@ -332,8 +349,8 @@ func scratchName(table string, now time.Time) string {
 }
 
 // dropScratch finishes, once per worker (the first action it runs, which
-// a heartbeat's watermark is too), the resets a crash cut short in its
-// database: a table renamed to a scratch name (resetWriteIDs) whose drop
+// a heartbeat's watermark is too) and again after a reset's call failed
+// (sweepAgain), the resets a crash cut short in its database: a table renamed to a scratch name (resetWriteIDs) whose drop
 // did not run is dropped now, its data kept (its location is a scratch
 // path nothing was written to), so no scratch table outlives a restart.
 // Nothing else of such a reset is left undone: the rename moved the

@@ -230,16 +230,22 @@ func (f *acidHMS) AlterTableWithEnvironmentContext(ctx context.Context, db, name
 	from, to := db+"."+name, t.DbName+"."+t.TableName
 	if from != to {
 		f.renames = append(f.renames, from+" "+to+" "+t.Sd.Location)
-		if n, ok := f.next[from]; ok {
-			f.next[to] = n
-			delete(f.next, from)
-		}
-		if r, ok := f.rows[from]; ok {
-			f.rows[to] = r
-			delete(f.rows, from)
-		}
+		f.moveBookkeeping(from, to)
 	}
 	return nil
+}
+
+// moveBookkeeping moves table from's write-ID bookkeeping to to, as a
+// rename does (f.mu held).
+func (f *acidHMS) moveBookkeeping(from, to string) {
+	if n, ok := f.next[from]; ok {
+		f.next[to] = n
+		delete(f.next, from)
+	}
+	if r, ok := f.rows[from]; ok {
+		f.rows[to] = r
+		delete(f.rows, from)
+	}
 }
 
 // state is the table's write-ID state as a reader sees it.
@@ -456,5 +462,86 @@ func TestDropScratch(t *testing.T) {
 		if n := f.callsOf("GetTables"); n != 1 {
 			t.Errorf("after action %d: %d listings of scratch tables, want 1", i+1, n)
 		}
+	}
+}
+
+// cutHMS is acidHMS whose next rename to a scratch name or drop of a
+// scratch table fails as a metastore that died mid-call does: Hive 4.0.1
+// commits a rename's write-ID bookkeeping move (AcidEventListener, on its
+// own connection) before the table's rename, so it can die between them
+// ("moved"), or after both, its reply lost ("renamed"); a drop can die
+// before its commit ("drop").
+type cutHMS struct {
+	*acidHMS
+	cut string
+}
+
+var errCut = errors.New("EOF")
+
+func (f *cutHMS) AlterTableWithEnvironmentContext(ctx context.Context, db, name string, t *hms.Table, env *hms.EnvironmentContext) error {
+	if !strings.HasPrefix(t.TableName, scratchPrefix) {
+		return f.acidHMS.AlterTableWithEnvironmentContext(ctx, db, name, t, env)
+	}
+	switch f.cut {
+	case "moved":
+		f.cut = ""
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.moveBookkeeping(db+"."+name, t.DbName+"."+t.TableName)
+		return errCut
+	case "renamed":
+		f.cut = ""
+		if err := f.acidHMS.AlterTableWithEnvironmentContext(ctx, db, name, t, env); err != nil {
+			return err
+		}
+		return errCut
+	}
+	return f.acidHMS.AlterTableWithEnvironmentContext(ctx, db, name, t, env)
+}
+
+func (f *cutHMS) DropTable(ctx context.Context, db, name string, deleteData bool) error {
+	if f.cut == "drop" && strings.HasPrefix(name, scratchPrefix) {
+		f.cut = ""
+		return errCut
+	}
+	return f.acidHMS.DropTable(ctx, db, name, deleteData)
+}
+
+// TestResetWriteIDsCut: a transactional table's drop cut short by the
+// metastore (between the rename's two commits, after them with the reply
+// lost, or before the scratch table's drop) is finished by the worker's
+// retry: no table under the name or a scratch name, and no write-ID
+// bookkeeping under the name, so a table created there next starts
+// afresh. The retry plans the event over what DR then holds: the drop
+// again while the table has its name, else nothing but the watermark.
+func TestResetWriteIDsCut(t *testing.T) {
+	for _, cut := range []string{"moved", "renamed", "drop"} {
+		t.Run(cut, func(t *testing.T) {
+			ctx := context.Background()
+			f := &cutHMS{acidHMS: newAcidHMS(), cut: cut}
+			f.dbs["sales"] = drDB("sales", 20)
+			orders := TableKey{DB: "sales", Name: "orders"}
+			f.tables[orders] = drACID(srcACID("sales", "orders"), 20)
+			f.next["sales.orders"], f.rows["sales.orders"] = 8, map[int64]int64{3: f.open("x")}
+			c := newCache("sales")
+			x := &executor{ms: f, cache: c}
+			if err := x.run(ctx, DropTable{DB: "sales", Name: "orders"}); !errors.Is(err, errCut) {
+				t.Fatalf("the cut drop: %v, want %v", err, errCut)
+			}
+			c.reset() // as the worker does after a failed step
+			var retry Action = AlterDatabase{Name: "sales", DB: drDB("sales", 21)}
+			if f.tables[orders] != nil {
+				retry = DropTable{DB: "sales", Name: "orders"}
+			}
+			if err := (&executor{ms: f, cache: c}).run(ctx, retry); err != nil {
+				t.Fatalf("the retry (%s): %v", retry, err)
+			}
+			if len(f.tables) != 0 {
+				t.Errorf("after the retry (%s): tables %v, want none", retry, slices.Collect(maps.Keys(f.tables)))
+			}
+			if _, ok := f.next["sales.orders"]; ok {
+				t.Errorf("after the retry (%s): write-ID bookkeeping still under the name: next %v", retry, f.next)
+			}
+		})
 	}
 }

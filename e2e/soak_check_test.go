@@ -327,3 +327,93 @@ func TestSoakModelPartitionAtStampFileGone(t *testing.T) {
 		})
 	}
 }
+
+// TestSoakDiffWriteIDsMovedAhead: a transactional table DR shows with no
+// write-ID state at all (its bookkeeping moved by the DR metastore's
+// rename ahead of the table itself) is accepted only while the one plan
+// past the watermark removes it from its name, and only as the source's
+// table at N otherwise: its partitions (or none, listed once the rename
+// committed), none showing a file.
+func TestSoakDiffWriteIDsMovedAhead(t *testing.T) {
+	src := soakState{"tx": {Valid: "1-2", WriteIDs: "hwm=2 open=[] aborted=[]", Parts: map[string][]string{
+		"p": {"delta_0000001_0000001_0000/bucket_00000"}, "q": {"delta_0000002_0000002_0000/bucket_00000"}}}}
+	moved := func(parts map[string][]string) soakState {
+		return soakState{"tx": {Valid: "none", WriteIDs: "hwm=0 open=[] aborted=[]", Parts: parts}}
+	}
+	empty := map[string][]string{"p": {}, "q": {}}
+	for _, c := range []struct {
+		name    string
+		dr      soakState
+		leaving bool
+		ok      bool
+	}{
+		{"while its removal is the plan past the watermark", moved(empty), true, true},
+		{"with no removal in flight", moved(empty), false, false},
+		{"a partition the source's table lacks", moved(map[string][]string{"p": {}, "q": {}, "r": {}}), true, false},
+		{"a partition missing", moved(map[string][]string{"p": {}}), true, false},
+		{"its partitions listed after its rename", moved(map[string][]string{}), true, true},
+		{"write IDs allocated, all aborted", soakState{"tx": {Valid: "none", WriteIDs: "hwm=2 open=[] aborted=[1 2]", Parts: empty}}, true, false},
+		{"a file visible", moved(map[string][]string{"p": {"delta_0000001_0000001_0000/bucket_00000"}, "q": {}}), true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var asked []string
+			lee := soakLeeway{leaving: func(table string) bool { asked = append(asked, table); return c.leaving }}
+			if d := c.dr.diff(src, &lee); (d == "") != c.ok {
+				t.Fatalf("diff = %q; want accepted %v", d, c.ok)
+			}
+			if c.ok && (lee.past != 1 || !slices.Equal(asked, []string{"tx"})) {
+				t.Fatalf("accepted with past %d after asking about %v; want 1 after [tx]", lee.past, asked)
+			}
+		})
+	}
+	// A table the source has no write ID in either is compared as usual.
+	plain := soakState{"tx": {Valid: "none", WriteIDs: "hwm=0 open=[] aborted=[]", Parts: empty}}
+	lee := soakLeeway{leaving: func(string) bool { return true }}
+	if d := plain.diff(plain, &lee); d != "" || lee.past != 0 {
+		t.Fatalf("an equal state: diff %q, past %d; want none", d, lee.past)
+	}
+}
+
+// TestSoakModelLeavesName: a table leaves its name past N when db's
+// first step with events after N drops it, drops it and makes it again,
+// or renames it away; not when a step with events comes first, nor when
+// that step is unfinished.
+func TestSoakModelLeavesName(t *testing.T) {
+	m := newSoakModel()
+	step := func(db string, before, last int64, res soakStepResult, st soakState, names ...string) {
+		s := m.begin(db, res.what, before)
+		m.finish(s, res, last, last, st, names)
+	}
+	two := soakState{"tx": {Valid: "none", Parts: map[string][]string{}}, "t": {Parts: map[string][]string{}}}
+	step("db", 10, 12, soakStepResult{what: "create tables"}, two)
+	step("db", 12, 12, soakStepResult{what: "nothing"}, nil)
+	step("other", 12, 13, soakStepResult{what: "elsewhere"}, nil)
+	step("db", 13, 15, soakStepResult{what: "drop and re-create tx", absent: []string{"tx"}}, soakState{"tx": {Valid: "none", Parts: map[string][]string{}}})
+	step("db", 15, 16, soakStepResult{what: "write tx"}, soakState{"tx": {Valid: "1", Parts: map[string][]string{}}})
+	step("db", 16, 17, soakStepResult{what: "rename t to r", renamed: [2]string{"t", "r"}}, soakState{"r": {Parts: map[string][]string{}}}, "t")
+	step("db", 17, 18, soakStepResult{what: "drop table tx"}, nil, "tx")
+	for _, c := range []struct {
+		n     int64
+		table string
+		want  bool
+	}{
+		{12, "tx", true},  // past a step with no events: the drop and re-create is next
+		{12, "t", false},  // the next step keeps t
+		{15, "tx", false}, // a write comes first
+		{16, "t", true},   // renamed away
+		{17, "tx", true},  // dropped
+		{18, "r", false},  // no step after
+	} {
+		if got := m.leavesName("db", c.n, c.table); got != c.want {
+			t.Errorf("leavesName(db, %d, %s) = %v, want %v", c.n, c.table, got, c.want)
+		}
+	}
+	s := m.begin("db", "drop table r", 18)
+	if m.leavesName("db", 18, "r") {
+		t.Error("an unfinished step is taken as removing the table")
+	}
+	m.finish(s, soakStepResult{what: "drop table r"}, 19, 19, nil, []string{"r"})
+	if !m.leavesName("db", 18, "r") {
+		t.Error("the finished drop is not taken as removing the table")
+	}
+}
