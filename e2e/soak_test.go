@@ -648,7 +648,7 @@ func TestSoak(t *testing.T) {
 	fmt.Fprintf(&b, "  events      %d on the database topics\n", nEvents)
 	fmt.Fprintf(&b, "  copy tasks  %d, completions %d (%d COPIED, %d FAILED)\n", len(tasks), len(completions), copied, failed)
 	fmt.Fprintf(&b, "  operator    %d actions: %s\n", len(opsDoneList), orNone(opsDoneList))
-	fmt.Fprintf(&b, "  checker     %d DR states sampled (repl.last.id unmoved while read), %d judged against the model (at a step boundary), %d wrong (%d distinct); %d samples failed to read; %d external-table files seen copied ahead of their event; %d objects or files missing that the source removed after the sample's event; %d tables at a later state (the applier's plan past repl.last.id)\n",
+	fmt.Fprintf(&b, "  checker     %d DR states sampled (repl.last.id unmoved while read), %d judged against the model (at a step boundary), %d wrong (%d distinct); %d samples failed to read; %d files seen copied ahead of their event; %d objects or files missing that the source removed after the sample's event; %d tables at a later state (the applier's plan past repl.last.id)\n",
 		sampled, judged, wrongSamples, len(wrong), checkErrs.Load(), early, late, ahead)
 	fmt.Fprintf(&b, "  outcome     %s\n", outcome)
 	for _, pr := range problems {
