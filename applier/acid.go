@@ -99,10 +99,13 @@ type ReplAbort struct {
 // PruneObsolete removes, under the DR table or partition directory Dir,
 // the files of the delta_, delete_delta_ and base_ directories that a
 // base of write ID Base covers: deltas whose write IDs all lie at or
-// below Base, and older bases.
+// below Base, and older bases; only once a DR reader of Table
+// ("db.table") reads that base (no write ID up to it open on DR): until
+// then a reader reads the deltas below it.
 type PruneObsolete struct {
-	Dir  string
-	Base int64
+	Dir   string
+	Base  int64
+	Table string
 	// EventID is the event that made them obsolete: a file copied for a
 	// later event (a table made again at the path) is kept.
 	EventID int64
@@ -361,7 +364,7 @@ func (p *planner) writeInfo(w schemas.TableWriteID, files []schemas.FileRef) (*h
 		}
 		entries = append(entries, dr+"#"+f.Checksum+"##"+f.Subdir)
 		if dir, n, ok := baseDir(dr); ok && (base == nil || n > base.Base) {
-			base = &PruneObsolete{Dir: dir, Base: n, EventID: p.ev.EventID}
+			base = &PruneObsolete{Dir: dir, Base: n, Table: strings.ToLower(w.Database + "." + w.Table), EventID: p.ev.EventID}
 		}
 	}
 	info := &hive_metastore.WriteEventInfo{WriteId: w.WriteID, Database: strings.ToLower(w.Database), Table: strings.ToLower(w.Table),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/beltran/gohive/hive_metastore"
@@ -34,6 +35,9 @@ func (x *executor) runACID(ctx context.Context, a Action) error {
 	op := a.String()
 	switch a := a.(type) {
 	case PruneObsolete:
+		if read, err := x.baseRead(ctx, a.String(), a.Dir, a.Table, "base_"+strconv.FormatInt(a.Base, 10), a.Base); err != nil || !read {
+			return err
+		}
 		return x.pruneObsolete(ctx, a.Dir, a.String(), a.EventID, func(top string) bool { return acid.Obsolete(top, a.Base) })
 	case PublishCompacted:
 		return x.publishCompacted(ctx, a)
@@ -352,24 +356,40 @@ func (x *executor) pruneCompacted(ctx context.Context, a PruneCompacted) error {
 		return &RefusedError{Op: a.String(), Err: fmt.Errorf("%s is not an ACID directory", a.By)}
 	}
 	if by.Kind == acid.Base {
-		ms, ok := x.ms.(acid.Metastore)
-		if !ok {
-			return &RefusedError{Op: a.String(), Err: fmt.Errorf("the DR metastore client (%T) cannot read write IDs", x.ms)}
-		}
-		states, err := acid.ReadWriteIDs(ctx, ms, []string{a.Table})
-		if err != nil {
-			return classify(a.String(), err)
-		}
-		w := states[strings.ToLower(a.Table)]
-		if by.Max > w.HighWaterMark || slices.ContainsFunc(w.Open, func(id int64) bool { return id <= by.Max }) {
-			if x.log != nil {
-				x.log.Warn("a compacted base is not read on DR yet: keeping the deltas it covers", "dir", a.Dir, "base", a.By,
-					"table", a.Table, "write_ids", w.String())
-			}
-			return nil
+		if read, err := x.baseRead(ctx, a.String(), a.Dir, a.Table, a.By, by.Max); err != nil || !read {
+			return err
 		}
 	}
 	return x.pruneObsolete(ctx, a.Dir, a.String(), a.EventID, func(top string) bool { return acid.ObsoleteAfter(top, by) })
+}
+
+// baseRead reports whether a DR reader of table ("db.table") reads a base
+// of write ID max (named base, under dir): no write ID up to max is open
+// on DR. Until then a reader reads the deltas below it (a transaction
+// that began before the base's committed after it, or not yet), which
+// are kept. An empty table (an action planned before it was named) is
+// taken as read.
+func (x *executor) baseRead(ctx context.Context, op, dir, table, base string, max int64) (bool, error) {
+	if table == "" {
+		return true, nil
+	}
+	ms, ok := x.ms.(acid.Metastore)
+	if !ok {
+		return false, &RefusedError{Op: op, Err: fmt.Errorf("the DR metastore client (%T) cannot read write IDs", x.ms)}
+	}
+	states, err := acid.ReadWriteIDs(ctx, ms, []string{table})
+	if err != nil {
+		return false, classify(op, err)
+	}
+	w := states[strings.ToLower(table)]
+	if max > w.HighWaterMark || slices.ContainsFunc(w.Open, func(id int64) bool { return id <= max }) {
+		if x.log != nil {
+			x.log.Warn("a base is not read on DR yet (a write ID below it is open): keeping the deltas it covers", "dir", dir, "base", base,
+				"table", table, "write_ids", w.String())
+		}
+		return false, nil
+	}
+	return true, nil
 }
 
 // removeTree removes every file under dir (a staging directory of this

@@ -1490,6 +1490,9 @@ func (m *memMS) apply(a Action) error {
 		}
 		delete(m.open, key)
 	case PruneObsolete:
+		if m.baseUnread(a.Table, a.Base) {
+			return nil // as the executor: the deltas stay
+		}
 		for f := range m.files {
 			rel, ok := strings.CutPrefix(f, strings.TrimSuffix(a.Dir, "/")+"/")
 			if top, _, nested := strings.Cut(rel, "/"); ok && nested && acid.Obsolete(top, a.Base) {
@@ -1519,13 +1522,8 @@ func (m *memMS) apply(a Action) error {
 		}
 	case PruneCompacted:
 		by, _ := acid.ParseDir(a.By)
-		if by.Kind == acid.Base {
-			for wk, st := range m.writeIDs {
-				table, id, _ := strings.Cut(wk, "/")
-				if n, _ := strconv.ParseInt(id, 10, 64); table == a.Table && st == "open" && n <= by.Max {
-					return nil // not read on DR yet: the deltas stay
-				}
-			}
+		if by.Kind == acid.Base && m.baseUnread(a.Table, by.Max) {
+			return nil // not read on DR yet: the deltas stay
 		}
 		for f := range m.files {
 			rel, ok := strings.CutPrefix(f, strings.TrimSuffix(a.Dir, "/")+"/")
@@ -1537,6 +1535,18 @@ func (m *memMS) apply(a Action) error {
 		return fmt.Errorf("unknown action %T", a)
 	}
 	return nil
+}
+
+// baseUnread reports whether a DR reader of table cannot read a base of
+// write ID max yet: a write ID up to it is open (executor.baseRead).
+func (m *memMS) baseUnread(table string, max int64) bool {
+	for wk, st := range m.writeIDs {
+		t, id, _ := strings.Cut(wk, "/")
+		if n, _ := strconv.ParseInt(id, 10, 64); t == table && st == "open" && n <= max {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *memMS) dropTable(k TableKey) {

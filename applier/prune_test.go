@@ -828,3 +828,39 @@ func TestPruneObsoleteKeepsFilesMarkedLater(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneObsoleteWaitsForOpenWriteIDs: an INSERT OVERWRITE's base of
+// write ID 4 committed while write ID 3 (a transaction begun before it)
+// is still open on DR. A DR reader cannot use the base yet and reads the
+// deltas below it, so its commit's prune keeps them (the soak found DR
+// reading the table empty: the deltas pruned, the base not read); once
+// write ID 3 has ended, the prune removes what the base covers.
+func TestPruneObsoleteWaitsForOpenWriteIDs(t *testing.T) {
+	const dr = "hdfs://dr-nn:8020/w/t"
+	deltas := []string{dr + "/delta_0000001_0000001_0000/000000_0", dr + "/delta_0000002_0000002_0000/000000_0"}
+	base := dr + "/base_0000004/000000_0"
+	ms := newAcidHMS()
+	ms.rows["w.t"] = map[int64]int64{}
+	for w, state := range map[int64]string{1: "committed", 2: "committed", 3: "open", 4: "committed"} {
+		txn := ms.open("src")
+		ms.txns[txn] = state
+		ms.rows["w.t"][w] = txn
+	}
+	ms.next["w.t"] = 5
+	listing := &routerListing{listing: map[string][]string{dr: append(slices.Clone(deltas), base)}}
+	x := &executor{files: markedListing{routerListing: listing}, delayed: newDelayedRemovals(0), clock: time.Now, ms: ms}
+	prune := PruneObsolete{Dir: dr, Base: 4, Table: "w.t", EventID: 104}
+	if err := x.run(context.Background(), prune); err != nil {
+		t.Fatal(err)
+	}
+	if len(listing.removed) != 0 {
+		t.Fatalf("with write ID 3 open, removed %q; want the deltas below the unread base kept", listing.removed)
+	}
+	ms.txns[ms.rows["w.t"][3]] = "aborted"
+	if err := x.run(context.Background(), prune); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Sort(listing.removed); !slices.Equal(listing.removed, deltas) {
+		t.Fatalf("with write ID 3 ended, removed %q; want %q", listing.removed, deltas)
+	}
+}
