@@ -203,6 +203,7 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 					out = append(out, fmt.Sprintf("%s partition %q missing on DR", name, p))
 				}
 			case !slices.Equal(fa, fb):
+				drFiles, srcFiles := fa, fb
 				fa = slices.DeleteFunc(slices.Clone(fa), func(f string) bool {
 					switch {
 					case slices.Contains(fb, f):
@@ -221,8 +222,8 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 					}
 					return false
 				})
+				var wrote []int64
 				if b.Valid != "" {
-					var wrote []int64
 					if lee.wrote != nil {
 						wrote = lee.wrote(name, p)
 					}
@@ -235,16 +236,46 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 					})
 				}
 				if !slices.Equal(fa, fb) {
-					w := ""
-					if b.Valid != "" {
-						w = fmt.Sprintf(" (write IDs on DR %s, source %s)", a.WriteIDs, b.WriteIDs)
-					}
-					out = append(out, fmt.Sprintf("%s partition %q: files on DR %v, source %v%s", name, p, fa, fb, w))
+					out = append(out, filesDiff(name, p, drFiles, srcFiles, goneFiles, wrote, a, b))
 				}
 			}
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// filesDiff describes a partition whose files on DR (dr) are no state
+// the source had (src, the model's files after N): both as read, the
+// source's that the leeway took as removed after N (gone), and, when
+// those are a compaction's output and DR reads the directories it merged,
+// the valid write IDs the output held (of those the partition was written
+// under, wrote; nil: every one) that no directory on DR holds: rows DR's
+// readers miss.
+func filesDiff(table, part string, dr, src, gone []string, wrote []int64, a, b soakTableState) string {
+	s := fmt.Sprintf("%s partition %q: files on DR %v, source %v", table, part, dr, src)
+	if len(gone) > 0 {
+		s += fmt.Sprintf(" (of the source's, %v are gone from its later states)", gone)
+	}
+	if b.Valid == "" {
+		return s
+	}
+	names := map[acid.Dir]string{}
+	for _, f := range gone {
+		top, _, _ := strings.Cut(f, "/")
+		if d, ok := acid.ParseDir(top); ok {
+			names[d] = top
+		}
+	}
+	for _, g := range slices.Compact(compactorDirs(gone)) {
+		lo := g.Min
+		if g.Kind == acid.Base {
+			lo = 1
+		}
+		if miss := uncovered(dr, g.Kind, lo, g.Max, b.Valid, wrote); len(miss) > 0 {
+			s += fmt.Sprintf("; DR's directories lack valid write IDs %v that the gone %s held", miss, names[g])
+		}
+	}
+	return s + fmt.Sprintf(" (write IDs on DR %s, source %s)", a.WriteIDs, b.WriteIDs)
 }
 
 // compactionLeftOut reports whether f, a file DR shows in a
@@ -300,6 +331,12 @@ func compactorDirs(files []string) []acid.Dir {
 // (and wrote, when not nil) is in a directory of files of kind (a base's
 // rows are in bases and deltas).
 func coveredBy(files []string, kind string, lo, hi int64, valid string, wrote []int64) bool {
+	return len(uncovered(files, kind, lo, hi, valid, wrote)) == 0
+}
+
+// uncovered are the write IDs in lo..hi that valid names (and wrote, when
+// not nil) that no directory of files of kind holds (coveredBy).
+func uncovered(files []string, kind string, lo, hi int64, valid string, wrote []int64) []int64 {
 	var dirs []acid.Dir
 	for _, f := range files {
 		top, _, _ := strings.Cut(f, "/")
@@ -307,15 +344,16 @@ func coveredBy(files []string, kind string, lo, hi int64, valid string, wrote []
 			dirs = append(dirs, d)
 		}
 	}
+	var miss []int64
 	for id := lo; id <= hi; id++ {
 		if !inRanges(valid, id) || wrote != nil && !slices.Contains(wrote, id) {
 			continue
 		}
 		if !slices.ContainsFunc(dirs, func(d acid.Dir) bool { return d.Min <= id && id <= d.Max }) {
-			return false
+			miss = append(miss, id)
 		}
 	}
-	return true
+	return miss
 }
 
 // inRanges reports whether id is in ranges as validRanges spells them.
