@@ -392,8 +392,13 @@ func (x *executor) baseRead(ctx context.Context, op, dir, table, base string, ma
 	return true, nil
 }
 
-// removeTree removes every file under dir (a staging directory of this
-// applier's); a missing dir holds none.
+// removeTree removes dir (a staging or set-aside directory of this
+// applier's) with every file under it, then the directories that held
+// them, deepest first, and dir itself: an empty directory left under a
+// name a later step renames a directory to would refuse that rename (the
+// soak found a compaction's publish retried for ever on the empty
+// directory an interrupted attempt had set aside). A missing dir holds
+// none.
 func (x *executor) removeTree(ctx context.Context, dir, what string) error {
 	w, ok := x.files.(walker)
 	if !ok || x.files == nil {
@@ -405,13 +410,44 @@ func (x *executor) removeTree(ctx context.Context, dir, what string) error {
 		return nil
 	})
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		err = nil // the files are gone; the directory may be left
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	for _, loc := range remove {
 		if err := x.files.Remove(ctx, loc); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	r, ok := x.files.(emptyDirRemover)
+	l, lok := x.files.(DirLister)
+	if !ok || !lok {
+		return nil
+	}
+	// The directories under dir, then dir, deepest first: each is empty
+	// once those below it are gone.
+	var dirs []string
+	var below func(d string) error
+	below = func(d string) error {
+		names, err := l.ListDirs(ctx, d)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			sub := location.Append(d, n)
+			if err := below(sub); err != nil {
+				return err
+			}
+		}
+		dirs = append(dirs, d)
+		return nil
+	}
+	if err := below(strings.TrimSuffix(dir, "/")); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	for _, d := range dirs {
+		if err := r.RemoveEmptyDir(ctx, d); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 	}

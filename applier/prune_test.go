@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -862,5 +864,56 @@ func TestPruneObsoleteWaitsForOpenWriteIDs(t *testing.T) {
 	}
 	if slices.Sort(listing.removed); !slices.Equal(listing.removed, deltas) {
 		t.Fatalf("with write ID 3 ended, removed %q; want %q", listing.removed, deltas)
+	}
+}
+
+// TestPublishCompactedAfterAnInterruptedReplacement: an earlier attempt
+// set the incomplete base aside and was cut short after removing its
+// files, leaving the set-aside directory empty; on a store with
+// directories (the local one here, as HDFS) the retry must not find its
+// own leftover in the way. The soak found the publish retried for ever:
+// "move the incomplete base_0000001 aside: ... target already exists".
+func TestPublishCompactedAfterAnInterruptedReplacement(t *testing.T) {
+	ctx := context.Background()
+	r, err := fs.NewRouter(fs.Config{Local: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	tbl := "file://" + t.TempDir() + "/tx1"
+	staging, final := tbl+"/.hivedr-compacted.base_0000001_v0016777", tbl+"/base_0000001"
+	for _, f := range []string{staging + "/bucket_00000", staging + "/_metadata_acid", final + "/bucket_00000"} {
+		writeLocal(t, f)
+	}
+	aside := tbl + "/.hivedr-replaced-base_0000001"
+	if err := os.MkdirAll(strings.TrimPrefix(aside, "file://")+"/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	x := &executor{files: r}
+	if err := x.run(ctx, PublishCompacted{Staging: staging, Final: final}); err != nil {
+		t.Fatalf("publish after an interrupted replacement: %v", err)
+	}
+	for _, f := range []string{final + "/bucket_00000", final + "/_metadata_acid"} {
+		if _, err := os.Stat(strings.TrimPrefix(f, "file://")); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	for _, d := range []string{aside, staging} {
+		if _, err := os.Stat(strings.TrimPrefix(d, "file://")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind (%v)", d, err)
+		}
+	}
+}
+
+// writeLocal writes a small file at a file: location, making its
+// directories.
+func writeLocal(t *testing.T, loc string) {
+	t.Helper()
+	p := strings.TrimPrefix(loc, "file://")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
