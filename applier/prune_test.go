@@ -867,11 +867,12 @@ func TestPruneObsoleteWaitsForOpenWriteIDs(t *testing.T) {
 	}
 }
 
-// TestPublishCompactedAfterAnInterruptedReplacement: an earlier attempt
-// set the incomplete base aside and was cut short after removing its
-// files, leaving the set-aside directory empty; on a store with
-// directories (the local one here, as HDFS) the retry must not find its
-// own leftover in the way. The soak found the publish retried for ever:
+// TestPublishCompactedAfterAnInterruptedReplacement: an earlier
+// replacement of a base of the same name (this table's, or an earlier
+// table's at the same path, whose write IDs started at 1 too) removed the
+// files it had set aside but left their directory; on a store with
+// directories (the local one here, as HDFS) the next replacement must not
+// find it in the way. The soak found the publish retried for ever:
 // "move the incomplete base_0000001 aside: ... target already exists".
 func TestPublishCompactedAfterAnInterruptedReplacement(t *testing.T) {
 	ctx := context.Background()
