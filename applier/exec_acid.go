@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/beltran/gohive/hive_metastore"
@@ -35,7 +34,7 @@ func (x *executor) runACID(ctx context.Context, a Action) error {
 	op := a.String()
 	switch a := a.(type) {
 	case PruneObsolete:
-		if read, err := x.baseRead(ctx, a.String(), a.Dir, a.Table, "base_"+strconv.FormatInt(a.Base, 10), a.Base); err != nil || !read {
+		if read, err := x.baseRead(ctx, a.String(), a.Table, a.Base); err != nil || !read {
 			return err
 		}
 		return x.pruneObsolete(ctx, a.Dir, a.String(), a.EventID, func(top string) bool { return acid.Obsolete(top, a.Base) })
@@ -356,20 +355,19 @@ func (x *executor) pruneCompacted(ctx context.Context, a PruneCompacted) error {
 		return &RefusedError{Op: a.String(), Err: fmt.Errorf("%s is not an ACID directory", a.By)}
 	}
 	if by.Kind == acid.Base {
-		if read, err := x.baseRead(ctx, a.String(), a.Dir, a.Table, a.By, by.Max); err != nil || !read {
+		if read, err := x.baseRead(ctx, a.String(), a.Table, by.Max); err != nil || !read {
 			return err
 		}
 	}
 	return x.pruneObsolete(ctx, a.Dir, a.String(), a.EventID, func(top string) bool { return acid.ObsoleteAfter(top, by) })
 }
 
-// baseRead reports whether a DR reader of table ("db.table") reads a base
-// of write ID max (named base, under dir): no write ID up to max is open
-// on DR. Until then a reader reads the deltas below it (a transaction
-// that began before the base's committed after it, or not yet), which
-// are kept. An empty table (an action planned before it was named) is
-// taken as read.
-func (x *executor) baseRead(ctx context.Context, op, dir, table, base string, max int64) (bool, error) {
+// baseRead reports whether a DR reader of table ("db.table") reads the
+// base of write ID max that op (a prune) is for: no write ID up to max is
+// open on DR. Until then a reader reads the deltas below it (a
+// transaction that began before the base's committed after it, or not
+// yet), which are kept. No table names no reader to wait for.
+func (x *executor) baseRead(ctx context.Context, op, table string, max int64) (bool, error) {
 	if table == "" {
 		return true, nil
 	}
@@ -384,8 +382,8 @@ func (x *executor) baseRead(ctx context.Context, op, dir, table, base string, ma
 	w := states[strings.ToLower(table)]
 	if max > w.HighWaterMark || slices.ContainsFunc(w.Open, func(id int64) bool { return id <= max }) {
 		if x.log != nil {
-			x.log.Warn("a base is not read on DR yet (a write ID below it is open): keeping the deltas it covers", "dir", dir, "base", base,
-				"table", table, "write_ids", w.String())
+			x.log.Warn("a base is not read on DR yet (a write ID below it is open): keeping the deltas it covers", "prune", op,
+				"write_ids", w.String())
 		}
 		return false, nil
 	}
@@ -410,7 +408,7 @@ func (x *executor) removeTree(ctx context.Context, dir, what string) error {
 		return nil
 	})
 	if errors.Is(err, fs.ErrNotExist) {
-		err = nil // the files are gone; the directory may be left
+		return nil // no directory, nothing under it
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)

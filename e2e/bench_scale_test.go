@@ -65,7 +65,7 @@ func TestBenchScale(t *testing.T) {
 	}
 	// Counted from the applier's metrics: the idle applier runs at its
 	// default level, without a line per event.
-	waitApplied := func(n int, what string) {
+	waitCounted := func(n int, what string) {
 		t.Helper()
 		poll(t, 2*time.Hour, time.Second, what, func() bool {
 			p.checkAlive()
@@ -108,7 +108,7 @@ func TestBenchScale(t *testing.T) {
 		}
 	}
 	first := ss.appendAll(ctx, synthRows(byDB[dbs[0]], time.Now(), 1000), 1000)
-	waitApplied(len(first), dbs[0]+"'s set-up applied")
+	waitCounted(len(first), dbs[0]+"'s set-up applied")
 	verify1, verify1Out := verifyDB()
 
 	// All the others.
@@ -119,7 +119,7 @@ func TestBenchScale(t *testing.T) {
 	setupStart := time.Now()
 	evs := ss.appendAll(ctx, synthRows(rest, time.Now(), 1000), 1000)
 	total := len(first) + len(evs)
-	waitApplied(total, fmt.Sprintf("the set-up's %d events applied", total))
+	waitCounted(total, fmt.Sprintf("the set-up's %d events applied", total))
 	setupTook := time.Since(setupStart)
 	t.Logf("set-up: %d databases, %d tables replicated in %s", ndb, ndb*((tables+ndb-1)/ndb), setupTook.Round(time.Second))
 	// Settle: the set-up's last heartbeats are handled.
