@@ -84,12 +84,12 @@ type Config struct {
 	// applier.look_ahead's default.
 	LookAhead int
 	// LookAheadBytes bounds what all the workers buffer together, by the
-	// records' encoded size (their Kafka keys and values): each worker's
-	// share is it divided among the running workers, at least
-	// MinLookAheadShare (lookAheadShare). A bootstrap's records carry
-	// whole Thrift objects, and a backlog of a million events over ten
-	// databases held 880 MiB with 16 MiB for each worker. 0:
-	// applier.look_ahead_bytes' default.
+	// records' encoded size (their Kafka keys and values): a worker over
+	// its fair share (it divided among the running workers) pauses its
+	// topic while all the workers together hold more than it (overShare).
+	// A bootstrap's records carry whole Thrift objects, and a backlog of a
+	// million events over ten databases held 880 MiB with 16 MiB for each
+	// worker. 0: applier.look_ahead_bytes' default.
 	LookAheadBytes int64
 	// BatchPartitions is the most consecutive SNAPSHOT_PARTITION records
 	// of one table a worker applies as one plan (one add_partitions /
@@ -123,10 +123,12 @@ type Applier struct {
 
 	mu      sync.Mutex
 	workers map[string]*worker // by topic
-	// running counts the workers, for lookAheadShare (read without mu:
-	// a worker's push holds its own lock).
-	running atomic.Int64
-	cl      *kgo.Client
+	// running counts the workers and buffered the encoded size of what
+	// their queues hold together, for overShare (read without mu: a
+	// worker's push holds its own lock).
+	running  atomic.Int64
+	buffered atomic.Int64
+	cl       *kgo.Client
 	// pool holds the DR metastore connections the workers share.
 	pool *pool
 
@@ -451,6 +453,11 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 		// A fetch response waits in the client until polled, beside what
 		// the workers buffer: 16 MiB, not franz-go's 50.
 		kgo.FetchMaxBytes(16 << 20),
+		// A topic's fetched records arrive whole before its worker can
+		// pause it, so every database may hold one fetch of it beyond its
+		// share of applier.look_ahead_bytes: a 64th of that (64 KiB to
+		// 1 MiB, franz-go's default), not 1 MiB each.
+		kgo.FetchMaxPartitionBytes(partitionFetch(a.cfg.LookAheadBytes)),
 		kgo.AutoCommitMarks(),
 		kgo.AutoCommitInterval(time.Second),
 		kgo.BlockRebalanceOnPoll(),
@@ -642,25 +649,42 @@ func fatal(fs kgo.Fetches, group string) error {
 	return nil
 }
 
-// MinLookAheadShare is the least of LookAheadBytes a worker may buffer,
-// however many workers share it: a run or a bootstrap batch needs a few
-// hundred records at hand.
-const MinLookAheadShare = 256 << 10
-
 // observeCall records a DR call's time (hivedr_applier_dr_call_seconds).
 func (a *Applier) observeCall(call string, took time.Duration) {
 	a.m.drCallSeconds.WithLabelValues(call).Observe(took.Seconds())
 }
 
-// lookAheadShare is what one worker may buffer of LookAheadBytes: the
-// total divided among the running workers, at least MinLookAheadShare,
-// so the applier's memory does not grow with the number of databases it
-// applies (but by MinLookAheadShare beyond LookAheadBytes/
-// MinLookAheadShare of them). A worker over its share pauses its topic;
-// a share that shrinks as workers start is caught up with at the
-// worker's next push.
-func (a *Applier) lookAheadShare() int64 {
-	return max(a.cfg.LookAheadBytes/max(1, a.running.Load()), MinLookAheadShare)
+// overShare reports whether a worker whose queue holds n bytes is past
+// its part of LookAheadBytes, so its topic pauses: n is more than the
+// whole budget, or more than the worker's fair share (the budget divided
+// among the running workers) while all the queues together hold more
+// than the budget. A worker under its fair share is never paused by the
+// bytes, so a few busy databases may use what idle ones leave; and the
+// queues together stay within about twice the budget (the fair shares
+// add up to it, the busy workers' excess is bounded by it) plus a fetch
+// each, however many databases the applier applies.
+func (a *Applier) overShare(n int64) bool {
+	budget := a.cfg.LookAheadBytes
+	return n > budget || n > a.fairShare() && a.buffered.Load() > budget
+}
+
+// underShare reports whether a paused worker whose queue holds n bytes
+// may fetch again: n is down to half its fair share, or the queues
+// together hold at most half the budget and n at most half of it too.
+func (a *Applier) underShare(n int64) bool {
+	budget := a.cfg.LookAheadBytes
+	return n <= a.fairShare()/2 || n <= budget/2 && a.buffered.Load() <= budget/2
+}
+
+// partitionFetch is the most one fetch asks of one topic, for a
+// look-ahead of budget bytes.
+func partitionFetch(budget int64) int32 {
+	return int32(min(max(budget/64, 64<<10), 1<<20))
+}
+
+// fairShare is LookAheadBytes divided among the running workers.
+func (a *Applier) fairShare() int64 {
+	return a.cfg.LookAheadBytes / max(1, a.running.Load())
 }
 
 func (a *Applier) dispatch(ctx context.Context, topic string, partition int32, recs []*kgo.Record) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -183,17 +185,117 @@ func TestApplierLookAheadBytes(t *testing.T) {
 	f.waitMark("a", 3002)
 }
 
-// TestLookAheadShare: the workers share applier.look_ahead_bytes, each
-// its part of it, never less than MinLookAheadShare.
+// TestApplierLookAheadManyDatabases: twenty databases, each with a backlog
+// whose head waits for its files, hold about applier.look_ahead_bytes
+// together (twice it and a fetch at most), not a share of their own each;
+// once the files are copied every database applies to its end.
+func TestApplierLookAheadManyDatabases(t *testing.T) {
+	const (
+		dbs     = 20
+		events  = 400
+		budget  = 128 << 10
+		fetch   = 32 << 10 // the most one fetch brings, over all topics
+		partMax = 8 << 10  // and of one topic (past it, one whole batch)
+	)
+	var names []string
+	for i := range dbs {
+		names = append(names, fmt.Sprintf("d%02d", i))
+	}
+	f := newKFix(t, names...)
+	var backlog int64
+	heads := map[string][]*schemas.Event{}
+	for _, db := range names {
+		tb := srcTable(db, "t", []string{"ds"}, "x int")
+		evs := []*schemas.Event{createDB(1, db), createTable(2, tb)}
+		for i := 1; i <= events; i++ {
+			p := srcPart(tb, fmt.Sprintf("%04d", i))
+			evs = append(evs, addParts(int64(2+i), tb, []schemas.Partition{p}, partFile(p, "f")))
+		}
+		evs = at(evs...)
+		heads[db] = evs
+		f.complete(schemas.StatusCopied, nil, evs[:2]...)
+		for _, r := range f.publishRecs(5, evs) {
+			backlog += int64(len(r.Key) + len(r.Value))
+		}
+	}
+	// The fair shares add up to the budget, the workers over theirs stop
+	// once all hold more than it, the client may hold a fetch in hand and
+	// one buffered, and each topic's first fetch comes in whole before its
+	// worker can pause it (partMax and past it: kfake counts it loosely).
+	bound := float64(2*budget + 2*fetch + dbs*4*partMax)
+	if float64(backlog) < 2*bound {
+		t.Fatalf("the backlog is %d bytes: too small to tell a bound of %v", backlog, bound)
+	}
+	r := f.start("g", t.TempDir(), func(c *Config) {
+		c.LookAhead = 10000
+		c.LookAheadBytes = budget
+		c.KafkaOpts = append(c.KafkaOpts, kgo.FetchMaxBytes(fetch), kgo.FetchMaxPartitionBytes(partMax))
+	})
+	for _, db := range names {
+		f.waitWaiting(r, db, 2)
+	}
+	// Every head waits, so the queues only grow, and they pass the budget
+	// before every topic is paused (each backlog is past its fair share).
+	// The bound holds at every look.
+	waitFor(t, "the look-ahead past the budget", func() (bool, string) {
+		v, _ := r.metric(t, "hivedr_applier_look_ahead_bytes", nil)
+		if v > bound {
+			t.Fatalf("%d databases hold %v bytes ahead with look_ahead_bytes %d, want at most %v (of a backlog of %d)", dbs, v, budget, bound, backlog)
+		}
+		return v > budget, fmt.Sprintf("%v bytes held", v)
+	})
+	for range 20 {
+		if v, _ := r.metric(t, "hivedr_applier_look_ahead_bytes", nil); v > bound {
+			t.Fatalf("%d databases hold %v bytes ahead with look_ahead_bytes %d, want at most %v (of a backlog of %d)", dbs, v, budget, bound, backlog)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, db := range names {
+		f.complete(schemas.StatusCopied, nil, heads[db][2:]...)
+	}
+	for _, db := range names {
+		f.waitMark(db, 2+events)
+	}
+	if v, _ := r.metric(t, "hivedr_applier_look_ahead_bytes", nil); v != 0 {
+		t.Errorf("%v bytes held ahead after every event was applied, want 0", v)
+	}
+}
+
+// TestLookAheadShare: the workers share applier.look_ahead_bytes: a
+// worker over its fair share pauses only while all of them together hold
+// more than the budget, and one alone never holds more than the budget.
 func TestLookAheadShare(t *testing.T) {
-	a := &Applier{cfg: Config{LookAheadBytes: 16 << 20}}
+	const budget = 16 << 20
+	a := &Applier{cfg: Config{LookAheadBytes: budget}}
 	for _, c := range []struct {
-		running int64
-		want    int64
-	}{{0, 16 << 20}, {1, 16 << 20}, {2, 8 << 20}, {10, (16 << 20) / 10}, {64, MinLookAheadShare}, {1000, MinLookAheadShare}} {
+		running       int64
+		total, queued int64 // all the queues' bytes, this worker's
+		over, under   bool
+	}{
+		{running: 0, total: 0, queued: 0, over: false, under: true},
+		{running: 1, total: budget, queued: budget, over: false, under: false},
+		{running: 1, total: budget + 1, queued: budget + 1, over: true, under: false},
+		{running: 1, total: budget / 2, queued: budget / 2, over: false, under: true},
+		// Over its fair share (8 MiB), the others idle: it may use the rest.
+		{running: 2, total: 12 << 20, queued: 12 << 20, over: false, under: false},
+		{running: 2, total: budget + 1, queued: 12 << 20, over: true, under: false},
+		// Under its fair share: never paused by the bytes.
+		{running: 2, total: budget + 1, queued: 8 << 20, over: false, under: false},
+		{running: 2, total: budget + 1, queued: 4 << 20, over: false, under: true},
+		// Two thousand workers: a share of 8 KiB; at 100 KiB a worker
+		// pauses once the total passes the budget, not before.
+		{running: 2000, total: budget, queued: 100 << 10, over: false, under: false},
+		{running: 2000, total: budget + 1, queued: 100 << 10, over: true, under: false},
+		{running: 2000, total: budget / 2, queued: 100 << 10, over: false, under: true},
+		{running: 2000, total: budget + 1, queued: 4 << 10, over: false, under: true},
+	} {
 		a.running.Store(c.running)
-		if got := a.lookAheadShare(); got != c.want {
-			t.Errorf("%d workers: share %d, want %d", c.running, got, c.want)
+		a.buffered.Store(c.total)
+		if got := a.overShare(c.queued); got != c.over {
+			t.Errorf("%d workers, %d bytes in all, %d queued: overShare %v, want %v", c.running, c.total, c.queued, got, c.over)
+		}
+		if got := a.underShare(c.queued); got != c.under {
+			t.Errorf("%d workers, %d bytes in all, %d queued: underShare %v, want %v", c.running, c.total, c.queued, got, c.under)
 		}
 	}
 }

@@ -18,6 +18,7 @@ type Metrics struct {
 	lastID       *prometheus.GaugeVec
 	lastTime     *prometheus.GaugeVec
 	lagEvents    *prometheus.GaugeVec
+	lookAhead    prometheus.Gauge
 	replicaAge   *prometheus.GaugeVec
 	rpo          *prometheus.GaugeVec
 	waiting      *prometheus.GaugeVec
@@ -61,6 +62,10 @@ func NewMetrics() *Metrics {
 		lagEvents: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hivedr_applier_lag_events", Help: "Events fetched from the database's topic and not yet applied (see also the consumer group's lag).",
 		}, []string{"db"}),
+		lookAhead: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hivedr_applier_look_ahead_bytes",
+			Help: "Encoded size of the records all the database workers hold fetched and not yet applied, bounded by applier.look_ahead_bytes (each worker's fair share of it, and about twice it in all).",
+		}),
 		replicaAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hivedr_replica_age_seconds",
 			Help: "How old the DR replica of a database is: now minus the source time up to which it is complete (the oldest unapplied event's time, or, when caught up, the newest event or heartbeat applied). It grows while the tailer is down, since heartbeats stop. Compare with hivedr_rpo_seconds.",
@@ -121,7 +126,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	var errs []error
 	for _, c := range []prometheus.Collector{m.events, m.applySeconds, m.eventLag, m.lastID, m.lastTime,
-		m.lagEvents, m.replicaAge, m.rpo, m.waiting, m.waitingFiles, m.waitSeconds, m.halted, m.completions, m.undecodable, m.bootstrapApplied, m.batchEvents, m.drCallSeconds,
+		m.lagEvents, m.lookAhead, m.replicaAge, m.rpo, m.waiting, m.waitingFiles, m.waitSeconds, m.halted, m.completions, m.undecodable, m.bootstrapApplied, m.batchEvents, m.drCallSeconds,
 		m.drOpen, m.drPeak, m.drWait, m.loop.Collector()} {
 		errs = append(errs, reg.Register(c))
 	}

@@ -47,10 +47,14 @@ type worker struct {
 	between context.Context
 	finish  context.CancelFunc
 
-	mu       sync.Mutex
-	queue    []*item
-	events   int       // events in queue
-	bytes    int64     // the queue's records' encoded size
+	mu     sync.Mutex
+	queue  []*item
+	events int   // events in queue
+	bytes  int64 // the queue's records' encoded size (grow)
+	// exited: run has returned, and bytes no longer count in the
+	// applier's buffered total (what is queued after stays for retire's
+	// look at the head, and is read again by whoever owns the topic next).
+	exited   bool
 	complete time.Time // source time up to which the replica is complete
 	// dropped: the database's DROP_DATABASE was done, and no
 	// CREATE_DATABASE or bootstrap BEGIN since. A dropped database has no
@@ -88,7 +92,7 @@ func newWorker(parent context.Context, a *Applier, db, topic string, partition i
 }
 
 // push appends items. Beyond LookAhead events or its share of
-// LookAheadBytes (lookAheadShare) it pauses
+// LookAheadBytes (Applier.overShare) it pauses
 // fetching of the topic; pop resumes it once the queue is at most half
 // full by both. Both decide under w.mu, so a pause is never made on a
 // count that a concurrent pop has already drained (the topic would stay
@@ -98,7 +102,7 @@ func (w *worker) push(items []*item) {
 	defer w.mu.Unlock()
 	for _, it := range items {
 		w.queue = append(w.queue, it)
-		w.bytes += it.size
+		w.grow(it.size)
 		if it.ev != nil {
 			w.events++
 		}
@@ -112,16 +116,26 @@ func (w *worker) push(items []*item) {
 	}
 }
 
+// grow adds d to the queue's encoded size and, while the worker runs, to
+// the applier's buffered total; under w.mu.
+func (w *worker) grow(d int64) {
+	w.bytes += d
+	if !w.exited {
+		w.a.buffered.Add(d)
+		w.a.m.lookAhead.Add(float64(d))
+	}
+}
+
 // full reports whether the queue is past its look-ahead; under w.mu.
 func (w *worker) full() bool {
-	return w.events > w.a.cfg.LookAhead || w.bytes > w.a.lookAheadShare()
+	return w.events > w.a.cfg.LookAhead || w.a.overShare(w.bytes)
 }
 
 // drained reports whether the queue is down to half its look-ahead, by
 // events and by bytes: a paused topic is fetched again; under w.mu.
 // (<=: with LookAhead 1, half is 0.)
 func (w *worker) drained() bool {
-	return w.events <= w.a.cfg.LookAhead/2 && w.bytes <= w.a.lookAheadShare()/2
+	return w.events <= w.a.cfg.LookAhead/2 && w.a.underShare(w.bytes)
 }
 
 func (w *worker) stop() { w.cancel() }
@@ -153,6 +167,14 @@ func (w *worker) stopBetween(bound time.Duration) bool {
 // commit) only after its event was applied or found to need nothing.
 func (w *worker) run() {
 	defer close(w.done)
+	defer func() {
+		// What it still queues no longer counts against the others.
+		w.mu.Lock()
+		w.a.buffered.Add(-w.bytes)
+		w.a.m.lookAhead.Sub(float64(w.bytes))
+		w.exited = true
+		w.mu.Unlock()
+	}()
 	ctx := w.ctx
 	defer w.cancel()
 	defer func() {
@@ -302,7 +324,7 @@ func (w *worker) popN(items []*item) {
 	clear(w.queue[:len(items)]) // (the backing array keeps no popped item alive)
 	w.queue = w.queue[len(items):]
 	for _, it := range items {
-		w.bytes -= it.size
+		w.grow(-it.size)
 		if it.hb != nil {
 			// A heartbeat a run covered (following): every event before it
 			// is applied.
@@ -936,7 +958,8 @@ func (w *worker) awaitRelease(ctx context.Context, reason Reason) bool {
 				last = it.rec
 			}
 			w.queue = w.queue[:1]
-			w.events, w.bytes = 0, w.queue[0].size
+			w.events = 0
+			w.grow(w.queue[0].size - w.bytes)
 			if w.queue[0].ev != nil {
 				w.events = 1
 			}
@@ -966,7 +989,7 @@ func (w *worker) release(n int, dropped map[schemas.EventType]int, last *kgo.Rec
 	w.queue = w.queue[n:]
 	var total int
 	for _, it := range skipped {
-		w.bytes -= it.size
+		w.grow(-it.size)
 		if it.ev != nil {
 			w.events--
 			dropped[it.ev.EventType]++

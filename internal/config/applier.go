@@ -57,10 +57,11 @@ type Applier struct {
 	// being applied. Default 10000.
 	LookAhead int `yaml:"look_ahead"`
 	// LookAheadBytes bounds what the applier reads ahead, over all its
-	// databases together, by the records' encoded size: each database's
-	// worker may hold its share (the total divided among the running
-	// workers, at least 256 KiB), and fetching its topic pauses past
-	// either bound. Default 16 MiB.
+	// databases together, by the records' encoded size: a database's
+	// worker past its fair share (this divided among the running workers)
+	// pauses its topic while all of them hold more than this, so the
+	// applier holds about twice it at most, plus one fetch of each topic
+	// (a 64th of it, 64 KiB to 1 MiB). Default 16 MiB.
 	LookAheadBytes int64 `yaml:"look_ahead_bytes"`
 	// BatchPartitions is the most partitions one metastore call adds or
 	// alters: consecutive HIVEDR_SNAPSHOT_PARTITION records of one table,
