@@ -185,6 +185,42 @@ func TestApplierLookAheadBytes(t *testing.T) {
 	f.waitMark("a", 3002)
 }
 
+// TestApplierHeartbeatsFromCache: heartbeats that find the chain
+// unbroken are planned from the worker's copy of its DR database while it
+// is younger than heartbeatFresh, not with a get_database each: a quiet
+// database costs the DR metastore one read per heartbeatFresh, not one per
+// tailer.heartbeat_interval. Every heartbeat is still handled (the
+// group's offset reaches the topic's end).
+func TestApplierHeartbeatsFromCache(t *testing.T) {
+	f := newKFix(t, "a")
+	evs := chained(at(createDB(1, "a"), createTable(2, srcTable("a", "t", nil, "x int"))))
+	f.publish(evs[0], evs[1])
+	r := f.start("g", t.TempDir(), nil)
+	f.waitMark("a", 2)
+	before, start := f.ms.callsOf("GetDatabase"), time.Now()
+	// Each heartbeat once the copy is older than dbFresh, as on a quiet
+	// database (the tailer sends one every few seconds).
+	const beats = 3
+	for i := range beats {
+		time.Sleep(dbFresh + 100*time.Millisecond)
+		f.publish(&schemas.Heartbeat{Database: "a", ScannedEventID: int64(3 + i), ScannedEventTime: time.Now(), Sent: time.Now(),
+			Source: "src", PreviousEventID: id(2)})
+		waitFor(t, fmt.Sprintf("heartbeat %d handled", i+1), func() (bool, string) {
+			c, e := f.committed("g", "a")
+			return c["a"] == e["a"], fmt.Sprintf("committed %v, end %v", c, e)
+		})
+	}
+	r.stop(t)
+	// One fresh read per heartbeatFresh at most, whatever the machine's pace.
+	allowed := 1 + int(time.Since(start)/heartbeatFresh)
+	if n := f.ms.callsOf("GetDatabase") - before; n > allowed {
+		t.Errorf("%d heartbeats read the DR database %d times in %s, want at most %d", beats, n, time.Since(start).Round(time.Millisecond), allowed)
+	}
+	if v, _ := r.metric(t, "hivedr_applier_halted", map[string]string{"db": "a", "reason": string(ReasonChainBroken)}); v != 0 {
+		t.Errorf("halted chain_broken")
+	}
+}
+
 // TestApplierLookAheadManyDatabases: twenty databases, each with a backlog
 // whose head waits for its files, hold about applier.look_ahead_bytes
 // together (twice it and a fetch at most), not a share of their own each;

@@ -11,6 +11,13 @@ import (
 // after reading it (see cache).
 const dbFresh = time.Second
 
+// heartbeatFresh is how long a heartbeat that finds the chain unbroken
+// trusts the cached copy (worker.stepHeartbeat): such a heartbeat writes
+// nothing, so a stale copy cannot undo a failover's mark (a failover
+// retires the database's worker anyway); it spares the DR metastore one
+// get_database per database per tailer.heartbeat_interval.
+const heartbeatFresh = 30 * time.Second
+
 // cache holds what a worker knows of its own DR database's objects, so an
 // event does not read back what the worker itself just wrote (three of
 // the five metastore calls of a typical event).
@@ -168,7 +175,12 @@ func (c *cache) dropWhole(k TableKey) {
 // cachedDB returns the cached copy of the worker's own database, if there
 // is one read less than dbFresh ago.
 func (c *cache) cachedDB(name string, now time.Time) (db *hive_metastore.Database, ok bool) {
-	if name != c.db || now.Sub(c.dbRead) >= dbFresh {
+	return c.cachedDBWithin(name, now, dbFresh)
+}
+
+// cachedDBWithin is cachedDB trusting a copy read less than fresh ago.
+func (c *cache) cachedDBWithin(name string, now time.Time, fresh time.Duration) (db *hive_metastore.Database, ok bool) {
+	if name != c.db || now.Sub(c.dbRead) >= fresh {
 		return nil, false
 	}
 	db, ok = c.dbs[name]

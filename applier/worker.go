@@ -669,19 +669,29 @@ func (w *worker) heartbeat(ctx context.Context, it *item) bool {
 }
 
 // stepHeartbeat reads the DR database, plans the heartbeat and runs what
-// it asks.
+// it asks. A heartbeat is planned first from the worker's copy of the
+// database when it was read less than heartbeatFresh ago: when that finds
+// the chain unbroken (nothing to write) it is done without a metastore
+// call; anything else is planned again from the database read anew.
 func (w *worker) stepHeartbeat(ctx context.Context, hb *schemas.Heartbeat) (_ Decision, err error) {
+	name := strings.ToLower(w.db)
+	if cur, ok := w.cache.cachedDBWithin(name, time.Now(), heartbeatFresh); ok && cur != nil {
+		d := PlanHeartbeat(HeartbeatInput{DB: w.db, Source: w.a.cfg.Source, Heartbeat: hb, Replica: cur})
+		if d.Outcome == NoOp && d.Reason == ReasonHeartbeat {
+			return d, nil
+		}
+	}
 	if err := w.connect(ctx); err != nil {
 		return Decision{}, err
 	}
 	defer func() { w.disconnect(ctx, err) }()
 	x := w.executor()
-	rep, err := x.read(ctx, Touched{Databases: []string{strings.ToLower(w.db)}})
+	rep, err := x.read(ctx, Touched{Databases: []string{name}})
 	if err != nil {
 		w.cache.reset()
 		return Decision{}, err
 	}
-	cur := rep.Databases[strings.ToLower(w.db)]
+	cur := rep.Databases[name]
 	var accept bool
 	if cur != nil && hb.PreviousEventID != nil {
 		_, accept = cur.Parameters[drparam.SkipKey(*hb.PreviousEventID)]
