@@ -201,6 +201,11 @@ func (a *Applier) Run(ctx context.Context) error {
 			cancel(fmt.Errorf("applier control topic %s: %w", a.cfg.Topics.ApplierControl(), err))
 		}
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.reportLags(ctx)
+	}()
 	err := a.consumeEvents(ctx)
 	cancel(err)
 	wg.Wait()
@@ -212,6 +217,32 @@ func (a *Applier) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// reportLags keeps every worker's lag gauges current, once a second: one
+// goroutine for all the databases, not a ticker each (thousands of
+// databases would wake thousands of goroutines a second).
+func (a *Applier) reportLags(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var ws []*worker
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		a.mu.Lock()
+		ws = ws[:0]
+		for _, w := range a.workers {
+			ws = append(ws, w)
+		}
+		a.mu.Unlock()
+		for _, w := range ws {
+			w.reportLag()
+		}
+		clear(ws)
+	}
 }
 
 // recordSkips writes the operator's skip requests on the DR databases, so

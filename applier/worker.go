@@ -167,18 +167,17 @@ func (w *worker) stopBetween(bound time.Duration) bool {
 // commit) only after its event was applied or found to need nothing.
 func (w *worker) run() {
 	defer close(w.done)
-	defer func() {
-		// What it still queues no longer counts against the others.
-		w.mu.Lock()
-		w.a.buffered.Add(-w.bytes)
-		w.a.m.lookAhead.Sub(float64(w.bytes))
-		w.exited = true
-		w.mu.Unlock()
-	}()
 	ctx := w.ctx
 	defer w.cancel()
 	defer func() {
-		// Whoever owns the database now reports it.
+		// What it still queues no longer counts against the others, and
+		// whoever owns the database now reports it (under w.mu: the lag
+		// reporter sets nothing for an exited worker).
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.a.buffered.Add(-w.bytes)
+		w.a.m.lookAhead.Sub(float64(w.bytes))
+		w.exited = true
 		w.a.m.lagEvents.DeleteLabelValues(w.db)
 		w.a.m.replicaAge.DeleteLabelValues(w.db)
 		w.a.m.rpo.DeleteLabelValues(w.db)
@@ -189,7 +188,7 @@ func (w *worker) run() {
 	if w.a.cfg.RPO != nil {
 		w.a.m.rpo.WithLabelValues(w.db).Set(w.a.cfg.RPO(w.db).Seconds())
 	}
-	go w.reportLag(ctx)
+	w.reportLag()
 	w.delayed = newDelayedRemovals(w.a.cfg.PruneDelay)
 	go w.removeDelayed(ctx)
 	w.log.Info("database worker started", "topic", w.topic)
@@ -1062,36 +1061,31 @@ func (w *worker) recordHalt(ctx context.Context, msg string) (err error) {
 	return w.ms.AlterDatabase(ctx, w.db, db)
 }
 
-// reportLag keeps the lag gauges current.
-func (w *worker) reportLag(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		w.mu.Lock()
-		n, complete, dropped := w.events, w.complete, w.dropped
-		for _, it := range w.queue {
-			if it.ev != nil {
-				// (During a bootstrap the replica is complete only up
-				// to where it was before it, until its END.)
-				if movesComplete(it.ev) {
-					complete = it.ev.EventTime
-				}
-				break
+// reportLag sets the database's lag gauges (Applier.reportLags calls it
+// every second); nothing once the worker has exited.
+func (w *worker) reportLag() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.exited {
+		return
+	}
+	n, complete, dropped := w.events, w.complete, w.dropped
+	for _, it := range w.queue {
+		if it.ev != nil {
+			// (During a bootstrap the replica is complete only up to
+			// where it was before it, until its END.)
+			if movesComplete(it.ev) {
+				complete = it.ev.EventTime
 			}
+			break
 		}
-		w.mu.Unlock()
-		w.a.m.lagEvents.WithLabelValues(w.db).Set(float64(n))
-		switch {
-		case dropped && n == 0:
-			w.a.m.replicaAge.DeleteLabelValues(w.db)
-		case !complete.IsZero():
-			w.a.m.replicaAge.WithLabelValues(w.db).Set(max(0, time.Since(complete).Seconds()))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	}
+	w.a.m.lagEvents.WithLabelValues(w.db).Set(float64(n))
+	switch {
+	case dropped && n == 0:
+		w.a.m.replicaAge.DeleteLabelValues(w.db)
+	case !complete.IsZero():
+		w.a.m.replicaAge.WithLabelValues(w.db).Set(max(0, time.Since(complete).Seconds()))
 	}
 }
 
