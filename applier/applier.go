@@ -219,9 +219,10 @@ func (a *Applier) Run(ctx context.Context) error {
 	return err
 }
 
-// reportLags keeps every worker's lag gauges current, once a second: one
-// goroutine for all the databases, not a ticker each (thousands of
-// databases would wake thousands of goroutines a second).
+// reportLags keeps every worker's lag gauges and the look-ahead gauge
+// (from buffered) current, once a second: one goroutine for all the
+// databases, not a ticker each (thousands of databases would wake
+// thousands of goroutines a second).
 func (a *Applier) reportLags(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -242,6 +243,7 @@ func (a *Applier) reportLags(ctx context.Context) {
 			w.reportLag()
 		}
 		clear(ws)
+		a.m.lookAhead.Set(float64(a.buffered.Load()))
 	}
 }
 

@@ -122,7 +122,6 @@ func (w *worker) grow(d int64) {
 	w.bytes += d
 	if !w.exited {
 		w.a.buffered.Add(d)
-		w.a.m.lookAhead.Add(float64(d))
 	}
 }
 
@@ -176,7 +175,6 @@ func (w *worker) run() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.a.buffered.Add(-w.bytes)
-		w.a.m.lookAhead.Sub(float64(w.bytes))
 		w.exited = true
 		w.a.m.lagEvents.DeleteLabelValues(w.db)
 		w.a.m.replicaAge.DeleteLabelValues(w.db)
