@@ -163,7 +163,11 @@ func MinInsyncReplicas(rf int16) int16 { return min(rf, 2) }
 // distinct layout, with min.insync.replicas set (MinInsyncReplicas), and
 // returns the names it created. Existing topics are
 // left as they are (their partition count and settings are not changed:
-// no role may alter a topic).
+// no role may alter a topic). It returns only once the cluster's
+// metadata shows a leader for each partition of the topics it created or
+// found (one may have been created a moment ago by another role), so a
+// write that follows is not refused with UNKNOWN_TOPIC_OR_PARTITION
+// while the brokers learn of a new topic.
 func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[string]bool, err error) {
 	type layout struct {
 		partitions int32
@@ -222,5 +226,66 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[s
 			}
 		}
 	}
+	var names []string
+	for _, l := range order {
+		names = append(names, groups[l]...)
+	}
+	if err := awaitLeaders(ctx, adm, names, topicReadyTimeout); err != nil {
+		return created, err
+	}
 	return created, nil
+}
+
+// topicReadyTimeout bounds how long Ensure waits for a topic it created
+// to have a leader for every partition.
+const topicReadyTimeout = 60 * time.Second
+
+// awaitLeaders polls the cluster's metadata until every partition of
+// each named topic has a leader, or fails after timeout naming the
+// topics still without one.
+func awaitLeaders(ctx context.Context, adm *kadm.Client, names []string, timeout time.Duration) error {
+	if len(names) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	wait := 20 * time.Millisecond
+	for {
+		pending, err := leaderless(ctx, adm, names)
+		if err == nil && len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("partitions without a leader: %s", strings.Join(pending, ", "))
+			}
+			return fmt.Errorf("topics %v not ready after %s: %w", names, timeout, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// leaderless returns the partitions of names (topic/partition, or the
+// topic alone while the metadata does not know it) that have no leader.
+func leaderless(ctx context.Context, adm *kadm.Client, names []string) ([]string, error) {
+	md, err := adm.Metadata(ctx, names...)
+	if err != nil {
+		return nil, fmt.Errorf("read the metadata of %v: %w", names, err)
+	}
+	var pending []string
+	for _, name := range names {
+		td, ok := md.Topics[name]
+		if !ok || td.Err != nil || len(td.Partitions) == 0 {
+			pending = append(pending, name)
+			continue
+		}
+		for _, p := range td.Partitions.Sorted() {
+			if p.Err != nil || p.Leader < 0 {
+				pending = append(pending, fmt.Sprintf("%s/%d", name, p.Partition))
+			}
+		}
+	}
+	return pending, nil
 }

@@ -101,3 +101,24 @@ func testEnsurePrecreated(t *testing.T) {
 		t.Error("the missing precreated topic was created")
 	}
 }
+
+// TestAwaitLeaders: a topic the cluster knows with a leader per partition
+// is ready at once; a topic it does not know is reported by name when
+// the wait runs out.
+func TestAwaitLeaders(t *testing.T) {
+	ctx, adm := fakeAdmin(t, kfake.NumBrokers(1), kfake.SeedTopics(3, "p.ready"))
+	if err := awaitLeaders(ctx, adm, []string{"p.ready"}, 5*time.Second); err != nil {
+		t.Fatalf("seeded topic: %v", err)
+	}
+	err := awaitLeaders(ctx, adm, []string{"p.ready", "p.absent"}, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "p.absent") || strings.Contains(err.Error(), "p.ready/") {
+		t.Fatalf("absent topic: got %v, want an error naming p.absent only", err)
+	}
+	created, err := Ensure(ctx, adm, Spec{Name: "p.new", Partitions: 4, ReplicationFactor: 1})
+	if err != nil || !created["p.new"] {
+		t.Fatalf("Ensure: created %v, %v", created, err)
+	}
+	if pending, err := leaderless(ctx, adm, []string{"p.new"}); err != nil || len(pending) != 0 {
+		t.Fatalf("after Ensure returned: partitions without a leader %v (%v)", pending, err)
+	}
+}
