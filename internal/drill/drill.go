@@ -381,28 +381,74 @@ func (d *drill) leftovers(ctx context.Context, current string) ([]string, error)
 // applier halted it failed_over when failback wrote on the old primary)
 // and waits until each has gone past its last events: the drop published
 // by its tailer and applied (a no-op), so no applier stays halted on it.
+//
+// One pass is not always enough: the reverse applier may still hold
+// events of the database it had not applied when the drop came (it
+// writes them on the source), and the forward pipeline then carries
+// them back to DR. So each pass waits for the forward applier again past
+// whatever the reverse one wrote, and the passes repeat, for up to the
+// drill's timeout, until one ends with the database on neither site.
 func (d *drill) cleanup(ctx context.Context, files *fs.Router, name string) (string, error) {
+	deadline := time.Now().Add(d.Timeout)
+	var dropped []string
+	removed := 0
+	for pass := 1; ; pass++ {
+		sides, n, err := d.drop(ctx, files, name)
+		if err != nil {
+			return "", err
+		}
+		removed += n
+		for _, s := range sides {
+			if !slices.Contains(dropped, s) {
+				dropped = append(dropped, s)
+			}
+		}
+		if err := d.pastDrops(ctx, name); err != nil {
+			return "", err
+		}
+		left, err := d.present(ctx, name)
+		if err != nil {
+			return "", err
+		}
+		if len(left) == 0 {
+			what := "dropped on " + strings.Join(dropped, " and ")
+			if len(dropped) == 0 {
+				what = "on neither site"
+			}
+			if pass > 1 {
+				what += fmt.Sprintf(" (in %d passes: an applier brought it back meanwhile)", pass)
+			}
+			return fmt.Sprintf("%s; %d file(s) left by the metastores removed; the appliers went past its last events", what, removed), nil
+		}
+		if !time.Now().Before(deadline) {
+			return "", fmt.Errorf("after %d passes in %s, %s is still on %v: an applier keeps bringing it back", pass, d.Timeout, name, left)
+		}
+		d.Log.Info("drill clean-up: an applier brought the scratch database back; dropping it again", "db", name, "pass", pass, "on", left)
+	}
+}
+
+// drop drops name on DR and on the source where it exists, and removes
+// the files the metastores leave; it returns the sides it dropped it on
+// and the number of files removed.
+func (d *drill) drop(ctx context.Context, files *fs.Router, name string) ([]string, int, error) {
 	var dirs []string
 	var dropped []string
-	for _, side := range []struct {
-		what, addr string
-		opts       hms.Options
-	}{{"DR", d.Conf.Applier.Metastore, d.Conf.DRMetastoreOptions()}, {"source", d.Conf.Source.Metastore, d.Conf.SourceMetastoreOptions()}} {
+	for _, side := range d.sites() {
 		ms, err := hms.Dial(ctx, side.addr, side.opts)
 		if err != nil {
-			return "", fmt.Errorf("%s metastore: %w", side.what, err)
+			return nil, 0, fmt.Errorf("%s metastore: %w", side.what, err)
 		}
 		db, err := ms.GetDatabase(ctx, name)
 		switch {
 		case isNotFound(err):
 		case err != nil:
 			ms.Close()
-			return "", fmt.Errorf("get %s database %s: %w", side.what, name, err)
+			return nil, 0, fmt.Errorf("get %s database %s: %w", side.what, name, err)
 		default:
 			dirs = append(dirs, db.LocationUri)
 			if err := ms.DropDatabase(ctx, name, true, true); err != nil && !isNotFound(err) {
 				ms.Close()
-				return "", fmt.Errorf("drop %s database %s: %w", side.what, name, err)
+				return nil, 0, fmt.Errorf("drop %s database %s: %w", side.what, name, err)
 			}
 			dropped = append(dropped, side.what)
 		}
@@ -416,27 +462,68 @@ func (d *drill) cleanup(ctx context.Context, files *fs.Router, name string) (str
 		dirs = append(dirs, loc)
 	}
 	removed, err := removeFiles(ctx, files, dirs)
-	if err != nil {
-		return "", err
-	}
-	pipes := []*config.Config{d.Conf}
-	if d.Rev != nil {
-		pipes = append(pipes, d.Rev)
-	}
-	for _, conf := range pipes {
-		head, err := failover.SourceHead(ctx, conf.Source, conf.SourceMetastoreOptions())
+	return dropped, removed, err
+}
+
+// pastDrops waits for the forward applier, then the reverse one, to go
+// past their sources' heads, then for the forward one again past the
+// source's head as it is then: whatever the reverse applier wrote on the
+// source while it went past the drop has reached DR when it returns.
+func (d *drill) pastDrops(ctx context.Context, name string) error {
+	fwd := func() error {
+		head, err := failover.SourceHead(ctx, d.Conf.Source, d.Conf.SourceMetastoreOptions())
 		if err != nil {
-			return "", err
+			return err
 		}
-		if err := d.pastDrop(ctx, conf, name, head); err != nil {
-			return "", fmt.Errorf("the applier of %s going past the drop: %w", conf.Source.Name, err)
+		if err := d.pastDrop(ctx, d.Conf, name, head); err != nil {
+			return fmt.Errorf("the applier of %s going past the drop: %w", d.Conf.Source.Name, err)
+		}
+		return nil
+	}
+	if err := fwd(); err != nil || d.Rev == nil {
+		return err
+	}
+	head, err := failover.SourceHead(ctx, d.Rev.Source, d.Rev.SourceMetastoreOptions())
+	if err != nil {
+		return err
+	}
+	if err := d.pastDrop(ctx, d.Rev, name, head); err != nil {
+		return fmt.Errorf("the applier of %s going past the drop: %w", d.Rev.Source.Name, err)
+	}
+	return fwd()
+}
+
+// site is one of a drill's two metastores.
+type site struct {
+	what, addr string
+	opts       hms.Options
+}
+
+// sites are DR's metastore and the source's, in the order a clean-up
+// drops a scratch database.
+func (d *drill) sites() []site {
+	return []site{{"DR", d.Conf.Applier.Metastore, d.Conf.DRMetastoreOptions()}, {"source", d.Conf.Source.Metastore, d.Conf.SourceMetastoreOptions()}}
+}
+
+// present returns the sites ("DR", "source") that hold database name.
+func (d *drill) present(ctx context.Context, name string) ([]string, error) {
+	var on []string
+	for _, side := range d.sites() {
+		ms, err := hms.Dial(ctx, side.addr, side.opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s metastore: %w", side.what, err)
+		}
+		_, err = ms.GetDatabase(ctx, name)
+		ms.Close()
+		switch {
+		case isNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("get %s database %s: %w", side.what, name, err)
+		default:
+			on = append(on, side.what)
 		}
 	}
-	what := "dropped on " + strings.Join(dropped, " and ")
-	if len(dropped) == 0 {
-		what = "on neither site"
-	}
-	return fmt.Sprintf("%s; %d file(s) left by the metastores removed; the appliers went past its last events", what, removed), nil
+	return on, nil
 }
 
 // replanEvery is how often pastDrop asks the applier again: a request
