@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -917,4 +918,60 @@ func writeLocal(t *testing.T, loc string) {
 	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRemoveDelayedWakesOnQueue: a worker's remover, asleep with nothing
+// queued, wakes for a removal queued later and removes it once its delay
+// has passed (on the real clock; polled, not timed), then sleeps again
+// and does the next one too.
+func TestRemoveDelayedWakesOnQueue(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const dir = "hdfs://dr:9000/w/t"
+	d1, b2 := dir+"/delta_0000001_0000001_0000/bucket_00000", dir+"/base_0000002/bucket_00000"
+	d3, b4 := dir+"/delta_0000003_0000003_0000/bucket_00000", dir+"/base_0000004/bucket_00000"
+	files := newMemFiles()
+	w := &worker{a: &Applier{cfg: Config{Files: files}}, log: slog.New(slog.DiscardHandler), delayed: newDelayedRemovals(50 * time.Millisecond)}
+	done := make(chan struct{})
+	go func() { defer close(done); w.removeDelayed(ctx) }()
+	left := func(want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var got []string
+			files.mu.Lock()
+			for f := range files.files {
+				got = append(got, f)
+			}
+			files.mu.Unlock()
+			slices.Sort(got)
+			if slices.Equal(got, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("files %q, want %q", got, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	x := &executor{files: files, delayed: w.delayed, clock: time.Now}
+	for _, step := range []struct {
+		put  []string
+		base int64
+		want []string
+	}{
+		{[]string{d1, b2}, 2, []string{b2}},
+		{[]string{d3, b4}, 4, []string{b4}},
+	} {
+		time.Sleep(20 * time.Millisecond) // the remover is asleep on an empty queue
+		for _, f := range step.put {
+			files.put(f)
+		}
+		if err := x.run(ctx, PruneObsolete{Dir: dir, Base: step.base}); err != nil {
+			t.Fatal(err)
+		}
+		left(step.want...)
+	}
+	cancel()
+	<-done
 }

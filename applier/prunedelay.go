@@ -43,6 +43,10 @@ import (
 // delayedRemovals are the removals waiting for their delay.
 type delayedRemovals struct {
 	delay time.Duration
+	// added has a value when a removal was queued since the worker's
+	// remover last looked: an idle worker's remover sleeps on it, not on
+	// a ticker (thousands of databases, thousands of idle workers).
+	added chan struct{}
 	mu    sync.Mutex
 	queue []delayedRemoval // oldest first: every removal waits the same delay
 }
@@ -64,7 +68,7 @@ func newDelayedRemovals(d time.Duration) *delayedRemovals {
 	if d <= 0 {
 		return nil
 	}
-	return &delayedRemovals{delay: d}
+	return &delayedRemovals{delay: d, added: make(chan struct{}, 1)}
 }
 
 // add queues locs, found under dir by what (for event eventID) at now.
@@ -72,6 +76,21 @@ func (q *delayedRemovals) add(now time.Time, dir, what string, eventID int64, lo
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.queue = append(q.queue, delayedRemoval{due: now.Add(q.delay), dir: dir, what: what, locs: locs, eventID: eventID})
+	select {
+	case q.added <- struct{}{}:
+	default:
+	}
+}
+
+// next returns when the first queued removal is due (every later one is
+// due no earlier: all wait the same delay); false when none waits.
+func (q *delayedRemovals) next() (time.Time, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.queue) == 0 {
+		return time.Time{}, false
+	}
+	return q.queue[0].due, true
 }
 
 // take removes and returns the removals due at now.
@@ -191,20 +210,32 @@ func (x *executor) removeStillObsolete(ctx context.Context, r delayedRemoval) er
 }
 
 // removeDelayed runs the worker's delayed removals as they come due,
-// until ctx ends.
+// until ctx ends. It sleeps until the first queued removal is due, or
+// until one is queued when none waits: an idle worker's remover never
+// wakes.
 func (w *worker) removeDelayed(ctx context.Context) {
-	if w.delayed == nil {
+	q := w.delayed
+	if q == nil {
 		return
 	}
-	t := time.NewTicker(min(time.Second, w.delayed.delay))
-	defer t.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
+		var due <-chan time.Time
+		if at, ok := q.next(); ok {
+			timer.Reset(max(time.Until(at), 0))
+			due = timer.C
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-q.added:
+			timer.Stop()
+			continue
+		case <-due:
 		}
-		x := &executor{files: w.a.cfg.Files, delayed: w.delayed, log: w.log}
+		x := &executor{files: w.a.cfg.Files, delayed: q, log: w.log}
 		if err := x.removeDue(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("removing obsolete ACID directories after the prune delay failed; retrying after another delay", "err", err)
 		}
