@@ -350,13 +350,14 @@ func (w *worker) popN(items []*item) {
 	}
 	w.mu.Unlock()
 	// Checkpoint: the offsets are marked only now, after the apply
-	// succeeded; the client commits marked offsets every second and on
-	// revoke or shutdown.
+	// succeeded; they are committed within a second (commitMarked) and
+	// on revoke or shutdown.
 	recs := make([]*kgo.Record, len(items))
 	for i, it := range items {
 		recs[i] = it.rec
 	}
 	w.a.cl.MarkCommitRecords(recs...)
+	w.a.marked.Store(true)
 }
 
 // movesComplete reports whether applying ev makes the replica complete up
@@ -1012,6 +1013,7 @@ func (w *worker) release(n int, dropped map[schemas.EventType]int, last *kgo.Rec
 		total += k
 	}
 	w.a.cl.MarkCommitRecords(last)
+	w.a.marked.Store(true)
 	w.a.m.halted.DeletePartialMatch(map[string]string{"db": w.db})
 	w.log.Warn("halted database released by a bootstrap of it: the records before its BEGIN are skipped (superseded_by_bootstrap)",
 		"reason", reason, "bootstrap", begin.Snapshot.BootstrapID, "cut_event_id", begin.EventID, "skipped_events", total)
