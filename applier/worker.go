@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hivedr/hivedr/internal/drparam"
@@ -61,7 +62,13 @@ type worker struct {
 	// replica to age: its replica_age series is removed (else it would
 	// grow past the RPO and alert forever).
 	dropped bool
-	wake    chan struct{}
+	// lagGauge and ageGauge are the database's lag series, looked up once
+	// per lookupEvery reports (reportLag): a lookup hashes the label, and
+	// the reporter sets every database's series each second. nil: look up.
+	lagGauge, ageGauge prometheus.Gauge
+	reports            int
+
+	wake chan struct{}
 
 	// ms is the DR metastore connection of the step in progress (conn's),
 	// taken from the applier's pool for the step (connect) and given back
@@ -1080,14 +1087,30 @@ func (w *worker) reportLag() {
 			break
 		}
 	}
-	w.a.m.lagEvents.WithLabelValues(w.db).Set(float64(n))
+	// Looked up again now and then: a series deleted by another worker
+	// of the database (a hand-over) would otherwise be set unseen.
+	if w.reports++; w.reports%lookupEvery == 0 {
+		w.lagGauge, w.ageGauge = nil, nil
+	}
+	if w.lagGauge == nil {
+		w.lagGauge = w.a.m.lagEvents.WithLabelValues(w.db)
+	}
+	w.lagGauge.Set(float64(n))
 	switch {
 	case dropped && n == 0:
 		w.a.m.replicaAge.DeleteLabelValues(w.db)
+		w.ageGauge = nil
 	case !complete.IsZero():
-		w.a.m.replicaAge.WithLabelValues(w.db).Set(max(0, time.Since(complete).Seconds()))
+		if w.ageGauge == nil {
+			w.ageGauge = w.a.m.replicaAge.WithLabelValues(w.db)
+		}
+		w.ageGauge.Set(max(0, time.Since(complete).Seconds()))
 	}
 }
+
+// lookupEvery is how many lag reports a worker sets through the series
+// it looked up before it looks them up again.
+const lookupEvery = 30
 
 func sleep(ctx context.Context, d time.Duration) bool {
 	d += time.Duration(rand.Int64N(int64(d)/4 + 1))
