@@ -437,6 +437,7 @@ func TestBootstrapRequestPublishesPagesThenCatchesUp(t *testing.T) {
 	f := newBootFixture(t)
 	f.conf.Replication.Databases = []config.DatabasePolicy{{Name: "sales"}, {Name: "hr"}}
 	f.conf.Tailer.HeartbeatInterval = config.Duration{Duration: time.Nanosecond} // every step
+	f.conf.Tailer.HeartbeatRate = 0                                              // to every database
 	if err := f.conf.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,8 @@ type Tailer struct {
 	inScope        []string        // in-scope databases, for heartbeats
 	lastDBRefresh  time.Time
 	lastHeartbeat  time.Time
-	faulted        bool // a FaultEnv point was reached (fault.go)
+	heartbeatRound int64 // heartbeat rounds begun (dueHeartbeats)
+	faulted        bool  // a FaultEnv point was reached (fault.go)
 
 	// writer names this process in its checkpoints (kafka.HeaderWriter).
 	writer string
@@ -448,7 +449,8 @@ func (t *Tailer) publish(ctx context.Context, evs []hmslog.RawEvent, heartbeat b
 	}
 	var beats []string
 	if heartbeat {
-		for _, db := range t.inScope {
+		t.heartbeatRound++
+		for _, db := range dueHeartbeats(t.inScope, t.heartbeatRound, &t.conf.Replication, t.conf.Tailer) {
 			if !t.bootstrapping(db) { // its topic waits for the bootstrap
 				beats = append(beats, db)
 			}

@@ -485,6 +485,7 @@ func TestTailerChainsEachTopic(t *testing.T) {
 	f := newFixture(t)
 	f.conf.Replication.Databases = []config.DatabasePolicy{{Name: "sales"}, {Name: "hr"}}
 	f.conf.Tailer.HeartbeatInterval = config.Duration{Duration: time.Millisecond}
+	f.conf.Tailer.HeartbeatRate = 0 // to every database every round
 	if err := f.conf.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -350,6 +350,13 @@ type Tailer struct {
 	// HeartbeatInterval is how often each in-scope database topic gets a
 	// heartbeat. Default 5s.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// HeartbeatRate bounds the heartbeat records a second over all the
+	// in-scope databases: while more databases are in scope than
+	// heartbeat_rate x heartbeat_interval, each database's heartbeats go
+	// every few heartbeat_intervals instead of every one (staggered), but
+	// never more than a tenth of the database's rpo apart. 0: every
+	// database every heartbeat_interval. Default 100.
+	HeartbeatRate int `yaml:"heartbeat_rate"`
 	// StartEventID is where a tailer with no checkpoint starts: "latest"
 	// (the log's head when it first starts: the default), "earliest", or an
 	// event ID N (the first event published is N+1).
@@ -417,7 +424,7 @@ const DefaultListRetryFor = 30 * time.Second
 const DefaultChainBrokenLinger = 60 * time.Second
 
 func defaultTailer() Tailer {
-	return Tailer{BatchSize: 1000, PollInterval: Duration{time.Second}, HeartbeatInterval: Duration{5 * time.Second},
+	return Tailer{BatchSize: 1000, PollInterval: Duration{time.Second}, HeartbeatInterval: Duration{5 * time.Second}, HeartbeatRate: 100,
 		StartEventID: "latest", MetricsAddr: "127.0.0.1:" + TailerMetricsPort, ListRetryFor: Duration{DefaultListRetryFor},
 		ChainBrokenLinger: Duration{DefaultChainBrokenLinger}, BootstrapPage: 1000, BootstrapConcurrency: 4,
 		BootstrapOpenTxnWait: Duration{DefaultBootstrapOpenTxnWait}, StallAfter: Duration{DefaultStallAfter}}
@@ -440,6 +447,9 @@ func (t Tailer) Validate() error {
 	}
 	if t.HeartbeatInterval.Duration <= 0 {
 		return fmt.Errorf("tailer.heartbeat_interval: %s must be positive", t.HeartbeatInterval)
+	}
+	if t.HeartbeatRate < 0 {
+		return fmt.Errorf("tailer.heartbeat_rate: %d must not be negative", t.HeartbeatRate)
 	}
 	if t.ListRetryFor.Duration < 0 {
 		return fmt.Errorf("tailer.list_retry_for: %s must not be negative", t.ListRetryFor)
