@@ -261,7 +261,7 @@ func TestBenchIdle(t *testing.T) {
 	procs := []*proc{p.tail, p.copyd, p.apply}
 	loadStart := loadAverage()
 	m0, _ := scrape(applyURL)
-	used, el := idleCPU(p, window)
+	used, el := idleCPU(p, window, nil)
 	m1, _ := scrape(applyURL)
 	loadEnd := loadAverage()
 

@@ -55,6 +55,7 @@ func TestBenchScale(t *testing.T) {
 		dropDR(t, p.env, append(append([]string{}, dbs...), fresh...))
 	})
 	p.userDefaults()
+	tailMetrics := p.withTailerMetrics()
 	p.startAll()
 	applyURL := "http://" + p.metrics + "/metrics"
 
@@ -126,7 +127,7 @@ func TestBenchScale(t *testing.T) {
 	time.Sleep(10 * time.Second)
 
 	procs := []*proc{p.tail, p.copyd, p.apply}
-	used, idleFor := idleCPU(p, window)
+	used, idleFor := idleCPU(p, window, map[string]string{"tail": strings.TrimSuffix(strings.TrimPrefix(tailMetrics, "http://"), "/metrics")})
 
 	// hivedr status over every database.
 	statusStart := time.Now()

@@ -506,6 +506,7 @@ type Replication struct {
 
 	roots    []location.Location
 	mappings []mapping
+	scope    *scopeIndex
 }
 
 // DatabasePolicy puts databases in scope.

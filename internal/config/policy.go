@@ -16,12 +16,61 @@ func (r *Replication) Scope(db string) (*DatabasePolicy, bool) {
 	if len(r.Databases) == 0 {
 		return &everything, true
 	}
+	if ix := r.scope; ix.fits(r.Databases) {
+		// The exact name's entry, unless a pattern listed before it
+		// matches: the same first match, without matching every entry
+		// (thousands of databases listed, asked for each of them).
+		at, exact := ix.exact[db]
+		for _, i := range ix.patterns {
+			if exact && i > at {
+				break
+			}
+			if ok, _ := path.Match(r.Databases[i].Name, db); ok {
+				return &r.Databases[i], true
+			}
+		}
+		if exact {
+			return &r.Databases[at], true
+		}
+		return nil, false
+	}
 	for i := range r.Databases {
 		if ok, _ := path.Match(r.Databases[i].Name, db); ok {
 			return &r.Databases[i], true
 		}
 	}
 	return nil, false
+}
+
+// scopeIndex is Scope's index of replication.databases, made by Validate:
+// the entries naming one database, by name (the first of each), and the
+// entries that are patterns, in order.
+type scopeIndex struct {
+	of       *DatabasePolicy // &Databases[0] when it was made
+	n        int
+	exact    map[string]int
+	patterns []int
+}
+
+func newScopeIndex(ds []DatabasePolicy) *scopeIndex {
+	if len(ds) == 0 {
+		return nil
+	}
+	ix := &scopeIndex{of: &ds[0], n: len(ds), exact: map[string]int{}}
+	for i, d := range ds {
+		if strings.ContainsAny(d.Name, `*?[\`) {
+			ix.patterns = append(ix.patterns, i)
+		} else if _, ok := ix.exact[d.Name]; !ok {
+			ix.exact[d.Name] = i
+		}
+	}
+	return ix
+}
+
+// fits reports whether ix was made of ds as they are (a policy changed
+// after Validate is scanned entry by entry).
+func (ix *scopeIndex) fits(ds []DatabasePolicy) bool {
+	return ix != nil && len(ds) == ix.n && &ds[0] == ix.of
 }
 
 var everything = DatabasePolicy{}
@@ -93,6 +142,7 @@ type mapping struct {
 // compile parses roots and mappings once, longest mapping source first.
 func (r *Replication) compile() error {
 	r.roots, r.mappings = nil, nil
+	r.scope = newScopeIndex(r.Databases)
 	for i, root := range r.SourceRoots {
 		l, err := location.Parse(root)
 		if err != nil {
