@@ -589,6 +589,14 @@ func (h *HDFS) Discard(ctx context.Context, loc, staging string) error {
 
 // Walk calls fn with the location and size of every file under the
 // directory loc, in lexical order. Staging files are skipped.
+//
+// An entry below loc that is gone by the time the walk looks it up (the
+// directory is listed first, then each entry asked for on its own: a
+// writer's staging file renamed into place, a staging directory removed)
+// is passed over, as the listing had been taken a moment later; only loc
+// itself missing is ErrNotExist. (Returned for the entry, the error ended
+// the whole walk, and a caller that reads a missing directory as an empty
+// one took a partition being written to for one without files.)
 func (h *HDFS) Walk(ctx context.Context, loc string, fn func(location string, size int64) error) error {
 	p, err := h.path(loc)
 	if err != nil {
@@ -599,6 +607,9 @@ func (h *HDFS) Walk(ctx context.Context, loc string, fn func(location string, si
 		return err
 	}
 	err = c.Walk(p, func(fp string, info os.FileInfo, err error) error {
+		if err != nil && fp != p && errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}

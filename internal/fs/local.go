@@ -600,6 +600,12 @@ func (*Local) walk(ctx context.Context, name, loc string, fn func(location strin
 	}
 	defer d.Close()
 	return iofs.WalkDir(d.FS(), ".", func(rel string, e iofs.DirEntry, err error) error {
+		// An entry below the directory gone since its directory was
+		// read is passed over (see HDFS.Walk); the directory itself
+		// missing is ErrNotExist.
+		if errors.Is(err, os.ErrNotExist) && rel != "." {
+			return nil
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("walk %s: %w", name, ErrNotExist)
 		}
@@ -613,6 +619,9 @@ func (*Local) walk(ctx context.Context, name, loc string, fn func(location strin
 			return nil
 		}
 		info, err := e.Info()
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // gone since its directory was read
+		}
 		if err != nil {
 			return fmt.Errorf("walk %s: %w", name, err)
 		}
