@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/beltran/gohive/hive_metastore"
@@ -584,7 +585,8 @@ func readRanges(ctx context.Context, kopts []kgo.Opt, ranges map[string][2]int64
 }
 
 // drParameters reads each database's replication parameters from the DR
-// metastore.
+// metastore, on up to drReaders connections at once (thousands of
+// databases, one get_database each: one connection took seconds).
 func drParameters(ctx context.Context, addr string, opts hms.Options, dbs []Database) error {
 	if len(dbs) == 0 {
 		return nil
@@ -592,25 +594,65 @@ func drParameters(ctx context.Context, addr string, opts hms.Options, dbs []Data
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	opts.ConnectTimeout, opts.SocketTimeout = 5*time.Second, 15*time.Second
-	c, err := hms.Dial(ctx, addr, opts)
-	if err != nil {
-		return err // hms.Dial names the address
-	}
-	defer c.Close()
+	readers := min(drReaders, (len(dbs)+drPerReader-1)/drPerReader)
+	next := make(chan int, len(dbs))
 	for i := range dbs {
-		d := &dbs[i]
-		db, err := c.GetDatabase(ctx, d.Database)
-		var nso *hive_metastore.NoSuchObjectException
-		if errors.As(err, &nso) {
-			d.known.dr = true
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("get database %s: %w", d.Database, err)
-		}
-		d.known.dr = true
-		d.fromParameters(db.Parameters)
+		next <- i
 	}
+	close(next)
+	errs := make([]error, readers)
+	var wg sync.WaitGroup
+	for r := range readers {
+		wg.Go(func() {
+			c, err := hms.Dial(ctx, addr, opts)
+			if err != nil {
+				errs[r] = err // hms.Dial names the address
+				cancel()
+				return
+			}
+			defer c.Close()
+			for i := range next {
+				if ctx.Err() != nil {
+					return
+				}
+				if err := drDatabase(ctx, c, &dbs[i]); err != nil {
+					errs[r] = err
+					cancel()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// drReaders bounds the DR metastore connections drParameters opens (its
+// pool is shared with the appliers'); drPerReader is how many databases
+// one connection reads before another is opened.
+const (
+	drReaders   = 4
+	drPerReader = 100
+)
+
+// drDatabase reads d's DR database, if any, into d.
+func drDatabase(ctx context.Context, c *hms.Client, d *Database) error {
+	db, err := c.GetDatabase(ctx, d.Database)
+	var nso *hive_metastore.NoSuchObjectException
+	if errors.As(err, &nso) {
+		d.known.dr = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get database %s: %w", d.Database, err)
+	}
+	d.known.dr = true
+	d.fromParameters(db.Parameters)
 	return nil
 }
 
