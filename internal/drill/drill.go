@@ -387,7 +387,8 @@ func (d *drill) leftovers(ctx context.Context, current string) ([]string, error)
 // writes them on the source), and the forward pipeline then carries
 // them back to DR. So each pass waits for the forward applier again past
 // whatever the reverse one wrote, and the passes repeat, for up to the
-// drill's timeout, until one ends with the database on neither site.
+// drill's timeout, until a pass's drop finds the database on neither
+// site.
 func (d *drill) cleanup(ctx context.Context, files *fs.Router, name string) (string, error) {
 	deadline := time.Now().Add(d.Timeout)
 	var dropped []string
@@ -398,32 +399,31 @@ func (d *drill) cleanup(ctx context.Context, files *fs.Router, name string) (str
 			return "", err
 		}
 		removed += n
+		if pass > 1 && len(sides) == 0 {
+			// Nothing came back since the last pass's waits.
+			what := "dropped on " + strings.Join(dropped, " and ")
+			if len(dropped) == 0 {
+				what = "on neither site"
+			}
+			if pass > 2 {
+				what += fmt.Sprintf(" (in %d passes: an applier brought it back meanwhile)", pass-1)
+			}
+			return fmt.Sprintf("%s; %d file(s) left by the metastores removed; the appliers went past its last events", what, removed), nil
+		}
 		for _, s := range sides {
 			if !slices.Contains(dropped, s) {
 				dropped = append(dropped, s)
 			}
 		}
+		if pass > 1 {
+			if !time.Now().Before(deadline) {
+				return "", fmt.Errorf("after %d passes in %s, %s was still on %v: an applier keeps bringing it back", pass, d.Timeout, name, sides)
+			}
+			d.Log.Info("drill clean-up: an applier brought the scratch database back; dropped it again", "db", name, "pass", pass, "on", sides)
+		}
 		if err := d.pastDrops(ctx, name); err != nil {
 			return "", err
 		}
-		left, err := d.present(ctx, name)
-		if err != nil {
-			return "", err
-		}
-		if len(left) == 0 {
-			what := "dropped on " + strings.Join(dropped, " and ")
-			if len(dropped) == 0 {
-				what = "on neither site"
-			}
-			if pass > 1 {
-				what += fmt.Sprintf(" (in %d passes: an applier brought it back meanwhile)", pass)
-			}
-			return fmt.Sprintf("%s; %d file(s) left by the metastores removed; the appliers went past its last events", what, removed), nil
-		}
-		if !time.Now().Before(deadline) {
-			return "", fmt.Errorf("after %d passes in %s, %s is still on %v: an applier keeps bringing it back", pass, d.Timeout, name, left)
-		}
-		d.Log.Info("drill clean-up: an applier brought the scratch database back; dropping it again", "db", name, "pass", pass, "on", left)
 	}
 }
 
@@ -470,27 +470,23 @@ func (d *drill) drop(ctx context.Context, files *fs.Router, name string) ([]stri
 // source's head as it is then: whatever the reverse applier wrote on the
 // source while it went past the drop has reached DR when it returns.
 func (d *drill) pastDrops(ctx context.Context, name string) error {
-	fwd := func() error {
-		head, err := failover.SourceHead(ctx, d.Conf.Source, d.Conf.SourceMetastoreOptions())
+	past := func(conf *config.Config) error {
+		head, err := failover.SourceHead(ctx, conf.Source, conf.SourceMetastoreOptions())
 		if err != nil {
 			return err
 		}
-		if err := d.pastDrop(ctx, d.Conf, name, head); err != nil {
-			return fmt.Errorf("the applier of %s going past the drop: %w", d.Conf.Source.Name, err)
+		if err := d.pastDrop(ctx, conf, name, head); err != nil {
+			return fmt.Errorf("the applier of %s going past the drop: %w", conf.Source.Name, err)
 		}
 		return nil
 	}
-	if err := fwd(); err != nil || d.Rev == nil {
+	if err := past(d.Conf); err != nil || d.Rev == nil {
 		return err
 	}
-	head, err := failover.SourceHead(ctx, d.Rev.Source, d.Rev.SourceMetastoreOptions())
-	if err != nil {
+	if err := past(d.Rev); err != nil {
 		return err
 	}
-	if err := d.pastDrop(ctx, d.Rev, name, head); err != nil {
-		return fmt.Errorf("the applier of %s going past the drop: %w", d.Rev.Source.Name, err)
-	}
-	return fwd()
+	return past(d.Conf)
 }
 
 // site is one of a drill's two metastores.
@@ -503,27 +499,6 @@ type site struct {
 // drops a scratch database.
 func (d *drill) sites() []site {
 	return []site{{"DR", d.Conf.Applier.Metastore, d.Conf.DRMetastoreOptions()}, {"source", d.Conf.Source.Metastore, d.Conf.SourceMetastoreOptions()}}
-}
-
-// present returns the sites ("DR", "source") that hold database name.
-func (d *drill) present(ctx context.Context, name string) ([]string, error) {
-	var on []string
-	for _, side := range d.sites() {
-		ms, err := hms.Dial(ctx, side.addr, side.opts)
-		if err != nil {
-			return nil, fmt.Errorf("%s metastore: %w", side.what, err)
-		}
-		_, err = ms.GetDatabase(ctx, name)
-		ms.Close()
-		switch {
-		case isNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("get %s database %s: %w", side.what, name, err)
-		default:
-			on = append(on, side.what)
-		}
-	}
-	return on, nil
 }
 
 // replanEvery is how often pastDrop asks the applier again: a request
