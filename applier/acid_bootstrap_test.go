@@ -302,6 +302,9 @@ func TestPlanWriteIDs(t *testing.T) {
 					t.Errorf("remade table not marked new: %v", tb.Parameters)
 				}
 			}},
+		{name: "DR holds valid a write the snapshot has aborted (an earlier table of the name): made anew", ev: rec(w3),
+			state: drState(begun(), drACID(orders, 30)), writeIDs: state(3, nil, nil), outcome: Apply,
+			actions: []string{prune, "remove sales.orders with its write-id bookkeeping (data kept)", "create table sales.orders", set("[2]"), progress}},
 		{name: "DR aborted a write the snapshot has valid: made anew", ev: rec(w3), state: drState(begun(), drACID(orders, 30)),
 			writeIDs: state(3, nil, []int64{1, 2}), outcome: Apply,
 			actions: []string{prune, "remove sales.orders with its write-id bookkeeping (data kept)", "create table sales.orders", set("[2]"), progress}},

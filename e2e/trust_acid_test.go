@@ -193,3 +193,55 @@ func TestTrustBootstrapAbortedMark(t *testing.T) {
 	r.converge(5 * time.Minute)
 	verifyClean(t, r.conf, r.db1, r.db2)
 }
+
+// TestTrustRebootstrapRecreatedTable: a bootstrap whose cut comes before
+// a transactional table is dropped and made again at the source (same
+// shape) reads the new table, while DR still holds the old one. The new
+// table's state (write ID 1 aborted, 2 committed) has the high-water
+// mark of the old one's on DR (1 and 2 committed): DR must take the
+// snapshot's state, not keep the old table's, whose write ID 1 a DR
+// reader would count valid (soak seed 1796622539598896547). The tailer
+// is stopped while the source changes and more events than one of its
+// batches come before the drop, so it takes the bootstrap request with
+// its cut before the drop.
+func TestTrustRebootstrapRecreatedTable(t *testing.T) {
+	env := testenv.Require(t)
+	r := newAcidSource(t, env, "trustrr")
+	notes := acidWrite{3, -1, false} // db2's insert-only, unpartitioned table
+	r.pipeline = newPipeline(t, env, []string{r.db1, r.db2}, currentEventID(t, r.ctx, r.src))
+	r.startAll()
+	r.requestBootstrap([]string{r.db1, r.db2}, nil)
+	r.bootstrapsDone(5 * time.Minute)
+	r.txn(true, notes)
+	r.txn(true, notes)
+	r.converge(5 * time.Minute)
+	first := bootstrapDone(r.ctx, r.dr, r.db2)
+
+	r.tail.stop(t)
+	batch := r.cfg.Tailer.BatchSize
+	for i := 0; i < batch/2+10; i++ { // two events each, excluded from the scope
+		if err := r.w.CreateTable(r.ctx, r.db1, "tmp_filler", wl.TableSpec{Columns: []string{"id int"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.w.DropTable(r.ctx, r.db1, "tmp_filler", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.w.DropTable(r.ctx, r.db2, "notes", true); err != nil {
+		t.Fatal(err)
+	}
+	spec := wl.ACIDTableSpec{Columns: []string{"id bigint", "amount double", "note string"}, InsertOnly: true}
+	if err := r.w.CreateACIDTable(r.ctx, r.db2, "notes", spec); err != nil {
+		t.Fatal(err)
+	}
+	r.txn(false, notes)
+	r.txn(true, notes)
+	r.requestBootstrap([]string{r.db2}, nil)
+	r.startTail()
+	eventually(t, 5*time.Minute, "the second bootstrap of "+r.db2+" done on DR", func() bool {
+		r.checkAlive()
+		done := bootstrapDone(r.ctx, r.dr, r.db2)
+		return done != "" && done != first
+	})
+	r.converge(5 * time.Minute)
+}
