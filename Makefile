@@ -59,12 +59,13 @@ unit:
 	CGO_ENABLED=1 $(GO) test -tags soak -race -count=1 $(UNITFLAGS) -run '^TestSoak(Diff|Model)' ./e2e/
 	cd third_party/colinmarc-hdfs && CGO_ENABLED=1 $(GO) test -race -shuffle=$(SHUFFLE) -count=1 $(UNITFLAGS) ./internal/rpc/ ./internal/transfer/
 
-## e2e: tests on the real local stacks (fails if one is not up), in a random order (SHUFFLE); the
-## build first fills the build cache, so whichever test runs the hivedr binary first only links it
-## within its deadline
+## e2e: tests on the real local stacks (fails if one is not up), in a random order (SHUFFLE), through
+## e2e/stack/e2e.sh: the secured stacks' tests in a second go test process beside the others
+## (E2E_SPLIT=0: one process); the build first fills the build cache, so whichever test runs the
+## hivedr binary first only links it within its deadline
 e2e:
 	$(GO) build -o /dev/null ./cmd/hivedr
-	$(GO) test -shuffle=$(SHUFFLE) -count=1 -timeout 50m -v ./e2e/
+	GO=$(GO) SHUFFLE=$(SHUFFLE) bash e2e/stack/e2e.sh
 
 ## fuzz: each fuzz target of a decoder of untrusted input (notifications, Thrift JSON, Avro, config,
 ## locations, and the DataNode and NameNode bytes internal/hdfscrc reads) for FUZZTIME (default 30s); crashers land
