@@ -528,25 +528,10 @@ func (d *Daemon) commit(ctx context.Context, sess *kgo.GroupTransactSession, w *
 	if err := sess.Begin(); err != nil {
 		return &sessionError{fmt.Errorf("copyd: begin transaction: %w", err)}
 	}
-	var (
-		mu       sync.Mutex
-		firstErr error
-		pwg      sync.WaitGroup
-	)
-	for _, rec := range recs {
-		pwg.Add(1)
-		sess.Produce(ectx, rec, func(_ *kgo.Record, err error) {
-			defer pwg.Done()
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = fmt.Errorf("copyd: produce completion: %w", err)
-				}
-				mu.Unlock()
-			}
-		})
+	firstErr := kafka.ProduceAll(ectx, sess, recs)
+	if firstErr != nil {
+		firstErr = fmt.Errorf("copyd: completions: %w", firstErr)
 	}
-	pwg.Wait()
 	try := kgo.TryCommit
 	if firstErr != nil {
 		try = kgo.TryAbort

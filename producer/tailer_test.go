@@ -22,37 +22,8 @@ import (
 	"github.com/hivedr/hivedr/internal/hmslog"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/schemas"
+	"github.com/hivedr/hivedr/schemas/schematest"
 )
-
-// memRegistry is an in-memory schemas.Registry for unit tests.
-type memRegistry struct {
-	mu   sync.Mutex
-	ids  map[string]int
-	byID []string
-}
-
-func (r *memRegistry) Register(_ context.Context, _, schema string) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ids == nil {
-		r.ids = map[string]int{}
-	}
-	if id, ok := r.ids[schema]; ok {
-		return id, nil
-	}
-	r.byID = append(r.byID, schema)
-	r.ids[schema] = len(r.byID)
-	return len(r.byID), nil
-}
-
-func (r *memRegistry) SchemaByID(_ context.Context, id int) (string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if id < 1 || id > len(r.byID) {
-		return "", fmt.Errorf("no schema %d", id)
-	}
-	return r.byID[id-1], nil
-}
 
 // memSource is a notification log in memory.
 type memSource struct {
@@ -130,7 +101,7 @@ func newFixture(t *testing.T) *fixture {
 	if err := conf.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	serde, err := schemas.NewSerde(context.Background(), &memRegistry{})
+	serde, err := schemas.NewSerde(context.Background(), &schematest.Registry{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,14 +14,18 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/hivedr/hivedr/internal/buildinfo"
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/connect"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hmslog"
+	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/metrics"
 	"github.com/hivedr/hivedr/internal/retry"
 	"github.com/hivedr/hivedr/producer"
+	"github.com/hivedr/hivedr/producer/cdc"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -148,7 +152,15 @@ func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
 		return err
 	}
 	m := producer.NewMetrics()
-	if _, err := serveHTTP(ctx, "tail", metrics.Pipeline(conf), conf.Tailer.MetricsAddr, withKerberos(m, conf), tailerChecks(conf), log); err != nil {
+	var reg metrics.Registerer = m
+	var view *cdc.View
+	if conf.Tailer.CDC.Enabled {
+		if view, err = newView(conf, serde, log); err != nil {
+			return err
+		}
+		reg = registerers{m, view.Metrics()}
+	}
+	if _, err := serveHTTP(ctx, "tail", metrics.Pipeline(conf), conf.Tailer.MetricsAddr, withKerberos(reg, conf), tailerChecks(conf), log); err != nil {
 		return err
 	}
 	// The source filesystems list external tables' new directories (the
@@ -178,5 +190,44 @@ func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if view != nil {
+		// The view goes its own way: stopped at a record it cannot read,
+		// it says so, and the tailer goes on.
+		vctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := view.Run(vctx); err != nil {
+				log.Error("change view stopped; the tailer and DR replication go on", "err", err)
+			}
+		}()
+		defer func() { cancel(); <-done }()
+	}
 	return t.Run(ctx)
+}
+
+// newView is the change view of tailer.cdc: it registers its schemas
+// under its topics' subjects in the same registry as the tailer's.
+func newView(conf *config.Config, events *schemas.Serde, log *slog.Logger) (*cdc.View, error) {
+	ropts, err := connect.Registry(conf.SchemaRegistry)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := sr.NewClient(ropts...)
+	if err != nil {
+		return nil, fmt.Errorf("schema registry %s: %w", conf.SchemaRegistry.URL, err)
+	}
+	codec, err := cdc.NewCodec(schemas.NewSRRegistry(rc))
+	if err != nil {
+		return nil, err
+	}
+	kopts, err := kafkaOpts(conf)
+	if err != nil {
+		return nil, err
+	}
+	return cdc.New(cdc.Config{
+		Topics: kafka.Topics{Prefix: conf.Kafka.TopicPrefix}, Source: conf.Source.Name, Version: buildinfo.Get().Version,
+		KafkaOpts: kopts, Events: events, Codec: codec, ReplicationFactor: conf.Kafka.ReplicationFactor,
+		Precreated: conf.Kafka.PrecreatedTopics, TopicConfigs: conf.Tailer.CDC.TopicConfigs, Logger: log,
+	}), nil
 }

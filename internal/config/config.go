@@ -396,6 +396,26 @@ type Tailer struct {
 	// call with no deadline, a deadlock). A loop that fails and retries
 	// still goes round. Default 10m; 0 disables the check.
 	StallAfter Duration `yaml:"stall_after"`
+	// CDC is the change view: the tailer also writes each replicated
+	// database's objects' changes, in Debezium's shape and keyed by
+	// object, to a compacted topic <prefix>.cdc.<db>, for Flink, Kafka
+	// Connect and other consumers (docs/change-topics.md). Off by
+	// default.
+	CDC CDC `yaml:"cdc"`
+}
+
+// CDC configures the change view (tailer.cdc).
+type CDC struct {
+	// Enabled turns the change view on. It reads the event topics and
+	// writes its own in Kafka transactions of its own; a failure there
+	// stops only the view, never the tailer. Default false.
+	Enabled bool `yaml:"enabled"`
+	// TopicConfigs are more Kafka topic configs for the view's topics
+	// when the tailer creates them (they are created compacted, one
+	// partition each), e.g. segment.ms, min.cleanable.dirty.ratio,
+	// delete.retention.ms. cleanup.policy, if given, must include
+	// compact.
+	TopicConfigs map[string]string `yaml:"topic_configs"`
 }
 
 // DefaultStallAfter is tailer.stall_after's, copyd.stall_after's and
@@ -456,6 +476,9 @@ func (t Tailer) Validate() error {
 	}
 	if t.ChainBrokenLinger.Duration < 0 {
 		return fmt.Errorf("tailer.chain_broken_linger: %s must not be negative", t.ChainBrokenLinger)
+	}
+	if p, ok := t.CDC.TopicConfigs["cleanup.policy"]; ok && !strings.Contains(p, "compact") {
+		return fmt.Errorf("tailer.cdc.topic_configs: cleanup.policy %q must include compact (the view keeps each object's latest record)", p)
 	}
 	if t.BootstrapPage < 1 || t.BootstrapPage > 100000 {
 		return fmt.Errorf("tailer.bootstrap_page: %d must be between 1 and 100000", t.BootstrapPage)

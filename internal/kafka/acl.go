@@ -54,6 +54,8 @@ type Names struct {
 	TailerTransactionalID string
 	CopydGroup            string
 	ApplierGroup          string
+	// CDC: the tailer also writes the change view (tailer.cdc.enabled).
+	CDC bool
 }
 
 // ACL allows one role some operations on resources of one name.
@@ -95,7 +97,7 @@ func RoleACLs(role Role, n Names) []ACL {
 	}
 	switch role {
 	case RoleTailer:
-		return []ACL{
+		acls := []ACL{
 			acl(ResourceTopic, Prefixed, events, "creates each database's topic, publishes its events, reads its newest records at start (the chain)", create, write, read),
 			acl(ResourceTopic, Literal, t.Manifests(), "creates it, publishes copy tasks", create, write),
 			acl(ResourceTopic, Literal, t.Completions(), "creates it at start (copyd writes it); reads completions to release bootstraps' HDFS snapshots", create, read),
@@ -103,6 +105,13 @@ func RoleACLs(role Role, n Names) []ACL {
 			acl(ResourceTopic, Literal, t.Control(), "creates it, reads bootstrap requests", create, read),
 			acl(ResourceTransactionalID, Literal, n.TailerTransactionalID, "one transaction per batch; fences an older tailer", write),
 		}
+		if n.CDC {
+			acls = append(acls,
+				acl(ResourceTopic, Prefixed, t.Prefix+".cdc", "the change view: creates each database's view topic and the heartbeat topic, writes them, reads its own back at start", create, write, read),
+				acl(ResourceGroup, Literal, t.CDCGroup(), "the change view reads the event topics in this group, its offsets committed in its transactions", read),
+				acl(ResourceTransactionalID, Literal, t.CDCTransactionalID(), "the change view's transactions; fences an older view", write))
+		}
+		return acls
 	case RoleCopyd:
 		return []ACL{
 			acl(ResourceTopic, Literal, t.Manifests(), "consumes copy tasks", read),

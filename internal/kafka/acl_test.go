@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -210,6 +211,29 @@ func TestCopydTransactionalIDs(t *testing.T) {
 	} {
 		if got := grant != "" && strings.HasPrefix(c.id, grant); got != c.want {
 			t.Errorf("dr1's copyd ACL %q covers %q: %v, want %v", grant, c.id, got, c.want)
+		}
+	}
+}
+
+func TestRoleACLsChangeView(t *testing.T) {
+	n := Names{Topics: Topics{Prefix: "p"}, TailerTransactionalID: "hivedr-tailer-s"}
+	without := RoleACLs(RoleTailer, n)
+	n.CDC = true
+	with := RoleACLs(RoleTailer, n)
+	if len(with) != len(without)+3 {
+		t.Fatalf("%d ACLs with the change view, %d without: want 3 more", len(with), len(without))
+	}
+	want := map[string]bool{"TOPIC PREFIXED p.cdc": false, "GROUP LITERAL p-cdc": false, "TRANSACTIONAL_ID LITERAL p-cdc": false}
+	for _, a := range with[len(without):] {
+		k := fmt.Sprintf("%v %v %s", a.Resource, a.Pattern, a.Name)
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected ACL %s", k)
+		}
+		want[k] = true
+	}
+	for k, seen := range want {
+		if !seen {
+			t.Errorf("no ACL %s", k)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -86,6 +87,31 @@ func (t Topics) CopydTransactionalID(instance string) string {
 	return t.CopydTransactionalIDPrefix() + instance
 }
 
+// CDC is the change view of one database (the tailer's cdc section): its
+// objects' changes in Debezium's shape, keyed by object, compacted.
+func (t Topics) CDC(db string) string { return t.Prefix + ".cdc." + db }
+
+// CDCPattern matches every database's change view topic; the submatch is
+// the database name.
+func (t Topics) CDCPattern() *regexp.Regexp {
+	return regexp.MustCompile("^" + regexp.QuoteMeta(t.Prefix+".cdc.") + "(.+)$")
+}
+
+// CDCHeartbeats carries the change view's heartbeats, keyed by database.
+// A hyphen keeps it apart from every CDC(db): the metastore's database
+// names have none.
+func (t Topics) CDCHeartbeats() string { return t.Prefix + ".cdc-heartbeats" }
+
+// CDCTransactionalID is the transactional ID, and CDCGroup the consumer
+// group, of the change view: one per pipeline, so a restarted view fences
+// its older self.
+func (t Topics) CDCTransactionalID() string { return t.Prefix + "-cdc" }
+
+// CDCGroup is the consumer group the change view reads the event topics
+// with; its committed offsets go with the view's records in one
+// transaction.
+func (t Topics) CDCGroup() string { return t.Prefix + "-cdc" }
+
 var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
 // CheckName returns an error naming topic when Kafka would refuse it.
@@ -111,6 +137,26 @@ type Spec struct {
 	// Precreated: the topic is made by someone else (kafka.precreated_topics);
 	// Ensure only checks that it exists.
 	Precreated bool
+	// Configs are more topic configs to create it with (a compacted
+	// topic's segment.ms, say); they override the fields above.
+	Configs map[string]string
+}
+
+// configsKey is cs as one comparable string, sorted by key.
+func configsKey(cs map[string]string) string {
+	keys := make([]string, 0, len(cs))
+	for k := range cs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(cs[k])
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // checkPrecreated checks that the topics of specs exist, naming each
@@ -175,8 +221,10 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[s
 		compact    bool
 		retention  time.Duration
 		maxBytes   int32
+		configs    string
 	}
 	groups := map[layout][]string{}
+	extra := map[string]map[string]string{} // by layout's configs
 	var order []layout
 	var precreated []Spec
 	for _, s := range specs {
@@ -187,7 +235,8 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[s
 			precreated = append(precreated, s)
 			continue
 		}
-		l := layout{s.Partitions, s.ReplicationFactor, s.Compact, s.Retention, s.MaxMessageBytes}
+		l := layout{s.Partitions, s.ReplicationFactor, s.Compact, s.Retention, s.MaxMessageBytes, configsKey(s.Configs)}
+		extra[l.configs] = s.Configs
 		if _, ok := groups[l]; !ok {
 			order = append(order, l)
 		}
@@ -209,6 +258,9 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs ...Spec) (created map[s
 		}
 		if l.rf > 0 {
 			cfg["min.insync.replicas"] = kadm.StringPtr(strconv.Itoa(int(MinInsyncReplicas(l.rf))))
+		}
+		for k, v := range extra[l.configs] {
+			cfg[k] = kadm.StringPtr(v)
 		}
 		res, err := adm.CreateTopics(ctx, l.partitions, l.rf, cfg, groups[l]...)
 		if err != nil {

@@ -162,6 +162,10 @@ log.retention.hours=168
 # gives one topic a tiny retention.ms sees its old segments deleted at
 # once (TestApplierChainBrokenRetention); the check costs little here.
 log.retention.check.interval.ms=1000
+# The log cleaner looks for topics to compact every second (default 15
+# seconds), so a test of a compacted topic sees it compacted soon
+# (TestStreamCompaction).
+log.cleaner.backoff.ms=1000
 
 # Two cores on the test machine.
 num.network.threads=2
