@@ -108,10 +108,18 @@ func startHivedr(t *testing.T, name string, args ...string) *proc {
 // environment.
 func startHivedrEnv(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(hivedrBin(t), args...), out: &syncBuffer{}, done: make(chan struct{})}
+	cmd := exec.Command(hivedrBin(t), args...)
 	if len(env) > 0 {
-		p.cmd.Env = append(os.Environ(), env...)
+		cmd.Env = append(os.Environ(), env...)
 	}
+	return startProc(t, name, cmd)
+}
+
+// startProc starts cmd, its output kept; the process is killed when the
+// test ends, and its output's end logged if the test failed.
+func startProc(t *testing.T, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -180,3 +180,18 @@ func gaugeValue(g prometheus.Gauge) float64 {
 	}
 	return pb.GetGauge().GetValue()
 }
+
+// EventsPublished is the number of event records published to the
+// database topics (an event on two databases' topics counts twice).
+func (m *Metrics) EventsPublished() int64 {
+	ch := make(chan prometheus.Metric, 64)
+	go func() { m.eventsPublished.Collect(ch); close(ch) }()
+	var n float64
+	for c := range ch {
+		var pb dto.Metric
+		if c.Write(&pb) == nil {
+			n += pb.GetCounter().GetValue()
+		}
+	}
+	return int64(n)
+}

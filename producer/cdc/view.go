@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -580,3 +581,13 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 
 // Metrics returns the view's metrics, to register.
 func (v *View) Metrics() *Metrics { return v.m }
+
+// Events is the number of event records the view has derived and
+// committed or is about to (hivedr_cdc_events_total).
+func (m *Metrics) Events() int64 {
+	var pb dto.Metric
+	if err := m.events.Write(&pb); err != nil {
+		return 0
+	}
+	return int64(pb.GetCounter().GetValue())
+}
