@@ -147,6 +147,13 @@ type soakLeeway struct {
 	// table's high-water mark with no open or aborted write ID
 	// (tornWriteIDs). Counted in past.
 	leaving func(table string) bool
+	// laterLess tells whether a DR table's state is a later one's (see
+	// later) less files the source removed after N: a bootstrap's
+	// snapshot reads each table at its stamp, past the cut DR's
+	// repl.last.id shows until the catch-up passes it, and a file it
+	// listed that the source removed before it was copied (a compaction's
+	// cleaner, a drop) cannot be on DR. Counted in past.
+	laterLess func(table string, st soakTableState) bool
 }
 
 // diff describes how s (DR's) differs from want (the model's), "" when
@@ -168,7 +175,7 @@ func (s soakState) diff(want soakState, lee *soakLeeway) string {
 			if !inDR {
 				st = nil
 			}
-			if lee.later(name, st) {
+			if lee.later(name, st) || inDR && lee.laterLess != nil && lee.laterLess(name, a) {
 				lee.past++
 				continue
 			}
@@ -873,6 +880,60 @@ func (m *soakModel) tableLater(db string, n int64, table string, st *soakTableSt
 	return false
 }
 
+// laterLess reports whether st is table's state in a state of db the
+// model recorded after event n with the same valid write IDs, less files
+// (or partitions) the source removed after n: DR holds no file the
+// later state lacks, and every one of its files DR lacks is gone from
+// the source since (removedLater).
+func (m *soakModel) laterLess(db string, n int64, table string, st soakTableState) bool {
+	m.mu.Lock()
+	var cands []soakTableState
+	for _, s := range m.steps[db] {
+		if !s.done || s.before < n {
+			continue
+		}
+		if t, ok := s.state[table]; ok && t.Valid == st.Valid {
+			cands = append(cands, t)
+		}
+	}
+	m.mu.Unlock()
+	for _, t := range cands {
+		if m.lessGone(db, n, table, st, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// lessGone reports whether DR's table dr is t less what the source
+// removed after n.
+func (m *soakModel) lessGone(db string, n int64, table string, dr, t soakTableState) bool {
+	for _, p := range unionKeysOf(dr.Parts, t.Parts) {
+		df, inDR := dr.Parts[p]
+		sf, inState := t.Parts[p]
+		switch {
+		case !inState:
+			return false
+		case !inDR:
+			if !m.removedLater(db, n, table, p, "") {
+				return false
+			}
+			continue
+		}
+		for _, f := range df {
+			if !slices.Contains(sf, f) {
+				return false
+			}
+		}
+		for _, f := range sf {
+			if !slices.Contains(df, f) && !m.removedLater(db, n, table, p, f) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // leavesName reports whether db's first step with events after event n
 // removes table from its name (drops it, drops it and makes it again, or
 // renames it away). The workload's steps do that with their first
@@ -1031,6 +1092,9 @@ func (c *soakChecker) sample(ctx context.Context, dbs []string) error {
 		},
 		reborn:  func(table, part, file string) bool { return c.model.reborn(db, n1, table, part, file) },
 		leaving: func(table string) bool { return c.model.leavesName(db, n1, table) },
+		laterLess: func(table string, st soakTableState) bool {
+			return c.model.laterLess(db, n1, table, st)
+		},
 	}
 	d := st.diff(want, &lee)
 	c.early += lee.early
