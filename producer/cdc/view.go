@@ -183,6 +183,19 @@ func (v *View) session(ctx context.Context) error {
 		if err != nil {
 			return err // the index may be ahead of Kafka: the next session reads it again
 		}
+		// A topic whose head waits for another's copy stops being
+		// fetched once its queue holds a batch, so waiting costs no more
+		// memory than that.
+		var pause, resume []string
+		for topic, q := range b.queues {
+			if len(q) >= c.MaxRecords {
+				pause = append(pause, topic)
+			} else {
+				resume = append(resume, topic)
+			}
+		}
+		sess.Client().PauseFetchTopics(pause...)
+		sess.Client().ResumeFetchTopics(resume...)
 		if len(done) == 0 {
 			continue
 		}
