@@ -79,7 +79,8 @@ func runTail(args []string, stdout, stderr io.Writer) int {
 	fl, cf := newFlagSet("tail", "Usage: hivedr tail [flags]\n\nPublish the source metastore's notification log to Kafka: one ordered topic per\n"+
 		"database, copy tasks for the files events reference, and the tailer's checkpoint, in\n"+
 		"one transaction per batch. Exits 3 when the chain of events is broken (purged log), after\n"+
-		"serving its metrics for tailer.chain_broken_linger (default 60s; SIGTERM ends it at once).", stdout, stderr)
+		"serving its metrics for tailer.chain_broken_linger (default 60s; SIGTERM ends it at once).\n"+
+		"With tailer.cdc.enabled it also writes the change view, <prefix>.cdc.<db> (docs/change-topics.md).", stdout, stderr)
 	metricsAddr := metricsAddrFlag(fl)
 	linger := fl.Duration("chain-broken-linger", 0, "on CHAIN_BROKEN, serve /metrics this long before exiting 3, overriding tailer.chain_broken_linger (0: exit at once)")
 	conf, log, err := setup(fl, cf, args)
