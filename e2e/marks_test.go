@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,13 +42,30 @@ func TestCopydMarksEvents(t *testing.T) {
 	// identical (an external partition's files are listed when the tailer
 	// publishes an event, so an earlier event of it may name a file a
 	// later insert wrote: the later one's copy moves the mark on).
-	newest := map[string]int64{}
-	for _, d := range readTopic(t, env, serde(t, env), kafka.Topics{Prefix: p.prefix}.Completions()) {
-		c, ok := d.value.(*schemas.CopyCompletion)
-		if ok && c.Database == db && (c.Status == schemas.StatusCopied || c.Status == schemas.StatusSkippedIdentical) {
-			newest[c.TargetURI] = max(newest[c.TargetURI], c.EventID)
+	// DR holds a file once copyd renamed it into place, a moment before
+	// the transaction with its completion commits: the completions are
+	// waited for, not read once.
+	var newest map[string]int64
+	var seen []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("completions of %s: %v", db, seen)
 		}
-	}
+	}()
+	eventually(t, time.Minute, "a completion of each of the partition's 4 files", func() bool {
+		newest, seen = map[string]int64{}, nil
+		for _, d := range readTopic(t, env, serde(t, env), kafka.Topics{Prefix: p.prefix}.Completions()) {
+			c, ok := d.value.(*schemas.CopyCompletion)
+			if !ok || c.Database != db {
+				continue
+			}
+			seen = append(seen, fmt.Sprintf("%s %d %s", c.TargetURI, c.EventID, c.Status))
+			if c.Status == schemas.StatusCopied || c.Status == schemas.StatusSkippedIdentical {
+				newest[c.TargetURI] = max(newest[c.TargetURI], c.EventID)
+			}
+		}
+		return len(newest) >= 4
+	})
 	for target, want := range newest {
 		id, marked, err := p.drFS.EventMark(p.ctx, target)
 		if err != nil || !marked || id != want {
