@@ -156,7 +156,7 @@ func (v *View) session(ctx context.Context) error {
 	if err := v.ensure(ctx, adm, c.Topics.CDCHeartbeats(), false); err != nil {
 		return err
 	}
-	idx, err := v.rebuild(ctx, sess.Client(), adm)
+	idx, err := v.rebuild(ctx, adm)
 	if err != nil {
 		return err
 	}
@@ -490,7 +490,7 @@ func (v *View) ensure(ctx context.Context, adm *kadm.Client, topic string, compa
 // was fenced first, so the topics hold what its last committed
 // transaction left, the same transaction as the offsets the group
 // resumes from.
-func (v *View) rebuild(ctx context.Context, cl *kgo.Client, adm *kadm.Client) (*Index, error) {
+func (v *View) rebuild(ctx context.Context, adm *kadm.Client) (*Index, error) {
 	start := time.Now()
 	td, err := adm.ListTopics(ctx)
 	if err != nil {
@@ -498,28 +498,38 @@ func (v *View) rebuild(ctx context.Context, cl *kgo.Client, adm *kadm.Client) (*
 	}
 	idx := NewIndex()
 	pattern := v.cfg.Topics.CDCPattern()
-	read := 0
+	var topics []string
 	for _, topic := range td.Names() {
-		if !pattern.MatchString(topic) {
-			continue
+		if pattern.MatchString(topic) {
+			topics = append(topics, topic)
+			v.ensured[topic] = true
 		}
-		v.ensured[topic] = true
-		starts, err := adm.ListStartOffsets(ctx, topic)
+	}
+	read := 0
+	if len(topics) > 0 {
+		starts, err := adm.ListStartOffsets(ctx, topics...)
 		if err != nil {
-			return nil, fmt.Errorf("change view: start offset of %s: %w", topic, err)
+			return nil, fmt.Errorf("change view: start offsets of its topics: %w", err)
 		}
-		from := int64(0)
-		if o, ok := starts.Lookup(topic, 0); ok && o.Err == nil {
-			from = o.Offset
-		}
-		end, err := kafka.CommittedEnd(ctx, cl, topic, 0)
+		ends, err := adm.ListCommittedOffsets(ctx, topics...)
 		if err != nil {
-			return nil, fmt.Errorf("change view: %w", err)
+			return nil, fmt.Errorf("change view: committed end offsets of its topics: %w", err)
 		}
-		err = kafka.EachCommitted(ctx, v.cfg.KafkaOpts, topic, 0, from, end, func(r *kgo.Record) error {
+		from, end := map[string]int64{}, map[string]int64{}
+		for _, topic := range topics {
+			e, ok := ends.Lookup(topic, 0)
+			if !ok || e.Err != nil {
+				return nil, fmt.Errorf("change view: committed end of %s: %v", topic, e.Err)
+			}
+			end[topic] = e.Offset
+			if s, ok := starts.Lookup(topic, 0); ok && s.Err == nil {
+				from[topic] = s.Offset
+			}
+		}
+		err = kafka.EachCommittedFirst(ctx, v.cfg.KafkaOpts, from, end, func(r *kgo.Record) error {
 			rec, err := v.cfg.Codec.Decode(ctx, r.Key, r.Value)
 			if err != nil {
-				return fmt.Errorf("change view: read back %s at offset %d: %w", topic, r.Offset, err)
+				return fmt.Errorf("change view: read back %s at offset %d: %w", r.Topic, r.Offset, err)
 			}
 			read++
 			switch {
