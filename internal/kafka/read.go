@@ -57,55 +57,45 @@ func ReadCommitted(ctx context.Context, opts []kgo.Opt, topic string, partition 
 // the read and is returned. end must be at most the partition's last
 // stable offset.
 func EachCommitted(ctx context.Context, opts []kgo.Opt, topic string, partition int32, from, end int64, fn func(*kgo.Record) error) error {
-	if from >= end {
-		return nil
-	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-	}, opts...)...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	for reached := from - 1; reached < end-1; {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("read %s/%d [%d, %d): reached only %d: %w", topic, partition, from, end, reached, err)
-		}
-		if err := fs.Err(); err != nil {
-			return fmt.Errorf("read %s/%d: %w", topic, partition, err)
-		}
-		var ferr error
-		fs.EachRecord(func(r *kgo.Record) {
-			reached = max(reached, r.Offset)
-			if ferr == nil && !r.Attrs.IsControl() && r.Offset < end {
-				ferr = fn(r)
-			}
-		})
-		if ferr != nil {
-			return ferr
-		}
-	}
-	return nil
+	return eachCommitted(ctx, opts, map[tp]span{{topic, partition}: {from, end}}, fn)
 }
 
-// EachCommittedFirst calls fn with each committed data record of
-// partition 0 of several topics, each in [from[topic], end[topic]), in
-// offset order per topic (the topics interleaved as the fetches bring
-// them), with one client for all: reading thousands of one-partition
-// topics one client each would take minutes.
+// EachCommittedFirst is EachCommitted over partition 0 of several topics,
+// each in [from[topic], end[topic]), in offset order per topic (the topics
+// interleaved as the fetches bring them), with one client for all:
+// reading thousands of one-partition topics a client each would take
+// minutes.
 func EachCommittedFirst(ctx context.Context, opts []kgo.Opt, from, end map[string]int64, fn func(*kgo.Record) error) error {
-	parts := map[string]map[int32]kgo.Offset{}
-	left := map[string]int64{} // the last offset still to reach, by topic
+	spans := map[tp]span{}
 	for topic, f := range from {
-		if e := end[topic]; f < e {
-			parts[topic] = map[int32]kgo.Offset{0: kgo.NewOffset().At(f)}
-			left[topic] = e - 1
-		}
+		spans[tp{topic, 0}] = span{f, end[topic]}
 	}
-	if len(parts) == 0 {
+	return eachCommitted(ctx, opts, spans, fn)
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+type span struct{ from, end int64 }
+
+// eachCommitted reads the committed data records of each partition in
+// its span with one client.
+func eachCommitted(ctx context.Context, opts []kgo.Opt, spans map[tp]span, fn func(*kgo.Record) error) error {
+	parts := map[string]map[int32]kgo.Offset{}
+	left := map[tp]int64{} // the last offset still to reach
+	for p, sp := range spans {
+		if sp.from >= sp.end {
+			continue
+		}
+		if parts[p.topic] == nil {
+			parts[p.topic] = map[int32]kgo.Offset{}
+		}
+		parts[p.topic][p.partition] = kgo.NewOffset().At(sp.from)
+		left[p] = sp.end - 1
+	}
+	if len(left) == 0 {
 		return nil
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{
@@ -120,22 +110,23 @@ func EachCommittedFirst(ctx context.Context, opts []kgo.Opt, from, end map[strin
 	for len(left) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("read %d topics: %d not to their end: %w", len(parts), len(left), err)
+			return fmt.Errorf("read %s: %d partitions not to their end: %w", describe(spans), len(left), err)
 		}
 		if err := fs.Err(); err != nil {
-			return fmt.Errorf("read %d topics: %w", len(parts), err)
+			return fmt.Errorf("read %s: %w", describe(spans), err)
 		}
 		var ferr error
 		fs.EachRecord(func(r *kgo.Record) {
-			last, ok := left[r.Topic]
-			if !ok || r.Partition != 0 {
+			p := tp{r.Topic, r.Partition}
+			last, ok := left[p]
+			if !ok {
 				return
 			}
 			if ferr == nil && !r.Attrs.IsControl() && r.Offset <= last {
 				ferr = fn(r)
 			}
 			if r.Offset >= last {
-				delete(left, r.Topic)
+				delete(left, p)
 			}
 		})
 		if ferr != nil {
@@ -143,4 +134,15 @@ func EachCommittedFirst(ctx context.Context, opts []kgo.Opt, from, end map[strin
 		}
 	}
 	return nil
+}
+
+// describe names the partitions read: the one with its range, or how
+// many.
+func describe(spans map[tp]span) string {
+	if len(spans) == 1 {
+		for p, sp := range spans {
+			return fmt.Sprintf("%s/%d [%d, %d)", p.topic, p.partition, sp.from, sp.end)
+		}
+	}
+	return fmt.Sprintf("%d partitions", len(spans))
 }
