@@ -226,7 +226,11 @@ func TestStreamExactlyOnce(t *testing.T) {
 	steps := scenario(db1, db2)
 	kills := map[int]bool{}
 	for len(kills) < 3 {
-		kills[2+rng.IntN(len(steps)-2)] = true
+		// A kill waits for the view's records of its step: not after the
+		// step whose tables are all out of the scope (it has none).
+		if i := 2 + rng.IntN(len(steps)-2); steps[i].name != "excluded table churns" {
+			kills[i] = true
+		}
 	}
 	viewed := func() int { return len(v.read(ctx, topics.CDC(db1))) + len(v.read(ctx, topics.CDC(db2))) }
 	for i, st := range steps {
