@@ -405,6 +405,25 @@ func TestPlanBootstrap(t *testing.T) {
 					t.Errorf("progress %q", p)
 				}
 			}}},
+		// A catch-up event at or before the record's stamp is a no-op on
+		// the table (the snapshot holds its outcome), so the file it names
+		// is no later copy: a stale DR file of that name goes. Found by the
+		// soak after a purge repair: an old 000000_0_copy_2 outlived the
+		// bootstrap because a held-back INSERT (before the stamp) named it.
+		{planCase: planCase{name: "TABLE's prune keeps a later event's file, not a catch-up event's it covers",
+			ev: at(1).table(srcCustomers, 105, customersFiles...), state: drState(applying(40, 1)),
+			later: []*schemas.Event{
+				insertInto(103, srcCustomers, nil, srcCustomers.Location+"/000000_0_copy_2"),
+				insertInto(110, srcCustomers, nil, srcCustomers.Location+"/000000_0_copy_3"),
+			},
+			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/customers keeping 3", "create table sales.customers", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				pr := d.Actions[0].(PruneFiles)
+				want := []string{drRoot + "sales.db/customers/000000_0", drRoot + "sales.db/customers/000000_0_copy_3", drRoot + "sales.db/customers/000001_0"}
+				if !slices.Equal(pr.Keep, want) {
+					t.Errorf("the prune keeps %q, want %q", pr.Keep, want)
+				}
+			}}},
 		{planCase: planCase{name: "TABLE replaces an older table", ev: at(1).table(srcCustomers, 105, customersFiles...),
 			state:   drState(applying(40, 1), drTable(srcCustomers, 30)),
 			outcome: Apply, actions: []string{"prune files under " + drRoot + "sales.db/customers keeping 2", "alter table sales.customers", "alter database sales"},

@@ -239,7 +239,11 @@ func waitOwnCopies(in Input, d Decision) Decision {
 // the source's listing alone would remove it when the source no longer
 // holds it either (a compaction's cleaner removed the delta its copy
 // took from the change-management root), and DR would lack it for good.
-// A kept file a later event removes is pruned by that event.
+// A kept file a later event removes is pruned by that event. Only events
+// after the prune's own event count: a bootstrap record prunes at its
+// stamp, and a held-back event at or before it is a no-op on the object
+// (the snapshot holds its outcome), so a file it names is no later copy
+// but possibly a stale one of the same name.
 func keepLaterCopies(in Input, d Decision) Decision {
 	if (d.Outcome != Apply && d.Outcome != NoOp) || len(in.Later) == 0 {
 		return d
@@ -256,6 +260,13 @@ func keepLaterCopies(in Input, d Decision) Decision {
 		prefix := strings.TrimSuffix(pf.Source, "/") + "/"
 		var keep []string
 		for _, ev := range in.Later {
+			at := ev.EventID
+			if isSnapshot(ev.EventType) && ev.Snapshot != nil {
+				at = snapStamp(ev) // a bootstrap record counts at its stamp
+			}
+			if at <= pf.EventID {
+				continue
+			}
 			for _, f := range ev.Files {
 				if !strings.HasPrefix(f.URI, prefix) {
 					continue

@@ -975,3 +975,47 @@ func TestRemoveDelayedWakesOnQueue(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestPruneRemovesWhatALaterTaskDidNotWrite: a later event's copy task
+// that found its source gone (or failed) wrote nothing, so the file DR
+// holds under that name is an older event's and the prune removes it. A
+// bootstrap record's prune after a purge repair met exactly this: the
+// catch-up's INSERT named 000000_0_copy_2 (gone on the source since), and
+// the stale copy of an INSERT before the purge outlived the bootstrap.
+func TestPruneRemovesWhatALaterTaskDidNotWrite(t *testing.T) {
+	const dir, event = "hdfs://dr-nn:8020/w/t", 10
+	for _, tt := range []struct {
+		status string
+		spared bool
+	}{
+		{"COPIED", true},
+		{"SKIPPED_IDENTICAL", true},
+		{"SOURCE_GONE", false},
+		{"FAILED", false},
+	} {
+		t.Run(tt.status, func(t *testing.T) {
+			store, err := state.OpenCompletions(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if err := store.Put([]state.Completion{
+				{TaskID: "20-0", EventID: event + 10, Target: dir + "/000000_0_copy_2", Status: tt.status},
+			}, "completions", map[int32]int64{0: 1}); err != nil {
+				t.Fatal(err)
+			}
+			files := &routerListing{listing: map[string][]string{dir: {dir + "/000000_0", dir + "/000000_0_copy_2"}}}
+			x := &executor{files: files, writtenAfter: store.WrittenAfter}
+			if err := x.prune(context.Background(), PruneFiles{Dir: dir, Keep: []string{dir + "/000000_0"}, EventID: event}); err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if !tt.spared {
+				want = []string{dir + "/000000_0_copy_2"}
+			}
+			if !slices.Equal(files.removed, want) {
+				t.Errorf("a later task %s: removed %q, want %q", tt.status, files.removed, want)
+			}
+		})
+	}
+}

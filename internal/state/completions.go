@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/hivedr/hivedr/internal/location"
+	"github.com/hivedr/hivedr/schemas"
 )
 
 // Completion is what the applier keeps of one copy completion.
@@ -50,7 +51,7 @@ const (
 // completionsFormat is the store's layout version, kept under formatKey.
 // Stores without one (targets indexed as spelled) or with another are
 // emptied on open and rebuilt from the completions topic.
-const completionsFormat = "2" // 2: targets indexed in canonical form
+const completionsFormat = "3" // 2: targets indexed in canonical form; 3: only targets a copy left on DR
 
 // OpenCompletions opens (creating if needed) the completion store in dir.
 // A store in an older layout is emptied first: its target index would miss
@@ -120,6 +121,14 @@ func canonicalTarget(target string) string {
 	return target
 }
 
+// placed reports whether the task left its target on DR: copied, or
+// found there already identical. A task whose source was gone or that
+// failed wrote nothing, so the file DR holds at its target (if any) is
+// not the task's event's and must not be spared by WrittenAfter.
+func (c Completion) placed() bool {
+	return c.Status == string(schemas.StatusCopied) || c.Status == string(schemas.StatusSkippedIdentical)
+}
+
 // Put stores completions and the topic position after them (next offset
 // to read per partition) atomically and durably (pebble.Sync).
 func (s *Completions) Put(cs []Completion, topic string, next map[int32]int64) error {
@@ -133,7 +142,7 @@ func (s *Completions) Put(cs []Completion, topic string, next map[int32]int64) e
 		if err := b.Set([]byte(complPrefix+c.TaskID), v, nil); err != nil {
 			return err
 		}
-		if c.Target != "" {
+		if c.Target != "" && c.placed() {
 			if err := b.Set(targetKey(c.Target, c.EventID), []byte(c.TaskID), nil); err != nil {
 				return err
 			}
@@ -179,8 +188,10 @@ func (s *Completions) Get(taskID string) (Completion, bool, error) {
 }
 
 // WrittenAfter reports whether a completion of an event after eventID
-// names target, in any spelling of it: a later event's file, already
-// copied ahead of metadata.
+// that left its target on DR (copied, or identical already) names target,
+// in any spelling of it: a later event's file, already copied ahead of
+// metadata. A task whose source was gone does not count: the file at its
+// target is an older event's, and a prune must remove it.
 func (s *Completions) WrittenAfter(target string, eventID int64) (bool, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{
 		LowerBound: targetKey(target, eventID+1),
