@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/hmslog"
@@ -16,7 +15,6 @@ import (
 	"github.com/hivedr/hivedr/internal/testenv"
 	"github.com/hivedr/hivedr/producer"
 	"github.com/hivedr/hivedr/producer/cdc"
-	"github.com/hivedr/hivedr/schemas"
 )
 
 // BenchmarkTailerPostgres measures the tailer end to end on the real stack:
@@ -31,14 +29,7 @@ func BenchmarkTailerPostgres(b *testing.B) {
 	rows := repeatRows(capturedRows(b), n)
 	log.append(b, rows)
 	s := serde(b, env)
-	rc, err := sr.NewClient(sr.URLs(env.Get(b, "HIVEDR_SCHEMA_REGISTRY")))
-	if err != nil {
-		b.Fatal(err)
-	}
-	codec, err := cdc.NewCodec(schemas.NewSRRegistry(rc))
-	if err != nil {
-		b.Fatal(err)
-	}
+	codec := viewCodec(b, env)
 	for i := 0; i < b.N; i++ {
 		// The tailer alone, then with the change view (tailer.cdc) in the
 		// same process, as hivedr tail runs it: its events/s with the view

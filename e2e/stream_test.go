@@ -56,7 +56,8 @@ type viewReader struct {
 	opts  []kgo.Opt
 }
 
-func newViewReader(t *testing.T, env *testenv.Env) *viewReader {
+// viewCodec is the change view's codec over the stack's schema registry.
+func viewCodec(t testing.TB, env *testenv.Env) *cdc.Codec {
 	t.Helper()
 	cl, err := sr.NewClient(sr.URLs(env.Get(t, "HIVEDR_SCHEMA_REGISTRY")))
 	if err != nil {
@@ -66,7 +67,12 @@ func newViewReader(t *testing.T, env *testenv.Env) *viewReader {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &viewReader{t: t, env: env, codec: codec, opts: []kgo.Opt{kgo.SeedBrokers(env.KafkaBrokers(t)...)}}
+	return codec
+}
+
+func newViewReader(t *testing.T, env *testenv.Env) *viewReader {
+	t.Helper()
+	return &viewReader{t: t, env: env, codec: viewCodec(t, env), opts: []kgo.Opt{kgo.SeedBrokers(env.KafkaBrokers(t)...)}}
 }
 
 // read returns topic's committed records (none if it does not exist yet).

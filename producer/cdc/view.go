@@ -95,8 +95,10 @@ func (e *FatalError) Unwrap() error { return e.Err }
 // (*FatalError). Other failures (Kafka, the registry) restart its
 // session after a pause, which reads the view's index again.
 func (v *View) Run(ctx context.Context) error {
-	pause := time.Second
+	const first = time.Second
+	pause := first
 	for {
+		began := time.Now()
 		err := v.session(ctx)
 		if ctx.Err() != nil {
 			return nil
@@ -107,6 +109,9 @@ func (v *View) Run(ctx context.Context) error {
 			return err
 		}
 		v.m.restarts.Inc()
+		if time.Since(began) > 5*time.Minute {
+			pause = first // a long healthy session: this failure is a new one
+		}
 		v.log.Warn("change view: session ended; starting again", "err", err, "in", pause)
 		select {
 		case <-ctx.Done():
@@ -217,9 +222,39 @@ type batcher struct {
 	idx    *Index
 	adm    *kadm.Client
 	queues map[string][]*kgo.Record
-	// waiting is when the event at a queue's head started waiting for
-	// its other copies (logged after a minute).
-	waiting map[string]time.Time
+	// heads holds the decoded value of records decoded while they wait at
+	// a queue's head, so a waiting event is decoded once, not every poll.
+	heads map[*kgo.Record]any
+	// waiting is, by event ID, an event at a queue's head that waits for
+	// its other copies: since when (logged after a minute) and when the
+	// topics it waits on were last seen to exist (asked again every
+	// recheckTopics, not every poll).
+	waiting map[string]*waitingEvent
+}
+
+// waitingEvent is an event waiting for a copy on another topic.
+type waitingEvent struct {
+	since, warned, checked time.Time
+}
+
+// recheckTopics is how often a waiting event asks again whether the
+// topics it waits on still exist.
+const recheckTopics = 5 * time.Second
+
+// decode returns r's value, decoded once while r waits in its queue.
+func (b *batcher) decode(ctx context.Context, r *kgo.Record) (any, error) {
+	if v, ok := b.heads[r]; ok {
+		return v, nil
+	}
+	v, err := b.v.decode(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if b.heads == nil {
+		b.heads = map[*kgo.Record]any{}
+	}
+	b.heads[r] = v
+	return v, nil
 }
 
 // run derives all it can of the queues and returns the view records and,
@@ -230,6 +265,7 @@ func (b *batcher) run(ctx context.Context) ([]*kgo.Record, map[string]kgo.EpochO
 	pop := func(topic string) {
 		r := b.queues[topic][0]
 		b.queues[topic] = b.queues[topic][1:]
+		delete(b.heads, r)
 		done[topic] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
 	}
 	pattern := b.v.cfg.Topics.EventsPattern()
@@ -244,7 +280,7 @@ func (b *batcher) run(ctx context.Context) ([]*kgo.Record, map[string]kgo.EpochO
 					continue
 				}
 				r := q[0]
-				val, err := b.v.decode(ctx, r)
+				val, err := b.decode(ctx, r)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -291,7 +327,7 @@ func (b *batcher) copies(ctx context.Context, ev *schemas.Event) (topics []strin
 		t := b.v.cfg.Topics.Events(db)
 		q := b.queues[t]
 		if len(q) > 0 {
-			val, err := b.v.decode(ctx, q[0])
+			val, err := b.decode(ctx, q[0])
 			if err != nil {
 				return nil, false, err
 			}
@@ -309,6 +345,11 @@ func (b *batcher) copies(ctx context.Context, ev *schemas.Event) (topics []strin
 	}
 	// A database whose topic is gone (deleted, out of scope) has no copy
 	// to wait for.
+	now := time.Now()
+	w := b.waiting[key]
+	if w != nil && now.Sub(w.checked) < recheckTopics {
+		return nil, false, nil // its topics existed a moment ago
+	}
 	td, err := b.adm.ListTopics(ctx, missing...)
 	if err != nil {
 		return nil, false, fmt.Errorf("change view: list topics %v: %w", missing, err)
@@ -316,15 +357,17 @@ func (b *batcher) copies(ctx context.Context, ev *schemas.Event) (topics []strin
 	for _, t := range missing {
 		if d, exists := td[t]; exists && d.Err == nil {
 			if b.waiting == nil {
-				b.waiting = map[string]time.Time{}
+				b.waiting = map[string]*waitingEvent{}
 			}
-			since, seen := b.waiting[key]
-			if !seen {
-				b.waiting[key] = time.Now()
-			} else if time.Since(since) > time.Minute {
+			if w == nil {
+				w = &waitingEvent{since: now, warned: now}
+				b.waiting[key] = w
+			}
+			w.checked = now
+			if now.Sub(w.warned) > time.Minute {
 				b.v.log.Warn("change view: an event on several databases' topics waits for its copy on another",
-					"event_id", ev.EventID, "type", ev.EventType, "waits_for", t, "since", since)
-				b.waiting[key] = time.Now()
+					"event_id", ev.EventID, "type", ev.EventType, "waits_for", t, "since", w.since)
+				w.warned = now
 			}
 			return nil, false, nil
 		}
