@@ -3,11 +3,14 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,8 +220,8 @@ func TestBenchScale(t *testing.T) {
 		len(lags), fmtSec(pct(lags, 0)), fmtSec(pct(lags, .5)), fmtSec(pct(lags, .99)), fmtSec(pct(lags, 1)), verdict(pct(lags, .99) < 1))
 	pf("restart     SIGTERM to exit %s (target < 10 s: %s); start to the waiting event applied %s (target < 30 s: %s)",
 		fmtSec(stopTook.Seconds()), verdict(stopTook < 10*time.Second), fmtSec(restartTook.Seconds()), verdict(restartTook < 30*time.Second))
-	pf("status      hivedr status -json over %d databases: %s, exit %d (target < 5 s: %s)",
-		len(st.Databases), fmtSec(statusTook.Seconds()), code, verdict(statusTook < 5*time.Second))
+	pf("status      hivedr status -json over %d databases: %s, exit %d (target < 5 s: %s); its steps: %s",
+		len(st.Databases), fmtSec(statusTook.Seconds()), code, verdict(statusTook < 5*time.Second), phases(st.Phases))
 	// Independent of the others: within twice its time alone, or a
 	// second more (its own calls vary by that much).
 	indep := verifyAll <= max(2*verify1, verify1+time.Second)
@@ -248,4 +251,15 @@ func dropDR(t *testing.T, env *testenv.Env, dbs []string) {
 			t.Logf("dropped %d of %d DR databases in %s", i+1, len(dbs), time.Since(start).Round(time.Second))
 		}
 	}
+}
+
+// phases prints status's steps, slowest first.
+func phases(p map[string]float64) string {
+	names := slices.Collect(maps.Keys(p))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(p[b], p[a]) })
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.2f s", n, p[n]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -21,9 +21,10 @@ type statusJSON struct {
 		LagEvents         int64   `json:"lag_events"`
 		CaughtUp          bool    `json:"caught_up"`
 	} `json:"tailer"`
-	Databases []statusDB `json:"databases"`
-	CaughtUp  bool       `json:"caught_up"`
-	Errors    []string   `json:"errors"`
+	Databases []statusDB         `json:"databases"`
+	CaughtUp  bool               `json:"caught_up"`
+	Errors    []string           `json:"errors"`
+	Phases    map[string]float64 `json:"phases_seconds"`
 }
 
 // statusDB is one database of statusJSON.

@@ -49,6 +49,13 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 	topics := kafka.Topics{Prefix: conf.Kafka.TopicPrefix}
 	brokers := strings.Join(conf.Kafka.Brokers, ",")
 	fail := func(format string, args ...any) { rep.Errors = append(rep.Errors, fmt.Sprintf(format, args...)) }
+	rep.Phases = map[string]float64{}
+	mark := time.Now()
+	phase := func(name string) {
+		now := time.Now()
+		rep.Phases[name] += now.Sub(mark).Seconds()
+		mark = now
+	}
 
 	// The source log's head first: the tailer is caught up when its
 	// checkpoint reaches what the source had when we started.
@@ -58,6 +65,7 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 	}
 	rep.Tailer.SourceHeadEventID = head
 
+	phase("source_head")
 	dbs := map[string]*Database{}
 	add := func(name string) *Database {
 		name = strings.ToLower(name)
@@ -108,6 +116,7 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 			fail("tailer checkpoint (%s): %v", topics.Checkpoints(), connect.Explain(conf, err))
 		}
 	}
+	phase("tailer")
 	if kafkaOK {
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		td, err := adm.ListTopics(lctx)
@@ -139,6 +148,7 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 		rep.Databases = append(rep.Databases, *d)
 	}
 	sort.Slice(rep.Databases, func(i, j int) bool { return rep.Databases[i].Database < rep.Databases[j].Database })
+	phase("topics")
 
 	offsetsOK := false
 	if kafkaOK {
@@ -148,24 +158,29 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 			offsetsOK = true
 		}
 	}
+	phase("offsets")
 	// The DR after Kafka: repl.last.id read later is only further on, so
 	// no event counts as applied that is not.
 	if err := drParameters(ctx, conf.Applier.Metastore, conf.DRMetastoreOptions(), rep.Databases); err != nil {
 		fail("DR metastore %s: %v", conf.Applier.Metastore, err)
 	}
+	phase("dr")
 	if offsetsOK && dec != nil {
 		rep.Errors = append(rep.Errors, scanTopics(ctx, kopts, dec, rep.Databases)...)
 	}
+	phase("scan")
 	if kafkaOK && dec != nil && !rep.Tailer.Unknown {
 		if err := pastStates(ctx, conf, cl, kopts, dec, topics.Checkpoints(), rep); err != nil {
 			fail("tailer checkpoints (%s): %v", topics.Checkpoints(), connect.Explain(conf, err))
 		}
 	}
+	phase("past_states")
 	if kafkaOK && dec != nil {
 		if err := bootstrapCopies(ctx, conf, kopts, dec, topics.Completions(), rep); err != nil {
 			fail("completions (%s): %v", topics.Completions(), err)
 		}
 	}
+	phase("bootstrap_copies")
 	rep.Time = time.Now()
 	rep.summarize()
 	return rep

@@ -103,8 +103,14 @@ type Report struct {
 	// nothing replicated yet: no topic or not on the DR).
 	CaughtUp bool `json:"caught_up"`
 	// Errors name what could not be reached or read.
-	Errors   []string        `json:"errors,omitempty"`
-	required map[string]bool // databases named with -db
+	Errors []string `json:"errors,omitempty"`
+	// Phases is how long each step of gathering took, in seconds, by
+	// step: source_head, tailer (its checkpoint, waited for up to
+	// -tailer-wait), topics, offsets (the applier group's), dr (the DR
+	// databases' parameters), scan (the topics' unapplied records),
+	// past_states, bootstrap_copies. Where a slow status spends its time.
+	Phases   map[string]float64 `json:"phases_seconds,omitempty"`
+	required map[string]bool    // databases named with -db
 	// copies are the completions of bootstrap copy tasks since the
 	// earliest bootstrap in progress started (bootstrapCopies).
 	copies []schemas.CopyCompletion
