@@ -198,7 +198,10 @@ func keeps(dr TableWriteIDs, w *schemas.SnapshotWriteIDs) bool {
 	same := func(a, b []int64) bool {
 		return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 	}
-	return same(dr.State.Open, w.Open) && same(dr.State.Aborted, w.Aborted)
+	// (DR's metastore reads a table without a committed row as the
+	// source's does: made whole the way the tailer makes the snapshot's.)
+	st := dr.State.WithAllocated(dr.MaxAllocated)
+	return same(st.Open, w.Open) && same(st.Aborted, w.Aborted)
 }
 
 // setDone reports whether SetWriteIDs of w has completed on DR.

@@ -454,3 +454,24 @@ func TestPlanAcidDropAndCreate(t *testing.T) {
 		t.Errorf("DR files %v, want the new table's delta_1 of event 19 alone", ms.files)
 	}
 }
+
+// TestKeepsReadsTheRulesShape: DR's metastore reads a table whose rows
+// are all aborted as "hwm=<lowest> aborted=[<lowest>]", as the source's
+// does; the tailer publishes that state made whole (hwm 2, aborted 1 and
+// 2), and DR holding it keeps it. A write ID DR holds valid is not kept.
+func TestKeepsReadsTheRulesShape(t *testing.T) {
+	w := &schemas.SnapshotWriteIDs{HighWaterMark: 2, Aborted: []int64{1, 2}}
+	for _, c := range []struct {
+		dr   TableWriteIDs
+		want bool
+	}{
+		{TableWriteIDs{MaxAllocated: 2, State: &acid.WriteIDs{HighWaterMark: 1, Aborted: []int64{1}}}, true},
+		{TableWriteIDs{MaxAllocated: 2, State: &acid.WriteIDs{HighWaterMark: 2, Aborted: []int64{1, 2}}}, true},
+		{TableWriteIDs{MaxAllocated: 2, State: &acid.WriteIDs{HighWaterMark: 2, Aborted: []int64{1}}}, false},
+		{TableWriteIDs{MaxAllocated: 1, State: &acid.WriteIDs{HighWaterMark: 1, Aborted: []int64{1}}}, false},
+	} {
+		if got := keeps(c.dr, w); got != c.want {
+			t.Errorf("keeps(DR %d allocated, %s) = %v, want %v", c.dr.MaxAllocated, c.dr.State, got, c.want)
+		}
+	}
+}

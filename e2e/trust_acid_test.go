@@ -245,3 +245,30 @@ func TestTrustRebootstrapRecreatedTable(t *testing.T) {
 	})
 	r.converge(5 * time.Minute)
 }
+
+// TestTrustBootstrapAbortedThenCompacted: a full-ACID table whose only
+// writes (1 and 2) were aborted is bootstrapped, then write 3 commits and
+// a major compaction covers the three. DR's valid write IDs must stay the
+// source's throughout: 1 and 2 aborted. The source's metastore reads a
+// table without a committed row as "hwm=1 aborted=[1]"; published as it
+// read, DR's NEXT_WRITE_ID stopped at 2, write 3's allocation jumped it
+// (the metastore's replication flow then drops the table's rows) and DR
+// read "hwm=3 aborted=[]": two aborted writes valid (failed so before
+// acid.WriteIDs.WithAllocated; the soak saw it as tables tx506 and tx17,
+// seed 1796635370422138067).
+func TestTrustBootstrapAbortedThenCompacted(t *testing.T) {
+	env := testenv.Require(t)
+	r := newAcidSource(t, env, "trustbac")
+	ledger := acidWrite{2, 0, false} // db2's full-ACID partitioned table, dt=2024-01-01
+	r.txn(false, ledger)
+	r.txn(false, ledger)
+	r.pipeline = newPipeline(t, env, []string{r.db1, r.db2}, currentEventID(t, r.ctx, r.src))
+	r.startAll()
+	r.requestBootstrap([]string{r.db1, r.db2}, nil)
+	r.bootstrapsDone(5 * time.Minute)
+	r.converge(5 * time.Minute)
+	r.txn(true, ledger)
+	r.converge(5 * time.Minute)
+	r.compact(2, 0, true)
+	r.converge(5 * time.Minute)
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/beltran/gohive/hive_metastore"
+
 	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/location"
@@ -78,15 +80,21 @@ type WriteIDSource interface {
 }
 
 // TableWriteIDs implements WriteIDSource: get_open_txns, then
-// get_valid_write_ids under that transaction list.
+// get_valid_write_ids under that transaction list, made whole with the
+// highest write ID allocated (acid.WriteIDs.WithAllocated), read after it.
 func (s *MetastoreReader) TableWriteIDs(ctx context.Context, db, table string) (acid.Txns, acid.WriteIDs, error) {
 	name := strings.ToLower(db + "." + table)
 	var (
 		txns acid.Txns
 		all  map[string]acid.WriteIDs
+		top  *hive_metastore.MaxAllocatedTableWriteIdResponse
 	)
 	err := s.call(ctx, "get_valid_write_ids "+name, func(c *hms.Client) (err error) {
 		all, txns, err = acid.ReadState(ctx, c, []string{name})
+		if err != nil {
+			return err
+		}
+		top, err = c.GetMaxAllocatedTableWriteID(ctx, &hive_metastore.MaxAllocatedTableWriteIdRequest{DbName: strings.ToLower(db), TableName: strings.ToLower(table)})
 		return err
 	})
 	if err != nil {
@@ -96,7 +104,7 @@ func (s *MetastoreReader) TableWriteIDs(ctx context.Context, db, table string) (
 	if !ok {
 		return acid.Txns{}, acid.WriteIDs{}, fmt.Errorf("get_valid_write_ids on %s: no state for %s in the answer", s.addr, name)
 	}
-	return txns, w, nil
+	return txns, w.WithAllocated(top.GetMaxWriteId()), nil
 }
 
 // acidRetryEvery is the least time between two reads of a table whose

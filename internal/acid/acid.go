@@ -214,6 +214,31 @@ func (w WriteIDs) String() string {
 	return fmt.Sprintf("hwm=%d open=%v aborted=%v", w.HighWaterMark, w.Open, w.Aborted)
 }
 
+// WithAllocated is w, read with get_valid_write_ids, made whole with the
+// highest write ID allocated under the table's name (maxAllocated, from
+// get_max_allocated_table_write_id). When no row of the table is a
+// committed transaction's, the metastore reports the lowest invalid write
+// ID as the high-water mark and only it as invalid (its rule for
+// compacted tables): a table whose write IDs 1 and 2 were both aborted
+// reads "hwm=1 aborted=[1]". Its readers see the same either way, but a
+// copy of that state would forget write ID 2, and once write ID 3 commits
+// the source reads "hwm=3 aborted=[1 2]" while the copy, its allocation
+// jumping from 1 to 3, took 2 for committed. So in that shape the write
+// IDs above the mark up to maxAllocated count as aborted (none of them
+// can be a committed transaction's: its row would be there). Any other
+// state is returned as it is.
+func (w WriteIDs) WithAllocated(maxAllocated int64) WriteIDs {
+	invalid := len(w.Open) + len(w.Aborted)
+	if maxAllocated <= w.HighWaterMark || invalid != 1 || !slices.Contains(append(slices.Clone(w.Open), w.Aborted...), w.HighWaterMark) {
+		return w
+	}
+	out := WriteIDs{HighWaterMark: maxAllocated, Open: slices.Clone(w.Open), Aborted: slices.Clone(w.Aborted)}
+	for id := w.HighWaterMark + 1; id <= maxAllocated; id++ {
+		out.Aborted = append(out.Aborted, id)
+	}
+	return out
+}
+
 // Valid reports whether a reader of this state sees write ID id.
 func (w WriteIDs) Valid(id int64) bool {
 	return id <= w.HighWaterMark && !slices.Contains(w.Open, id) && !slices.Contains(w.Aborted, id)
