@@ -451,6 +451,20 @@ func (t soakTableState) partOf(u soakTableState) bool {
 	return true
 }
 
+// partOfAhead is partOf, but for t's files beyond u's that ahead accepts.
+func (t soakTableState) partOfAhead(u soakTableState, ahead func(part, file string) bool) bool {
+	if t.Valid != u.Valid {
+		return false
+	}
+	for p, files := range t.Parts {
+		want, ok := u.Parts[p]
+		if !ok || !aheadOf(want, files, func(f string) bool { return ahead(p, f) }) {
+			return false
+		}
+	}
+	return true
+}
+
 func unionKeysOf[V any](a, b map[string]V) []string {
 	keys := slices.Collect(maps.Keys(a))
 	for k := range b {
@@ -716,6 +730,11 @@ func (m *soakModel) atLocked(db string, n int64) (soakState, *soakStep, bool) {
 func (m *soakModel) later(db string, n int64, table, part, file string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.laterLocked(db, n, table, part, file)
+}
+
+// laterLocked is later with m.mu held.
+func (m *soakModel) laterLocked(db string, n int64, table, part, file string) bool {
 	// The table by every name it has after n: the workload's plain
 	// tables are external, and a renamed one keeps its directory, where
 	// the copies of its later events land under the new name's events.
@@ -874,6 +893,13 @@ func (m *soakModel) tableLater(db string, n int64, table string, st *soakTableSt
 		}
 		t, ok := s.state[table]
 		if st == nil && !ok || st != nil && ok && st.partOf(t) {
+			return true
+		}
+		// A plain table's files beyond that state's, each one a later
+		// state has there: data ahead of metadata, or a stale file of a
+		// name a later event writes, which the applier's prune keeps for
+		// that event's copy (keepLaterCopies).
+		if st != nil && ok && st.Valid == "" && st.partOfAhead(t, func(part, f string) bool { return m.laterLocked(db, n, table, part, f) }) {
 			return true
 		}
 	}
