@@ -487,6 +487,21 @@ var acidClient = &hive_metastore.ClientCapabilities{Values: []hive_metastore.Cli
 // them when names is nil) from a metastore and its files. A table not
 // there is left out.
 func captureSoakTables(ctx context.Context, c *hms.Client, files wl.Files, db string, names []string) (soakState, error) {
+	return captureTables(ctx, c, files, db, names, false)
+}
+
+// errTornRead is a table that changed while it was read (see
+// captureTables).
+var errTornRead = errors.New("a table changed while it was read")
+
+// captureTables is captureSoakTables; with whole, each table is read
+// again after its files were listed, and a table that is not the same
+// one any more (its ID, its stamp, its valid write IDs) fails the read
+// with errTornRead: the applier replaced it in between (a drop and a
+// re-creation in one plan past repl.last.id, which the watermark guard
+// does not see), and the old table's write IDs with the new one's files
+// are no state DR ever held.
+func captureTables(ctx context.Context, c *hms.Client, files wl.Files, db string, names []string, whole bool) (soakState, error) {
 	if names == nil {
 		all, err := c.GetAllTables(ctx, db)
 		if err != nil {
@@ -541,6 +556,24 @@ func captureSoakTables(ctx context.Context, c *hms.Client, files wl.Files, db st
 				return nil, fmt.Errorf("files of %s.%s %q: %w", db, name, key, err)
 			}
 			st.Parts[key] = names
+		}
+		if whole {
+			again, err := c.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: db, TblName: name, Capabilities: acidClient})
+			if err != nil && !isNoSuchObject(err) {
+				return nil, fmt.Errorf("table %s.%s: %w", db, name, err)
+			}
+			same := err == nil && again.Table.GetID() == t.GetID() && again.Table.Parameters[drparam.LastID] == t.Parameters[drparam.LastID]
+			if same && w != nil {
+				full := strings.ToLower(db + "." + t.TableName)
+				ws, err := wl.ValidWriteIDs(ctx, c, []string{full})
+				if err != nil {
+					return nil, err
+				}
+				same = validRanges(ws[full]) == st.Valid
+			}
+			if !same {
+				return nil, fmt.Errorf("%s.%s: %w", db, name, errTornRead)
+			}
 		}
 		out[strings.ToLower(t.TableName)] = st
 	}
@@ -1089,7 +1122,7 @@ func (c *soakChecker) sample(ctx context.Context, dbs []string) error {
 	if err != nil || !ok {
 		return err
 	}
-	st, err := captureSoakTables(ctx, c.dr, c.drFS, db, nil)
+	st, err := captureTables(ctx, c.dr, c.drFS, db, nil, true)
 	if err != nil {
 		return err
 	}
