@@ -440,15 +440,7 @@ func (t soakTableState) tornWriteIDs(u soakTableState) bool {
 // files (a run of events that creates a table and adds its partitions is
 // applied object by object).
 func (t soakTableState) partOf(u soakTableState) bool {
-	if t.Valid != u.Valid {
-		return false
-	}
-	for p, files := range t.Parts {
-		if want, ok := u.Parts[p]; !ok || !slices.Equal(files, want) {
-			return false
-		}
-	}
-	return true
+	return t.partOfAhead(u, func(string, string) bool { return false })
 }
 
 // partOfAhead is partOf, but for t's files beyond u's that ahead accepts.
