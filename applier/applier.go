@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -62,6 +63,11 @@ type Config struct {
 	DRConnections int
 	// Policy maps locations and says what is in scope.
 	Policy Policy
+	// Databases, when set, is a regular expression the databases whose
+	// topics the applier reads must match whole: a further DR site's
+	// scope (config.Replication.DatabasePattern), narrower than what the
+	// tailer publishes. "": every database's topic.
+	Databases string
 	// RPO returns a database's recovery point objective, exported beside
 	// its replica age (hivedr_rpo_seconds); nil exports none.
 	RPO func(db string) time.Duration
@@ -155,6 +161,11 @@ type Applier struct {
 func New(cfg Config) (*Applier, error) {
 	if len(cfg.Brokers) == 0 || cfg.Group == "" || cfg.Dial == nil || cfg.Policy == nil || cfg.Completions == nil || cfg.Codec == nil {
 		return nil, errors.New("applier: Config needs Brokers, Group, Dial, Policy, Completions and Codec")
+	}
+	if cfg.Databases != "" {
+		if _, err := regexp.Compile(cfg.Databases); err != nil {
+			return nil, fmt.Errorf("applier: the databases' pattern %q: %w", cfg.Databases, err)
+		}
 	}
 	// A field left zero gets its configuration key's default.
 	config.FillZero(&cfg.HaltAfter, "applier.halt_after")
@@ -463,6 +474,9 @@ func (a *Applier) consumeEvents(ctx context.Context) error {
 		return nil
 	}
 	pattern := "^" + strings.ReplaceAll(a.cfg.Topics.Prefix, ".", `\.`) + `\.events\..+`
+	if a.cfg.Databases != "" {
+		pattern = "^" + regexp.QuoteMeta(a.cfg.Topics.Prefix+".events.") + "(?:" + a.cfg.Databases + ")$"
+	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(a.cfg.Brokers...),
 		kgo.ConsumerGroup(a.cfg.Group),

@@ -34,6 +34,10 @@ type Copier interface {
 type DaemonConfig struct {
 	// Brokers are the Kafka seed brokers.
 	Brokers []string
+	// Site, set for a further DR site's daemon (fan-out), passes over the
+	// tasks outside the site's scope and writes the others to the site's
+	// targets; Topics then names the site's completions topic.
+	Site *Site
 	// Topics names the manifests and completions topics.
 	Topics kafka.Topics
 	// Group is the consumer group all copy daemons share.
@@ -88,7 +92,8 @@ type DaemonConfig struct {
 // per partition, in any order: a slow file holds back nothing but the
 // commit of its own partition's later offsets.
 //
-// Exactly one completion per task. Invariant: a task's completion is
+// Exactly one completion per task (none for a task a further site passes
+// over: DaemonConfig.Site). Invariant: a task's completion is
 // produced only in the Kafka transaction that commits its partition's
 // offset past it (commit, below). Every few hundred milliseconds the
 // daemon begins a transaction, produces the completions of the
@@ -466,6 +471,23 @@ func (d *Daemon) slotFor(ctx context.Context, r *kgo.Record) *slot {
 		}
 		return s
 	}
+	if site := d.cfg.Site; site != nil {
+		if !site.InScope(task.Database, task.Table) {
+			// Not the site's: committed with the others, no completion.
+			s.state, s.passed = slotDone, true
+			return s
+		}
+		tgt, err := site.Target(task)
+		if err != nil {
+			now := time.Now()
+			s.state = slotDone
+			s.comp = schemas.CopyCompletion{TaskID: task.TaskID, EventID: task.EventID, Database: task.Database,
+				SourceURI: task.SourceURI, TargetURI: task.TargetURI, Status: schemas.StatusFailed, Length: -1,
+				Error: err.Error(), Started: now, Finished: now}
+			return s
+		}
+		task.TargetURI = tgt
+	}
 	s.task = *task
 	s.target = targetKey(task.TargetURI)
 	return s
@@ -512,6 +534,9 @@ func (d *Daemon) commit(ctx context.Context, sess *kgo.GroupTransactSession, w *
 	want := make(map[int32]kgo.EpochOffset, len(bs))
 	for _, b := range bs {
 		for _, s := range b.slots {
+			if s.passed {
+				continue
+			}
 			v, err := d.cfg.Codec.Encode(&s.comp)
 			if err != nil {
 				d.log.Warn("cannot encode a completion; retrying at the next commit", "task", s.comp.TaskID, "err", err)

@@ -148,7 +148,12 @@ type kfixture struct {
 
 func newKFixture(t *testing.T, partitions int32) *kfixture {
 	t.Helper()
-	topics := kafka.Topics{Prefix: "t"}
+	return newKFixtureFor(t, partitions, kafka.Topics{Prefix: "t"})
+}
+
+// newKFixtureFor is newKFixture with the topics of a site.
+func newKFixtureFor(t *testing.T, partitions int32, topics kafka.Topics) *kfixture {
+	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topics.Manifests()), kfake.SeedTopics(3, topics.Completions()),
 		kfake.GroupMinSessionTimeout(time.Second))
 	if err != nil {
@@ -166,8 +171,13 @@ func newKFixture(t *testing.T, partitions int32) *kfixture {
 // publish adds a task for target to partition p (event ID ev).
 func (k *kfixture) publish(p int32, ev int64, target string) schemas.CopyTask {
 	k.t.Helper()
-	task := schemas.CopyTask{TaskID: fmt.Sprintf("p%d-%d", p, len(k.tasks)), EventID: ev,
-		SourceURI: "/src" + target, TargetURI: target}
+	return k.publishTask(p, schemas.CopyTask{TaskID: fmt.Sprintf("p%d-%d", p, len(k.tasks)), EventID: ev,
+		SourceURI: "/src" + target, TargetURI: target})
+}
+
+// publishTask adds task to partition p.
+func (k *kfixture) publishTask(p int32, task schemas.CopyTask) schemas.CopyTask {
+	k.t.Helper()
 	v, _ := jsonCodec{}.Encode(&task)
 	rec := &kgo.Record{Topic: k.topics.Manifests(), Partition: p, Key: []byte(task.TaskID), Value: v}
 	if err := k.cl.ProduceSync(context.Background(), rec).FirstErr(); err != nil {

@@ -65,6 +65,7 @@ type slot struct {
 	state   slotState
 	comp    schemas.CopyCompletion
 	dropped bool               // out of the window: the result is thrown away
+	passed  bool               // outside the site's scope: committed, no completion
 	cancel  context.CancelFunc // cancels its copy (running slots)
 	exited  chan struct{}      // closed once its copy returned (running slots)
 }

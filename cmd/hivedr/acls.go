@@ -126,7 +126,7 @@ func createACLs(ctx context.Context, conf *config.Config, who map[kafka.Role]str
 
 // aclNames are the names conf's ACLs are about.
 func aclNames(conf *config.Config) kafka.Names {
-	return kafka.Names{Topics: kafka.Topics{Prefix: conf.Kafka.TopicPrefix}, TailerTransactionalID: conf.Tailer.TransactionalID,
+	return kafka.Names{Topics: kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()}, TailerTransactionalID: conf.Tailer.TransactionalID,
 		CopydGroup: conf.Copyd.Group, ApplierGroup: conf.Applier.Group, CDC: conf.Tailer.CDC.Enabled}
 }
 

@@ -90,15 +90,24 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 	// The replication scope follows the file (config.Watch): on SIGHUP, or
 	// within seconds of a change.
 	policy := config.NewLivePolicy(&conf.Replication)
-	go func() {
-		for rep := range config.Watch(ctx, conf, config.WatchEvery, hupSignal(ctx), log) {
-			policy.Set(rep)
-		}
-	}()
+	var databases string
+	if conf.TopicSite() == "" {
+		go func() {
+			for rep := range config.Watch(ctx, conf, config.WatchEvery, hupSignal(ctx), log) {
+				policy.Set(rep)
+			}
+		}()
+	} else {
+		// A further site reads the topics of its own databases only; its
+		// scope is read at start (docs/fan-out.md).
+		databases = conf.Replication.DatabasePattern()
+		log.Info("serving a further DR site: its scope is read at start; restart the site's appliers and copy daemons after changing it",
+			"site", conf.SiteName(), "group", conf.Applier.Group, "metastore", conf.Applier.Metastore)
+	}
 	a, err := applier.New(applier.Config{
 		Brokers:        conf.Kafka.Brokers,
 		KafkaOpts:      kopts,
-		Topics:         kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
+		Topics:         kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()},
 		Group:          conf.Applier.Group,
 		Instance:       conf.Applier.Instance,
 		SessionTimeout: conf.Applier.SessionTimeout.Duration,
@@ -111,6 +120,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 			return c, c.Close, nil
 		},
 		Policy:               policy,
+		Databases:            databases,
 		RPO:                  policy.RPO,
 		Files:                router, // lists and removes DR data files (fs.Router.Walk, Remove)
 		Completions:          store,

@@ -76,7 +76,7 @@ func runBootstrap(args []string, stdout, stderr io.Writer) int {
 		*metrics = ""
 	}
 	b := &bootstrapRun{conf: conf, log: log, stdout: stdout, stderr: stderr, asJSON: *asJSON, metrics: *metrics,
-		topics: kafka.Topics{Prefix: conf.Kafka.TopicPrefix}, terminal: isTerminal(stderr)}
+		topics: kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()}, terminal: isTerminal(stderr)}
 	return b.run(ctx, opts, *noWait)
 }
 

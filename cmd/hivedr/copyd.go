@@ -114,11 +114,12 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		return err
 	}
 	d, err := copyd.NewDaemon(copyd.DaemonConfig{
+		Site:                 copydSite(conf),
 		Brokers:              conf.Kafka.Brokers,
 		KafkaOpts:            kopts,
-		Topics:               kafka.Topics{Prefix: conf.Kafka.TopicPrefix},
+		Topics:               kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()},
 		Group:                conf.Copyd.Group,
-		TransactionalID:      kafka.Topics{Prefix: conf.Kafka.TopicPrefix}.CopydTransactionalID(conf.Copyd.Instance),
+		TransactionalID:      kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()}.CopydTransactionalID(conf.Copyd.Instance),
 		Instance:             conf.Copyd.Instance,
 		SessionTimeout:       conf.Copyd.SessionTimeout.Duration,
 		Workers:              conf.Copyd.Workers,
@@ -135,6 +136,17 @@ func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log
 		return err
 	}
 	return d.Run(ctx)
+}
+
+// copydSite is a further site's adaptation of the tailer's tasks (conf
+// being the site's configuration); nil for the top-level site, whose
+// targets the tailer names.
+func copydSite(conf *config.Config) *copyd.Site {
+	if conf.TopicSite() == "" {
+		return nil
+	}
+	return &copyd.Site{Name: conf.TopicSite(), InScope: conf.Replication.Replicated,
+		TailerMap: conf.TopLevel().Replication.MapPath, SiteMap: conf.Replication.MapPath}
 }
 
 // preserve is copyd.preserve as the engine takes it.

@@ -231,6 +231,7 @@ const versionSummary = "Usage: hivedr version (or hivedr -version, hivedr --vers
 // says and where it writes.
 type commonFlags struct {
 	config    string
+	site      string
 	logLevel  string
 	logFormat string
 
@@ -241,6 +242,8 @@ type commonFlags struct {
 func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.config, "config", os.Getenv("HIVEDR_CONFIG"),
 		"YAML configuration file ($HIVEDR_CONFIG); with neither, the local stack's defaults")
+	fs.StringVar(&c.site, "site", os.Getenv("HIVEDR_SITE"),
+		"the DR site to serve ($HIVEDR_SITE): a name in the configuration's sites, or its top-level site's; default the top-level site (the tailer serves every site)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text (key=value) or json (one object per line)")
 }
@@ -414,6 +417,18 @@ func loadReverse(flag, path string, log *slog.Logger) (*config.Config, error) {
 	return rev, nil
 }
 
+// forSite returns conf as the site named site serves it (-site). The
+// tailer publishes once for every site, so it takes none.
+func forSite(conf *config.Config, cmd, site string) (*config.Config, error) {
+	if site == "" {
+		return conf, nil
+	}
+	if cmd == "tail" {
+		return nil, fmt.Errorf("-site %s: the tailer publishes once for every site (sites in the configuration); run it without -site", site)
+	}
+	return conf.ForSite(site)
+}
+
 // noConfigFile is what a command says once at start when it runs on the
 // local stack's defaults.
 const noConfigFile = "no config file (-config, $HIVEDR_CONFIG): using the local stack's defaults (" + config.LocalStack + ")"
@@ -433,6 +448,9 @@ func setup(fl *flag.FlagSet, cf *commonFlags, args []string) (*config.Config, *s
 	if err == nil {
 		var conf *config.Config
 		if conf, err = config.Load(cf.config); err == nil {
+			conf, err = forSite(conf, fl.Name(), cf.site)
+		}
+		if err == nil {
 			err = conf.Require("hivedr "+fl.Name(), cmd.needs...)
 		}
 		if err == nil && !strings.HasPrefix(fl.Name(), "config") { // config check reads no keytab

@@ -71,7 +71,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	kopts, err := kafkaOpts(conf)
 	var cl *kgo.Client
 	if err == nil {
-		cl, err = kgo.NewClient(append(slices.Clone(kopts), kgo.DefaultProduceTopic(kafka.Topics{Prefix: conf.Kafka.TopicPrefix}.ApplierControl()))...)
+		cl, err = kgo.NewClient(append(slices.Clone(kopts), kgo.DefaultProduceTopic(kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()}.ApplierControl()))...)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "hivedr replay: kafka: %v\n", err)
@@ -94,7 +94,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 // and moves the applier group there: a commit when no applier owns the
 // topic, a seek request to the owner with coordinate.
 func moveTopic(ctx context.Context, conf *config.Config, cl *kgo.Client, kopts []kgo.Opt, db string, from int64, coordinate bool, stdout io.Writer) error {
-	topics := kafka.Topics{Prefix: conf.Kafka.TopicPrefix}
+	topics := kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()}
 	topic, group := topics.Events(db), conf.Applier.Group
 	adm := kadm.NewClient(cl)
 	end, err := kafka.CommittedEnd(ctx, cl, topic, 0)
@@ -185,5 +185,5 @@ func skipRunning(ctx context.Context, conf *config.Config, cl *kgo.Client, skips
 }
 
 func sendControl(ctx context.Context, conf *config.Config, cl *kgo.Client, c schemas.ApplierControl) error {
-	return kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: conf.Kafka.TopicPrefix}, conf.Kafka.ReplicationFactor, conf.Kafka.PrecreatedTopics, c)
+	return kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()}, conf.Kafka.ReplicationFactor, conf.Kafka.PrecreatedTopics, c)
 }

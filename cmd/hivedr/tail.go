@@ -180,6 +180,13 @@ func tail(ctx context.Context, conf *config.Config, log *slog.Logger) error {
 	pc := producer.Config{Origin: conf.Source, Kafka: conf.Kafka, Tailer: conf.Tailer, Replication: conf.Replication,
 		Source: src, Codec: serde, Lister: router, DirSnapshots: router, Logger: log, Metrics: m,
 		Scope: config.Watch(ctx, conf, config.WatchEvery, hupSignal(ctx), log), KafkaOpts: kopts}
+	if len(conf.Sites) > 0 {
+		// A snapshot is released once the top-level site's copies are
+		// done; another site's could still be reading it. Bootstraps copy
+		// the live files instead (docs/fan-out.md).
+		pc.DirSnapshots = nil
+		log.Info("further DR sites configured: bootstraps copy live files, not HDFS snapshots", "sites", conf.SiteNames())
+	}
 	// Bootstraps read the source metastore's objects over Thrift, and
 	// commits that name no writes read them there.
 	if conf.Source.Metastore != "" {

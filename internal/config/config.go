@@ -67,6 +67,14 @@ type Config struct {
 	Tailer Tailer `yaml:"tailer"`
 	// Replication is the policy: what replicates and where files go.
 	Replication Replication `yaml:"replication"`
+	// Site names the DR site the top-level applier, copyd and replication
+	// sections describe; its topics keep their names without a site part.
+	// Default dr.
+	Site string `yaml:"site"`
+	// Sites are further DR sites reading the same topics (fan-out), each
+	// with its own groups, DR metastore, scope and path mappings; a role
+	// or tool serves one with -site NAME (docs/fan-out.md).
+	Sites []Site `yaml:"sites"`
 	// Copyd tunes `hivedr copyd`.
 	Copyd Copyd `yaml:"copyd"`
 	// Applier tunes `hivedr apply`.
@@ -80,6 +88,8 @@ type Config struct {
 	// principal: ${HIVEDR_PRINCIPAL} and set the variable per process.
 	Kerberos krb.Config `yaml:"kerberos"`
 
+	site  string          // the further site ForSite chose; "" for the top-level one
+	top   *Config         // the configuration ForSite made this one from
 	file  string          // the file loaded; "" for the local stack's defaults
 	given map[string]bool // the top-level keys the file gives (not null)
 	kc    *krb.Client     // the logged-in principal (SetKerberos)
@@ -754,6 +764,7 @@ func (c *Config) EnsureDefaults() {
 	c.Copyd.EnsureDefaults(c.Replication.PathMappings)
 	c.Applier.EnsureDefaults()
 	c.Filesystems.EnsureDefaults()
+	c.ensureSites()
 }
 
 // Validate fills derived defaults (EnsureDefaults) and checks every value
@@ -784,6 +795,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Filesystems.Validate(); err != nil {
 		return fmt.Errorf("filesystems.%w", err)
+	}
+	if err := c.validateSites(); err != nil {
+		return err
 	}
 	return c.checkKerberos()
 }

@@ -62,6 +62,9 @@ func Watch(ctx context.Context, c *Config, interval time.Duration, hup <-chan os
 			}
 			stamp, pending = s, s
 			next, err := Load(c.File())
+			if err == nil {
+				next, err = next.ForSite(c.TopicSite()) // a further site's process follows its own scope
+			}
 			if err != nil {
 				log.Error("configuration file changed but does not load; the replication scope in effect stays", "file", c.File(), "err", err)
 				continue

@@ -564,7 +564,7 @@ func replan(ctx context.Context, conf *config.Config, db, by string) error {
 	}
 	defer cl.Close()
 	c := schemas.ApplierControl{Kind: schemas.ControlReplan, Database: db, By: by, At: time.Now().UTC()}
-	return kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: conf.Kafka.TopicPrefix}, conf.Kafka.ReplicationFactor, conf.Kafka.PrecreatedTopics, c)
+	return kafka.SendApplierControl(ctx, cl, kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()}, conf.Kafka.ReplicationFactor, conf.Kafka.PrecreatedTopics, c)
 }
 
 // table is a drill's scratch table: managed, text, partitioned by day.

@@ -215,7 +215,7 @@ func (r *run) at(db string) time.Time {
 
 func dialRun(ctx context.Context, conf *config.Config, opts Options) (*run, error) {
 	r := &run{conf: conf, opts: opts, log: opts.Log, rep: &Report{Mode: opts.Mode, SourceHead: -1, DryRun: opts.DryRun},
-		topics: kafka.Topics{Prefix: conf.Kafka.TopicPrefix}}
+		topics: kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()}}
 	var err error
 	if r.kopts, err = connect.Kafka(conf.Kafka); err != nil {
 		return nil, err
@@ -981,7 +981,7 @@ func WaitApplied(ctx context.Context, conf *config.Config, dbs []string, head in
 	if err != nil {
 		return err
 	}
-	w := waiter{cl: cl, kopts: kopts, adm: kadm.NewClient(cl), dec: dec, conf: conf, topics: kafka.Topics{Prefix: conf.Kafka.TopicPrefix}, poll: 500 * time.Millisecond}
+	w := waiter{cl: cl, kopts: kopts, adm: kadm.NewClient(cl), dec: dec, conf: conf, topics: kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()}, poll: 500 * time.Millisecond}
 	// A database without a topic has nothing the applier could be at.
 	var ts []string
 	for _, db := range dbs {

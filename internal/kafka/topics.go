@@ -38,8 +38,26 @@ const (
 	HeaderWriter = "hivedr.writer"
 )
 
-// Topics names hivedr's topics under one prefix.
-type Topics struct{ Prefix string }
+// Topics names hivedr's topics under one prefix, as one DR site reads
+// them. The tailer's topics (events, manifests, checkpoints, control, the
+// change view) are every site's; a further site (fan-out: Site set) has
+// its own completions and applier control topics and its own copy
+// daemons' transactional IDs, so that no site reads another's copies or
+// requests.
+type Topics struct {
+	Prefix string
+	// Site is the further site's name (config.Config.TopicSite); "" for
+	// the top-level site, whose topics have no site part.
+	Site string
+}
+
+// sitePart is what a further site's own names carry after the prefix.
+func (t Topics) sitePart() string {
+	if t.Site == "" {
+		return ""
+	}
+	return ".site." + t.Site
+}
 
 // Events is the ordered topic of one database: one partition, total order.
 func (t Topics) Events(db string) string { return t.Prefix + ".events." + db }
@@ -54,8 +72,14 @@ func (t Topics) EventsPattern() *regexp.Regexp {
 // form, so the tasks writing one file share a partition, in event order.
 func (t Topics) Manifests() string { return t.Prefix + ".manifests" }
 
-// Completions carries copy completions, keyed by task ID.
-func (t Topics) Completions() string { return t.Prefix + ".completions" }
+// Completions carries the site's copy completions, keyed by task ID:
+// <prefix>.completions, or <prefix>.site.<site>.completions for a
+// further site.
+func (t Topics) Completions() string { return t.Prefix + t.sitePart() + ".completions" }
+
+// ForSite returns the topics as the site named site reads them ("" the
+// top-level site).
+func (t Topics) ForSite(site string) Topics { return Topics{Prefix: t.Prefix, Site: site} }
 
 // Checkpoints carries the tailer's checkpoints, keyed by source name.
 func (t Topics) Checkpoints() string { return t.Prefix + ".tailer.checkpoints" }
@@ -68,7 +92,8 @@ func (t Topics) Control() string { return t.Prefix + ".control" }
 // (schemas.ApplierControl: seek a database's topic, plan its head again), keyed
 // by database. It is separate from Control so neither role reads the
 // other's requests.
-func (t Topics) ApplierControl() string { return t.Prefix + ".applier.control" }
+// A further site's is <prefix>.site.<site>.applier.control.
+func (t Topics) ApplierControl() string { return t.Prefix + t.sitePart() + ".applier.control" }
 
 // CopydTransactionalIDPrefix starts the transactional IDs of this
 // pipeline's copy daemons: <prefix>-copyd-. It is derived from the topic
@@ -77,7 +102,9 @@ func (t Topics) ApplierControl() string { return t.Prefix + ".applier.control" }
 // ACL on it grants one pipeline's IDs only. With the default prefix
 // hivedr it is hivedr-copyd-, the IDs every copy daemon used before they
 // were derived from the prefix.
-func (t Topics) CopydTransactionalIDPrefix() string { return t.Prefix + "-copyd-" }
+// A further site's daemons' IDs start <prefix>.site.<site>-copyd-, so the
+// sites' daemons never fence each other.
+func (t Topics) CopydTransactionalIDPrefix() string { return t.Prefix + t.sitePart() + "-copyd-" }
 
 // CopydTransactionalID is the transactional ID of the copy daemon
 // instance (copyd.instance): <prefix>-copyd-<instance>. It must be unique

@@ -46,7 +46,7 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 	rep.Tailer.DownAfter = DownAfter(conf.Tailer).Seconds()
 	rep.Applier = Applier{Group: conf.Applier.Group, Members: -1, Metastore: conf.Applier.Metastore}
 	rep.Tailer.Unknown = true
-	topics := kafka.Topics{Prefix: conf.Kafka.TopicPrefix}
+	topics := kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()}
 	brokers := strings.Join(conf.Kafka.Brokers, ",")
 	fail := func(format string, args ...any) { rep.Errors = append(rep.Errors, fmt.Sprintf(format, args...)) }
 	rep.Phases = map[string]float64{}

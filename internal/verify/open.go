@@ -63,7 +63,7 @@ func Open(ctx context.Context, conf *config.Config) (cfg Config, close func(), e
 		return Config{}, nil, fmt.Errorf("source log: %w", err)
 	}
 	closers = append(closers, srcLog.Close)
-	topics := kafka.Topics{Prefix: conf.Kafka.TopicPrefix}
+	topics := kafka.Topics{Prefix: conf.Kafka.TopicPrefix, Site: conf.TopicSite()}
 	files := FileStore{Router: router}
 	return Config{
 		Source: src, DR: dr, SourceFiles: files, DRFiles: files,
