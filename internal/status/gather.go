@@ -41,7 +41,36 @@ import (
 // tailer.poll_interval + 1s, what one poll of the tailer (and its
 // transaction) takes.
 func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait time.Duration) *Report {
-	rep := &Report{required: map[string]bool{}}
+	rep := gather(ctx, conf, only, tailerWait)
+	if conf.TopicSite() != "" || len(conf.Sites) == 0 {
+		return rep
+	}
+	// One tailer, several sites: each further site's report beside the
+	// top-level one's, gathered at once.
+	rep.Sites = make([]*Report, len(conf.Sites))
+	var wg sync.WaitGroup
+	for i, name := range conf.SiteNames()[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc, err := conf.ForSite(name)
+			if err != nil {
+				rep.Sites[i] = &Report{Site: name, Errors: []string{err.Error()}}
+				return
+			}
+			rep.Sites[i] = gather(ctx, sc, only, tailerWait)
+		}()
+	}
+	wg.Wait()
+	for _, s := range rep.Sites {
+		rep.CaughtUp = rep.CaughtUp && s.CaughtUp
+	}
+	return rep
+}
+
+// gather is Gather for one site.
+func gather(ctx context.Context, conf *config.Config, only []string, tailerWait time.Duration) *Report {
+	rep := &Report{Site: conf.SiteName(), required: map[string]bool{}}
 	rep.Tailer.Source = conf.Source.Name
 	rep.Tailer.DownAfter = DownAfter(conf.Tailer).Seconds()
 	rep.Applier = Applier{Group: conf.Applier.Group, Members: -1, Metastore: conf.Applier.Metastore}
@@ -128,6 +157,9 @@ func Gather(ctx context.Context, conf *config.Config, only []string, tailerWait 
 			pat := topics.EventsPattern()
 			for _, name := range td.Names() {
 				if m := pat.FindStringSubmatch(name); m != nil {
+					if _, ok := conf.Replication.Scope(m[1]); !ok && conf.TopicSite() != "" {
+						continue // another site's database: a further site reads its own only
+					}
 					add(m[1]).TopicExists = true
 				}
 			}
@@ -562,8 +594,11 @@ func readRanges(ctx context.Context, kopts []kgo.Opt, ranges map[string][2]int64
 	if len(offsets) == 0 {
 		return unfinished
 	}
+	// A range is read once its records are there: a fetch that finds
+	// nothing new returns soon (franz-go waits 5 s by default, which a
+	// range ending where no record comes would cost every time).
 	cl, err := kgo.NewClient(append(slices.Clone(kopts), kgo.ConsumePartitions(offsets),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), kgo.FetchMaxWait(100*time.Millisecond))...)
 	if err != nil {
 		return unfinished
 	}

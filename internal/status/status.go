@@ -91,7 +91,13 @@ const (
 type Report struct {
 	// Time is when gathering finished; every age is relative to it (so
 	// ages are never understated by the time gathering took).
-	Time    time.Time `json:"time"`
+	Time time.Time `json:"time"`
+	// Site is the DR site the report is of (config site: or sites[].name).
+	Site string `json:"site"`
+	// Sites are the further DR sites' reports (fan-out), when the
+	// configuration has sites and status was not asked for one (-site);
+	// CaughtUp is then every site's verdict. Their tailer is this one.
+	Sites   []*Report `json:"sites,omitempty"`
 	Tailer  Tailer    `json:"tailer"`
 	Applier Applier   `json:"applier"`
 	// Databases are sorted by name.

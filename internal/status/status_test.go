@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -251,6 +252,8 @@ func TestWriteJSONKeys(t *testing.T) {
 			Skipped: []SkippedEvent{{EventID: 3, Note: "n"}}, Complete: now, oldestUnapplied: now, Newest: now, NewestType: "event"}},
 		Errors:   []string{"e"},
 		required: map[string]bool{},
+		Site:     "dr",
+		Sites:    []*Report{{Site: "west"}},
 	}
 	rep.summarize()
 	var b bytes.Buffer
@@ -280,7 +283,7 @@ func TestWriteJSONKeys(t *testing.T) {
 		obj  map[string]json.RawMessage
 		want string
 	}{
-		{"report", top, "applier caught_up databases errors tailer time total"},
+		{"report", top, "applier caught_up databases errors site sites tailer time total"},
 		{"tailer", tailer, "caught_up checkpoint_age_seconds checkpoint_event_id checkpoint_state checkpoint_written down_after_seconds " +
 			"lag_events source source_head_event_id state unknown"},
 		{"applier", applier, "dr_metastore group members"},
@@ -313,5 +316,41 @@ func TestWriteErrors(t *testing.T) {
 	}
 	if err := rep.WriteJSON(failWriter{}); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Errorf("WriteJSON: %v, want the writer's error", err)
+	}
+}
+
+// With further sites, status prints the sites side by side, then each
+// site's databases under its name.
+func TestWriteTextSites(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	site := func(name, group string, lag int64, members int) *Report {
+		r := &Report{Site: name, Time: now, Applier: Applier{Group: group, Members: members, Metastore: name + ":9083"},
+			Tailer: Tailer{Source: "primary", CheckpointEventID: 9, CheckpointWritten: now, CheckpointState: schemas.StateRunning, SourceHeadEventID: 9, DownAfter: 15},
+			Databases: []Database{{Database: "sales", TopicExists: true, OnDR: true, ReplTarget: "primary", InScope: true, RPO: 300,
+				LastEventID: 9 - lag, LagEvents: lag, Committed: 1, Complete: now.Add(-3 * time.Second), known: struct{ dr, kafka bool }{kafka: true, dr: true}}},
+			required: map[string]bool{}}
+		r.summarize()
+		return r
+	}
+	rep := site("dr", "hivedr-applier", 0, 1)
+	rep.Sites = []*Report{site("west", "hivedr-applier-west", 4, 0)}
+	var b bytes.Buffer
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^SITE +APPLIER GROUP +MEMBERS +DR METASTORE +DATABASES +LAG +LAGGING +HALTED +OVER RPO +OLDEST AGE +VERDICT$`),
+		regexp.MustCompile(`(?m)^dr +hivedr-applier +1 +dr:9083 +1 +0 +0 +0 +0 +3s +caught up$`),
+		regexp.MustCompile(`(?m)^west +hivedr-applier-west +0 +west:9083 +1 +4 +1 +0 +0 +3s +NOT caught up$`),
+		regexp.MustCompile(`(?m)^==== site dr\napplier \(group hivedr-applier\)`),
+		regexp.MustCompile(`(?m)^==== site west\napplier \(group hivedr-applier-west\): no members`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("no match for %s in:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "tailer (source primary)") != 1 {
+		t.Errorf("the tailer is every site's: one line, got\n%s", out)
 	}
 }

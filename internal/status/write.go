@@ -53,7 +53,54 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 }
 
 func (r *Report) writeText(w io.Writer) {
+	if len(r.Sites) > 0 {
+		r.writeSites(w)
+	}
 	fmt.Fprintf(w, "tailer (source %s): %s\n", r.Tailer.Source, r.tailerLine())
+	if len(r.Sites) > 0 {
+		fmt.Fprintf(w, "\n==== site %s\n", r.Site)
+	}
+	r.writeSite(w)
+	for _, s := range r.Sites {
+		fmt.Fprintf(w, "\n==== site %s\n", s.Site)
+		s.writeSite(w)
+	}
+}
+
+// writeSites writes the sites side by side: one line each, the verdict
+// of every site's own report.
+func (r *Report) writeSites(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, "SITE	APPLIER GROUP	MEMBERS	DR METASTORE	DATABASES	LAG	LAGGING	HALTED	OVER RPO	OLDEST AGE	VERDICT")
+	for _, s := range append([]*Report{r}, r.Sites...) {
+		members := "?"
+		if s.Applier.Members >= 0 {
+			members = strconv.Itoa(s.Applier.Members)
+		}
+		oldest := "-"
+		var worst float64 = -1
+		for _, d := range s.Databases {
+			if d.Age != nil && *d.Age > worst {
+				worst = *d.Age
+			}
+		}
+		if worst >= 0 {
+			oldest = short(time.Duration(worst * float64(time.Second)))
+		}
+		verdict := "caught up"
+		if !s.CaughtUp {
+			verdict = "NOT caught up"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", s.Site, s.Applier.Group, members, s.Applier.Metastore,
+			s.Total.Databases, s.Total.LagEvents, s.Total.Lagging, s.Total.Halted, s.Total.RPOBreached, oldest, verdict)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// writeSite writes one site's part of the report: its applier, its
+// databases' table, totals and sections.
+func (r *Report) writeSite(w io.Writer) {
 	members := fmt.Sprintf("%d members", r.Applier.Members)
 	switch r.Applier.Members {
 	case -1:
