@@ -6,6 +6,8 @@
 // single-file source program: java <Flink's --add-opens flags> -cp
 // <classpath of pom.xml> FlinkView.java BROKERS REGISTRY TOPIC_PATTERN
 // JDBC_URL TABLE USER PASSWORD GROUP
+import java.util.Map;
+import org.apache.flink.configuration.Configuration;
 import org.apache.flink.table.api.EnvironmentSettings;
 import org.apache.flink.table.api.TableEnvironment;
 
@@ -24,8 +26,17 @@ public class FlinkView {
         }
         String brokers = args[0], registry = args[1], pattern = args[2], url = args[3];
         String table = args[4], user = args[5], password = args[6], group = args[7];
-        TableEnvironment env = TableEnvironment.create(EnvironmentSettings.inStreamingMode());
-        env.getConfig().set("parallelism.default", "1");
+        // A transient failure (a broker, the registry or Postgres slow to
+        // answer on a loaded machine) restarts the job, as a production
+        // job's restart strategy would; it reads from the earliest offsets
+        // again and its upserts are idempotent.
+        Configuration conf = Configuration.fromMap(Map.of(
+                "parallelism.default", "1",
+                "restart-strategy.type", "fixed-delay",
+                "restart-strategy.fixed-delay.attempts", "10",
+                "restart-strategy.fixed-delay.delay", "2s"));
+        TableEnvironment env = TableEnvironment.create(
+                EnvironmentSettings.newInstance().inStreamingMode().withConfiguration(conf).build());
         env.executeSql("CREATE TABLE view_src (" + COLUMNS + ") WITH ("
                 + "'connector' = 'kafka', "
                 + "'topic-pattern' = '" + pattern + "', "
@@ -50,6 +61,14 @@ public class FlinkView {
                 + "'sink.buffer-flush.interval' = '200ms', "
                 + "'sink.buffer-flush.max-rows' = '100')");
         System.out.println("FlinkView: job submitted");
-        env.executeSql("INSERT INTO view_sink SELECT * FROM view_src").await();
+        try {
+            env.executeSql("INSERT INTO view_sink SELECT * FROM view_src").await();
+        } catch (Exception e) {
+            // The mini-cluster's threads would keep the JVM up after the
+            // job failed: exit, so the test sees it and prints why.
+            System.err.println("FlinkView: the job failed:");
+            e.printStackTrace();
+            System.exit(1);
+        }
     }
 }
