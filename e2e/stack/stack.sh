@@ -2,7 +2,8 @@
 # stack.sh up|down|status|env|restart|stop|start — the local real stack for hivedr's
 # e2e tests and demo: Postgres, Kafka (KRaft), two HDFS clusters (NameNode
 # and DataNode each), two Hive Metastores and an S3 server, all on
-# 127.0.0.1. Idempotent: "up" when up only checks readiness; "down" when down
+# 127.0.0.1; the plain stack adds a second DR site, dr2 (a third HDFS
+# cluster and metastore, started beside the others; SITES in lib.sh). Idempotent: "up" when up only checks readiness; "down" when down
 # does nothing. "restart [-kill] DAEMON" stops one daemon (SIGTERM, or
 # SIGKILL with -kill, as a crash), starts it again and waits until it is
 # ready; the soak restarts services this way. "stop [-kill] DAEMON" and
@@ -54,6 +55,9 @@ declare -A DAEMONS=(
   [nn-src]="hdfs_daemon_up nn-src" [dn-src]="hdfs_daemon_up dn-src"
   [nn-dr]="hdfs_daemon_up nn-dr" [dn-dr]="hdfs_daemon_up dn-dr"
 )
+if has_site dr2; then
+  DAEMONS+=([hms-dr2]=svc_hms_up [nn-dr2]="hdfs_daemon_up nn-dr2" [dn-dr2]="hdfs_daemon_up dn-dr2")
+fi
 
 # daemon_arg CMD DAEMON checks that DAEMON is one restart, stop and start know.
 daemon_arg() {
@@ -109,8 +113,21 @@ cmd=${1:-}
 case "$cmd" in
   up)
     start=$SECONDS
+    # HDFS (every cluster's NameNode and DataNode JVMs) starts in the
+    # background beside Kafka and the registry, which it does not need;
+    # the loop waits for it where HDFS stands in SERVICES, before the
+    # metastores.
+    hdfs_pid=""
     for s in "${SERVICES[@]}"; do
       have "$s" || continue
+      if [ "$s" = kafka ] && have hdfs; then
+        ( t=$SECONDS; svc_hdfs_up; log "hdfs ready ($((SECONDS - t))s, beside kafka and the registry)" ) &
+        hdfs_pid=$!
+      fi
+      if [ "$s" = hdfs ] && [ -n "$hdfs_pid" ]; then
+        wait "$hdfs_pid" || die "hdfs did not start (its messages above)"
+        continue
+      fi
       t=$SECONDS
       "svc_${s}_up"
       log "$s ready ($((SECONDS - t))s)"

@@ -46,10 +46,12 @@ import (
 // Site names one side of replication.
 type Site string
 
-// The two sites of the local stack.
+// The sites of the local stack. DR2 is the second DR site (HDFS cluster
+// dr2 and metastore hms-dr2), on the plain stack only.
 const (
 	Source Site = "SRC"
 	DR     Site = "DR"
+	DR2    Site = "DR2"
 )
 
 // Env holds the addresses of the local stack.
@@ -214,17 +216,21 @@ func (e *Env) SchemaRegistry(t testing.TB) config.SchemaRegistry {
 func (e *Env) check(t testing.TB, howToStart string) {
 	t.Helper()
 	e.owner = t
-	for _, key := range []string{
+	keys := []string{
 		"HIVEDR_KAFKA_BROKERS",
 		"HIVEDR_HMS_SRC", "HIVEDR_HMS_DR",
 		"HIVEDR_HDFS_SRC_NAMENODE", "HIVEDR_HDFS_SRC_HTTP",
 		"HIVEDR_HDFS_DR_NAMENODE", "HIVEDR_HDFS_DR_HTTP",
 		"HIVEDR_S3_ENDPOINT",
-	} {
-		e.dialOrFail(t, key, howToStart)
 	}
 	if e.secure {
-		e.dialOrFail(t, "HIVEDR_KRB_KDC", howToStart)
+		keys = append(keys, "HIVEDR_KRB_KDC")
+	} else {
+		// The second DR site: the plain stack's only.
+		keys = append(keys, "HIVEDR_HMS_DR2", "HIVEDR_HDFS_DR2_NAMENODE", "HIVEDR_HDFS_DR2_HTTP")
+	}
+	for _, key := range keys {
+		e.dialOrFail(t, key, howToStart)
 	}
 }
 

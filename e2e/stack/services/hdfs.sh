@@ -3,7 +3,9 @@
 # blocks), each one NameNode and one DataNode, each in a JVM of its own
 # (daemons nn-src, dn-src, nn-dr, dn-dr), so that a DataNode can be killed
 # and restarted under a running NameNode (`stack.sh restart dn-src`, as the
-# soak does). The jars are hadoop-client-minicluster's (it bundles the
+# soak does). The plain stack has a third cluster, the second DR site's
+# (hdfs-dr2: daemons nn-dr2, dn-dr2), set up as hdfs-dr is (4 MiB blocks);
+# the secured variants do not (SITES in lib.sh). The jars are hadoop-client-minicluster's (it bundles the
 # server classes) from Maven Central through e2e/stack/hdfs/pom.xml.
 #
 # Both clusters store CRC32C chunk checksums and default to COMPOSITE_CRC for
@@ -21,7 +23,7 @@
 # with 1 MiB blocks on a busy 2-core machine that race showed up in TestFS.
 # (In production copyd retries such a file as a transient failure.)
 #
-# Data lives in $STACK_DIR/hdfs-src and $STACK_DIR/hdfs-dr, in the layout
+# Data lives in $STACK_DIR/hdfs-<cluster> (src, dr, dr2), in the layout
 # of the earlier single-JVM mini cluster (data/name-0-{1,2} for the
 # namespace, data/data/data{1,2} for blocks, cluster ID testClusterID), so a
 # stack made by it starts on this layout with its data. A cluster is
@@ -50,15 +52,18 @@ HDFS_DN_HEAP=${HDFS_DN_HEAP:-384m}
 HDFS_CLUSTER_ID=testClusterID
 
 # _hdfs_conf CLUSTER sets nn, http, bs, dir and the DataNode's fixed ports
-# (dnx data transfer, dnh HTTP, dni IPC) for cluster src or dr. The DataNode
-# ports lie below the kernel's ephemeral range, so no client socket takes
-# one while the DataNode is down.
+# (dnx data transfer, dnh HTTP, dni IPC) for cluster src, dr or dr2. The
+# DataNode ports lie below the kernel's ephemeral range, so no client
+# socket takes one while the DataNode is down (dr2's are therefore dr's
+# plus 100, not 38010 and so on).
 _hdfs_conf() {
   case $1 in
     src) nn=$HDFS_SRC_NN_PORT http=$HDFS_SRC_HTTP_PORT bs=1048576
       dnx=$((18010 + PORT_OFFSET)) dnh=$((18075 + PORT_OFFSET)) dni=$((18077 + PORT_OFFSET)) ;;
     dr) nn=$HDFS_DR_NN_PORT http=$HDFS_DR_HTTP_PORT bs=4194304
       dnx=$((28010 + PORT_OFFSET)) dnh=$((28075 + PORT_OFFSET)) dni=$((28077 + PORT_OFFSET)) ;;
+    dr2) nn=$HDFS_DR2_NN_PORT http=$HDFS_DR2_HTTP_PORT bs=4194304
+      dnx=$((28110 + PORT_OFFSET)) dnh=$((28175 + PORT_OFFSET)) dni=$((28177 + PORT_OFFSET)) ;;
     *) die "unknown HDFS cluster $1" ;;
   esac
   dir=$STACK_DIR/hdfs-$1
@@ -350,16 +355,16 @@ _hdfs_stop_legacy() {
 }
 
 # hdfs_daemons lists the daemons `stack.sh restart` can restart.
-hdfs_daemons() { echo nn-src dn-src nn-dr dn-dr; }
+hdfs_daemons() { local c; for c in $SITES; do echo "nn-$c dn-$c"; done | xargs; }
 
-# hdfs_daemon_up DAEMON starts one of nn-src, dn-src, nn-dr, dn-dr unless it
-# runs, and waits until it is ready.
+# hdfs_daemon_up DAEMON starts one of hdfs_daemons unless it runs, and
+# waits until it is ready.
 hdfs_daemon_up() {
   local c=${1#*-}
+  [[ " $(hdfs_daemons) " == *" $1 "* ]] || die "unknown HDFS daemon $1 (want one of: $(hdfs_daemons))"
   case $1 in
-    nn-src | nn-dr) _hdfs_start_nn "$c"; wait_ready "$1" 240 _hdfs_nn_ready "$c" ;;
-    dn-src | dn-dr) _hdfs_start_dn "$c"; wait_ready "$1" 240 _hdfs_dn_ready "$c" ;;
-    *) die "unknown HDFS daemon $1 (want one of: $(hdfs_daemons))" ;;
+    nn-*) _hdfs_start_nn "$c"; wait_ready "$1" 240 _hdfs_nn_ready "$c" ;;
+    dn-*) _hdfs_start_dn "$c"; wait_ready "$1" 240 _hdfs_dn_ready "$c" ;;
   esac
 }
 
@@ -372,18 +377,22 @@ svc_hdfs_up() {
   _hdfs_logconf
   if secured hdfs; then _hdfs_tls; fi
   for c in src dr; do _hdfs_stop_legacy "$c"; done
-  for c in src dr; do _hdfs_start_nn "$c"; done
-  for c in src dr; do wait_ready "nn-$c" 240 _hdfs_nn_ready "$c"; done
-  for c in src dr; do _hdfs_start_dn "$c"; done
-  for c in src dr; do
+  # Every cluster's NameNode starts at once, then every DataNode.
+  for c in $SITES; do _hdfs_start_nn "$c"; done
+  for c in $SITES; do wait_ready "nn-$c" 240 _hdfs_nn_ready "$c"; done
+  for c in $SITES; do _hdfs_start_dn "$c"; done
+  for c in $SITES; do
     wait_ready "dn-$c" 240 _hdfs_dn_ready "$c"
     touch "$STACK_DIR/hdfs-$c/.formatted"
   done
 }
 
+# svc_hdfs_down stops dr2's daemons on every variant: none run where there
+# is no dr2, and stop_daemon passes over a daemon with no pid file (as on
+# a stack started before dr2 existed).
 svc_hdfs_down() {
   local c
-  for c in dr src; do
+  for c in dr2 dr src; do
     stop_daemon "dn-$c"
     stop_daemon "nn-$c"
     stop_daemon "hdfs-$c"
@@ -391,20 +400,22 @@ svc_hdfs_down() {
 }
 
 svc_hdfs_status() {
-  local c state=() down=0
-  for c in src dr; do
+  local c nn http bs dir dnx dnh dni addrs="" state="" down=0
+  for c in $SITES; do
+    _hdfs_conf "$c"
+    addrs+="${addrs:+; }$c nn $HOST:$nn webhdfs $HOST:$http"
     if _hdfs_alive "nn-$c" && _hdfs_alive "dn-$c" && _hdfs_ready "$c"; then
-      state+=("hdfs-$c up")
+      state+="${state:+, }hdfs-$c up"
     else
-      state+=("hdfs-$c down")
+      state+="${state:+, }hdfs-$c down"
       down=1
     fi
   done
   if [ "$down" = 0 ]; then
-    echo "hdfs: up (src nn $HOST:$HDFS_SRC_NN_PORT webhdfs $HOST:$HDFS_SRC_HTTP_PORT; dr nn $HOST:$HDFS_DR_NN_PORT webhdfs $HOST:$HDFS_DR_HTTP_PORT)"
+    echo "hdfs: up ($addrs)"
     return 0
   fi
-  echo "hdfs: down (${state[0]}, ${state[1]})"
+  echo "hdfs: down ($state)"
   return 1
 }
 
@@ -417,6 +428,11 @@ svc_hdfs_env() {
   echo "HIVEDR_HDFS_DR_NAMENODE=$HOST:$HDFS_DR_NN_PORT"
   echo "HIVEDR_HDFS_DR_HTTP=$web$HOST:$HDFS_DR_HTTP_PORT"
   echo "HIVEDR_HDFS_DR_BLOCKSIZE=4194304"
+  if has_site dr2; then
+    echo "HIVEDR_HDFS_DR2_NAMENODE=$HOST:$HDFS_DR2_NN_PORT"
+    echo "HIVEDR_HDFS_DR2_HTTP=$web$HOST:$HDFS_DR2_HTTP_PORT"
+    echo "HIVEDR_HDFS_DR2_BLOCKSIZE=4194304"
+  fi
   if secured hdfs; then
     echo "HIVEDR_HDFS_CA_FILE=$TLS_DIR/ca.pem"
     echo "HIVEDR_HDFS_SRC_PROTECTION=$(_hdfs_protection src)"

@@ -1,5 +1,7 @@
 # shellcheck shell=bash
-# Two Hive Metastores, source (hms-src) and DR (hms-dr): Hive
+# Two Hive Metastores, source (hms-src) and DR (hms-dr), and on the plain
+# stack a third, the second DR site's (hms-dr2, set up as hms-dr is, on
+# database metastore_dr2 and HDFS cluster hdfs-dr2; SITES in lib.sh): Hive
 # hive-standalone-metastore-server $HIVE_VERSION on Java 17, JDO on the
 # Postgres of services/postgres.sh (databases metastore_src / metastore_dr),
 # warehouses on the two HDFS clusters of services/hdfs.sh, and
@@ -42,9 +44,10 @@
 # to privacy, which the metastore's SASL server takes its QOP from: only
 # auth-conf is offered, every Thrift frame after the handshake encrypted.
 #
-# Daemons: hms-src (thrift 127.0.0.1:$HMS_SRC_PORT), hms-dr (:$HMS_DR_PORT).
-# State: $STACK_DIR/hms (dist, jars, tools), $STACK_DIR/hms-src/conf,
-# $STACK_DIR/hms-dr/conf; the metadata itself lives in Postgres and HDFS.
+# Daemons: hms-src (thrift 127.0.0.1:$HMS_SRC_PORT), hms-dr (:$HMS_DR_PORT),
+# hms-dr2 (:$HMS_DR2_PORT, plain stack only).
+# State: $STACK_DIR/hms (dist, jars, tools), $STACK_DIR/hms-<side>/conf;
+# the metadata itself lives in Postgres and HDFS.
 
 HMS_DIR=$STACK_DIR/hms
 HMS_DIST=$HMS_DIR/dist
@@ -86,9 +89,23 @@ HMS_JVM_OPENS=(
   --add-opens=java.sql/java.sql=ALL-UNNAMED
 )
 
-# Per-instance values; SIDE is src or dr.
-hms_port() { if [ "$1" = src ]; then echo "$HMS_SRC_PORT"; else echo "$HMS_DR_PORT"; fi; }
-hms_nn() { if [ "$1" = src ]; then echo "hdfs://$HOST:$HDFS_SRC_NN_PORT"; else echo "hdfs://$HOST:$HDFS_DR_NN_PORT"; fi; }
+# Per-instance values; SIDE is src, dr or dr2.
+hms_port() {
+  case $1 in
+    src) echo "$HMS_SRC_PORT" ;;
+    dr) echo "$HMS_DR_PORT" ;;
+    dr2) echo "$HMS_DR2_PORT" ;;
+    *) die "hms: unknown side $1" ;;
+  esac
+}
+hms_nn() {
+  case $1 in
+    src) echo "hdfs://$HOST:$HDFS_SRC_NN_PORT" ;;
+    dr) echo "hdfs://$HOST:$HDFS_DR_NN_PORT" ;;
+    dr2) echo "hdfs://$HOST:$HDFS_DR2_NN_PORT" ;;
+    *) die "hms: unknown side $1" ;;
+  esac
+}
 hms_db() { echo "metastore_$1"; }
 hms_jdbc() { echo "jdbc:postgresql://$HOST:$POSTGRES_PORT/$(hms_db "$1")"; }
 
@@ -617,10 +634,14 @@ hms_start() {
 }
 
 svc_hms_up() {
-  local side
-  if ! port_open "$HDFS_SRC_NN_PORT" || ! port_open "$HDFS_DR_NN_PORT"; then
+  local side nn missing=""
+  for side in $SITES; do
+    nn=$(hms_nn "$side")
+    port_open "${nn##*:}" || missing+=" ${nn#hdfs://}"
+  done
+  if [ -n "$missing" ]; then
     if declare -F svc_hdfs_up >/dev/null; then svc_hdfs_up; else
-      die "hms: HDFS is not up on $HOST:$HDFS_SRC_NN_PORT / $HDFS_DR_NN_PORT (start it first: stack.sh up)"
+      die "hms: HDFS is not up on$missing (start it first: stack.sh up)"
     fi
   fi
   if ! port_open "$POSTGRES_PORT"; then
@@ -629,19 +650,21 @@ svc_hms_up() {
     fi
   fi
   hms_install
-  # Both JVMs start together; the schema tool runs before each one starts.
-  for side in src dr; do hms_start "$side"; done
-  for side in src dr; do wait_ready "hms-$side" 180 hms_probe "$(hms_port "$side")"; done
+  # The JVMs start together; the schema tool runs before each one starts.
+  for side in $SITES; do hms_start "$side"; done
+  for side in $SITES; do wait_ready "hms-$side" 180 hms_probe "$(hms_port "$side")"; done
 }
 
+# svc_hms_down stops hms-dr2 on every variant (nothing to do where none runs).
 svc_hms_down() {
+  stop_daemon hms-dr2
   stop_daemon hms-dr
   stop_daemon hms-src
 }
 
 svc_hms_status() {
   local rc=0 side line=""
-  for side in src dr; do
+  for side in $SITES; do
     if is_running "hms-$side" && port_open "$(hms_port "$side")"; then
       line+="${line:+, }hms-$side $HOST:$(hms_port "$side")"
     else
@@ -660,6 +683,11 @@ svc_hms_env() {
   echo "HIVEDR_HMS_SRC_EXTERNAL=$(hms_nn src)/external"
   echo "HIVEDR_HMS_DR_EXTERNAL=$(hms_nn dr)/external"
   echo "HIVEDR_HMS_SRC_CMROOT=$(hms_nn src)/cmroot"
+  if has_site dr2; then
+    echo "HIVEDR_HMS_DR2=$HOST:$HMS_DR2_PORT"
+    echo "HIVEDR_HMS_DR2_WAREHOUSE=$(hms_nn dr2)/warehouse"
+    echo "HIVEDR_HMS_DR2_EXTERNAL=$(hms_nn dr2)/external"
+  fi
   if secured hms; then echo "HIVEDR_HMS_SASL=1"; fi
   if private; then echo "HIVEDR_HMS_QOP=auth-conf"; fi
 }

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Postgres for the two Hive Metastores' databases (metastore_src and
-# metastore_dr, owned by role hive/hive), from Debian's packages.
+# Postgres for the Hive Metastores' databases (metastore_src, metastore_dr
+# and, on the plain stack, the second DR site's metastore_dr2; owned by
+# role hive/hive), from Debian's packages.
 #
 # The cluster lives in $STACK_DIR/postgres/data, listens on
 # 127.0.0.1:$POSTGRES_PORT (password auth) and on a unix socket in
@@ -13,6 +14,7 @@ PG_DATA=$PG_DIR/data
 PG_SOCK=$PG_DIR/sock
 # hivedr_test holds tests' own synthetic notification logs (one schema each).
 PG_DATABASES=(metastore_src metastore_dr hivedr_test)
+if has_site dr2; then PG_DATABASES=(metastore_src metastore_dr metastore_dr2 hivedr_test); fi
 
 # pg_bindir prints /usr/lib/postgresql/$POSTGRES_VERSION/bin (lib.sh pins
 # the major) when it holds a server.
@@ -134,13 +136,15 @@ pg_clear_stale() {
 }
 
 pg_setup_db() {
-  pg_psql <<'EOF' >/dev/null
+  local dbs
+  dbs=$(printf "'%s', " "${PG_DATABASES[@]}")
+  pg_psql <<EOF >/dev/null
 SELECT 'CREATE ROLE hive LOGIN'
- WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hive') \gexec
+ WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hive') \\gexec
 ALTER ROLE hive LOGIN PASSWORD 'hive';
 SELECT format('CREATE DATABASE %I OWNER hive', d)
-  FROM unnest(ARRAY['metastore_src', 'metastore_dr', 'hivedr_test']) AS d
- WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = d) \gexec
+  FROM unnest(ARRAY[${dbs%, }]) AS d
+ WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = d) \\gexec
 EOF
 }
 
@@ -183,5 +187,8 @@ svc_postgres_status() {
 svc_postgres_env() {
   echo "HIVEDR_POSTGRES_SRC_DSN=postgres://hive:hive@$HOST:$POSTGRES_PORT/metastore_src?sslmode=disable"
   echo "HIVEDR_POSTGRES_DR_DSN=postgres://hive:hive@$HOST:$POSTGRES_PORT/metastore_dr?sslmode=disable"
+  if has_site dr2; then
+    echo "HIVEDR_POSTGRES_DR2_DSN=postgres://hive:hive@$HOST:$POSTGRES_PORT/metastore_dr2?sslmode=disable"
+  fi
   echo "HIVEDR_POSTGRES_TEST_DSN=postgres://hive:hive@$HOST:$POSTGRES_PORT/hivedr_test?sslmode=disable"
 }
