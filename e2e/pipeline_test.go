@@ -65,6 +65,10 @@ type pipelineConf struct {
 	// copydExtra is more keys of the copyd section (YAML lines indented
 	// under copyd:).
 	copydExtra string
+	// moreFilesystems are more filesystems.hdfs entries (YAML flow
+	// mappings), and extra more top-level YAML (sites:, say).
+	moreFilesystems []string
+	extra           string
 }
 
 func newPipeline(t *testing.T, env *testenv.Env, dbs []string, start int64, opts ...func(*pipelineConf)) *pipeline {
@@ -98,6 +102,7 @@ func newPipeline(t *testing.T, env *testenv.Env, dbs []string, start int64, opts
 		"$BROKERS", strings.Join(env.KafkaBrokers(t), ","), "$REGISTRY", c.registry, "$KAFKASECURITY", c.kafkaSecurity,
 		"$START", fmt.Sprint(start), "$METRICS", p.metrics,
 		"$DATABASES", scope.String(), "$SRC", src, "$DR", dr,
+		"$MOREFS", strings.Join(append([]string{""}, c.moreFilesystems...), "\n    - "), "$EXTRA", c.extra,
 	).Replace(`
 source:
   name: $PREFIX
@@ -136,7 +141,7 @@ $METASTOREPRINCIPAL
 filesystems:
   hdfs:
     - $SRCFS
-    - $DRFS
+    - $DRFS$MOREFS
 replication:
   databases:
 $DATABASES
@@ -144,6 +149,7 @@ $DATABASES
   path_mappings:
     - {source: "$SRC/", target: "$DRTARGET"}
 $KERBEROS
+$EXTRA
 `)
 	p.conf = writeFile(t, "pipeline.yaml", y)
 	cfg, err := config.Load(p.conf)

@@ -81,11 +81,11 @@ echo "$STACK_VARIANT" >"$STACK_DIR/variant"
 # for the secured variant, 4000 for its privacy variant) so that a second
 # stack (its own HIVEDR_STACK_DIR) can run beside the first one, as `make
 # soak` does.
-# Every service listens on 127.0.0.1 only. The second DR site's NameNode,
-# WebHDFS and metastore ports (38020, 38070, 39083) lie inside Linux's
-# default ephemeral range (32768-60999), unlike the others: a client
-# socket may, rarely, hold one while its daemon is down (ports_free then
-# waits, and the start fails naming the port).
+# Every service listens on 127.0.0.1 only, below Linux's default
+# ephemeral range (32768-60999) at offsets 0 and 1000, so no client
+# socket holds a daemon's port while it is down. The second DR site's
+# ports (26020, 26070, 26083) are apart from every other port at each
+# offset the stacks use.
 HOST=127.0.0.1
 PORT_OFFSET=${HIVEDR_STACK_PORT_OFFSET:-$DEFAULT_PORT_OFFSET}
 case $PORT_OFFSET in
@@ -99,11 +99,11 @@ HDFS_SRC_NN_PORT=$((18020 + PORT_OFFSET))
 HDFS_SRC_HTTP_PORT=$((18070 + PORT_OFFSET))
 HDFS_DR_NN_PORT=$((28020 + PORT_OFFSET))
 HDFS_DR_HTTP_PORT=$((28070 + PORT_OFFSET))
-HDFS_DR2_NN_PORT=$((38020 + PORT_OFFSET))
-HDFS_DR2_HTTP_PORT=$((38070 + PORT_OFFSET))
+HDFS_DR2_NN_PORT=$((26020 + PORT_OFFSET))
+HDFS_DR2_HTTP_PORT=$((26070 + PORT_OFFSET))
 HMS_SRC_PORT=$((19083 + PORT_OFFSET))
 HMS_DR_PORT=$((29083 + PORT_OFFSET))
-HMS_DR2_PORT=$((39083 + PORT_OFFSET))
+HMS_DR2_PORT=$((26083 + PORT_OFFSET))
 S3_PORT=$((19000 + PORT_OFFSET))
 REGISTRY_PORT=$((18081 + PORT_OFFSET))
 KDC_PORT=$((18088 + PORT_OFFSET))
