@@ -348,7 +348,9 @@ func (p *planner) openAtCutCommit(tk TableKey, w schemas.TableWriteID, txn int64
 	if !ok || dr.State == nil {
 		return halt(ReasonDecode, "%s event %d planned without reading the write ids of %s on DR (a bug)", p.ev.EventType, p.ev.EventID, tk), true
 	}
-	if !slices.Contains(dr.State.Aborted, w.WriteID) {
+	// Read whole: with no committed row DR's own reading of the table
+	// shows only its lowest aborted write ID (acid.WriteIDs.WithAllocated).
+	if !slices.Contains(dr.State.WithAllocated(dr.MaxAllocated).Aborted, w.WriteID) {
 		return Decision{}, false // not aborted on DR (any more): the commit goes on
 	}
 	return halt(ReasonNeedsBootstrap, "%s event %d commits write id %d of %s (source transaction %d), which was open when a bootstrap listed the table "+

@@ -266,6 +266,10 @@ func TestPlanWriteIDs(t *testing.T) {
 					}
 				}
 			}},
+		{name: "commit of a write open at the cut, aborted on DR under the metastore's rule (no committed row: only 1 read aborted), halts",
+			ev: commit(50, 9, orders, "", 2, delta(dir, 2)), state: drState(markedDB, drACID(orders, 20)),
+			writeIDs: map[TableKey]TableWriteIDs{k: {MaxAllocated: 2, State: &acid.WriteIDs{HighWaterMark: 1, Aborted: []int64{1}}}},
+			outcome:  Halt, reason: ReasonNeedsBootstrap},
 		{name: "commit of a write open at the cut, valid on DR since, goes on", ev: commit(50, 9, orders, "", 2, delta(dir, 2)),
 			state: drState(markedDB, drACID(orders, 20)), writeIDs: state(3, nil, nil), outcome: Apply,
 			actions: []string{"commit replicated transaction 9 (policy sales, 1 writes)", progress}},

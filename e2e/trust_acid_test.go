@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -270,5 +271,66 @@ func TestTrustBootstrapAbortedThenCompacted(t *testing.T) {
 	r.txn(true, ledger)
 	r.converge(5 * time.Minute)
 	r.compact(2, 0, true)
+	r.converge(5 * time.Minute)
+}
+
+// TestTrustBootstrapOpenAboveAborted: a full-ACID table none of whose
+// writes committed (write 1 aborted) has write 2 open in a transaction
+// when it is bootstrapped (tailer.bootstrap_open_txn_wait 0). The source
+// metastore reads it "hwm=1 aborted=[1]", which hides whether 2 is open or
+// aborted. Taken for aborted (as it was), DR aborted write 2 as if it had
+// ended, and its later commit became a no-op there: its rows invisible on
+// DR, valid on the source, and nothing said so. Now the tailer reads the
+// table again with the open transactions taken for committed, which
+// shows write 2 as an open transaction's (acid.ReadTableState): it is
+// published open, DR aborts it, and the applier halts the database when
+// it commits (needs_bootstrap, as for any write open at the cut); the
+// bootstrap it names repairs the table. (Before, the first fix counted
+// every hidden write ID aborted, and DR's own reading hid write 2 from
+// the applier's check too.)
+func TestTrustBootstrapOpenAboveAborted(t *testing.T) {
+	env := testenv.Require(t)
+	r := newAcidSource(t, env, "trustoaa")
+	ledger := acidWrite{2, 0, false} // db2's full-ACID partitioned table, dt=2024-01-01
+	r.txn(false, ledger)
+	open, err := r.w.OpenTxn(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.write(open, ledger)
+	tbl := r.tables[ledger.table]
+	id, err := open.WriteID(r.ctx, tbl.db, tbl.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := wl.ValidWriteIDs(r.ctx, r.src, []string{tbl.full()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s on the source with write id %d open: %s", tbl.full(), id, src[tbl.full()])
+	r.pipeline = newPipeline(t, env, []string{r.db1, r.db2}, currentEventID(t, r.ctx, r.src))
+	r.withTailer("bootstrap_open_txn_wait: 0s")
+	r.startAll()
+	r.requestBootstrap([]string{r.db1, r.db2}, nil)
+	r.bootstrapsDone(5 * time.Minute)
+	r.notOnDR(open.Files())
+
+	r.end(open, true, ledger)
+	var halt string
+	eventually(t, 2*time.Minute, "the applier halts "+tbl.db+" needs_bootstrap", func() bool {
+		r.checkAlive()
+		halt = grepLines(r.apply.out.String(), "reason=needs_bootstrap")
+		return strings.Contains(halt, "db="+tbl.db)
+	})
+	if want := fmt.Sprintf("write id %d of %s", id, tbl.full()); !strings.Contains(halt, want) {
+		t.Errorf("the halt does not name %q:\n%s", want, halt)
+	}
+	first := bootstrapDone(r.ctx, r.dr, tbl.db)
+	r.requestBootstrap([]string{tbl.db}, nil)
+	eventually(t, 5*time.Minute, tbl.db+"'s second bootstrap done on DR", func() bool {
+		r.checkAlive()
+		d := bootstrapDone(r.ctx, r.dr, tbl.db)
+		return d != "" && d != first
+	})
 	r.converge(5 * time.Minute)
 }

@@ -79,32 +79,30 @@ type WriteIDSource interface {
 	TableWriteIDs(ctx context.Context, db, table string) (acid.Txns, acid.WriteIDs, error)
 }
 
-// TableWriteIDs implements WriteIDSource: get_open_txns, then
-// get_valid_write_ids under that transaction list, made whole with the
-// highest write ID allocated (acid.WriteIDs.WithAllocated), read after it.
+// TableWriteIDs implements WriteIDSource: the highest write ID allocated,
+// then the state read whole with it (acid.ReadTableState: what the
+// metastore's reading of a table with no committed write hides, told
+// open or aborted).
 func (s *MetastoreReader) TableWriteIDs(ctx context.Context, db, table string) (acid.Txns, acid.WriteIDs, error) {
 	name := strings.ToLower(db + "." + table)
 	var (
 		txns acid.Txns
-		all  map[string]acid.WriteIDs
-		top  *hive_metastore.MaxAllocatedTableWriteIdResponse
+		w    acid.WriteIDs
 	)
-	err := s.call(ctx, "get_valid_write_ids "+name, func(c *hms.Client) (err error) {
-		all, txns, err = acid.ReadState(ctx, c, []string{name})
+	err := s.call(ctx, "get_valid_write_ids "+name, func(c *hms.Client) error {
+		// The highest allocated first: every write ID up to it is then a
+		// transaction's that the transaction list read next knows.
+		top, err := c.GetMaxAllocatedTableWriteID(ctx, &hive_metastore.MaxAllocatedTableWriteIdRequest{DbName: strings.ToLower(db), TableName: strings.ToLower(table)})
 		if err != nil {
 			return err
 		}
-		top, err = c.GetMaxAllocatedTableWriteID(ctx, &hive_metastore.MaxAllocatedTableWriteIdRequest{DbName: strings.ToLower(db), TableName: strings.ToLower(table)})
+		w, txns, err = acid.ReadTableState(ctx, c, name, top.GetMaxWriteId())
 		return err
 	})
 	if err != nil {
 		return acid.Txns{}, acid.WriteIDs{}, err
 	}
-	w, ok := all[name]
-	if !ok {
-		return acid.Txns{}, acid.WriteIDs{}, fmt.Errorf("get_valid_write_ids on %s: no state for %s in the answer", s.addr, name)
-	}
-	return txns, w.WithAllocated(top.GetMaxWriteId()), nil
+	return txns, w, nil
 }
 
 // acidRetryEvery is the least time between two reads of a table whose

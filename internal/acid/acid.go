@@ -216,27 +216,102 @@ func (w WriteIDs) String() string {
 
 // WithAllocated is w, read with get_valid_write_ids, made whole with the
 // highest write ID allocated under the table's name (maxAllocated, from
-// get_max_allocated_table_write_id). When no row of the table is a
-// committed transaction's, the metastore reports the lowest invalid write
-// ID as the high-water mark and only it as invalid (its rule for
-// compacted tables): a table whose write IDs 1 and 2 were both aborted
-// reads "hwm=1 aborted=[1]". Its readers see the same either way, but a
-// copy of that state would forget write ID 2, and once write ID 3 commits
-// the source reads "hwm=3 aborted=[1 2]" while the copy, its allocation
-// jumping from 1 to 3, took 2 for committed. So in that shape the write
-// IDs above the mark up to maxAllocated count as aborted (none of them
-// can be a committed transaction's: its row would be there). Any other
-// state is returned as it is.
+// get_max_allocated_table_write_id, read before w). When no row of the
+// table is a committed transaction's, the metastore reports the lowest
+// invalid write ID as the high-water mark and only it as invalid (its
+// rule for compacted tables): a table whose write IDs 1 and 2 were both
+// aborted reads "hwm=1 aborted=[1]". Its readers see the same either way,
+// but a copy of that state would forget write ID 2, and once write ID 3
+// commits the source reads "hwm=3 aborted=[1 2]" while the copy, its
+// allocation jumping from 1 to 3, took 2 for committed. So in that shape
+// the write IDs above the mark up to maxAllocated are invalid too (none
+// of them can be a committed transaction's: its row would be there), and
+// WithAllocated counts them aborted: right where no transaction that
+// could hold one is open (DR's own state between plans). A source
+// table's state is read with ReadTableState, which tells the open ones.
+// Any other state is returned as it is.
 func (w WriteIDs) WithAllocated(maxAllocated int64) WriteIDs {
+	return w.withHidden(maxAllocated, func(int64) bool { return false })
+}
+
+// hides reports whether w is the metastore's shape for a table with no
+// committed row hiding write IDs allocated above its mark.
+func (w WriteIDs) hides(maxAllocated int64) bool {
 	invalid := len(w.Open) + len(w.Aborted)
-	if maxAllocated <= w.HighWaterMark || invalid != 1 || !slices.Contains(append(slices.Clone(w.Open), w.Aborted...), w.HighWaterMark) {
+	return maxAllocated > w.HighWaterMark && invalid == 1 && slices.Contains(append(slices.Clone(w.Open), w.Aborted...), w.HighWaterMark)
+}
+
+// withHidden is w with the write IDs its shape hides (hides) added, open
+// where open says so, else aborted.
+func (w WriteIDs) withHidden(maxAllocated int64, open func(id int64) bool) WriteIDs {
+	if !w.hides(maxAllocated) {
 		return w
 	}
 	out := WriteIDs{HighWaterMark: maxAllocated, Open: slices.Clone(w.Open), Aborted: slices.Clone(w.Aborted)}
 	for id := w.HighWaterMark + 1; id <= maxAllocated; id++ {
-		out.Aborted = append(out.Aborted, id)
+		if open(id) {
+			out.Open = append(out.Open, id)
+		} else {
+			out.Aborted = append(out.Aborted, id)
+		}
 	}
 	return out
+}
+
+// ReadTableState reads the write-ID state of the table name (db.table)
+// whole: get_open_txns, get_valid_write_ids under that transaction list,
+// and, where the metastore's reading hides write IDs above its mark (see
+// WithAllocated; maxAllocated read before this call, so each of them is
+// a transaction's that the list knows) while some transaction is open,
+// get_valid_write_ids again with the open transactions taken for
+// committed: the hidden write IDs valid in that reading are the open
+// transactions', the others aborted. It returns the transaction view the
+// state was read with.
+func ReadTableState(ctx context.Context, ms Metastore, name string, maxAllocated int64) (WriteIDs, Txns, error) {
+	name = strings.ToLower(name)
+	o, err := ms.GetOpenTxns(ctx)
+	if err != nil {
+		return WriteIDs{}, Txns{}, fmt.Errorf("get_open_txns: %w", err)
+	}
+	view := txnView(o)
+	w, err := validWriteIDs(ctx, ms, name, ValidTxnList(o))
+	if err != nil || !w.hides(maxAllocated) {
+		return w, view, err
+	}
+	if !view.AnyOpen {
+		return w.WithAllocated(maxAllocated), view, nil
+	}
+	committed := *o
+	committed.OpenTxns, committed.AbortedBits, committed.MinOpenTxn = nil, nil, nil
+	for i, id := range o.OpenTxns {
+		if bit(o.AbortedBits, i) {
+			committed.OpenTxns = append(committed.OpenTxns, id)
+		}
+	}
+	committed.AbortedBits = make([]byte, (len(committed.OpenTxns)+7)/8)
+	for i := range committed.OpenTxns {
+		committed.AbortedBits[i/8] |= 1 << (uint(i) % 8)
+	}
+	asIf, err := validWriteIDs(ctx, ms, name, ValidTxnList(&committed))
+	if err != nil {
+		return WriteIDs{}, Txns{}, err
+	}
+	return w.withHidden(maxAllocated, asIf.Valid), view, nil
+}
+
+// validWriteIDs is get_valid_write_ids of one table under the transaction
+// list txns.
+func validWriteIDs(ctx context.Context, ms Metastore, name, txns string) (WriteIDs, error) {
+	r, err := ms.GetValidWriteIds(ctx, &hive_metastore.GetValidWriteIdsRequest{FullTableNames: []string{name}, ValidTxnList: &txns})
+	if err != nil {
+		return WriteIDs{}, fmt.Errorf("get_valid_write_ids %s: %w", name, err)
+	}
+	states := writeIDStates(r)
+	w, ok := states[name]
+	if !ok {
+		return WriteIDs{}, fmt.Errorf("get_valid_write_ids %s: no state for it in the answer", name)
+	}
+	return w, nil
 }
 
 // Valid reports whether a reader of this state sees write ID id.
@@ -267,6 +342,8 @@ func (w WriteIDs) anyValid(lo, hi int64) bool {
 type Txns struct {
 	HighWaterMark int64
 	Invalid       []int64
+	// AnyOpen: some of Invalid are open, not aborted.
+	AnyOpen bool
 }
 
 // Committed reports whether transaction id is committed in the view.
@@ -394,11 +471,27 @@ func ReadState(ctx context.Context, ms Metastore, tables []string) (map[string]W
 		return nil, Txns{}, fmt.Errorf("get_open_txns: %w", err)
 	}
 	txns := ValidTxnList(o)
-	view := Txns{HighWaterMark: o.TxnHighWaterMark, Invalid: slices.Clone(o.OpenTxns)}
 	r, err := ms.GetValidWriteIds(ctx, &hive_metastore.GetValidWriteIdsRequest{FullTableNames: tables, ValidTxnList: &txns})
 	if err != nil {
 		return nil, Txns{}, fmt.Errorf("get_valid_write_ids %v: %w", tables, err)
 	}
+	return writeIDStates(r), txnView(o), nil
+}
+
+// txnView is the reader's view of transactions get_open_txns answered.
+func txnView(o *hive_metastore.GetOpenTxnsResponse) Txns {
+	view := Txns{HighWaterMark: o.TxnHighWaterMark, Invalid: slices.Clone(o.OpenTxns)}
+	for i := range o.OpenTxns {
+		if !bit(o.AbortedBits, i) {
+			view.AnyOpen = true
+		}
+	}
+	return view
+}
+
+// writeIDStates are the tables' states get_valid_write_ids answered, by
+// lower-case full name.
+func writeIDStates(r *hive_metastore.GetValidWriteIdsResponse) map[string]WriteIDs {
 	out := map[string]WriteIDs{}
 	for _, t := range r.TblValidWriteIds {
 		w := WriteIDs{HighWaterMark: t.WriteIdHighWaterMark}
@@ -413,7 +506,7 @@ func ReadState(ctx context.Context, ms Metastore, tables []string) (map[string]W
 		slices.Sort(w.Aborted)
 		out[strings.ToLower(t.FullTableName)] = w
 	}
-	return out, view, nil
+	return out
 }
 
 func bit(bits []byte, i int) bool { return i/8 < len(bits) && bits[i/8]&(1<<(uint(i)%8)) != 0 }
