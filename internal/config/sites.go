@@ -117,7 +117,7 @@ func (c *Config) ForSite(name string) (*Config, error) {
 			continue
 		}
 		out := *c
-		out.site, out.top = name, c
+		out.site, out.top, out.Site = name, c, name
 		out.Sites = nil
 		out.Applier, out.Copyd = s.Applier, s.Copyd
 		if s.given["replication"] {
