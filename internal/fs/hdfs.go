@@ -490,9 +490,14 @@ func (w *hdfsWriter) close(ctx context.Context) error {
 }
 
 // closeFile completes a file being written, retrying while the NameNode
-// waits for the last block's minimum replication, as Hadoop's client does.
+// waits for the last block's minimum replication, as Hadoop's client
+// does, for at most replicationWait: a block the NameNode never counts
+// (its DataNode's report lost) would hold the copy for good. The error
+// then is transient: the copy is tried again from the start, into a new
+// staging file.
 func closeFile(ctx context.Context, f *hdfs.FileWriter) error {
 	wait := 50 * time.Millisecond
+	deadline := time.Now().Add(replicationWait)
 	for {
 		err := f.Close()
 		if err == nil {
@@ -500,6 +505,9 @@ func closeFile(ctx context.Context, f *hdfs.FileWriter) error {
 		}
 		if !hdfs.IsErrReplicating(err) {
 			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the NameNode still waits for the last block's minimum replication after %s: %w", replicationWait, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -509,6 +517,11 @@ func closeFile(ctx context.Context, f *hdfs.FileWriter) error {
 		wait = min(2*wait, time.Second)
 	}
 }
+
+// replicationWait bounds closeFile's wait for the last block's minimum
+// replication: five times what Hadoop's client waits by default (five
+// retries from 400 ms, doubling: about 12 s).
+const replicationWait = time.Minute
 
 // Abort implements Writer: it deletes the staging file, finished or not.
 // It may follow a failed Commit, and does nothing after a successful one.
