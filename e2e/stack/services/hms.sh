@@ -452,7 +452,7 @@ hms_write_conf() {
   <property><name>javax.jdo.option.ConnectionPassword</name><value>hive</value></property>
   <property><name>metastore.schema.verification</name><value>true</value></property>
   <property><name>datanucleus.schema.autoCreateAll</name><value>false</value></property>
-  <property><name>datanucleus.connectionPool.maxPoolSize</name><value>8</value></property>
+  <property><name>datanucleus.connectionPool.maxPoolSize</name><value>10</value></property>
 
   <property><name>metastore.thrift.port</name><value>$(hms_port "$side")</value></property>
   <property><name>metastore.thrift.bind.host</name><value>$HOST</value></property>
