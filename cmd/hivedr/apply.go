@@ -65,7 +65,7 @@ func runApplier(ctx context.Context, conf *config.Config, dirFlag string, skips 
 		return err
 	}
 	defer router.Close()
-	dir, err := stateDir(dirFlag, "applier")
+	dir, err := stateDir(dirFlag, stateName(conf, "applier"))
 	if err != nil {
 		return err
 	}

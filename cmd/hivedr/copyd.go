@@ -63,13 +63,23 @@ func stateDir(dir, name string) (string, error) {
 	return dir, nil
 }
 
+// stateName is a daemon's default state directory name (name, e.g.
+// applier) for conf's site: a further site's daemons keep theirs apart
+// (name-site-<site>), so two sites' daemons can share a host.
+func stateName(conf *config.Config, name string) string {
+	if s := conf.TopicSite(); s != "" {
+		return name + "-site-" + s
+	}
+	return name
+}
+
 func runCopyDaemon(ctx context.Context, conf *config.Config, dirFlag string, log *slog.Logger) error {
 	router, err := newRouter(conf)
 	if err != nil {
 		return err
 	}
 	defer router.Close()
-	dir, err := stateDir(dirFlag, "copyd-"+conf.Copyd.Instance)
+	dir, err := stateDir(dirFlag, stateName(conf, "copyd-"+conf.Copyd.Instance))
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func metricsAddrFlag(fl *flag.FlagSet) *string {
 }
 
 func stateDirFlag(fl *flag.FlagSet) *string {
-	return fl.String("state-dir", "", "the role's Pebble state directory (default: $XDG_STATE_HOME or ~/.local/state, then hivedr/applier or hivedr/copyd-<instance>)")
+	return fl.String("state-dir", "", "the role's Pebble state directory (default: $XDG_STATE_HOME or ~/.local/state, then hivedr/applier or hivedr/copyd-<instance>, with -site-<site> added for a further site)")
 }
 
 func skipEventFlag(fl *flag.FlagSet) *skipFlags {

@@ -439,3 +439,26 @@ func TestConfigCheckKerberos(t *testing.T) {
 		t.Error("a failed login printed the keytab's content")
 	}
 }
+
+// A further site's daemons keep their default state directories apart
+// from the top-level site's.
+func TestStateNamePerSite(t *testing.T) {
+	conf := config.Default()
+	conf.Sites = []config.Site{config.NewSite("west")}
+	if err := conf.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	west, err := conf.ForSite("west")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ got, want string }{
+		{stateName(conf, "applier"), "applier"},
+		{stateName(west, "applier"), "applier-site-west"},
+		{stateName(west, "copyd-h1"), "copyd-h1-site-west"},
+	} {
+		if c.got != c.want {
+			t.Errorf("state name %q, want %q", c.got, c.want)
+		}
+	}
+}

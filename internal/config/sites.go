@@ -53,6 +53,16 @@ func (s *Site) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// NewSite returns a further site named name as a file giving only its
+// name would: the sections' defaults, the top-level replication section.
+// Set its applier.metastore and what else differs, then Validate the
+// configuration it is added to.
+func NewSite(name string) Site {
+	s := Site{Name: name, Applier: defaultApplier(), Copyd: defaultCopyd(), given: map[string]bool{}}
+	s.Applier.Group, s.Copyd.Group = "", ""
+	return s
+}
+
 // DefaultSiteName is the top-level site's name when the file gives none.
 const DefaultSiteName = "dr"
 
@@ -119,10 +129,9 @@ func (c *Config) ForSite(name string) (*Config, error) {
 		out := *c
 		out.site, out.top, out.Site = name, c, name
 		out.Sites = nil
-		out.Applier, out.Copyd = s.Applier, s.Copyd
-		if s.given["replication"] {
-			out.Replication = s.Replication
-		}
+		// The site's replication section, or the top-level one's copy
+		// (ensureSites).
+		out.Applier, out.Copyd, out.Replication = s.Applier, s.Copyd, s.Replication
 		return &out, nil
 	}
 	return nil, fmt.Errorf("-site %q: no such site (sites: %s)", name, strings.Join(c.SiteNames(), ", "))
@@ -134,8 +143,8 @@ func (c *Config) ForSite(name string) (*Config, error) {
 func (c *Config) ensureSites() {
 	for i := range c.Sites {
 		s := &c.Sites[i]
-		if s.given == nil { // built in code
-			s.given = map[string]bool{"applier": true, "copyd": true, "replication": true}
+		if s.given == nil { // built in code without NewSite: its sections as they are
+			s.given = map[string]bool{"applier": true, "copyd": true, "replication": len(s.Replication.Databases)+len(s.Replication.PathMappings) > 0}
 		}
 		if s.Applier.Group == "" {
 			s.Applier.Group = "hivedr-applier-" + s.Name
@@ -143,7 +152,7 @@ func (c *Config) ensureSites() {
 		if s.Copyd.Group == "" {
 			s.Copyd.Group = "hivedr-copyd-" + s.Name
 		}
-		if !s.given["replication"] {
+		if !s.given["replication"] && len(s.Replication.Databases)+len(s.Replication.PathMappings) == 0 {
 			s.Replication = c.Replication
 		} else if len(s.Replication.SourceRoots) == 0 {
 			s.Replication.SourceRoots = c.Replication.SourceRoots
