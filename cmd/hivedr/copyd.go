@@ -155,7 +155,10 @@ func copydSite(conf *config.Config) *copyd.Site {
 	if conf.TopicSite() == "" {
 		return nil
 	}
-	return &copyd.Site{Name: conf.TopicSite(), InScope: conf.Replication.Replicated,
+	// A task that names no database is copied: passing it over could
+	// leave a file the site needs uncopied.
+	inScope := func(db, table string) bool { return db == "" || conf.Replication.Replicated(db, table) }
+	return &copyd.Site{Name: conf.TopicSite(), InScope: inScope,
 		TailerMap: conf.TopLevel().Replication.MapPath, SiteMap: conf.Replication.MapPath}
 }
 
