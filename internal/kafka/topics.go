@@ -77,10 +77,6 @@ func (t Topics) Manifests() string { return t.Prefix + ".manifests" }
 // further site.
 func (t Topics) Completions() string { return t.Prefix + t.sitePart() + ".completions" }
 
-// ForSite returns the topics as the site named site reads them ("" the
-// top-level site).
-func (t Topics) ForSite(site string) Topics { return Topics{Prefix: t.Prefix, Site: site} }
-
 // Checkpoints carries the tailer's checkpoints, keyed by source name.
 func (t Topics) Checkpoints() string { return t.Prefix + ".tailer.checkpoints" }
 
