@@ -212,7 +212,7 @@ func TestBootstrapWarehouse(t *testing.T) {
 	env := testenv.Require(t)
 	rng := testRand(t)
 	db := "bw_" + uniq(t)
-	spec := wl.WarehouseSpec{Database: db, Tables: 52, Partitions: 5000}
+	spec := wl.WarehouseSpec{Database: db, Tables: 52, Partitions: 2000}
 	// The warehouse is the fixture: its population (minutes on a loaded
 	// machine) has a deadline of its own, the pipeline's starts after it.
 	pop := populate(t, ctxFor(t, 30*time.Minute), env, spec)
@@ -224,9 +224,9 @@ func TestBootstrapWarehouse(t *testing.T) {
 	srcFS, drFS := pipelineFS(t, env)
 	p := newPipeline(t, env, []string{db}, currentEventID(t, ctx, src))
 	tailMetrics, copydMetrics := p.withTailerMetrics(), p.withCopydMetrics()
-	// Pages of 200 partitions: the snapshot takes some 30 transactions,
+	// Pages of 80 partitions: the snapshot takes some 26 transactions,
 	// so the kill lands inside it.
-	const page = 200
+	const page = 80
 	p.withTailer(fmt.Sprintf("bootstrap_page: %d", page))
 	p.startAll()
 	adm := env.KafkaAdmin(t)
