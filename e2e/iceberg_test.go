@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hivedr/hivedr/internal/iceberg"
+	"github.com/hivedr/hivedr/internal/testenv"
+)
+
+// icebergTool is the reference Iceberg implementation (Apache Iceberg's
+// Java library with its Hive catalog: e2e/stack/iceberg/IcebergTool.java),
+// compiled once for the test.
+type icebergTool struct {
+	java, cp string
+}
+
+// newIcebergTool compiles the tool against the classpath the stack
+// resolved (make stack-up).
+func newIcebergTool(t *testing.T, env *testenv.Env) *icebergTool {
+	t.Helper()
+	cpFile, java := env.Get(t, "HIVEDR_ICEBERG_CLASSPATH"), env.Get(t, "HIVEDR_JAVA17")
+	b, err := os.ReadFile(cpFile)
+	if err != nil {
+		t.Fatalf("the Iceberg tool's classpath (make stack-up resolves it): %v", err)
+	}
+	cp := strings.TrimSpace(string(b))
+	classes := t.TempDir()
+	javac := filepath.Join(filepath.Dir(java), "javac")
+	if out, err := exec.Command(javac, "-d", classes, "-cp", cp, "stack/iceberg/IcebergTool.java").CombinedOutput(); err != nil {
+		t.Fatalf("compiling the Iceberg tool: %v\n%s", err, out)
+	}
+	return &icebergTool{java: java, cp: classes + string(os.PathListSeparator) + cp}
+}
+
+// run runs one command of the tool and returns its JSON lines.
+func (it *icebergTool) run(ctx context.Context, t *testing.T, args ...string) []map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, it.java, append([]string{"-cp", it.cp, "IcebergTool"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("IcebergTool %s: %v\n%s", strings.Join(args, " "), err, tail(stderr.String(), 30))
+	}
+	var lines []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l map[string]any
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.UseNumber()
+		if err := dec.Decode(&l); err != nil {
+			t.Fatalf("IcebergTool %s printed %q: %v", args[0], sc.Text(), err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// TestIcebergPathRewrite rewrites an Iceberg table written by the
+// reference implementation (internal/iceberg/testdata/t1, from the
+// stack's source HDFS) for other roots, a local directory, with
+// internal/iceberg, and reads the copy with the reference
+// implementation from its metadata file alone: every snapshot has the
+// row count and row hash the reference read of the source table, and
+// every manifest, data file, delete file and position delete row it
+// reads names the new roots (the source's files are not reachable from
+// the copy).
+func TestIcebergPathRewrite(t *testing.T) {
+	env := testenv.Require(t)
+	tool := newIcebergTool(t, env)
+	ctx := context.Background()
+	const srcRoot = "hdfs://127.0.0.1:18020/warehouse/icefix.db/t1"
+	fixture := filepath.Join("..", "internal", "iceberg", "testdata")
+	dir := t.TempDir()
+	drRoot := "file://" + filepath.ToSlash(dir) + "/t1"
+	m := func(p string) (string, error) {
+		rel, ok := strings.CutPrefix(p, srcRoot)
+		if !ok {
+			return "", fmt.Errorf("%s is outside %s", p, srcRoot)
+		}
+		return drRoot + rel, nil
+	}
+	read := func(_ context.Context, p string) ([]byte, error) {
+		rel, ok := strings.CutPrefix(p, srcRoot+"/")
+		if !ok {
+			return nil, fmt.Errorf("%s is outside %s", p, srcRoot)
+		}
+		return os.ReadFile(filepath.Join(fixture, "t1", filepath.FromSlash(rel)))
+	}
+	metas, _ := filepath.Glob(filepath.Join(fixture, "t1", "metadata", "00007-*.metadata.json"))
+	if len(metas) != 1 {
+		t.Fatalf("the fixture's current metadata: %v", metas)
+	}
+	metaPath := srcRoot + "/metadata/" + filepath.Base(metas[0])
+	metaBytes, err := read(ctx, metaPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := iceberg.ParseMetadata(metaBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := iceberg.Added(ctx, nil, meta, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := &iceberg.Rewriter{Map: m, Read: read}
+	write := func(src string, b []byte) {
+		to, err := m(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := strings.TrimPrefix(to, "file://")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range files {
+		b, err := rw.Rewrite(ctx, f.Path, f.Kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(f.Path, b)
+	}
+	b, err := rw.Rewrite(ctx, metaPath, iceberg.KindMetadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(metaPath, b)
+	drMeta, _ := m(metaPath)
+	t.Logf("%d files rewritten or copied under %s", len(files)+1, drRoot)
+
+	// Every snapshot reads as the reference read the source.
+	want := map[string]string{}
+	countsFile, err := os.ReadFile(filepath.Join(fixture, "counts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(countsFile)), "\n") {
+		var c struct {
+			Snapshot json.Number `json:"snapshot_id"`
+			Count    int64       `json:"count"`
+			Hash     string      `json:"hash"`
+		}
+		if err := json.Unmarshal([]byte(l), &c); err != nil {
+			t.Fatal(err)
+		}
+		want[c.Snapshot.String()] = fmt.Sprintf("%d rows, hash %s", c.Count, c.Hash)
+	}
+	static := "static:" + drMeta
+	got := map[string]string{}
+	for _, l := range tool.run(ctx, t, "count-all", static, "x", "icefix", "t1") {
+		got[fmt.Sprint(l["snapshot_id"])] = fmt.Sprintf("%v rows, hash %v", l["count"], l["hash"])
+	}
+	if len(want) != len(meta.Snapshots) || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the rewritten copy's snapshots read\n%v\nthe source's (as the reference read them)\n%v", got, want)
+	}
+	// Everything the reference reads of the copy is under the new root.
+	outside := func(what string, v any) {
+		if s := fmt.Sprint(v); !strings.HasPrefix(s, drRoot+"/") {
+			t.Errorf("%s %s is not under %s", what, s, drRoot)
+		}
+	}
+	listed := 0
+	for _, l := range tool.run(ctx, t, "files", static, "x", "icefix", "t1") {
+		for _, k := range []string{"metadata_location", "manifest_list", "manifest", "data_file", "delete_file"} {
+			if v, ok := l[k]; ok {
+				outside(k, v)
+				listed++
+			}
+		}
+	}
+	rows := 0
+	for _, l := range tool.run(ctx, t, "posdeletes", static, "x", "icefix", "t1") {
+		outside("position delete file", l["delete_file"])
+		outside("position delete row's file_path", l["file_path"])
+		rows++
+	}
+	if listed == 0 || rows == 0 {
+		t.Errorf("the reference listed %d paths and %d position delete rows of the copy, want some of each", listed, rows)
+	}
+	t.Logf("the reference read %d snapshots of the copy as of the source; %d paths and %d position delete rows, all under the new root", len(got), listed, rows)
+}
