@@ -19,6 +19,7 @@ import (
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hdfscrc"
+	"github.com/hivedr/hivedr/internal/iceberg"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -113,6 +114,7 @@ type Engine struct {
 	thr            *throttle
 	bufs           sync.Pool
 	dirs           dirCache // target directories whose metadata was kept (dirs.go)
+	rw             *iceberg.Rewriter
 	// streams counts the copy streams running: whole-file transfers and
 	// range workers of split ones (copyRanges).
 	streams          atomic.Int64
@@ -174,6 +176,7 @@ func NewEngine(cfg EngineConfig, r Resolver, m *Metrics) (*Engine, error) {
 	e.read = append(append([]location.Location(nil), e.src...), cm...)
 	e.thr = newThrottle(cfg.BytesPerSecond, e.now, e.sleep, m.waited)
 	e.bufs.New = func() any { b := make([]byte, copyBufferSize); return &b }
+	e.rw = e.newRewriter()
 	return e, nil
 }
 
@@ -355,6 +358,9 @@ type candidate struct {
 // attempt observes, decides and acts once. An error is retried or not by
 // its kind (retryable); a result is final.
 func (e *Engine) attempt(ctx context.Context, task schemas.CopyTask, src, tgt string, sum EventChecksum) (result, error) {
+	if task.Rewrite != "" {
+		return e.attemptRewrite(ctx, task, src, tgt)
+	}
 	from, err := e.observe(ctx, src, sum, true)
 	if err != nil {
 		return result{}, err

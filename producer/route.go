@@ -140,7 +140,7 @@ func (r *Routed) addTasks(from int, pol *config.Replication, id func(i int) stri
 			TaskID: f.TaskID, EventID: ev.EventID, EventTime: ev.EventTime,
 			Database: taskDB, Table: taskTable,
 			SourceURI: f.URI, TargetURI: target,
-			Checksum: f.Checksum, CMRoot: f.CMRoot, Subdir: f.Subdir,
+			Checksum: f.Checksum, CMRoot: f.CMRoot, Subdir: f.Subdir, Rewrite: f.Rewrite,
 		})
 	}
 }

@@ -205,6 +205,7 @@ func (w *avroWriter) event(e *Event) error {
 		w.str(f.CMRoot)
 		w.str(f.Subdir)
 		w.str(f.TaskID)
+		w.str(f.Rewrite)
 	}
 	w.end()
 	w.count(len(e.Errors))
@@ -495,6 +496,7 @@ func (w *avroWriter) copyTask(t *CopyTask) {
 	w.str(t.Checksum)
 	w.str(t.CMRoot)
 	w.str(t.Subdir)
+	w.str(t.Rewrite)
 }
 
 func (w *avroWriter) copyCompletion(c *CopyCompletion) error {

@@ -193,6 +193,7 @@ func eventToNative(e *Event) (map[string]any, error) {
 			"cm_root":  f.CMRoot,
 			"subdir":   f.Subdir,
 			"task_id":  f.TaskID,
+			"rewrite":  f.Rewrite,
 		}
 	}
 	errs := make([]any, len(e.Errors))
@@ -469,6 +470,7 @@ func copyTaskToNative(t *CopyTask) map[string]any {
 		"checksum":   t.Checksum,
 		"cm_root":    t.CMRoot,
 		"subdir":     t.Subdir,
+		"rewrite":    t.Rewrite,
 	}
 }
 
@@ -945,6 +947,7 @@ func (d *decoder) event(m map[string]any) *Event {
 				CMRoot:   d.str(f, "cm_root", ""),
 				Subdir:   d.str(f, "subdir", ""),
 				TaskID:   d.str(f, "task_id", ""),
+				Rewrite:  d.str(f, "rewrite", ""),
 			}
 		}
 	}
@@ -1168,6 +1171,7 @@ func (d *decoder) copyTask(m map[string]any) *CopyTask {
 		Checksum:  d.str(m, "checksum", ""),
 		CMRoot:    d.str(m, "cm_root", ""),
 		Subdir:    d.str(m, "subdir", ""),
+		Rewrite:   d.str(m, "rewrite", ""),
 	}
 }
 

@@ -136,7 +136,7 @@ func testEvent(p Payload) *Event {
 		Message:       "H4sIAAAAAAAA/6tWKkktLlGyUlAqS8wpTVWqBQB3f8pKEgAAAA==",
 		Payload:       p,
 		Files: []FileRef{
-			{URI: "hdfs://src-nn:8020/warehouse/sales.db/orders/delta_1_1/bucket_0", Checksum: "abc", CMRoot: "hdfs://src-nn:8020/cmroot", Subdir: "delta_1_1", TaskID: "1001-0"},
+			{URI: "hdfs://src-nn:8020/warehouse/sales.db/orders/delta_1_1/bucket_0", Checksum: "abc", CMRoot: "hdfs://src-nn:8020/cmroot", Subdir: "delta_1_1", TaskID: "1001-0", Rewrite: RewriteIcebergManifest},
 			{URI: "hdfs://src-nn:8020/warehouse/sales.db/orders/000000_0", TaskID: "1001-1"},
 		},
 		Errors: []EventError{
@@ -178,7 +178,7 @@ func crc(v uint32) *uint32 { return &v }
 func testRecords() map[string]any {
 	recs := map[string]any{
 		"CopyTask": &CopyTask{TaskID: "1001-0", EventID: 1001, EventTime: t0, Database: "sales", Table: "orders",
-			SourceURI: "hdfs://src/a", TargetURI: "hdfs://dr/a", Checksum: "abc", CMRoot: "hdfs://src/cm", Subdir: "delta_1_1"},
+			SourceURI: "hdfs://src/a", TargetURI: "hdfs://dr/a", Checksum: "abc", CMRoot: "hdfs://src/cm", Subdir: "delta_1_1", Rewrite: RewriteIcebergPositionDeletes},
 		"CopyCompletion": &CopyCompletion{TaskID: "1001-0", EventID: 1001, Database: "sales", SourceURI: "hdfs://src/a", TargetURI: "hdfs://dr/a",
 			Status: StatusSourceGone, Length: 1 << 40, CRC32C: crc(0xFFFFFFFF), Verification: "crc32c:source+target", CopiedFrom: "hdfs://src/cm/x",
 			Error: "e", Evidence: "looked everywhere", Attempts: 3, Started: t0, Finished: t1},

@@ -248,7 +248,19 @@ type Compaction struct {
 // FileRef is a data file an event references.
 type FileRef struct {
 	URI, Checksum, CMRoot, Subdir, TaskID string
+	// Rewrite is how a copy rewrites the file for DR's paths: "" (a
+	// byte-for-byte copy) or one of the Rewrite* kinds.
+	Rewrite string
 }
+
+// Rewrites of FileRef.Rewrite and CopyTask.Rewrite: Iceberg files that
+// name other files by absolute path, written on DR with DR's paths.
+const (
+	RewriteIcebergMetadata        = "iceberg-metadata"
+	RewriteIcebergManifestList    = "iceberg-manifest-list"
+	RewriteIcebergManifest        = "iceberg-manifest"
+	RewriteIcebergPositionDeletes = "iceberg-position-deletes"
+)
 
 // EventErrorKind says why an event cannot be applied as is.
 type EventErrorKind string
@@ -288,6 +300,8 @@ type CopyTask struct {
 	Checksum  string
 	CMRoot    string
 	Subdir    string
+	// Rewrite is FileRef.Rewrite of the file.
+	Rewrite string
 }
 
 // CopyStatus is the outcome of a copy task.
