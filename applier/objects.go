@@ -3,6 +3,7 @@ package applier
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/beltran/gohive/hive_metastore"
@@ -47,8 +48,30 @@ func (p *planner) table(src *schemas.Table) (*hive_metastore.Table, error) {
 		}
 		t.Sd.Location = loc
 	}
+	if strings.EqualFold(t.Parameters[icebergTableType], "ICEBERG") {
+		// An Iceberg table's pointers name its metadata files, which the
+		// event's copies wrote under DR's paths (rewritten to name DR's
+		// files only).
+		for _, k := range []string{icebergMetadataLoc, icebergPrevMetadataLoc} {
+			if v := t.Parameters[k]; v != "" {
+				m, err := p.mapLocation(v)
+				if err != nil {
+					return nil, err
+				}
+				t.Parameters[k] = m
+			}
+		}
+	}
 	return t, nil
 }
+
+// Parameters of an Iceberg table: its kind and the pointers to its
+// current and previous metadata files.
+const (
+	icebergTableType       = "table_type"
+	icebergMetadataLoc     = "metadata_location"
+	icebergPrevMetadataLoc = "previous_metadata_location"
+)
 
 func (p *planner) partition(tbl *hive_metastore.Table, src *schemas.Partition) (*hive_metastore.Partition, error) {
 	part := hive_metastore.NewPartition()

@@ -812,6 +812,14 @@ func (p *planner) alterInPlace(c *schemas.TableChange, k TableKey) Decision {
 	if cur != nil && stamp(cur.Parameters) >= e {
 		return p.noop(ReasonAlreadyApplied, "%s is at event %d", k, stamp(cur.Parameters))
 	}
+	// Data before metadata: the files the alter brings (an external
+	// table moved to another directory; an Iceberg commit's new
+	// snapshot, whose metadata DR's pointer names only after the flip).
+	if len(p.ev.Files) > 0 {
+		if d, ok := p.filesReady(objKey{db: k.DB, table: k.Name}, p.ev.Files); !ok {
+			return d
+		}
+	}
 	t, err := p.table(c.After)
 	if err != nil {
 		return pathHalt(err)

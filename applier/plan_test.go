@@ -532,6 +532,15 @@ func TestPlan(t *testing.T) {
 		"50-1": {Status: schemas.StatusSourceGone, Error: "no such file"},
 	}
 	ordersState := drState(drDB("sales", 40), drTable(srcOrders, 20))
+	iceV1 := withParam(withParam(srcTable("sales", "ice", nil, "id bigint"), "table_type", "ICEBERG"),
+		"metadata_location", srcRoot+"sales.db/ice/metadata/00001-a.metadata.json")
+	iceV2 := withParam(withParam(iceV1, "metadata_location", srcRoot+"sales.db/ice/metadata/00002-b.metadata.json"),
+		"previous_metadata_location", iceV1.Parameters["metadata_location"])
+	iceCommit := alterTable(50, iceV1, iceV2)
+	iceCommit.Files = []schemas.FileRef{
+		{URI: srcRoot + "sales.db/ice/data/a.parquet", TaskID: "50-0"},
+		{URI: iceV2.Parameters["metadata_location"], TaskID: "50-1", Rewrite: schemas.RewriteIcebergMetadata},
+	}
 	ordersP1 := drState(drDB("sales", 40), drTable(srcOrders, 20), drPart(srcOrders, srcP1, 30))
 
 	cases := []planCase{
@@ -1163,6 +1172,27 @@ func TestPlan(t *testing.T) {
 		{name: "insert overwrite into a later incarnation", ev: insertOverwrite(50, srcOrders, &srcP1, partFile(srcP1, "c")),
 			state:   drState(drDB("sales", 40), drTable(ordersV2, 60), drPart(ordersV2, srcPart(ordersV2, "2024-01-01"), 20)),
 			outcome: NoOp, reason: ReasonAlreadyApplied, actions: []string{"alter database sales"}},
+
+		// An Iceberg commit: DR's pointer moves only once the files of the
+		// new snapshot and the new metadata are copied, and then names
+		// DR's metadata files.
+		{name: "an Iceberg commit waits for its files", ev: iceCommit, copies: map[string]Copy{},
+			state:   drState(drDB("sales", 40), drTable(iceV1, 20)),
+			outcome: Wait, reason: ReasonWaitingForFiles, waitTasks: []string{"50-0", "50-1"}},
+		{name: "an Iceberg commit flips DR's pointer to DR's metadata", ev: iceCommit,
+			state:   drState(drDB("sales", 40), drTable(iceV1, 20)),
+			outcome: Apply, actions: []string{"alter table sales.ice", "alter database sales"},
+			check: func(t *testing.T, d Decision) {
+				p := d.Actions[0].(AlterTable).Table.Parameters
+				if p["metadata_location"] != drPath(iceV2.Parameters["metadata_location"]) ||
+					p["previous_metadata_location"] != drPath(iceV1.Parameters["metadata_location"]) {
+					t.Errorf("DR's pointers %q, %q; want the DR paths of the source's", p["metadata_location"], p["previous_metadata_location"])
+				}
+			}},
+		{name: "an Iceberg commit whose file could not be copied waits", ev: iceCommit,
+			copies:  map[string]Copy{"50-0": {Status: schemas.StatusCopied}, "50-1": {Status: schemas.StatusFailed, Error: "rewrite: outside the mappings"}},
+			state:   drState(drDB("sales", 40), drTable(iceV1, 20)),
+			outcome: Wait, reason: ReasonCopyFailed, waitTasks: []string{"50-1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

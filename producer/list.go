@@ -116,6 +116,9 @@ func (l *lister) list(ctx context.Context, ev *schemas.Event) ([]schemas.FileRef
 	if c, ok := ev.Payload.(*schemas.Compaction); ok {
 		return l.listCompaction(ctx, ev, c)
 	}
+	if before, after, ok := icebergCommit(ev); ok {
+		return l.listIceberg(ctx, ev, before, after)
+	}
 	for _, dir := range listDirs(ev) {
 		found, _, e, err := l.listDir(ctx, dir, fmt.Sprintf("event %d %s", ev.EventID, ev.EventType), "databases", ev.Databases)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strings"
@@ -194,4 +195,27 @@ func (s *S3) listDirs(ctx context.Context, loc string) ([]string, error) {
 
 func (l *Local) listDirs(ctx context.Context, loc string) ([]string, error) {
 	return l.list(ctx, loc, true)
+}
+
+// ReadFile reads the whole file at loc, refusing one larger than limit
+// bytes (the tailer reads Iceberg metadata this way). A missing file is an
+// error wrapping ErrNotExist.
+func (r *Router) ReadFile(ctx context.Context, loc string, limit int64) ([]byte, error) {
+	f, p, err := r.Split(loc)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := f.Open(ctx, p, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", loc, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", loc, limit)
+	}
+	return b, nil
 }

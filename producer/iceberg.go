@@ -1,0 +1,197 @@
+package producer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hivedr/hivedr/internal/fs"
+	"github.com/hivedr/hivedr/internal/iceberg"
+	"github.com/hivedr/hivedr/schemas"
+)
+
+// FileReader reads whole source files. A Lister that is also a
+// FileReader (*fs.Router) lets the tailer read Iceberg tables' metadata;
+// without one, an Iceberg commit is published with LISTING_FAILED.
+type FileReader interface {
+	ReadFile(ctx context.Context, loc string, limit int64) ([]byte, error)
+}
+
+// maxIcebergFile bounds an Iceberg metadata file, manifest list or
+// manifest the tailer reads.
+const maxIcebergFile = 256 << 20
+
+// Table parameters of an Iceberg table in the metastore.
+const (
+	paramTableType       = "table_type"
+	paramMetadataLoc     = "metadata_location"
+	paramPrevMetadataLoc = "previous_metadata_location"
+)
+
+// IsIceberg says whether a table is an Iceberg table (its table_type
+// parameter; the metastore's table type says EXTERNAL_TABLE).
+func IsIceberg(t *schemas.Table) bool {
+	return t != nil && strings.EqualFold(t.Parameters[paramTableType], "ICEBERG")
+}
+
+// icebergCommit says whether ev is a commit of an Iceberg table, and the
+// metadata locations before ("" for a new table) and after it. A change
+// that keeps the pointer (a rename, a parameter) is one too, with before
+// equal to after: it brings no files.
+func icebergCommit(ev *schemas.Event) (before, after string, ok bool) {
+	c, isTable := ev.Payload.(*schemas.TableChange)
+	if !isTable || !IsIceberg(c.After) {
+		return "", "", false
+	}
+	switch ev.EventType {
+	case schemas.EventCreateTable:
+		return "", c.After.Parameters[paramMetadataLoc], true
+	case schemas.EventAlterTable:
+		if c.Before == nil {
+			return "", "", false
+		}
+		b := c.Before.Parameters[paramMetadataLoc]
+		if !IsIceberg(c.Before) {
+			b = "" // made an Iceberg table (a migration): everything is new
+		}
+		return b, c.After.Parameters[paramMetadataLoc], true
+	}
+	return "", "", false
+}
+
+// listIceberg is list for an Iceberg commit: the files the new metadata's
+// snapshots reach that the previous metadata's did not
+// (iceberg.Added), then the new metadata file, each marked with how a
+// copy rewrites it for DR's paths. The previous metadata is read when it
+// can be; when it cannot (removed), everything the new one reaches is
+// listed, and copies of what DR has are found identical. A file outside
+// the source roots is PATH_OUTSIDE_ROOTS; metadata that cannot be read
+// (after retries for retryFor) is LISTING_FAILED: the applier halts the
+// database at the commit, naming the file.
+func (l *lister) listIceberg(ctx context.Context, ev *schemas.Event, before, after string) ([]schemas.FileRef, []schemas.EventError, error) {
+	if after == "" || (before != "" && !moved(before, after)) {
+		return nil, nil, nil
+	}
+	what := fmt.Sprintf("event %d %s", ev.EventID, ev.EventType)
+	fr, ok := l.l.(FileReader)
+	if !ok {
+		return nil, []schemas.EventError{{Kind: schemas.ErrListingFailed, Path: after,
+			Message: "an Iceberg table's metadata cannot be read: the tailer's source stores do not read files"}}, nil
+	}
+	read := func(ctx context.Context, p string) ([]byte, error) {
+		if _, err := l.pol.CheckSourceRoot(p); err != nil {
+			return nil, &outsideError{p, err}
+		}
+		b, err := fr.ReadFile(ctx, p, maxIcebergFile)
+		if err != nil {
+			return nil, &storeError{err}
+		}
+		return b, nil
+	}
+	var files []iceberg.File
+	start := l.now()
+	var err error
+	for attempt, wait := 1, listBackoffFirst; ; attempt, wait = attempt+1, min(2*wait, listBackoffMax) {
+		files, err = l.icebergFiles(ctx, read, before, after)
+		var out *outsideError
+		if errors.As(err, &out) {
+			return nil, []schemas.EventError{{Kind: schemas.ErrPathOutsideRoots, Path: out.path,
+				Message: fmt.Sprintf("Iceberg file not read: %v", out.err)}}, nil
+		}
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		if elapsed := l.now().Sub(start); errors.Is(err, fs.ErrNoStore) || errors.Is(err, errIcebergFormat) || elapsed+wait > l.retryFor {
+			err = fmt.Errorf("read the Iceberg metadata %s (%s) failed after %d attempts in %s: %w",
+				after, what, attempt, elapsed.Round(time.Millisecond), err)
+			l.log.Error("cannot read an Iceberg table's metadata: publishing the record with LISTING_FAILED; the applier halts its database on it",
+				"metadata", after, "for", what, "err", err)
+			return nil, []schemas.EventError{{Kind: schemas.ErrListingFailed, Path: after, Message: err.Error()}}, nil
+		}
+		l.log.Warn("reading an Iceberg table's metadata failed; retrying", "metadata", after, "for", what,
+			"attempt", attempt, "err", err, "retry_in", wait)
+		if !l.sleep(ctx, wait) {
+			return nil, nil, ctx.Err()
+		}
+	}
+	refs := make([]schemas.FileRef, 0, len(files)+1)
+	for _, f := range files {
+		if _, err := l.pol.CheckSourceRoot(f.Path); err != nil {
+			return nil, []schemas.EventError{{Kind: schemas.ErrPathOutsideRoots, Path: f.Path,
+				Message: fmt.Sprintf("Iceberg %s file not copied: %v", f.Kind, err)}}, nil
+		}
+		refs = append(refs, schemas.FileRef{URI: f.Path, Rewrite: rewriteOf(f.Kind)})
+	}
+	return append(refs, schemas.FileRef{URI: after, Rewrite: schemas.RewriteIcebergMetadata}), nil, nil
+}
+
+// errIcebergFormat marks metadata that does not parse: no retry mends it.
+var errIcebergFormat = errors.New("not Iceberg metadata hivedr reads")
+
+// storeError is a failure of the source store to read a file: retried.
+type storeError struct{ err error }
+
+func (s *storeError) Error() string { return s.err.Error() }
+func (s *storeError) Unwrap() error { return s.err }
+
+// outsideError is a file the metadata names outside the source roots.
+type outsideError struct {
+	path string
+	err  error
+}
+
+func (o *outsideError) Error() string { return fmt.Sprintf("%s: %v", o.path, o.err) }
+
+// icebergFiles reads the metadata after (and before, when it can) and
+// returns what after adds.
+func (l *lister) icebergFiles(ctx context.Context, read iceberg.ReadFile, before, after string) ([]iceberg.File, error) {
+	b, err := read(ctx, after)
+	if err != nil {
+		return nil, err
+	}
+	next, err := iceberg.ParseMetadata(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errIcebergFormat, after, err)
+	}
+	var prev *iceberg.Metadata
+	if before != "" {
+		b, err := read(ctx, before)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			l.log.Warn("an Iceberg table's previous metadata is gone: listing everything its new metadata reaches", "previous", before, "metadata", after)
+		case err != nil:
+			return nil, err
+		default:
+			if prev, err = iceberg.ParseMetadata(b); err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", errIcebergFormat, before, err)
+			}
+		}
+	}
+	files, err := iceberg.Added(ctx, prev, next, read)
+	var out *outsideError
+	var se *storeError
+	if err != nil && !errors.As(err, &out) && !errors.As(err, &se) {
+		return nil, fmt.Errorf("%w: %w", errIcebergFormat, err)
+	}
+	return files, err
+}
+
+// rewriteOf is the FileRef.Rewrite of a kind of Iceberg file.
+func rewriteOf(k iceberg.Kind) string {
+	switch k {
+	case iceberg.KindMetadata:
+		return schemas.RewriteIcebergMetadata
+	case iceberg.KindManifestList:
+		return schemas.RewriteIcebergManifestList
+	case iceberg.KindManifest:
+		return schemas.RewriteIcebergManifest
+	case iceberg.KindPositionDeletes:
+		return schemas.RewriteIcebergPositionDeletes
+	}
+	return ""
+}
