@@ -10,8 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/iceberg"
 	"github.com/hivedr/hivedr/internal/testenv"
@@ -196,4 +199,137 @@ func TestIcebergPathRewrite(t *testing.T) {
 		t.Errorf("the reference listed %d paths and %d position delete rows of the copy, want some of each", listed, rows)
 	}
 	t.Logf("the reference read %d snapshots of the copy as of the source; %d paths and %d position delete rows, all under the new root", len(got), listed, rows)
+}
+
+// TestIcebergCommitsReplicate runs the pipeline while the reference
+// implementation, through the source metastore, creates an Iceberg table
+// and commits to it: appends, position deletes, a schema change, a
+// partition-spec change, a partition overwrite. While it writes, DR's
+// pointer (the table's metadata_location on DR) is sampled: every value
+// seen is the DR path of a pointer the source had. At the end DR points
+// at the source's last metadata, the reference implementation reads
+// every snapshot through the DR metastore with the source's row count
+// and row hash, and everything it reads of the DR table is on DR.
+func TestIcebergCommitsReplicate(t *testing.T) {
+	env := testenv.Require(t)
+	tool := newIcebergTool(t, env)
+	ctx := ctxFor(t, 15*time.Minute)
+	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
+	db := "ice_" + uniq(t)
+	p := newPipeline(t, env, []string{db}, currentEventID(t, ctx, src))
+	p.startAll()
+	srcHMS, drHMS := env.Get(t, "HIVEDR_HMS_SRC"), env.Get(t, "HIVEDR_HMS_DR")
+	srcWH, drWH := env.Get(t, "HIVEDR_HMS_SRC_WAREHOUSE"), env.Get(t, "HIVEDR_HMS_DR_WAREHOUSE")
+
+	// The writer records every pointer it made; the sampler, every
+	// pointer DR showed.
+	var pointers []string
+	commit := func(args ...string) {
+		t.Helper()
+		out := tool.run(ctx, t, append([]string{args[0], srcHMS, srcWH, db, "t1"}, args[1:]...)...)
+		if len(out) != 1 || out[0]["metadata_location"] == nil {
+			t.Fatalf("IcebergTool %v printed %v", args, out)
+		}
+		pointers = append(pointers, fmt.Sprint(out[0]["metadata_location"]))
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	sampler := env.HMS(t, testenv.DR) // a connection of its own
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			r, err := sampler.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: db, TblName: "t1"})
+			if err != nil {
+				continue // not there yet
+			}
+			mu.Lock()
+			seen[r.Table.Parameters["metadata_location"]]++
+			mu.Unlock()
+		}
+	}()
+	commit("create")
+	commit("append", "30", "1")
+	commit("delete", "1000004")
+	commit("evolve-schema", "note")
+	commit("evolve-spec", "4")
+	commit("append", "20", "2")
+	commit("overwrite", "2", "3")
+	commit("delete", "2000002")
+	last, err := p.mapLocation(pointers[len(pointers)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drPointer string
+	defer func() {
+		if t.Failed() {
+			t.Logf("DR's pointer when the test failed: %s (want %s)", drPointer, last)
+		}
+	}()
+	eventually(t, 5*time.Minute, "DR's table to point at the source's last metadata", func() bool {
+		p.checkAlive()
+		failIfHalted(t, ctx, dr, db)
+		r, err := dr.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: db, TblName: "t1"})
+		if err != nil {
+			drPointer = err.Error()
+			return false
+		}
+		drPointer = r.Table.Parameters["metadata_location"]
+		return drPointer == last
+	})
+	close(stop)
+	<-sampled
+
+	allowed := map[string]bool{}
+	for _, ptr := range pointers {
+		m, err := p.mapLocation(ptr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allowed[m] = true
+	}
+	for ptr, n := range seen {
+		if !allowed[ptr] {
+			t.Errorf("DR pointed at %s (%d samples), not a DR path of any pointer the source had", ptr, n)
+		}
+	}
+	t.Logf("%d commits; DR showed %d of their pointers over %d samples", len(pointers), len(seen), func() int {
+		n := 0
+		for _, c := range seen {
+			n += c
+		}
+		return n
+	}())
+
+	counts := func(hms, wh string) map[string]string {
+		out := map[string]string{}
+		for _, l := range tool.run(ctx, t, "count-all", hms, wh, db, "t1") {
+			out[fmt.Sprint(l["snapshot_id"])] = fmt.Sprintf("%v rows, hash %v", l["count"], l["hash"])
+		}
+		return out
+	}
+	want, got := counts(srcHMS, srcWH), counts(drHMS, drWH)
+	if len(want) < 5 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("DR's snapshots read\n%v\nthe source's\n%v", got, want)
+	}
+	drRoot := strings.TrimSuffix(drWH, "/") + "/"
+	for _, l := range tool.run(ctx, t, "files", drHMS, drWH, db, "t1") {
+		for _, k := range []string{"metadata_location", "manifest_list", "manifest", "data_file", "delete_file"} {
+			if v, ok := l[k]; ok && !strings.HasPrefix(fmt.Sprint(v), drRoot) {
+				t.Errorf("DR's table names %s %v, not under %s", k, v, drRoot)
+			}
+		}
+	}
+	for _, l := range tool.run(ctx, t, "posdeletes", drHMS, drWH, db, "t1") {
+		if v := fmt.Sprint(l["file_path"]); !strings.HasPrefix(v, drRoot) {
+			t.Errorf("a DR position delete names %s", v)
+		}
+	}
+	t.Logf("DR reads %d snapshots as the source does", len(got))
 }
