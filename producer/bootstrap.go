@@ -595,6 +595,12 @@ func (pg *snapPage) list(ctx context.Context, tb *schemas.Table, dir string, fro
 	if v := pg.acidView(tb); v != nil {
 		return pg.listACID(ctx, tb, dir, v) // what its write-ID state reads (bootstrap_acid.go)
 	}
+	if IsIceberg(tb) {
+		// What its live snapshots reach, from its metadata, read live:
+		// Iceberg files are written once, so an HDFS snapshot adds
+		// nothing (iceberg.go).
+		return t.lister.listIceberg(ctx, "bootstrap "+b.BootstrapID, "", tb.Parameters[paramMetadataLoc])
+	}
 	read := dir
 	if from != nil {
 		l, err := location.Parse(dir)

@@ -70,14 +70,13 @@ func icebergCommit(ev *schemas.Event) (before, after string, ok bool) {
 // the source roots is PATH_OUTSIDE_ROOTS; metadata that cannot be read
 // (after retries for retryFor) is LISTING_FAILED: the applier halts the
 // database at the commit, naming the file.
-func (l *lister) listIceberg(ctx context.Context, ev *schemas.Event, before, after string) ([]schemas.FileRef, []schemas.EventError, error) {
+func (l *lister) listIceberg(ctx context.Context, what, before, after string) ([]schemas.FileRef, int64, []schemas.EventError, error) {
 	if after == "" || (before != "" && !moved(before, after)) {
-		return nil, nil, nil
+		return nil, 0, nil, nil
 	}
-	what := fmt.Sprintf("event %d %s", ev.EventID, ev.EventType)
 	fr, ok := l.l.(FileReader)
 	if !ok {
-		return nil, []schemas.EventError{{Kind: schemas.ErrListingFailed, Path: after,
+		return nil, 0, []schemas.EventError{{Kind: schemas.ErrListingFailed, Path: after,
 			Message: "an Iceberg table's metadata cannot be read: the tailer's source stores do not read files"}}, nil
 	}
 	read := func(ctx context.Context, p string) ([]byte, error) {
@@ -97,37 +96,39 @@ func (l *lister) listIceberg(ctx context.Context, ev *schemas.Event, before, aft
 		files, err = l.icebergFiles(ctx, read, before, after)
 		var out *outsideError
 		if errors.As(err, &out) {
-			return nil, []schemas.EventError{{Kind: schemas.ErrPathOutsideRoots, Path: out.path,
+			return nil, 0, []schemas.EventError{{Kind: schemas.ErrPathOutsideRoots, Path: out.path,
 				Message: fmt.Sprintf("Iceberg file not read: %v", out.err)}}, nil
 		}
 		if err == nil {
 			break
 		}
 		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
+			return nil, 0, nil, ctx.Err()
 		}
 		if elapsed := l.now().Sub(start); errors.Is(err, fs.ErrNoStore) || errors.Is(err, errIcebergFormat) || elapsed+wait > l.retryFor {
 			err = fmt.Errorf("read the Iceberg metadata %s (%s) failed after %d attempts in %s: %w",
 				after, what, attempt, elapsed.Round(time.Millisecond), err)
 			l.log.Error("cannot read an Iceberg table's metadata: publishing the record with LISTING_FAILED; the applier halts its database on it",
 				"metadata", after, "for", what, "err", err)
-			return nil, []schemas.EventError{{Kind: schemas.ErrListingFailed, Path: after, Message: err.Error()}}, nil
+			return nil, 0, []schemas.EventError{{Kind: schemas.ErrListingFailed, Path: after, Message: err.Error()}}, nil
 		}
 		l.log.Warn("reading an Iceberg table's metadata failed; retrying", "metadata", after, "for", what,
 			"attempt", attempt, "err", err, "retry_in", wait)
 		if !l.sleep(ctx, wait) {
-			return nil, nil, ctx.Err()
+			return nil, 0, nil, ctx.Err()
 		}
 	}
 	refs := make([]schemas.FileRef, 0, len(files)+1)
+	var size int64
 	for _, f := range files {
 		if _, err := l.pol.CheckSourceRoot(f.Path); err != nil {
-			return nil, []schemas.EventError{{Kind: schemas.ErrPathOutsideRoots, Path: f.Path,
+			return nil, 0, []schemas.EventError{{Kind: schemas.ErrPathOutsideRoots, Path: f.Path,
 				Message: fmt.Sprintf("Iceberg %s file not copied: %v", f.Kind, err)}}, nil
 		}
 		refs = append(refs, schemas.FileRef{URI: f.Path, Rewrite: rewriteOf(f.Kind)})
+		size += max(f.Size, 0)
 	}
-	return append(refs, schemas.FileRef{URI: after, Rewrite: schemas.RewriteIcebergMetadata}), nil, nil
+	return append(refs, schemas.FileRef{URI: after, Rewrite: schemas.RewriteIcebergMetadata}), size, nil, nil
 }
 
 // errIcebergFormat marks metadata that does not parse: no retry mends it.

@@ -117,7 +117,8 @@ func (l *lister) list(ctx context.Context, ev *schemas.Event) ([]schemas.FileRef
 		return l.listCompaction(ctx, ev, c)
 	}
 	if before, after, ok := icebergCommit(ev); ok {
-		return l.listIceberg(ctx, ev, before, after)
+		files, _, errs, err := l.listIceberg(ctx, fmt.Sprintf("event %d %s", ev.EventID, ev.EventType), before, after)
+		return files, errs, err
 	}
 	for _, dir := range listDirs(ev) {
 		found, _, e, err := l.listDir(ctx, dir, fmt.Sprintf("event %d %s", ev.EventID, ev.EventType), "databases", ev.Databases)
