@@ -73,6 +73,17 @@ func (it *icebergTool) run(ctx context.Context, t *testing.T, args ...string) []
 	return lines
 }
 
+// commit runs a writing command of the tool on table db.t1 through the
+// source metastore and returns the metadata location it committed.
+func (it *icebergTool) commit(ctx context.Context, t *testing.T, env *testenv.Env, db string, args ...string) string {
+	t.Helper()
+	out := it.run(ctx, t, append([]string{args[0], env.Get(t, "HIVEDR_HMS_SRC"), env.Get(t, "HIVEDR_HMS_SRC_WAREHOUSE"), db, "t1"}, args[1:]...)...)
+	if len(out) != 1 || out[0]["metadata_location"] == nil {
+		t.Fatalf("IcebergTool %v printed %v", args, out)
+	}
+	return fmt.Sprint(out[0]["metadata_location"])
+}
+
 // TestIcebergPathRewrite rewrites an Iceberg table written by the
 // reference implementation (internal/iceberg/testdata/t1, from the
 // stack's source HDFS) for other roots, a local directory, with
@@ -219,18 +230,13 @@ func TestIcebergCommitsReplicate(t *testing.T) {
 	db := "ice_" + uniq(t)
 	p := newPipeline(t, env, []string{db}, currentEventID(t, ctx, src))
 	p.startAll()
-	srcHMS, srcWH := env.Get(t, "HIVEDR_HMS_SRC"), env.Get(t, "HIVEDR_HMS_SRC_WAREHOUSE")
 
 	// The writer records every pointer it made; the sampler, every
 	// pointer DR showed.
 	var pointers []string
 	commit := func(args ...string) {
 		t.Helper()
-		out := tool.run(ctx, t, append([]string{args[0], srcHMS, srcWH, db, "t1"}, args[1:]...)...)
-		if len(out) != 1 || out[0]["metadata_location"] == nil {
-			t.Fatalf("IcebergTool %v printed %v", args, out)
-		}
-		pointers = append(pointers, fmt.Sprint(out[0]["metadata_location"]))
+		pointers = append(pointers, tool.commit(ctx, t, env, db, args...))
 	}
 	var mu sync.Mutex
 	seen := map[string]int{}
@@ -363,14 +369,9 @@ func TestIcebergBootstrap(t *testing.T) {
 	ctx := ctxFor(t, 15*time.Minute)
 	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
 	db := "iceb_" + uniq(t)
-	srcHMS, srcWH := env.Get(t, "HIVEDR_HMS_SRC"), env.Get(t, "HIVEDR_HMS_SRC_WAREHOUSE")
 	commit := func(args ...string) string {
 		t.Helper()
-		out := tool.run(ctx, t, append([]string{args[0], srcHMS, srcWH, db, "t1"}, args[1:]...)...)
-		if len(out) != 1 || out[0]["metadata_location"] == nil {
-			t.Fatalf("IcebergTool %v printed %v", args, out)
-		}
-		return fmt.Sprint(out[0]["metadata_location"])
+		return tool.commit(ctx, t, env, db, args...)
 	}
 	commit("create")
 	commit("append", "30", "1")
