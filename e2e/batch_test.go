@@ -27,7 +27,7 @@ import (
 // fewer plans than events and no halt.
 func TestApplierBatchesBurst(t *testing.T) {
 	const (
-		parts   = 2000
+		parts   = 1000
 		callers = 4
 		batch   = 100
 	)
