@@ -48,7 +48,7 @@ func (p *planner) table(src *schemas.Table) (*hive_metastore.Table, error) {
 		}
 		t.Sd.Location = loc
 	}
-	if strings.EqualFold(t.Parameters[icebergTableType], "ICEBERG") {
+	if isIceberg(t.Parameters) {
 		// An Iceberg table's pointers name its metadata files, which the
 		// event's copies wrote under DR's paths (rewritten to name DR's
 		// files only).
@@ -63,6 +63,35 @@ func (p *planner) table(src *schemas.Table) (*hive_metastore.Table, error) {
 		}
 	}
 	return t, nil
+}
+
+// icebergChain checks an Iceberg commit against DR's table cur: the
+// commit's files are what it adds to its previous metadata, so DR must
+// point at (the DR path of) that metadata, or its new pointer could name
+// files never copied. A change that keeps the pointer, a table made an
+// Iceberg table, and a table DR does not have pass.
+func (p *planner) icebergChain(c *schemas.TableChange, cur *hive_metastore.Table) (Decision, bool) {
+	if cur == nil || c.Before == nil || !isIceberg(c.Before.Parameters) || !isIceberg(c.After.Parameters) {
+		return Decision{}, true
+	}
+	before, after := c.Before.Parameters[icebergMetadataLoc], c.After.Parameters[icebergMetadataLoc]
+	if before == "" || before == after {
+		return Decision{}, true
+	}
+	want, err := p.mapLocation(before)
+	if err != nil {
+		return pathHalt(err), false
+	}
+	if got := cur.Parameters[icebergMetadataLoc]; got != want {
+		return halt(ReasonIcebergChain, "Iceberg table %s.%s on DR points at %q; event %d commits on top of %q (DR path %q): an earlier commit was not applied, or the DR table was changed on DR; repair: %s",
+			c.After.Database, c.After.Name, got, p.ev.EventID, before, want, BootstrapCommand(c.After.Database)), false
+	}
+	return Decision{}, true
+}
+
+// isIceberg says whether table parameters are an Iceberg table's.
+func isIceberg(params map[string]string) bool {
+	return strings.EqualFold(params[icebergTableType], "ICEBERG")
 }
 
 // Parameters of an Iceberg table: its kind and the pointers to its

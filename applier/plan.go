@@ -812,6 +812,9 @@ func (p *planner) alterInPlace(c *schemas.TableChange, k TableKey) Decision {
 	if cur != nil && stamp(cur.Parameters) >= e {
 		return p.noop(ReasonAlreadyApplied, "%s is at event %d", k, stamp(cur.Parameters))
 	}
+	if d, ok := p.icebergChain(c, cur); !ok {
+		return d
+	}
 	// Data before metadata: the files the alter brings (an external
 	// table moved to another directory; an Iceberg commit's new
 	// snapshot, whose metadata DR's pointer names only after the flip).

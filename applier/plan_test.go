@@ -534,9 +534,15 @@ func TestPlan(t *testing.T) {
 	ordersState := drState(drDB("sales", 40), drTable(srcOrders, 20))
 	iceV1 := withParam(withParam(srcTable("sales", "ice", nil, "id bigint"), "table_type", "ICEBERG"),
 		"metadata_location", srcRoot+"sales.db/ice/metadata/00001-a.metadata.json")
-	iceV2 := withParam(withParam(iceV1, "metadata_location", srcRoot+"sales.db/ice/metadata/00002-b.metadata.json"),
-		"previous_metadata_location", iceV1.Parameters["metadata_location"])
+	iceV2 := withParam(renamedTo(iceV1, "sales", "ice"), "previous_metadata_location", iceV1.Parameters["metadata_location"])
+	iceV2.Parameters["metadata_location"] = srcRoot + "sales.db/ice/metadata/00002-b.metadata.json" // (withParam keeps a key's value)
 	iceCommit := alterTable(50, iceV1, iceV2)
+	drIce := func(pointer string) Replica {
+		tb := drTable(iceV1, 20)
+		tb.Parameters["table_type"], tb.Parameters["metadata_location"] = "ICEBERG", pointer
+		return drState(drDB("sales", 40), tb)
+	}
+	iceAtV1 := drIce(drPath(iceV1.Parameters["metadata_location"]))
 	iceCommit.Files = []schemas.FileRef{
 		{URI: srcRoot + "sales.db/ice/data/a.parquet", TaskID: "50-0"},
 		{URI: iceV2.Parameters["metadata_location"], TaskID: "50-1", Rewrite: schemas.RewriteIcebergMetadata},
@@ -1177,10 +1183,10 @@ func TestPlan(t *testing.T) {
 		// new snapshot and the new metadata are copied, and then names
 		// DR's metadata files.
 		{name: "an Iceberg commit waits for its files", ev: iceCommit, copies: map[string]Copy{},
-			state:   drState(drDB("sales", 40), drTable(iceV1, 20)),
+			state:   iceAtV1,
 			outcome: Wait, reason: ReasonWaitingForFiles, waitTasks: []string{"50-0", "50-1"}},
 		{name: "an Iceberg commit flips DR's pointer to DR's metadata", ev: iceCommit,
-			state:   drState(drDB("sales", 40), drTable(iceV1, 20)),
+			state:   iceAtV1,
 			outcome: Apply, actions: []string{"alter table sales.ice", "alter database sales"},
 			check: func(t *testing.T, d Decision) {
 				p := d.Actions[0].(AlterTable).Table.Parameters
@@ -1191,8 +1197,16 @@ func TestPlan(t *testing.T) {
 			}},
 		{name: "an Iceberg commit whose file could not be copied waits", ev: iceCommit,
 			copies:  map[string]Copy{"50-0": {Status: schemas.StatusCopied}, "50-1": {Status: schemas.StatusFailed, Error: "rewrite: outside the mappings"}},
-			state:   drState(drDB("sales", 40), drTable(iceV1, 20)),
+			state:   iceAtV1,
 			outcome: Wait, reason: ReasonCopyFailed, waitTasks: []string{"50-1"}},
+		{name: "an Iceberg commit on top of a pointer DR does not have halts", ev: iceCommit,
+			state:   drIce(drPath(srcRoot + "sales.db/ice/metadata/00000-z.metadata.json")),
+			outcome: Halt, reason: ReasonIcebergChain,
+			check: func(t *testing.T, d Decision) {
+				if !strings.Contains(d.Detail, "00000-z.metadata.json") || !strings.Contains(d.Detail, "00001-a.metadata.json") {
+					t.Errorf("detail %q does not name both pointers", d.Detail)
+				}
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -104,6 +104,12 @@ const (
 	// ReasonEntersScope: a table renamed into the scope from a database
 	// that is not replicated (its files were never copied).
 	ReasonEntersScope Reason = drparam.HaltEntersScope
+	// ReasonIcebergChain: an Iceberg commit whose previous metadata is
+	// not what DR's table points at (an earlier commit was skipped, or
+	// the DR table was changed on DR): the commit's files are what it
+	// adds to its previous metadata, so DR would point at a snapshot
+	// whose older files it may never have copied.
+	ReasonIcebergChain Reason = drparam.HaltIcebergChain
 	// ReasonAcidWriteAtCommit: an ACID write, applied with its
 	// transaction's COMMIT_TXN (which lists the same write).
 	ReasonAcidWriteAtCommit Reason = "acid_write_at_commit"

@@ -162,7 +162,8 @@ func HaltReason(v string) string {
 // Reason of the same names; a halted worker whose topic then brings a
 // bootstrap's BEGIN skips the records before it): a topic that lost
 // records, a tailer started over a gap, records of a bootstrap not begun,
-// and objects missing on DR. The other halts (a record that does not
+// objects missing on DR, and an Iceberg table whose DR pointer is not the
+// one a commit follows. The other halts (a record that does not
 // decode, a location outside the roots, the metastore refusing, ...) need
 // the operator whatever follows.
 const (
@@ -172,6 +173,7 @@ const (
 	HaltDatabaseMissing   = "database_missing"
 	HaltMissingObject     = "missing_object"
 	HaltEntersScope       = "enters_scope"
+	HaltIcebergChain      = "iceberg_chain"
 )
 
 // ReleasedByBootstrap reports whether a bootstrap of the database
@@ -179,7 +181,7 @@ const (
 func ReleasedByBootstrap(reason string) bool {
 	switch reason {
 	case HaltChainBroken, HaltNeedsBootstrap, HaltBootstrapNotBegun,
-		HaltDatabaseMissing, HaltMissingObject, HaltEntersScope:
+		HaltDatabaseMissing, HaltMissingObject, HaltEntersScope, HaltIcebergChain:
 		return true
 	}
 	return false
