@@ -361,3 +361,57 @@ func TestRewriteRefusesOutsideRoots(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatV1ManifestsWithoutList: a version 1 snapshot may name its
+// manifests in the metadata itself, with no manifest list: they are
+// walked (each a manifest of the snapshot) and rewritten.
+func TestFormatV1ManifestsWithoutList(t *testing.T) {
+	ctx := context.Background()
+	manifest := srcRoot + "/metadata/4c8d887a-e5bd-4288-8993-6a0d5ed7531c-m0.avro"
+	v1 := fmt.Sprintf(`{"format-version": 1, "table-uuid": "u", "location": %q, "current-snapshot-id": 9007199254740993,
+		"snapshots": [{"snapshot-id": 9007199254740993, "timestamp-ms": 1, "manifests": [%q]}],
+		"properties": {"write.data.path": %q}}`, srcRoot, manifest, srcRoot+"/data")
+	m, err := ParseMetadata([]byte(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur := m.Current(); cur == nil || cur.ID != 9007199254740993 {
+		t.Fatalf("current snapshot %+v (an ID above 2^53 must stay exact)", cur)
+	}
+	files, err := Added(ctx, nil, m, fixture(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := fixture(t)(ctx, manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := ReadManifest(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live int
+	for _, e := range entries {
+		if e.Status != statusDeleted {
+			live++
+		}
+	}
+	if len(files) != live+1 || files[len(files)-1].Path != manifest || files[len(files)-1].Kind != KindManifest {
+		t.Errorf("a v1 snapshot with one manifest of %d live files reaches %+v", live, files)
+	}
+	out, err := RewriteMetadata([]byte(v1), func(p string) (string, error) {
+		return strings.Replace(p, "hdfs://127.0.0.1:18020/", "s3a://dr-bucket/", 1), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"s3a://dr-bucket/warehouse/icefix.db/t1/metadata/4c8d887a-e5bd-4288-8993-6a0d5ed7531c-m0.avro"`,
+		`"write.data.path":"s3a://dr-bucket/warehouse/icefix.db/t1/data"`, `9007199254740993`} {
+		if !strings.Contains(string(out), s) {
+			t.Errorf("rewritten v1 metadata lacks %s:\n%s", s, out)
+		}
+	}
+	if strings.Contains(string(out), "127.0.0.1") {
+		t.Errorf("rewritten v1 metadata names the source:\n%s", out)
+	}
+}
