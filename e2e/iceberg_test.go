@@ -2,10 +2,10 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,13 +23,17 @@ import (
 
 // icebergTool is the reference Iceberg implementation (Apache Iceberg's
 // Java library with its Hive catalog: e2e/stack/iceberg/IcebergTool.java),
-// compiled once for the test.
+// compiled once for the test and run as one JVM serving the test's
+// commands in turn (a JVM per command spent seconds on each start).
 type icebergTool struct {
-	java, cp string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string // the tool's stdout, a line each; closed when it exits
+	stderr *tailBuffer
 }
 
 // newIcebergTool compiles the tool against the classpath the stack
-// resolved (make stack-up).
+// resolved (make stack-up) and starts it; it stops when the test ends.
 func newIcebergTool(t *testing.T, env *testenv.Env) *icebergTool {
 	t.Helper()
 	cpFile, java := env.Get(t, "HIVEDR_ICEBERG_CLASSPATH"), env.Get(t, "HIVEDR_JAVA17")
@@ -43,34 +47,108 @@ func newIcebergTool(t *testing.T, env *testenv.Env) *icebergTool {
 	if out, err := exec.Command(javac, "-d", classes, "-cp", cp, "stack/iceberg/IcebergTool.java").CombinedOutput(); err != nil {
 		t.Fatalf("compiling the Iceberg tool: %v\n%s", err, out)
 	}
-	return &icebergTool{java: java, cp: classes + string(os.PathListSeparator) + cp}
+	it := &icebergTool{
+		cmd:    exec.Command(java, "-cp", classes+string(os.PathListSeparator)+cp, "IcebergTool", "serve"),
+		lines:  make(chan string, 64),
+		stderr: &tailBuffer{max: 64 << 10},
+	}
+	it.cmd.Stderr = it.stderr
+	if it.stdin, err = it.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := it.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := it.cmd.Start(); err != nil {
+		t.Fatalf("starting the Iceberg tool: %v", err)
+	}
+	go func() {
+		defer close(it.lines)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			it.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		it.stdin.Close() // the end of its stdin ends it
+		done := make(chan error, 1)
+		go func() { done <- it.cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			it.cmd.Process.Kill()
+			<-done
+		}
+	})
+	return it
 }
 
-// run runs one command of the tool and returns its JSON lines.
+// run runs one command of the tool and returns the JSON lines it printed.
 func (it *icebergTool) run(ctx context.Context, t *testing.T, args ...string) []map[string]any {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, it.java, append([]string{"-cp", it.cp, "IcebergTool"}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	req, err := json.Marshal(args)
 	if err != nil {
-		t.Fatalf("IcebergTool %s: %v\n%s", strings.Join(args, " "), err, tail(stderr.String(), 30))
+		t.Fatal(err)
 	}
+	if _, err := it.stdin.Write(append(req, '\n')); err != nil {
+		t.Fatalf("IcebergTool %s: writing the command: %v\n%s", strings.Join(args, " "), err, tail(it.stderr.String(), 30))
+	}
+	timeout := time.NewTimer(3 * time.Minute)
+	defer timeout.Stop()
 	var lines []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
+	for {
+		var text string
+		var ok bool
+		select {
+		case text, ok = <-it.lines:
+		case <-timeout.C:
+			t.Fatalf("IcebergTool %s: no end after 3 minutes\n%s", strings.Join(args, " "), tail(it.stderr.String(), 30))
+		case <-ctx.Done():
+			t.Fatalf("IcebergTool %s: %v", strings.Join(args, " "), ctx.Err())
+		}
+		if !ok {
+			t.Fatalf("IcebergTool %s: the tool exited\n%s", strings.Join(args, " "), tail(it.stderr.String(), 30))
+		}
 		var l map[string]any
-		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec := json.NewDecoder(strings.NewReader(text))
 		dec.UseNumber()
 		if err := dec.Decode(&l); err != nil {
-			t.Fatalf("IcebergTool %s printed %q: %v", args[0], sc.Text(), err)
+			t.Fatalf("IcebergTool %s printed %q: %v", args[0], text, err)
+		}
+		if l["end"] == true {
+			if e, failed := l["error"]; failed {
+				t.Fatalf("IcebergTool %s: %v\n%s", strings.Join(args, " "), e, tail(it.stderr.String(), 30))
+			}
+			return lines
 		}
 		lines = append(lines, l)
 	}
-	return lines
+}
+
+// tailBuffer keeps the last max bytes written to it; safe for concurrent
+// use (a process writes while a test reads).
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (tb *tailBuffer) Write(p []byte) (int, error) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	tb.b = append(tb.b, p...)
+	if over := len(tb.b) - tb.max; over > 0 {
+		tb.b = append(tb.b[:0], tb.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (tb *tailBuffer) String() string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return string(tb.b)
 }
 
 // commit runs a writing command of the tool on table db.t1 through the
@@ -279,6 +357,9 @@ func TestIcebergCommitsReplicate(t *testing.T) {
 			t.Fatal(err)
 		}
 		allowed[m] = true
+	}
+	if len(seen) == 0 {
+		t.Error("the sampler never read DR's table: the check of its pointers saw nothing")
 	}
 	for ptr, n := range seen {
 		if !allowed[ptr] {

@@ -4,6 +4,11 @@
 // pom.xml beside it:
 //
 //   java -cp "$(cat classpath.txt)" IcebergTool.java CMD METASTORE WAREHOUSE DB TABLE [ARGS]
+//   java -cp "$(cat classpath.txt)" IcebergTool.java serve
+//
+// serve reads one command a line from stdin, a JSON array of the same
+// arguments, and runs them all in one JVM; after each command's lines it
+// prints {"end":true} (with "error" if the command failed).
 //
 // METASTORE is host:port of the metastore's Thrift endpoint, WAREHOUSE the
 // catalog's warehouse URI (hdfs://host:port/path; a new table's location is
@@ -106,10 +111,55 @@ public class IcebergTool {
     return M.createObjectNode();
   }
 
+  /** A command the tool cannot run as given (its usage is wrong). */
+  static class UsageException extends Exception {
+    UsageException(String msg) {
+      super(msg);
+    }
+  }
+
   public static void main(String[] args) throws Exception {
-    if (args.length < 5) {
-      System.err.println("usage: IcebergTool CMD METASTORE WAREHOUSE DB TABLE [ARGS]");
+    if (args.length == 1 && args[0].equals("serve")) {
+      serve();
+      return;
+    }
+    try {
+      run(args);
+    } catch (UsageException e) {
+      System.err.println(e.getMessage());
       System.exit(2);
+    }
+  }
+
+  // serve runs one command a line of stdin, each a JSON array of the
+  // arguments main takes, in this one JVM (its start and class loading are
+  // most of a command's time), and after each prints {"end":true} or, if
+  // the command threw, {"end":true,"error":"..."}; it returns at the end of
+  // stdin.
+  static void serve() throws Exception {
+    java.io.BufferedReader in =
+        new java.io.BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
+    for (String line; (line = in.readLine()) != null; ) {
+      if (line.isBlank()) {
+        continue;
+      }
+      ObjectNode end = obj().put("end", true);
+      try {
+        String[] cmd = M.readValue(line, String[].class);
+        run(cmd);
+      } catch (Exception e) {
+        java.io.StringWriter w = new java.io.StringWriter();
+        e.printStackTrace(new java.io.PrintWriter(w));
+        System.err.print(w);
+        end.put("error", e.toString());
+      }
+      out(end);
+    }
+  }
+
+  static void run(String[] args) throws Exception {
+    if (args.length < 5) {
+      throw new UsageException("usage: IcebergTool CMD METASTORE WAREHOUSE DB TABLE [ARGS] | IcebergTool serve");
     }
     long t0 = System.nanoTime();
     String cmd = args[0], hms = args[1], warehouse = args[2], db = args[3], tbl = args[4];
@@ -140,8 +190,7 @@ public class IcebergTool {
           posdeletes(t);
           break;
         default:
-          System.err.println("command " + cmd + " needs a catalog, not static:");
-          System.exit(2);
+          throw new UsageException("command " + cmd + " needs a catalog, not static:");
       }
       return;
     }
@@ -208,8 +257,7 @@ public class IcebergTool {
           out(obj().put("op", "drop").put("dropped", catalog.dropTable(id, rest.length > 0 && rest[0].equals("purge"))));
           break;
         default:
-          System.err.println("unknown command " + cmd);
-          System.exit(2);
+          throw new UsageException("unknown command " + cmd);
       }
     } finally {
       catalog.close();
