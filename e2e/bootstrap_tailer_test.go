@@ -475,16 +475,16 @@ func TestBootstrapTailerDiscontinuity(t *testing.T) {
 }
 
 // TestBootstrapTailerScale bootstraps a database of 50 tables (managed and
-// external, partitioned and not) and 5,000 partitions, 1,375 of them with
-// a file (bootstrapSource's orders and events, and 8 tables of 125),
+// external, partitioned and not) and 2,000 partitions, 550 of them with
+// a file (bootstrapSource's orders and events, and 8 tables of 50),
 // while a writer keeps changing it, and reports how long the tailer took
 // to publish the snapshot and the pipeline to converge.
 func TestBootstrapTailerScale(t *testing.T) {
-	const tables, partitioned, perTable, withFiles = 50, 40, 125, 8
+	const tables, partitioned, perTable, withFiles = 50, 40, 50, 8
 	// bootstrapSource gives orders ordersParts partitions and events one
 	// in three of them: with the 37 other partitioned tables' (empty has
-	// none), 5,000.
-	const ordersParts = 281
+	// none), 2,000.
+	const ordersParts = 112
 	const partitions = ordersParts + (ordersParts+2)/3 + (partitioned-3)*perTable
 	u := uniq(t)
 	db := "bts_sales_" + u
@@ -537,8 +537,8 @@ func TestBootstrapTailerScale(t *testing.T) {
 		onSource += len(ps)
 	}
 	t.Logf("source database made in %s: %d tables, %d partitions", time.Since(made).Round(time.Second), len(names), onSource)
-	if len(names) != tables || onSource != partitions || partitions != 5000 {
-		t.Fatalf("the source database has %d tables and %d partitions; want %d and %d (5,000)", len(names), onSource, tables, partitions)
+	if len(names) != tables || onSource != partitions || partitions != 2000 {
+		t.Fatalf("the source database has %d tables and %d partitions; want %d and %d (2,000)", len(names), onSource, tables, partitions)
 	}
 	pt.pipeline = newPipeline(t, env, []string{db}, currentEventID(t, pt.ctx, pt.src))
 	pt.startAll()

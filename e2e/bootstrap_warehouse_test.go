@@ -195,7 +195,7 @@ func snapshotObjects(evs []*schemas.Event) (counts map[string]map[string]int, be
 }
 
 // TestBootstrapWarehouse bootstraps a warehouse of 52 tables (managed and
-// external, partitioned and not) and 5,000 partitions with files while a
+// external, partitioned and not) and 1,000 partitions with files while a
 // writer keeps adding partitions, inserting, overwriting, renaming and
 // dropping on the source. The tailer is killed (-9) once the snapshot's
 // records are a third published, copyd once a third of the files are
@@ -212,7 +212,7 @@ func TestBootstrapWarehouse(t *testing.T) {
 	env := testenv.Require(t)
 	rng := testRand(t)
 	db := "bw_" + uniq(t)
-	spec := wl.WarehouseSpec{Database: db, Tables: 52, Partitions: 2000}
+	spec := wl.WarehouseSpec{Database: db, Tables: 52, Partitions: 1000}
 	// The warehouse is the fixture: its population (minutes on a loaded
 	// machine) has a deadline of its own, the pipeline's starts after it.
 	pop := populate(t, ctxFor(t, 30*time.Minute), env, spec)
@@ -224,9 +224,9 @@ func TestBootstrapWarehouse(t *testing.T) {
 	srcFS, drFS := pipelineFS(t, env)
 	p := newPipeline(t, env, []string{db}, currentEventID(t, ctx, src))
 	tailMetrics, copydMetrics := p.withTailerMetrics(), p.withCopydMetrics()
-	// Pages of 80 partitions: the snapshot takes some 26 transactions,
+	// Pages of 40 partitions: the snapshot takes some 26 transactions,
 	// so the kill lands inside it.
-	const page = 80
+	const page = 40
 	p.withTailer(fmt.Sprintf("bootstrap_page: %d", page))
 	p.startAll()
 	adm := env.KafkaAdmin(t)
