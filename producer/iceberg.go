@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/iceberg"
@@ -90,33 +89,26 @@ func (l *lister) listIceberg(ctx context.Context, what, before, after string) ([
 		return b, nil
 	}
 	var files []iceberg.File
-	start := l.now()
-	var err error
-	for attempt, wait := 1, listBackoffFirst; ; attempt, wait = attempt+1, min(2*wait, listBackoffMax) {
-		files, err = l.icebergFiles(ctx, read, before, after)
-		var out *outsideError
-		if errors.As(err, &out) {
-			return nil, 0, []schemas.EventError{{Kind: schemas.ErrPathOutsideRoots, Path: out.path,
-				Message: fmt.Sprintf("Iceberg file not read: %v", out.err)}}, nil
-		}
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil, 0, nil, ctx.Err()
-		}
-		if elapsed := l.now().Sub(start); errors.Is(err, fs.ErrNoStore) || errors.Is(err, errIcebergFormat) || elapsed+wait > l.retryFor {
-			err = fmt.Errorf("read the Iceberg metadata %s (%s) failed after %d attempts in %s: %w",
-				after, what, attempt, elapsed.Round(time.Millisecond), err)
-			l.log.Error("cannot read an Iceberg table's metadata: publishing the record with LISTING_FAILED; the applier halts its database on it",
-				"metadata", after, "for", what, "err", err)
-			return nil, 0, []schemas.EventError{{Kind: schemas.ErrListingFailed, Path: after, Message: err.Error()}}, nil
-		}
-		l.log.Warn("reading an Iceberg table's metadata failed; retrying", "metadata", after, "for", what,
-			"attempt", attempt, "err", err, "retry_in", wait)
-		if !l.sleep(ctx, wait) {
-			return nil, 0, nil, ctx.Err()
-		}
+	err := l.retry(ctx, fmt.Sprintf("read the Iceberg metadata %s (%s)", after, what), "reading an Iceberg table's metadata failed; retrying",
+		func(err error) bool {
+			var out *outsideError
+			return errors.As(err, &out) || errors.Is(err, fs.ErrNoStore) || errors.Is(err, errIcebergFormat)
+		},
+		func() (err error) {
+			files, err = l.icebergFiles(ctx, read, before, after)
+			return err
+		}, "metadata", after, "for", what)
+	var out *outsideError
+	switch {
+	case errors.As(err, &out):
+		return nil, 0, []schemas.EventError{{Kind: schemas.ErrPathOutsideRoots, Path: out.path,
+			Message: fmt.Sprintf("Iceberg file not read: %v", out.err)}}, nil
+	case err != nil && ctx.Err() != nil:
+		return nil, 0, nil, ctx.Err()
+	case err != nil:
+		l.log.Error("cannot read an Iceberg table's metadata: publishing the record with LISTING_FAILED; the applier halts its database on it",
+			"metadata", after, "for", what, "err", err)
+		return nil, 0, []schemas.EventError{{Kind: schemas.ErrListingFailed, Path: after, Message: err.Error()}}, nil
 	}
 	refs := make([]schemas.FileRef, 0, len(files)+1)
 	var size int64

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/hivedr/hivedr/internal/config"
@@ -178,29 +179,49 @@ func (l *lister) listDirKeepSizes(ctx context.Context, dir, what string, keep fu
 		found []schemas.FileRef
 		sizes []int64
 	)
-	start := l.now()
-	for attempt, wait := 1, listBackoffFirst; ; attempt, wait = attempt+1, min(2*wait, listBackoffMax) {
-		found, sizes, err = l.walk(ctx, dir, d, keep)
-		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return found, sizes, nil, nil
-		}
-		if ctx.Err() != nil {
-			return nil, nil, nil, ctx.Err()
-		}
-		if elapsed := l.now().Sub(start); errors.Is(err, fs.ErrNoStore) || errors.Is(err, errStrayed) || elapsed+wait > l.retryFor {
-			err = fmt.Errorf("list the files of %s (%s) failed after %d attempts in %s: %w",
-				dir, what, attempt, elapsed.Round(time.Millisecond), err)
-			break
-		}
-		l.log.Warn("listing a directory failed; retrying", append([]any{"dir", dir, "for", what,
-			"attempt", attempt, "err", err, "retry_in", wait}, attrs...)...)
-		if !l.sleep(ctx, wait) {
-			return nil, nil, nil, ctx.Err()
-		}
+	err = l.retry(ctx, fmt.Sprintf("list the files of %s (%s)", dir, what), "listing a directory failed; retrying",
+		func(err error) bool { return errors.Is(err, fs.ErrNoStore) || errors.Is(err, errStrayed) },
+		func() error {
+			found, sizes, err = l.walk(ctx, dir, d, keep)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // nothing there: no files
+			}
+			return err
+		}, append([]any{"dir", dir, "for", what}, attrs...)...)
+	if err == nil {
+		return found, sizes, nil, nil
+	}
+	if ctx.Err() != nil {
+		return nil, nil, nil, ctx.Err()
 	}
 	l.log.Error("cannot list a directory: publishing the record with LISTING_FAILED; the applier halts its database on it",
 		append([]any{"dir", dir, "for", what, "err", err}, attrs...)...)
 	return nil, nil, &schemas.EventError{Kind: schemas.ErrListingFailed, Path: dir, Message: err.Error()}, nil
+}
+
+// retry runs op until it succeeds, fails in a way permanent says no retry
+// mends, or the next wait would take it past retryFor, backing off
+// between attempts (logged as warn, with attrs). It returns nil once op
+// succeeded, ctx's error when ctx ended, and otherwise op's last error
+// wrapped as "<what> failed after N attempts in D".
+func (l *lister) retry(ctx context.Context, what, warn string, permanent func(error) bool, op func() error, attrs ...any) error {
+	start := l.now()
+	for attempt, wait := 1, listBackoffFirst; ; attempt, wait = attempt+1, min(2*wait, listBackoffMax) {
+		err := op()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if elapsed := l.now().Sub(start); permanent(err) || elapsed+wait > l.retryFor {
+			return fmt.Errorf("%s failed after %d attempts in %s: %w", what, attempt, elapsed.Round(time.Millisecond), err)
+		}
+		l.log.Warn(warn, append(slices.Clip(attrs), "attempt", attempt, "err", err, "retry_in", wait)...)
+		if !l.sleep(ctx, wait) {
+			return ctx.Err()
+		}
+	}
 }
 
 // errStrayed marks a listing that answered with a location outside the
