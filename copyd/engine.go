@@ -617,15 +617,45 @@ func (e *Engine) transferStream(ctx context.Context, task schemas.CopyTask, from
 		return result{}, err
 	}
 	defer rc.Close()
-	w, err := e.create(ctx, task, to, from.Size)
+	var checks []string
+	var n int64
+	w, crc, err := e.writeCommit(ctx, task, to, from.Size, func(w fs.Writer) (uint32, error) {
+		if err := e.cfg.Preserve.give(from.info, to.loc, w); err != nil {
+			return 0, err
+		}
+		h := crc32.New(castagnoli)
+		bp := e.bufs.Get().(*[]byte)
+		mr := &meteredReader{ctx: ctx, r: rc, t: e.thr, count: e.m.moved}
+		e.streams.Add(1)
+		var err error
+		n, err = io.CopyBuffer(io.MultiWriter(w, h), mr, *bp)
+		e.streams.Add(-1)
+		e.bufs.Put(bp)
+		if err != nil {
+			return 0, fmt.Errorf("copy %s to %s: %w", from.loc, to.loc, err)
+		}
+		crc := h.Sum32()
+		checks, err = preCommitChecks(from, sum, n, crc)
+		return crc, err
+	})
 	if err != nil {
 		return result{}, err
 	}
-	markEvent(w, task)
-	if err := e.cfg.Preserve.give(from.info, to.loc, w); err != nil {
-		abortWrite(ctx, w)
-		return result{}, err
+	return e.postCommit(ctx, from, to, sum, n, crc, checks, w)
+}
+
+// writeCommit writes the target to through a staging file: it creates the
+// write (recorded in the StagingLog, marked with the task's event), has
+// fill write the bytes and return their CRC32C, and commits. Any failure
+// aborts the write (the target is as it was) and its staging record is
+// ended once the write was committed or aborted.
+func (e *Engine) writeCommit(ctx context.Context, task schemas.CopyTask, to candidate, size int64,
+	fill func(w fs.Writer) (uint32, error)) (fs.Writer, uint32, error) {
+	w, err := e.create(ctx, task, to, size)
+	if err != nil {
+		return nil, 0, err
 	}
+	markEvent(w, task)
 	staging := w.Staging()
 	done := false // committed, or aborted
 	defer func() {
@@ -637,27 +667,25 @@ func (e *Engine) transferStream(ctx context.Context, task schemas.CopyTask, from
 			_ = e.cfg.Staging.End(context.WithoutCancel(ctx), task.TaskID, to.loc, staging)
 		}
 	}()
-
-	h := crc32.New(castagnoli)
-	bp := e.bufs.Get().(*[]byte)
-	mr := &meteredReader{ctx: ctx, r: rc, t: e.thr, count: e.m.moved}
-	e.streams.Add(1)
-	n, err := io.CopyBuffer(io.MultiWriter(w, h), mr, *bp)
-	e.streams.Add(-1)
-	e.bufs.Put(bp)
+	crc, err := fill(w)
 	if err != nil {
-		return result{}, fmt.Errorf("copy %s to %s: %w", from.loc, to.loc, err)
-	}
-	crc := h.Sum32()
-	checks, err := preCommitChecks(from, sum, n, crc)
-	if err != nil {
-		return result{}, err
+		return nil, 0, err
 	}
 	if err := w.Commit(ctx, crc); err != nil {
-		return result{}, fmt.Errorf("commit %s: %w", to.loc, err)
+		return nil, 0, fmt.Errorf("commit %s: %w", to.loc, err)
 	}
 	done = true
-	return e.postCommit(ctx, from, to, sum, n, crc, checks, w)
+	return w, crc, nil
+}
+
+// targetChecksum is the target's checksum after a commit: what the store
+// checked while committing (Verified), else what it reports now; ok is
+// false when it gives none.
+func targetChecksum(ctx context.Context, to candidate, w interface{ Verified() (fs.Checksum, bool) }) (fs.Checksum, bool, error) {
+	if ts, ok := w.Verified(); ok {
+		return ts, true, nil
+	}
+	return to.fs.Checksum(ctx, to.path)
 }
 
 // markEvent has a writer that can mark the file it writes with the
@@ -755,12 +783,9 @@ func preCommitChecks(from candidate, sum EventChecksum, n int64, crc uint32) ([]
 // say so through Verified; asking them again would only repeat that I/O.
 func (e *Engine) postCommit(ctx context.Context, from, to candidate, sum EventChecksum, n int64, crc uint32,
 	checks []string, w interface{ Verified() (fs.Checksum, bool) }) (result, error) {
-	ts, tok := w.Verified()
-	var err error
-	if !tok {
-		if ts, tok, err = to.fs.Checksum(ctx, to.path); err != nil {
-			return result{}, err
-		}
+	ts, tok, err := targetChecksum(ctx, to, w)
+	if err != nil {
+		return result{}, err
 	}
 	if tok {
 		if ts.CRC32C != crc {

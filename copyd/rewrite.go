@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/iceberg"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -130,34 +131,19 @@ func (e *Engine) attemptRewrite(ctx context.Context, task schemas.CopyTask, src,
 		return result{status: schemas.StatusSkippedIdentical, length: to.Size, crc: &crc,
 			verification: "crc32c:rewrite+target (target already identical to the rewrite; " + how + ")" + dirs.describe()}, nil
 	}
-	w, err := e.create(ctx, task, to, int64(len(out)))
+	w, _, err := e.writeCommit(ctx, task, to, int64(len(out)), func(w fs.Writer) (uint32, error) {
+		if _, err := w.Write(out); err != nil {
+			return 0, fmt.Errorf("write %s: %w", to.loc, err)
+		}
+		e.m.moved(len(out))
+		return crc, nil
+	})
 	if err != nil {
 		return result{}, err
 	}
-	markEvent(w, task)
-	staging := w.Staging()
-	done := false
-	defer func() {
-		if !done {
-			done = abortWrite(ctx, w) == nil
-		}
-		if done && e.cfg.Staging != nil {
-			_ = e.cfg.Staging.End(context.WithoutCancel(ctx), task.TaskID, to.loc, staging)
-		}
-	}()
-	if _, err := w.Write(out); err != nil {
-		return result{}, fmt.Errorf("write %s: %w", to.loc, err)
-	}
-	e.m.moved(len(out))
-	if err := w.Commit(ctx, crc); err != nil {
-		return result{}, fmt.Errorf("commit %s: %w", to.loc, err)
-	}
-	done = true
-	ts, tok := w.Verified()
-	if !tok {
-		if ts, tok, err = to.fs.Checksum(ctx, to.path); err != nil {
-			return result{}, err
-		}
+	ts, tok, err := targetChecksum(ctx, to, w)
+	if err != nil {
+		return result{}, err
 	}
 	checks := []string{"rewrite"}
 	if tok {
