@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/iceberg"
@@ -143,26 +144,18 @@ func (o *outsideError) Error() string { return fmt.Sprintf("%s: %v", o.path, o.e
 // icebergFiles reads the metadata after (and before, when it can) and
 // returns what after adds.
 func (l *lister) icebergFiles(ctx context.Context, read iceberg.ReadFile, before, after string) ([]iceberg.File, error) {
-	b, err := read(ctx, after)
+	next, err := l.icebergMetadata(ctx, read, after)
 	if err != nil {
 		return nil, err
 	}
-	next, err := iceberg.ParseMetadata(b)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", errIcebergFormat, after, err)
-	}
 	var prev *iceberg.Metadata
 	if before != "" {
-		b, err := read(ctx, before)
+		prev, err = l.icebergMetadata(ctx, read, before)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			l.log.Warn("an Iceberg table's previous metadata is gone: listing everything its new metadata reaches", "previous", before, "metadata", after)
 		case err != nil:
 			return nil, err
-		default:
-			if prev, err = iceberg.ParseMetadata(b); err != nil {
-				return nil, fmt.Errorf("%w: %s: %w", errIcebergFormat, before, err)
-			}
 		}
 	}
 	files, err := iceberg.Added(ctx, prev, next, read)
@@ -172,6 +165,70 @@ func (l *lister) icebergFiles(ctx context.Context, read iceberg.ReadFile, before
 		return nil, fmt.Errorf("%w: %w", errIcebergFormat, err)
 	}
 	return files, err
+}
+
+// icebergMetadata reads and parses the metadata file at loc, or takes it
+// from the lister's cache: a commit's previous metadata is, in the
+// common case, the one the table's last commit listed.
+func (l *lister) icebergMetadata(ctx context.Context, read iceberg.ReadFile, loc string) (*iceberg.Metadata, error) {
+	if m := l.meta.get(loc); m != nil {
+		return m, nil
+	}
+	b, err := read(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	m, err := iceberg.ParseMetadata(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errIcebergFormat, loc, err)
+	}
+	l.meta.put(loc, m)
+	return m, nil
+}
+
+// metadataCache holds the last parsed Iceberg metadata files by location,
+// up to max (the oldest put leaves first). Metadata files are written
+// once and never changed, so an entry cannot go stale. Safe for
+// concurrent use; a nil cache holds nothing.
+type metadataCache struct {
+	mu    sync.Mutex
+	max   int
+	byLoc map[string]*iceberg.Metadata
+	order []string // locations, oldest first
+}
+
+// metadataCached is how many parsed metadata files a tailer keeps: a few
+// per Iceberg table committing at once.
+const metadataCached = 64
+
+func newMetadataCache(max int) *metadataCache {
+	return &metadataCache{max: max, byLoc: map[string]*iceberg.Metadata{}}
+}
+
+func (c *metadataCache) get(loc string) *iceberg.Metadata {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byLoc[loc]
+}
+
+func (c *metadataCache) put(loc string, m *iceberg.Metadata) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byLoc[loc]; ok {
+		return
+	}
+	if len(c.order) >= c.max {
+		delete(c.byLoc, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.byLoc[loc] = m
+	c.order = append(c.order, loc)
 }
 
 // rewriteOf is the FileRef.Rewrite of a kind of Iceberg file.

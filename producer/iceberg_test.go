@@ -165,3 +165,37 @@ func TestListIceberg(t *testing.T) {
 		t.Errorf("metadata outside the roots: %+v %v (read %v)", errs, err, f.reads)
 	}
 }
+
+// TestListIcebergCachesMetadata: a commit's previous metadata is the
+// metadata the table's last commit listed, so the tailer reads and
+// parses each metadata file once; the cache keeps at most its bound.
+func TestListIcebergCachesMetadata(t *testing.T) {
+	ctx := context.Background()
+	m5, m6, m7 := metaFile(t, "00005"), metaFile(t, "00006"), metaFile(t, "00007")
+	commit := func(id int64, before, after, beforePrev string) *schemas.Event {
+		return &schemas.Event{EventID: id, EventType: schemas.EventAlterTable, Databases: []string{"icefix"},
+			Payload: &schemas.TableChange{Before: iceTable(before, beforePrev), After: iceTable(after, before)}}
+	}
+	f := &iceFiles{fail: map[string]int{}}
+	l, _ := iceLister(t, f, "hdfs://127.0.0.1:18020/warehouse/")
+	l.meta = newMetadataCache(3)
+	for _, ev := range []*schemas.Event{commit(16, m5, m6, ""), commit(17, m6, m7, m5)} {
+		if files, errs, err := l.list(ctx, ev); err != nil || len(errs) != 0 || len(files) == 0 {
+			t.Fatalf("event %d: %+v %+v %v", ev.EventID, files, errs, err)
+		}
+	}
+	reads := map[string]int{}
+	for _, r := range f.reads {
+		reads[r]++
+	}
+	if reads[m5] != 1 || reads[m6] != 1 || reads[m7] != 1 {
+		t.Errorf("metadata reads over two commits: m5 %d, m6 %d, m7 %d; want each once", reads[m5], reads[m6], reads[m7])
+	}
+	// Bounded: m6 was put first (before m5: a commit parses its new
+	// metadata first) and leaves when a fourth comes in.
+	l.meta.put("x", l.meta.get(m7))
+	if l.meta.get(m6) != nil || l.meta.get(m5) == nil || l.meta.get(m7) == nil || len(l.meta.byLoc) != 3 {
+		t.Errorf("cache of 3 after m6, m5, m7, x: holds %d, m5 %v, m6 %v, m7 %v",
+			len(l.meta.byLoc), l.meta.get(m5) != nil, l.meta.get(m6) != nil, l.meta.get(m7) != nil)
+	}
+}

@@ -83,6 +83,8 @@ type lister struct {
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) bool
 	log   *slog.Logger
+	// meta caches parsed Iceberg metadata (nil: none).
+	meta *metadataCache
 }
 
 // Backoff of listing retries: doubled from the first, up to the last.

@@ -179,7 +179,7 @@ func New(cfg Config) (*Tailer, error) {
 	t.prod, t.adm = prod, kadm.NewClient(prod)
 	if cfg.Lister != nil {
 		t.lister = &lister{l: cfg.Lister, pol: &c.Replication, retryFor: c.Tailer.ListRetryFor.Duration,
-			now: time.Now, sleep: sleep, log: t.log}
+			now: time.Now, sleep: sleep, log: t.log, meta: newMetadataCache(metadataCached)}
 	}
 	return t, nil
 }
