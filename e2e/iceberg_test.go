@@ -36,6 +36,13 @@ type icebergTool struct {
 // resolved (make stack-up) and starts it; it stops when the test ends.
 func newIcebergTool(t *testing.T, env *testenv.Env) *icebergTool {
 	t.Helper()
+	return newIcebergTools(t, env, 1)[0]
+}
+
+// newIcebergTools compiles the tool once and starts n of it, for commands
+// that run at once (a writer and a reader).
+func newIcebergTools(t *testing.T, env *testenv.Env, n int) []*icebergTool {
+	t.Helper()
 	cpFile, java := env.Get(t, "HIVEDR_ICEBERG_CLASSPATH"), env.Get(t, "HIVEDR_JAVA17")
 	b, err := os.ReadFile(cpFile)
 	if err != nil {
@@ -47,12 +54,22 @@ func newIcebergTool(t *testing.T, env *testenv.Env) *icebergTool {
 	if out, err := exec.Command(javac, "-d", classes, "-cp", cp, "stack/iceberg/IcebergTool.java").CombinedOutput(); err != nil {
 		t.Fatalf("compiling the Iceberg tool: %v\n%s", err, out)
 	}
+	var tools []*icebergTool
+	for range n {
+		tools = append(tools, startIcebergTool(t, java, classes+string(os.PathListSeparator)+cp))
+	}
+	return tools
+}
+
+func startIcebergTool(t *testing.T, java, cp string) *icebergTool {
+	t.Helper()
 	it := &icebergTool{
-		cmd:    exec.Command(java, "-cp", classes+string(os.PathListSeparator)+cp, "IcebergTool", "serve"),
+		cmd:    exec.Command(java, "-cp", cp, "IcebergTool", "serve"),
 		lines:  make(chan string, 64),
 		stderr: &tailBuffer{max: 64 << 10},
 	}
 	it.cmd.Stderr = it.stderr
+	var err error
 	if it.stdin, err = it.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,15 +102,30 @@ func newIcebergTool(t *testing.T, env *testenv.Env) *icebergTool {
 	return it
 }
 
-// run runs one command of the tool and returns the JSON lines it printed.
+// run runs one command of the tool and returns the JSON lines it
+// printed; the test fails at once if the command failed.
 func (it *icebergTool) run(ctx context.Context, t *testing.T, args ...string) []map[string]any {
 	t.Helper()
-	req, err := json.Marshal(args)
+	lines, err := it.do(ctx, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return lines
+}
+
+// do runs one command of the tool and returns the JSON lines it printed,
+// or why it failed (with the tail of the tool's log). One goroutine at a
+// time.
+func (it *icebergTool) do(ctx context.Context, args ...string) ([]map[string]any, error) {
+	fail := func(format string, a ...any) error {
+		return fmt.Errorf("IcebergTool %s: %s\n%s", strings.Join(args, " "), fmt.Sprintf(format, a...), tail(it.stderr.String(), 30))
+	}
+	req, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := it.stdin.Write(append(req, '\n')); err != nil {
-		t.Fatalf("IcebergTool %s: writing the command: %v\n%s", strings.Join(args, " "), err, tail(it.stderr.String(), 30))
+		return nil, fail("writing the command: %v", err)
 	}
 	timeout := time.NewTimer(3 * time.Minute)
 	defer timeout.Stop()
@@ -104,24 +136,24 @@ func (it *icebergTool) run(ctx context.Context, t *testing.T, args ...string) []
 		select {
 		case text, ok = <-it.lines:
 		case <-timeout.C:
-			t.Fatalf("IcebergTool %s: no end after 3 minutes\n%s", strings.Join(args, " "), tail(it.stderr.String(), 30))
+			return nil, fail("no end after 3 minutes")
 		case <-ctx.Done():
-			t.Fatalf("IcebergTool %s: %v", strings.Join(args, " "), ctx.Err())
+			return nil, fail("%v", ctx.Err())
 		}
 		if !ok {
-			t.Fatalf("IcebergTool %s: the tool exited\n%s", strings.Join(args, " "), tail(it.stderr.String(), 30))
+			return nil, fail("the tool exited")
 		}
 		var l map[string]any
 		dec := json.NewDecoder(strings.NewReader(text))
 		dec.UseNumber()
 		if err := dec.Decode(&l); err != nil {
-			t.Fatalf("IcebergTool %s printed %q: %v", args[0], text, err)
+			return nil, fail("printed %q: %v", text, err)
 		}
 		if l["end"] == true {
 			if e, failed := l["error"]; failed {
-				t.Fatalf("IcebergTool %s: %v\n%s", strings.Join(args, " "), e, tail(it.stderr.String(), 30))
+				return nil, fail("%v", e)
 			}
-			return lines
+			return lines, nil
 		}
 		lines = append(lines, l)
 	}
@@ -291,38 +323,89 @@ func TestIcebergPathRewrite(t *testing.T) {
 	t.Logf("the reference read %d snapshots of the copy as of the source; %d paths and %d position delete rows, all under the new root", len(got), listed, rows)
 }
 
-// TestIcebergCommitsReplicate runs the pipeline while the reference
+// TestIcebergReplicates runs the pipeline while the reference
 // implementation, through the source metastore, creates an Iceberg table
 // and commits to it: appends, position deletes, a schema change, a
-// partition-spec change, a partition overwrite. While it writes, DR's
-// pointer (the table's metadata_location on DR) is sampled: every value
-// seen is the DR path of a pointer the source had. At the end DR points
-// at the source's last metadata, the reference implementation reads
-// every snapshot through the DR metastore with the source's row count
-// and row hash, and everything it reads of the DR table is on DR.
-func TestIcebergCommitsReplicate(t *testing.T) {
+// partition-spec change, a partition overwrite, then expires all but the
+// last two snapshots (deleting their files on the source) and appends
+// again. After each commit the writer records the row count and row hash
+// of the new snapshot as the source reads it. Meanwhile a DR reader, the
+// same implementation in another JVM, reads DR's table through the DR
+// metastore again and again: every snapshot it reads is one the source
+// had, with the row count and hash the source read of it; and DR's
+// pointer (metadata_location) is sampled: every value is the DR path of
+// a pointer the source had. At the end DR points at the source's last
+// metadata, reads every snapshot the source keeps alike, and everything
+// it reads of the DR table is on DR.
+func TestIcebergReplicates(t *testing.T) {
 	env := testenv.Require(t)
-	tool := newIcebergTool(t, env)
+	tools := newIcebergTools(t, env, 2)
+	tool, reader := tools[0], tools[1]
 	ctx := ctxFor(t, 15*time.Minute)
 	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
 	db := "ice_" + uniq(t)
 	p := newPipeline(t, env, []string{db}, currentEventID(t, ctx, src))
 	p.startAll()
 
-	// The writer records every pointer it made; the sampler, every
-	// pointer DR showed.
+	// The writer records every pointer it made and what the source reads
+	// of each snapshot it made.
 	var pointers []string
+	var mu sync.Mutex
+	srcReads := map[string]string{} // snapshot ID -> "N rows, hash H"
+	read := func(l map[string]any) (string, string) {
+		return fmt.Sprint(l["snapshot_id"]), fmt.Sprintf("%v rows, hash %v", l["count"], l["hash"])
+	}
 	commit := func(args ...string) {
 		t.Helper()
 		pointers = append(pointers, tool.commit(ctx, t, env, db, args...))
+		out := tool.run(ctx, t, "count", env.Get(t, "HIVEDR_HMS_SRC"), env.Get(t, "HIVEDR_HMS_SRC_WAREHOUSE"), db, "t1")
+		if len(out) != 1 {
+			t.Fatalf("count printed %v", out)
+		}
+		id, r := read(out[0])
+		mu.Lock()
+		srcReads[id] = r
+		mu.Unlock()
 	}
-	var mu sync.Mutex
+
+	// The reader and the sampler, until stop.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	drReads := map[string]map[string]int{} // snapshot ID -> what DR read of it -> times
+	var readErrs []string
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		first := true
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			out, err := reader.do(ctx, "count", env.Get(t, "HIVEDR_HMS_DR"), env.Get(t, "HIVEDR_HMS_DR_WAREHOUSE"), db, "t1")
+			switch {
+			case err != nil && first:
+				time.Sleep(200 * time.Millisecond) // not on DR yet
+			case err != nil:
+				readErrs = append(readErrs, err.Error())
+			case len(out) == 1:
+				first = false
+				id, r := read(out[0])
+				mu.Lock()
+				if drReads[id] == nil {
+					drReads[id] = map[string]int{}
+				}
+				drReads[id][r]++
+				mu.Unlock()
+			}
+		}
+	}()
 	seen := map[string]int{}
 	sampler := env.HMS(t, testenv.DR) // a connection of its own
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
+	wg.Add(1)
 	go func() {
-		defer close(sampled)
+		defer wg.Done()
 		for {
 			select {
 			case <-stop:
@@ -338,6 +421,17 @@ func TestIcebergCommitsReplicate(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
+	stopReaders := func() {
+		select {
+		case <-stop:
+			return
+		default:
+			close(stop)
+		}
+		wg.Wait()
+	}
+	defer stopReaders()
+
 	commit("create")
 	commit("append", "30", "1")
 	commit("delete", "1000004")
@@ -346,9 +440,14 @@ func TestIcebergCommitsReplicate(t *testing.T) {
 	commit("append", "20", "2")
 	commit("overwrite", "2", "3")
 	commit("delete", "2000002")
+	// Expiry removes files on the source: DR has copied every file the
+	// expired snapshots reach first (a copy of a file removed before it
+	// was copied waits: docs/iceberg.md).
 	waitIcebergPointer(ctx, t, p, dr, db, pointers[len(pointers)-1])
-	close(stop)
-	<-sampled
+	commit("expire", "2")
+	commit("append", "10", "4")
+	waitIcebergPointer(ctx, t, p, dr, db, pointers[len(pointers)-1])
+	stopReaders()
 
 	allowed := map[string]bool{}
 	for _, ptr := range pointers {
@@ -361,18 +460,36 @@ func TestIcebergCommitsReplicate(t *testing.T) {
 	if len(seen) == 0 {
 		t.Error("the sampler never read DR's table: the check of its pointers saw nothing")
 	}
+	samples := 0
 	for ptr, n := range seen {
+		samples += n
 		if !allowed[ptr] {
 			t.Errorf("DR pointed at %s (%d samples), not a DR path of any pointer the source had", ptr, n)
 		}
 	}
-	t.Logf("%d commits; DR showed %d of their pointers over %d samples", len(pointers), len(seen), func() int {
-		n := 0
-		for _, c := range seen {
-			n += c
+	t.Logf("%d commits; DR showed %d of their pointers over %d samples", len(pointers), len(seen), samples)
+
+	// What the DR reader read: only snapshots the source made, read alike.
+	reads := 0
+	for id, got := range drReads {
+		want, ok := srcReads[id]
+		for r, n := range got {
+			reads += n
+			switch {
+			case !ok:
+				t.Errorf("DR's reader read snapshot %s (%s, %d times), which the source never had", id, r, n)
+			case r != want:
+				t.Errorf("DR's reader read snapshot %s as %s (%d times); the source read it as %s", id, r, n, want)
+			}
 		}
-		return n
-	}())
+	}
+	if len(drReads) == 0 {
+		t.Error("DR's reader never read the table")
+	}
+	for _, e := range readErrs {
+		t.Errorf("DR's reader failed after it had read the table: %s", e)
+	}
+	t.Logf("DR's reader read %d of the source's %d snapshots in %d reads", len(drReads), len(srcReads), reads)
 
 	icebergDREqual(ctx, t, tool, env, db)
 }
