@@ -18,6 +18,7 @@ import (
 
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/iceberg"
+	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/testenv"
 )
 
@@ -328,151 +329,244 @@ func TestIcebergPathRewrite(t *testing.T) {
 // and commits to it: appends, position deletes, a schema change, a
 // partition-spec change, a partition overwrite, then expires all but the
 // last two snapshots (deleting their files on the source) and appends
-// again. After each commit the writer records the row count and row hash
-// of the new snapshot as the source reads it. Meanwhile a DR reader, the
-// same implementation in another JVM, reads DR's table through the DR
-// metastore again and again: every snapshot it reads is one the source
-// had, with the row count and hash the source read of it; and DR's
-// pointer (metadata_location) is sampled: every value is the DR path of
-// a pointer the source had. At the end DR points at the source's last
-// metadata, reads every snapshot the source keeps alike, and everything
-// it reads of the DR table is on DR.
+// again; meanwhile an icebergWatch reads DR's table (see there). At the
+// end DR points at the source's last metadata, reads every snapshot the
+// source keeps alike, and everything it reads of the DR table is on DR.
 func TestIcebergReplicates(t *testing.T) {
 	env := testenv.Require(t)
 	tools := newIcebergTools(t, env, 2)
-	tool, reader := tools[0], tools[1]
 	ctx := ctxFor(t, 15*time.Minute)
 	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
 	db := "ice_" + uniq(t)
 	p := newPipeline(t, env, []string{db}, currentEventID(t, ctx, src))
 	p.startAll()
+	w := watchIceberg(ctx, t, env, tools[0], tools[1], db)
+	defer w.stopReading()
 
-	// The writer records every pointer it made and what the source reads
-	// of each snapshot it made.
-	var pointers []string
-	var mu sync.Mutex
-	srcReads := map[string]string{} // snapshot ID -> "N rows, hash H"
-	read := func(l map[string]any) (string, string) {
-		return fmt.Sprint(l["snapshot_id"]), fmt.Sprintf("%v rows, hash %v", l["count"], l["hash"])
-	}
-	commit := func(args ...string) {
-		t.Helper()
-		pointers = append(pointers, tool.commit(ctx, t, env, db, args...))
-		out := tool.run(ctx, t, "count", env.Get(t, "HIVEDR_HMS_SRC"), env.Get(t, "HIVEDR_HMS_SRC_WAREHOUSE"), db, "t1")
-		if len(out) != 1 {
-			t.Fatalf("count printed %v", out)
+	w.commit("create")
+	w.commit("append", "30", "1")
+	w.commit("delete", "1000004")
+	w.commit("evolve-schema", "note")
+	w.commit("evolve-spec", "4")
+	w.commit("append", "20", "2")
+	w.commit("overwrite", "2", "3")
+	w.commit("delete", "2000002")
+	// Expiry removes files on the source: DR has copied every file the
+	// expired snapshots reach first (a copy of a file removed before it
+	// was copied waits: docs/iceberg.md).
+	waitIcebergPointer(ctx, t, p, dr, db, w.last())
+	w.commit("expire", "2")
+	w.commit("append", "10", "4")
+	waitIcebergPointer(ctx, t, p, dr, db, w.last())
+	w.check(p)
+	icebergDREqual(ctx, t, tools[0], env, db)
+}
+
+// TestIcebergKill9 kills each daemon (-9) in the middle of a commit's
+// copy and starts it again: copyd's bandwidth is limited so that a
+// commit's data files take seconds to copy, and each kill comes once the
+// commit's first completion is committed, checked to be before DR's
+// pointer moved. The order of the kills is drawn from the test's seed.
+// Throughout, an icebergWatch reads DR's table: its reader only ever
+// reads complete snapshots the source had, read alike, and DR's pointer
+// only names DR copies of the source's pointers; at the end DR reads
+// every snapshot as the source does.
+func TestIcebergKill9(t *testing.T) {
+	env := testenv.Require(t)
+	rng := testRand(t)
+	tools := newIcebergTools(t, env, 2)
+	ctx := ctxFor(t, 15*time.Minute)
+	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
+	db := "icek_" + uniq(t)
+	p := newPipeline(t, env, []string{db}, currentEventID(t, ctx, src))
+	// About 1 KiB a data file, a dozen files a commit: some 10 s of copy.
+	p.editConfig("\ncopyd:\n", "\ncopyd:\n  bytes_per_second: 1536\n")
+	p.startAll()
+	adm := env.KafkaAdmin(t)
+	completions := kafka.Topics{Prefix: p.prefix}.Completions()
+	w := watchIceberg(ctx, t, env, tools[0], tools[1], db)
+	defer w.stopReading()
+
+	w.commit("create")
+	w.commit("evolve-spec", "4") // day x bucket(4, id): up to 12 data files an append
+	waitIcebergPointer(ctx, t, p, dr, db, w.last())
+	daemons := []string{"tail", "copyd", "apply"}
+	rng.Shuffle(len(daemons), func(i, j int) { daemons[i], daemons[j] = daemons[j], daemons[i] })
+	for i, d := range daemons {
+		before, err := p.mapLocation(w.last())
+		if err != nil {
+			t.Fatal(err)
 		}
-		id, r := read(out[0])
-		mu.Lock()
-		srcReads[id] = r
-		mu.Unlock()
+		done := committedEnd(ctx, adm, completions)
+		w.commit("append", "60", fmt.Sprint(10+i))
+		poll(t, 5*time.Minute, 5*time.Millisecond, "the commit's first completion", func() bool {
+			p.checkAlive()
+			return committedEnd(ctx, adm, completions) > done
+		})
+		r, err := dr.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: db, TblName: "t1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Table.Parameters["metadata_location"]; got != before {
+			t.Errorf("round %d: DR already pointed at %s, not the previous %s, when %s was to be killed: the kill tested nothing", i, got, before, d)
+		}
+		switch d {
+		case "tail":
+			p.tail.kill9()
+			p.startTail()
+		case "copyd":
+			p.copyd.kill9()
+			p.startCopyd()
+		case "apply":
+			p.apply.kill9()
+			p.startApply()
+		}
+		t.Logf("round %d: %s killed mid-copy and restarted", i, d)
+		waitIcebergPointer(ctx, t, p, dr, db, w.last())
 	}
+	w.check(p)
+	icebergDREqual(ctx, t, tools[0], env, db)
+}
 
-	// The reader and the sampler, until stop.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	drReads := map[string]map[string]int{} // snapshot ID -> what DR read of it -> times
-	var readErrs []string
-	wg.Add(1)
+// icebergWatch is the writer and the readers of the Iceberg tests: the
+// writer commits to db.t1 through the source metastore and records every
+// pointer it made and, after each commit, the row count and row hash the
+// source reads of the new current snapshot; meanwhile a DR reader (the
+// reference implementation in another JVM, reading through the DR
+// metastore) reads DR's table over and over, and a sampler reads DR's
+// pointer every 200 ms. check says that the reader only ever read
+// snapshots the source had, each as the source read it, and never failed
+// once it had read the table (a snapshot missing a file fails the read),
+// and that every pointer sampled is the DR path of a source pointer.
+type icebergWatch struct {
+	ctx      context.Context
+	t        *testing.T
+	env      *testenv.Env
+	tool, rd *icebergTool
+	db       string
+	pointers []string // the writer's; the test goroutine only
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	src  map[string]string         // snapshot ID -> "N rows, hash H"
+	dr   map[string]map[string]int // snapshot ID -> what DR read of it -> times
+	errs []string                  // the reader's, after its first read
+	seen map[string]int            // DR pointer -> samples
+}
+
+func watchIceberg(ctx context.Context, t *testing.T, env *testenv.Env, writer, reader *icebergTool, db string) *icebergWatch {
+	w := &icebergWatch{ctx: ctx, t: t, env: env, tool: writer, rd: reader, db: db, stop: make(chan struct{}),
+		src: map[string]string{}, dr: map[string]map[string]int{}, seen: map[string]int{}}
+	drHMS, drWH := env.Get(t, "HIVEDR_HMS_DR"), env.Get(t, "HIVEDR_HMS_DR_WAREHOUSE")
+	w.wg.Add(2)
 	go func() {
-		defer wg.Done()
+		defer w.wg.Done()
 		first := true
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			out, err := reader.do(ctx, "count", env.Get(t, "HIVEDR_HMS_DR"), env.Get(t, "HIVEDR_HMS_DR_WAREHOUSE"), db, "t1")
+		for !w.stopped() {
+			out, err := reader.do(ctx, "count", drHMS, drWH, db, "t1")
 			switch {
 			case err != nil && first:
 				time.Sleep(200 * time.Millisecond) // not on DR yet
 			case err != nil:
-				readErrs = append(readErrs, err.Error())
+				w.mu.Lock()
+				w.errs = append(w.errs, err.Error())
+				w.mu.Unlock()
 			case len(out) == 1:
 				first = false
-				id, r := read(out[0])
-				mu.Lock()
-				if drReads[id] == nil {
-					drReads[id] = map[string]int{}
+				id, r := icebergRead(out[0])
+				w.mu.Lock()
+				if w.dr[id] == nil {
+					w.dr[id] = map[string]int{}
 				}
-				drReads[id][r]++
-				mu.Unlock()
+				w.dr[id][r]++
+				w.mu.Unlock()
 			}
 		}
 	}()
-	seen := map[string]int{}
 	sampler := env.HMS(t, testenv.DR) // a connection of its own
-	wg.Add(1)
 	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
+		defer w.wg.Done()
+		for !w.stopped() {
+			time.Sleep(200 * time.Millisecond)
 			r, err := sampler.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: db, TblName: "t1"})
 			if err != nil {
 				continue // not there yet
 			}
-			mu.Lock()
-			seen[r.Table.Parameters["metadata_location"]]++
-			mu.Unlock()
+			w.mu.Lock()
+			w.seen[r.Table.Parameters["metadata_location"]]++
+			w.mu.Unlock()
 		}
 	}()
-	stopReaders := func() {
-		select {
-		case <-stop:
-			return
-		default:
-			close(stop)
-		}
-		wg.Wait()
+	return w
+}
+
+func icebergRead(l map[string]any) (snapshot, read string) {
+	return fmt.Sprint(l["snapshot_id"]), fmt.Sprintf("%v rows, hash %v", l["count"], l["hash"])
+}
+
+func (w *icebergWatch) stopped() bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return false
 	}
-	defer stopReaders()
+}
 
-	commit("create")
-	commit("append", "30", "1")
-	commit("delete", "1000004")
-	commit("evolve-schema", "note")
-	commit("evolve-spec", "4")
-	commit("append", "20", "2")
-	commit("overwrite", "2", "3")
-	commit("delete", "2000002")
-	// Expiry removes files on the source: DR has copied every file the
-	// expired snapshots reach first (a copy of a file removed before it
-	// was copied waits: docs/iceberg.md).
-	waitIcebergPointer(ctx, t, p, dr, db, pointers[len(pointers)-1])
-	commit("expire", "2")
-	commit("append", "10", "4")
-	waitIcebergPointer(ctx, t, p, dr, db, pointers[len(pointers)-1])
-	stopReaders()
+// commit runs a writing command of the tool and records its pointer and
+// what the source reads of the table after it.
+func (w *icebergWatch) commit(args ...string) {
+	w.t.Helper()
+	w.pointers = append(w.pointers, w.tool.commit(w.ctx, w.t, w.env, w.db, args...))
+	out := w.tool.run(w.ctx, w.t, "count", w.env.Get(w.t, "HIVEDR_HMS_SRC"), w.env.Get(w.t, "HIVEDR_HMS_SRC_WAREHOUSE"), w.db, "t1")
+	if len(out) != 1 {
+		w.t.Fatalf("count printed %v", out)
+	}
+	id, r := icebergRead(out[0])
+	w.mu.Lock()
+	w.src[id] = r
+	w.mu.Unlock()
+}
 
+// last is the last pointer the writer made.
+func (w *icebergWatch) last() string { return w.pointers[len(w.pointers)-1] }
+
+// stopReading stops the reader and the sampler (again: nothing).
+func (w *icebergWatch) stopReading() {
+	if !w.stopped() {
+		close(w.stop)
+	}
+	w.wg.Wait()
+}
+
+// check stops the readers and checks what they read.
+func (w *icebergWatch) check(p *pipeline) {
+	t := w.t
+	t.Helper()
+	w.stopReading()
 	allowed := map[string]bool{}
-	for _, ptr := range pointers {
+	for _, ptr := range w.pointers {
 		m, err := p.mapLocation(ptr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		allowed[m] = true
 	}
-	if len(seen) == 0 {
+	if len(w.seen) == 0 {
 		t.Error("the sampler never read DR's table: the check of its pointers saw nothing")
 	}
 	samples := 0
-	for ptr, n := range seen {
+	for ptr, n := range w.seen {
 		samples += n
 		if !allowed[ptr] {
 			t.Errorf("DR pointed at %s (%d samples), not a DR path of any pointer the source had", ptr, n)
 		}
 	}
-	t.Logf("%d commits; DR showed %d of their pointers over %d samples", len(pointers), len(seen), samples)
-
-	// What the DR reader read: only snapshots the source made, read alike.
+	t.Logf("%d commits; DR showed %d of their pointers over %d samples", len(w.pointers), len(w.seen), samples)
 	reads := 0
-	for id, got := range drReads {
-		want, ok := srcReads[id]
+	for id, got := range w.dr {
+		want, ok := w.src[id]
 		for r, n := range got {
 			reads += n
 			switch {
@@ -483,15 +577,17 @@ func TestIcebergReplicates(t *testing.T) {
 			}
 		}
 	}
-	if len(drReads) == 0 {
+	if len(w.dr) == 0 {
 		t.Error("DR's reader never read the table")
 	}
-	for _, e := range readErrs {
-		t.Errorf("DR's reader failed after it had read the table: %s", e)
+	for i, e := range w.errs {
+		if i == 3 {
+			t.Errorf("... and %d more failed reads", len(w.errs)-i)
+			break
+		}
+		t.Errorf("DR's reader failed after it had read the table (%d failed reads): %s", len(w.errs), e)
 	}
-	t.Logf("DR's reader read %d of the source's %d snapshots in %d reads", len(drReads), len(srcReads), reads)
-
-	icebergDREqual(ctx, t, tool, env, db)
+	t.Logf("DR's reader read %d of the source's %d snapshots in %d reads", len(w.dr), len(w.src), reads)
 }
 
 // icebergDREqual checks that the reference implementation reads every
