@@ -415,3 +415,29 @@ func TestFormatV1ManifestsWithoutList(t *testing.T) {
 		t.Errorf("rewritten v1 metadata names the source:\n%s", out)
 	}
 }
+
+// TestSnapshotFiles: the files a reader of the current snapshot reads
+// are the data and delete files the reference implementation listed of
+// it, with its record counts.
+func TestSnapshotFiles(t *testing.T) {
+	ref := readReference(t)
+	m := metadataFile(t, "00007")
+	files, err := SnapshotFiles(context.Background(), m.Current(), fixture(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range files {
+		k := "data_file"
+		if f.Kind() != KindData {
+			k = "delete_file"
+		}
+		if f.Records <= 0 || f.Size <= 0 {
+			t.Errorf("%s: %d records, %d bytes", f.Path, f.Records, f.Size)
+		}
+		got[f.Path] = k
+	}
+	if len(ref.files) == 0 || fmt.Sprint(got) != fmt.Sprint(ref.files) {
+		t.Errorf("the current snapshot's files:\n%v\nthe reference's:\n%v", got, ref.files)
+	}
+}

@@ -35,6 +35,17 @@ type DataFile struct {
 	Records int64
 }
 
+// Kind is the kind of file the entry names.
+func (f DataFile) Kind() Kind {
+	switch f.Content {
+	case ContentPositionDeletes:
+		return KindPositionDeletes
+	case ContentEqualityDeletes:
+		return KindEqualityDeletes
+	}
+	return KindData
+}
+
 // ReadManifestList reads a snapshot's manifest list.
 func ReadManifestList(b []byte) ([]ManifestFile, error) {
 	c, err := readContainer(b)

@@ -93,51 +93,24 @@ func Added(ctx context.Context, prev, next *Metadata, read ReadFile) ([]File, er
 		if !newSnap[s.ID] {
 			continue
 		}
-		var mfs []ManifestFile
+		mfs, err := manifestsOf(ctx, &s, read)
+		if err != nil {
+			return nil, err
+		}
 		if s.ManifestList != "" {
-			b, err := read(ctx, s.ManifestList)
-			if err != nil {
-				return nil, fmt.Errorf("snapshot %d: manifest list %s: %w", s.ID, s.ManifestList, err)
-			}
-			if mfs, err = ReadManifestList(b); err != nil {
-				return nil, fmt.Errorf("snapshot %d: %s: %w", s.ID, s.ManifestList, err)
-			}
 			add(&lists, File{Path: s.ManifestList, Kind: KindManifestList, Size: -1})
-		} else {
-			// Version 1 without a manifest list: every manifest is the
-			// snapshot's to check.
-			for _, p := range s.Manifests {
-				mfs = append(mfs, ManifestFile{Path: p, Length: -1, AddedSnapshotID: s.ID})
-			}
 		}
 		for _, mf := range mfs {
 			if (prev != nil && !newSnap[mf.AddedSnapshotID]) || seen[mf.Path] {
 				continue // written by a snapshot prev already had
 			}
-			b, err := read(ctx, mf.Path)
+			entries, err := liveEntries(ctx, &s, mf, read)
 			if err != nil {
-				return nil, fmt.Errorf("snapshot %d: manifest %s: %w", s.ID, mf.Path, err)
-			}
-			entries, err := ReadManifest(b)
-			if err != nil {
-				return nil, fmt.Errorf("snapshot %d: %s: %w", s.ID, mf.Path, err)
+				return nil, err
 			}
 			add(&manifests, File{Path: mf.Path, Kind: KindManifest, Size: mf.Length})
 			for _, e := range entries {
-				if e.Status == statusDeleted {
-					continue // gone from this snapshot; an older one that had it brought it
-				}
-				k := KindData
-				switch e.Content {
-				case ContentPositionDeletes:
-					k = KindPositionDeletes
-					if e.Format == "PUFFIN" {
-						return nil, fmt.Errorf("snapshot %d: %s: %s is a deletion vector (format version 3): not replicated", s.ID, mf.Path, e.Path)
-					}
-				case ContentEqualityDeletes:
-					k = KindEqualityDeletes
-				}
-				add(&files, File{Path: e.Path, Kind: k, Size: e.Size})
+				add(&files, File{Path: e.Path, Kind: e.Kind(), Size: e.Size})
 			}
 		}
 	}
@@ -152,4 +125,68 @@ func Added(ctx context.Context, prev, next *Metadata, read ReadFile) ([]File, er
 		}
 	}
 	return append(append(files, manifests...), lists...), nil
+}
+
+// manifestsOf is the manifests of snapshot s: its manifest list's
+// entries, or (format version 1 without a list) the manifests it names.
+func manifestsOf(ctx context.Context, s *Snapshot, read ReadFile) ([]ManifestFile, error) {
+	if s.ManifestList == "" {
+		mfs := make([]ManifestFile, 0, len(s.Manifests))
+		for _, p := range s.Manifests {
+			mfs = append(mfs, ManifestFile{Path: p, Length: -1, AddedSnapshotID: s.ID})
+		}
+		return mfs, nil
+	}
+	b, err := read(ctx, s.ManifestList)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %d: manifest list %s: %w", s.ID, s.ManifestList, err)
+	}
+	mfs, err := ReadManifestList(b)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %d: %s: %w", s.ID, s.ManifestList, err)
+	}
+	return mfs, nil
+}
+
+// liveEntries is the entries of manifest mf (of snapshot s) a reader of
+// s reads: added and existing, not deleted. A deletion vector (format
+// version 3) is refused.
+func liveEntries(ctx context.Context, s *Snapshot, mf ManifestFile, read ReadFile) ([]DataFile, error) {
+	b, err := read(ctx, mf.Path)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %d: manifest %s: %w", s.ID, mf.Path, err)
+	}
+	entries, err := ReadManifest(b)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %d: %s: %w", s.ID, mf.Path, err)
+	}
+	live := entries[:0]
+	for _, e := range entries {
+		if e.Status == statusDeleted {
+			continue // gone from this snapshot; an older one that had it brought it
+		}
+		if e.Content == ContentPositionDeletes && e.Format == "PUFFIN" {
+			return nil, fmt.Errorf("snapshot %d: %s: %s is a deletion vector (format version 3): not replicated", s.ID, mf.Path, e.Path)
+		}
+		live = append(live, e)
+	}
+	return live, nil
+}
+
+// SnapshotFiles is the data and delete files a reader of snapshot s
+// reads: the live entries of all its manifests.
+func SnapshotFiles(ctx context.Context, s *Snapshot, read ReadFile) ([]DataFile, error) {
+	mfs, err := manifestsOf(ctx, s, read)
+	if err != nil {
+		return nil, err
+	}
+	var files []DataFile
+	for _, mf := range mfs {
+		entries, err := liveEntries(ctx, s, mf, read)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, entries...)
+	}
+	return files, nil
 }
