@@ -3,13 +3,13 @@ package applier
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/beltran/gohive/hive_metastore"
 
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/hmsevent"
+	"github.com/hivedr/hivedr/internal/iceberg"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -48,11 +48,11 @@ func (p *planner) table(src *schemas.Table) (*hive_metastore.Table, error) {
 		}
 		t.Sd.Location = loc
 	}
-	if isIceberg(t.Parameters) {
+	if iceberg.IsTable(t.Parameters) {
 		// An Iceberg table's pointers name its metadata files, which the
 		// event's copies wrote under DR's paths (rewritten to name DR's
 		// files only).
-		for _, k := range []string{icebergMetadataLoc, icebergPrevMetadataLoc} {
+		for _, k := range []string{iceberg.ParamMetadataLocation, iceberg.ParamPreviousMetadataLocation} {
 			if v := t.Parameters[k]; v != "" {
 				m, err := p.mapLocation(v)
 				if err != nil {
@@ -71,10 +71,10 @@ func (p *planner) table(src *schemas.Table) (*hive_metastore.Table, error) {
 // files never copied. A change that keeps the pointer, a table made an
 // Iceberg table, and a table DR does not have pass.
 func (p *planner) icebergChain(c *schemas.TableChange, cur *hive_metastore.Table) (Decision, bool) {
-	if cur == nil || c.Before == nil || !isIceberg(c.Before.Parameters) || !isIceberg(c.After.Parameters) {
+	if cur == nil || c.Before == nil || !iceberg.IsTable(c.Before.Parameters) || !iceberg.IsTable(c.After.Parameters) {
 		return Decision{}, true
 	}
-	before, after := c.Before.Parameters[icebergMetadataLoc], c.After.Parameters[icebergMetadataLoc]
+	before, after := c.Before.Parameters[iceberg.ParamMetadataLocation], c.After.Parameters[iceberg.ParamMetadataLocation]
 	if before == "" || before == after {
 		return Decision{}, true
 	}
@@ -82,25 +82,12 @@ func (p *planner) icebergChain(c *schemas.TableChange, cur *hive_metastore.Table
 	if err != nil {
 		return pathHalt(err), false
 	}
-	if got := cur.Parameters[icebergMetadataLoc]; got != want {
+	if got := cur.Parameters[iceberg.ParamMetadataLocation]; got != want {
 		return halt(ReasonIcebergChain, "Iceberg table %s.%s on DR points at %q; event %d commits on top of %q (DR path %q): an earlier commit was not applied, or the DR table was changed on DR; repair: %s",
 			c.After.Database, c.After.Name, got, p.ev.EventID, before, want, BootstrapCommand(c.After.Database)), false
 	}
 	return Decision{}, true
 }
-
-// isIceberg says whether table parameters are an Iceberg table's.
-func isIceberg(params map[string]string) bool {
-	return strings.EqualFold(params[icebergTableType], "ICEBERG")
-}
-
-// Parameters of an Iceberg table: its kind and the pointers to its
-// current and previous metadata files.
-const (
-	icebergTableType       = "table_type"
-	icebergMetadataLoc     = "metadata_location"
-	icebergPrevMetadataLoc = "previous_metadata_location"
-)
 
 func (p *planner) partition(tbl *hive_metastore.Table, src *schemas.Partition) (*hive_metastore.Partition, error) {
 	part := hive_metastore.NewPartition()

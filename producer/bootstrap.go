@@ -18,6 +18,7 @@ import (
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/hmsevent"
 	"github.com/hivedr/hivedr/internal/hmslog"
+	"github.com/hivedr/hivedr/internal/iceberg"
 	"github.com/hivedr/hivedr/internal/kafka"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
@@ -599,7 +600,7 @@ func (pg *snapPage) list(ctx context.Context, tb *schemas.Table, dir string, fro
 		// What its live snapshots reach, from its metadata, read live:
 		// Iceberg files are written once, so an HDFS snapshot adds
 		// nothing (iceberg.go).
-		return t.lister.listIceberg(ctx, "bootstrap "+b.BootstrapID, "", tb.Parameters[paramMetadataLoc])
+		return t.lister.listIceberg(ctx, "bootstrap "+b.BootstrapID, "", tb.Parameters[iceberg.ParamMetadataLocation])
 	}
 	read := dir
 	if from != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/hivedr/hivedr/internal/fs"
@@ -23,17 +22,10 @@ type FileReader interface {
 // manifest the tailer reads.
 const maxIcebergFile = 256 << 20
 
-// Table parameters of an Iceberg table in the metastore.
-const (
-	paramTableType       = "table_type"
-	paramMetadataLoc     = "metadata_location"
-	paramPrevMetadataLoc = "previous_metadata_location"
-)
-
 // IsIceberg says whether a table is an Iceberg table (its table_type
 // parameter; the metastore's table type says EXTERNAL_TABLE).
 func IsIceberg(t *schemas.Table) bool {
-	return t != nil && strings.EqualFold(t.Parameters[paramTableType], "ICEBERG")
+	return t != nil && iceberg.IsTable(t.Parameters)
 }
 
 // icebergCommit says whether ev is a commit of an Iceberg table, and the
@@ -47,16 +39,16 @@ func icebergCommit(ev *schemas.Event) (before, after string, ok bool) {
 	}
 	switch ev.EventType {
 	case schemas.EventCreateTable:
-		return "", c.After.Parameters[paramMetadataLoc], true
+		return "", c.After.Parameters[iceberg.ParamMetadataLocation], true
 	case schemas.EventAlterTable:
 		if c.Before == nil {
 			return "", "", false
 		}
-		b := c.Before.Parameters[paramMetadataLoc]
+		b := c.Before.Parameters[iceberg.ParamMetadataLocation]
 		if !IsIceberg(c.Before) {
 			b = "" // made an Iceberg table (a migration): everything is new
 		}
-		return b, c.After.Parameters[paramMetadataLoc], true
+		return b, c.After.Parameters[iceberg.ParamMetadataLocation], true
 	}
 	return "", "", false
 }

@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Metadata is what replication reads from a table metadata file.
@@ -107,6 +108,23 @@ func (m *Metadata) Live() map[int64]bool {
 		ids[s.ID] = true
 	}
 	return ids
+}
+
+// Parameters of an Iceberg table in the metastore.
+const (
+	// ParamTableType is ICEBERG on an Iceberg table (the metastore's own
+	// table type says EXTERNAL_TABLE).
+	ParamTableType = "table_type"
+	// ParamMetadataLocation names the table's current metadata file.
+	ParamMetadataLocation = "metadata_location"
+	// ParamPreviousMetadataLocation names the one before it.
+	ParamPreviousMetadataLocation = "previous_metadata_location"
+)
+
+// IsTable says whether a table's metastore parameters make it an Iceberg
+// table.
+func IsTable(params map[string]string) bool {
+	return strings.EqualFold(params[ParamTableType], "ICEBERG")
 }
 
 // PathMap moves a source path to its DR path, or says why it cannot (a

@@ -42,3 +42,8 @@ func (s FileStore) CRC32C(ctx context.Context, loc string) (uint32, string, erro
 	}
 	return h.Sum32(), "computed", nil
 }
+
+// ReadFile implements Files.
+func (s FileStore) ReadFile(ctx context.Context, loc string, limit int64) ([]byte, error) {
+	return s.Router.ReadFile(ctx, loc, limit)
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/hivedr/hivedr/internal/drparam"
 	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
+	"github.com/hivedr/hivedr/internal/iceberg"
 	"github.com/hivedr/hivedr/internal/location"
 )
 
@@ -46,6 +47,9 @@ type Files interface {
 	// COMPOSITE-CRC, S3 full-object CRC32C), reading the file only where
 	// the store cannot say.
 	CRC32C(ctx context.Context, location string) (crc uint32, how string, err error)
+	// ReadFile reads a whole file of up to limit bytes (Iceberg tables'
+	// metadata); a missing file is an error wrapping fs.ErrNotExist.
+	ReadFile(ctx context.Context, location string, limit int64) ([]byte, error)
 }
 
 // Config is what Run compares and how it reaches it.
@@ -349,6 +353,13 @@ func (r *run) table(ctx context.Context, pend *pending, db, name string, onSourc
 		}
 	}
 	if !found.Presence(obj, a != nil, b != nil) {
+		return r.emit(ctx, pend, db, name, &found)
+	}
+	if iceberg.IsTable(a.Parameters) && iceberg.IsTable(b.Parameters) {
+		found.tableDef(obj, withoutPointers(a), withoutPointers(b), r.cfg.MapLocation)
+		if err := r.iceberg(ctx, &found, obj, a, b); err != nil {
+			return err
+		}
 		return r.emit(ctx, pend, db, name, &found)
 	}
 	found.tableDef(obj, a, b, r.cfg.MapLocation)

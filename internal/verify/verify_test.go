@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -308,17 +309,21 @@ type fakeFiles map[string]struct {
 }
 
 func (f fakeFiles) Walk(_ context.Context, dir string, fn func(string, int64) error) error {
+	return walkMap(f, dir, func(x struct {
+		size int64
+		crc  uint32
+	}) int64 {
+		return x.size
+	}, fn)
+}
+
+// walkMap is Files.Walk over a map of files by location, in name order.
+func walkMap[V any](m map[string]V, dir string, size func(V) int64, fn func(string, int64) error) error {
 	found := false
-	for _, loc := range slices.Sorted(func(yield func(string) bool) {
-		for k := range f {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, loc := range slices.Sorted(maps.Keys(m)) {
 		if strings.HasPrefix(loc, dir+"/") {
 			found = true
-			if err := fn(loc, f[loc].size); err != nil {
+			if err := fn(loc, size(m[loc])); err != nil {
 				return err
 			}
 		}
@@ -335,6 +340,11 @@ func (f fakeFiles) CRC32C(_ context.Context, loc string) (uint32, string, error)
 		return 0, "", fmt.Errorf("%s: %w", loc, fs.ErrNotExist)
 	}
 	return x.crc, "fake", nil
+}
+
+// ReadFile: fakeFiles hold no bytes (no Iceberg table's metadata).
+func (f fakeFiles) ReadFile(_ context.Context, loc string, _ int64) ([]byte, error) {
+	return nil, fmt.Errorf("%s: %w", loc, fs.ErrNotExist)
 }
 
 // site builds one side: database db with a partitioned table of n
@@ -365,7 +375,7 @@ func site(root string, n int) (*fakeMS, fakeFiles) {
 	return ms, files
 }
 
-func runFake(t *testing.T, src, dr *fakeMS, sf, df fakeFiles, opts Options, log Log, more ...func(*Config)) (Summary, []Finding) {
+func runFake(t *testing.T, src, dr *fakeMS, sf, df Files, opts Options, log Log, more ...func(*Config)) (Summary, []Finding) {
 	t.Helper()
 	src.t, dr.t = t, t
 	var got []Finding
