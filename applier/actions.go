@@ -91,6 +91,18 @@ type PruneFiles struct {
 	Source string
 }
 
+// ExpireIceberg removes the DR files that only the snapshots an Iceberg
+// commit expired reached (iceberg.Expired of DR's metadata Prev, the
+// table's pointer before the commit, and Next, its pointer after), under
+// the table's DR location Root only, sparing a file a copy of a later
+// event wrote. Nothing when the commit expired nothing.
+type ExpireIceberg struct {
+	DB, Table  string
+	Root       string
+	Prev, Next string
+	EventID    int64
+}
+
 func (CreateDatabase) isAction()  {}
 func (AlterDatabase) isAction()   {}
 func (DropDatabase) isAction()    {}
@@ -102,6 +114,7 @@ func (AlterPartitions) isAction() {}
 func (RenamePartition) isAction() {}
 func (DropPartitions) isAction()  {}
 func (PruneFiles) isAction()      {}
+func (ExpireIceberg) isAction()   {}
 
 func (a CreateDatabase) String() string { return "create database " + a.DB.Name }
 func (a AlterDatabase) String() string  { return "alter database " + a.Name }
@@ -141,4 +154,8 @@ func partValues(ps []*hive_metastore.Partition) string {
 		fmt.Fprintf(&b, "%v", p.Values)
 	}
 	return b.String()
+}
+
+func (a ExpireIceberg) String() string {
+	return fmt.Sprintf("remove the files of expired Iceberg snapshots of %s.%s (%s -> %s)", a.DB, a.Table, a.Prev, a.Next)
 }

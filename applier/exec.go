@@ -136,6 +136,8 @@ func callName(a Action) string {
 		return "drop_partitions"
 	case PruneFiles:
 		return "prune_files"
+	case ExpireIceberg:
+		return "expire_iceberg"
 	case PruneObsolete:
 		return "prune_obsolete"
 	case ReplAllocate:
@@ -585,6 +587,8 @@ func (x *executor) run(ctx context.Context, a Action) error {
 		return nil
 	case PruneFiles:
 		return x.prune(ctx, a)
+	case ExpireIceberg:
+		return x.expireIceberg(ctx, a) // exec_iceberg.go
 	case ReplAllocate, ReplCommit, ReplAbort, PruneObsolete, PublishCompacted, PruneCompacted:
 		return x.runACID(ctx, a) // exec_acid.go
 	}

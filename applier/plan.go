@@ -10,6 +10,7 @@ import (
 
 	"github.com/hivedr/hivedr/internal/acid"
 	"github.com/hivedr/hivedr/internal/drparam"
+	"github.com/hivedr/hivedr/internal/iceberg"
 	"github.com/hivedr/hivedr/internal/location"
 	"github.com/hivedr/hivedr/schemas"
 )
@@ -833,10 +834,28 @@ func (p *planner) alterInPlace(c *schemas.TableChange, k TableKey) Decision {
 	if c.IsTruncate && len(t.PartitionKeys) == 0 && t.Sd != nil && t.Sd.Location != "" {
 		acts = append(acts, PruneFiles{Dir: t.Sd.Location, EventID: e, Source: c.After.Location})
 	}
+	if a, ok := expireIceberg(cur, t, e); ok {
+		acts = append(acts, a)
+	}
 	if recreate {
 		return apply(append(acts, CreateTable{Table: t})...)
 	}
 	return apply(append(acts, AlterTable{DB: k.DB, Name: k.Name, Table: t})...)
+}
+
+// expireIceberg is the removal of what the snapshots an Iceberg commit
+// expired reached, when DR's table cur is an Iceberg table whose pointer
+// the commit (to t) moves: the executor reads both metadata files on DR
+// and removes nothing unless snapshots went.
+func expireIceberg(cur, t *hive_metastore.Table, e int64) (ExpireIceberg, bool) {
+	if cur == nil || t.Sd == nil || t.Sd.Location == "" || !iceberg.IsTable(cur.Parameters) || !iceberg.IsTable(t.Parameters) {
+		return ExpireIceberg{}, false
+	}
+	prev, next := cur.Parameters[iceberg.ParamMetadataLocation], t.Parameters[iceberg.ParamMetadataLocation]
+	if prev == "" || next == "" || prev == next {
+		return ExpireIceberg{}, false
+	}
+	return ExpireIceberg{DB: t.DbName, Table: t.TableName, Root: t.Sd.Location, Prev: prev, Next: next, EventID: e}, true
 }
 
 // rename plans the rename of table bk to ak.

@@ -1187,14 +1187,21 @@ func TestPlan(t *testing.T) {
 			outcome: Wait, reason: ReasonWaitingForFiles, waitTasks: []string{"50-0", "50-1"}},
 		{name: "an Iceberg commit flips DR's pointer to DR's metadata", ev: iceCommit,
 			state:   iceAtV1,
-			outcome: Apply, actions: []string{"alter table sales.ice", "alter database sales"},
+			outcome: Apply, actions: []string{"remove the files of expired Iceberg snapshots of sales.ice (" + drPath(iceV1.Parameters["metadata_location"]) +
+				" -> " + drPath(iceV2.Parameters["metadata_location"]) + ")", "alter table sales.ice", "alter database sales"},
 			check: func(t *testing.T, d Decision) {
-				p := d.Actions[0].(AlterTable).Table.Parameters
+				if x := d.Actions[0].(ExpireIceberg); x.Root != drPath(srcRoot+"sales.db/ice") || x.EventID != 50 {
+					t.Errorf("the expiry's table location %q, event %d", x.Root, x.EventID)
+				}
+				p := d.Actions[1].(AlterTable).Table.Parameters
 				if p["metadata_location"] != drPath(iceV2.Parameters["metadata_location"]) ||
 					p["previous_metadata_location"] != drPath(iceV1.Parameters["metadata_location"]) {
 					t.Errorf("DR's pointers %q, %q; want the DR paths of the source's", p["metadata_location"], p["previous_metadata_location"])
 				}
 			}},
+		{name: "an Iceberg table's change that keeps its pointer removes nothing", ev: alterTable(50, iceV1, withParam(iceV1, "comment", "x")),
+			state:   iceAtV1,
+			outcome: Apply, actions: []string{"alter table sales.ice", "alter database sales"}},
 		{name: "an Iceberg commit whose file could not be copied waits", ev: iceCommit,
 			copies:  map[string]Copy{"50-0": {Status: schemas.StatusCopied}, "50-1": {Status: schemas.StatusFailed, Error: "rewrite: outside the mappings"}},
 			state:   iceAtV1,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/beltran/gohive/hive_metastore"
 
+	"github.com/hivedr/hivedr/internal/fs"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/iceberg"
 	"github.com/hivedr/hivedr/internal/kafka"
@@ -188,11 +190,18 @@ func (tb *tailBuffer) String() string {
 // source metastore and returns the metadata location it committed.
 func (it *icebergTool) commit(ctx context.Context, t *testing.T, env *testenv.Env, db string, args ...string) string {
 	t.Helper()
+	return fmt.Sprint(it.commitLine(ctx, t, env, db, args...)["metadata_location"])
+}
+
+// commitLine is commit returning the whole line the tool printed (an
+// expiry's names the files it deleted).
+func (it *icebergTool) commitLine(ctx context.Context, t *testing.T, env *testenv.Env, db string, args ...string) map[string]any {
+	t.Helper()
 	out := it.run(ctx, t, append([]string{args[0], env.Get(t, "HIVEDR_HMS_SRC"), env.Get(t, "HIVEDR_HMS_SRC_WAREHOUSE"), db, "t1"}, args[1:]...)...)
 	if len(out) != 1 || out[0]["metadata_location"] == nil {
 		t.Fatalf("IcebergTool %v printed %v", args, out)
 	}
-	return fmt.Sprint(out[0]["metadata_location"])
+	return out[0]
 }
 
 // TestIcebergPathRewrite rewrites an Iceberg table written by the
@@ -331,7 +340,8 @@ func TestIcebergPathRewrite(t *testing.T) {
 // last two snapshots (deleting their files on the source) and appends
 // again; meanwhile an icebergWatch reads DR's table (see there). At the
 // end DR points at the source's last metadata, reads every snapshot the
-// source keeps alike, and everything it reads of the DR table is on DR.
+// source keeps alike, everything it reads of the DR table is on DR, and
+// the DR copies of the files the expiry deleted on the source are gone.
 func TestIcebergReplicates(t *testing.T) {
 	env := testenv.Require(t)
 	tools := newIcebergTools(t, env, 2)
@@ -355,11 +365,28 @@ func TestIcebergReplicates(t *testing.T) {
 	// expired snapshots reach first (a copy of a file removed before it
 	// was copied waits: docs/iceberg.md).
 	waitIcebergPointer(ctx, t, p, dr, db, w.last())
-	w.commit("expire", "2")
+	expired := w.commit("expire", "2")
 	w.commit("append", "10", "4")
 	waitIcebergPointer(ctx, t, p, dr, db, w.last())
 	w.check(p)
 	icebergDREqual(ctx, t, tools[0], env, db)
+
+	// What the expiry deleted on the source is gone on DR too.
+	_, drFS := pipelineFS(t, env)
+	deleted, _ := expired["deleted_files"].([]any)
+	if len(deleted) == 0 {
+		t.Fatalf("the expiry deleted nothing on the source: %v", expired)
+	}
+	for _, f := range deleted {
+		loc, err := p.mapLocation(fmt.Sprint(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := drFS.Stat(ctx, loc); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s, deleted on the source by the expiry, is still on DR (stat: %v)", loc, err)
+		}
+	}
+	t.Logf("the %d files the expiry deleted on the source are gone on DR", len(deleted))
 }
 
 // TestIcebergKill9 kills each daemon (-9) in the middle of a commit's
@@ -516,9 +543,10 @@ func (w *icebergWatch) stopped() bool {
 
 // commit runs a writing command of the tool and records its pointer and
 // what the source reads of the table after it.
-func (w *icebergWatch) commit(args ...string) {
+func (w *icebergWatch) commit(args ...string) map[string]any {
 	w.t.Helper()
-	w.pointers = append(w.pointers, w.tool.commit(w.ctx, w.t, w.env, w.db, args...))
+	line := w.tool.commitLine(w.ctx, w.t, w.env, w.db, args...)
+	w.pointers = append(w.pointers, fmt.Sprint(line["metadata_location"]))
 	out := w.tool.run(w.ctx, w.t, "count", w.env.Get(w.t, "HIVEDR_HMS_SRC"), w.env.Get(w.t, "HIVEDR_HMS_SRC_WAREHOUSE"), w.db, "t1")
 	if len(out) != 1 {
 		w.t.Fatalf("count printed %v", out)
@@ -527,6 +555,7 @@ func (w *icebergWatch) commit(args ...string) {
 	w.mu.Lock()
 	w.src[id] = r
 	w.mu.Unlock()
+	return line
 }
 
 // last is the last pointer the writer made.

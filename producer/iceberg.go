@@ -18,10 +18,6 @@ type FileReader interface {
 	ReadFile(ctx context.Context, loc string, limit int64) ([]byte, error)
 }
 
-// maxIcebergFile bounds an Iceberg metadata file, manifest list or
-// manifest the tailer reads.
-const maxIcebergFile = 256 << 20
-
 // IsIceberg says whether a table is an Iceberg table (its table_type
 // parameter; the metastore's table type says EXTERNAL_TABLE).
 func IsIceberg(t *schemas.Table) bool {
@@ -75,7 +71,7 @@ func (l *lister) listIceberg(ctx context.Context, what, before, after string) ([
 		if _, err := l.pol.CheckSourceRoot(p); err != nil {
 			return nil, &outsideError{p, err}
 		}
-		b, err := fr.ReadFile(ctx, p, maxIcebergFile)
+		b, err := fr.ReadFile(ctx, p, iceberg.MaxFile)
 		if err != nil {
 			return nil, &storeError{err}
 		}

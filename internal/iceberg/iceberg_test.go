@@ -441,3 +441,81 @@ func TestSnapshotFiles(t *testing.T) {
 		t.Errorf("the current snapshot's files:\n%v\nthe reference's:\n%v", got, ref.files)
 	}
 }
+
+// TestExpired: with all but the last two snapshots of the fixture
+// expired, what the expired snapshots alone reached is listed: with what
+// the kept ones reach it makes up everything the table reached before,
+// none of it is reached after, and the order is files, manifests, lists.
+// A manifest list already removed is passed over; a commit that expires
+// nothing lists nothing.
+func TestExpired(t *testing.T) {
+	ctx := context.Background()
+	read := fixture(t)
+	gone := func(err error) bool { return errors.Is(err, os.ErrNotExist) }
+	prev := metadataFile(t, "00007")
+	next := metadataFile(t, "00007")
+	next.Snapshots = next.Snapshots[len(next.Snapshots)-2:]
+
+	if files, err := Expired(ctx, prev, prev, read, gone); err != nil || len(files) != 0 {
+		t.Errorf("nothing expired: %v %v", files, err)
+	}
+	expired, err := Expired(ctx, prev, next, read, gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := Added(ctx, nil, prev, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := Added(ctx, nil, next, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := func(fs []File) map[string]bool {
+		m := map[string]bool{}
+		for _, f := range fs {
+			m[f.Path] = true
+		}
+		return m
+	}
+	e, b, a := paths(expired), paths(before), paths(after)
+	if len(e) == 0 || len(e) != len(expired) {
+		t.Fatalf("expired: %d files, %d distinct", len(expired), len(e))
+	}
+	for p := range e {
+		if a[p] || !b[p] {
+			t.Errorf("%s listed as expired: reached after %v, before %v", p, a[p], b[p])
+		}
+	}
+	for p := range b {
+		if !a[p] && !e[p] {
+			t.Errorf("%s was reached only by expired snapshots and is not listed", p)
+		}
+	}
+	last := KindData
+	rank := map[Kind]int{KindData: 0, KindPositionDeletes: 0, KindEqualityDeletes: 0, KindStatistics: 0, KindManifest: 1, KindManifestList: 2}
+	for _, f := range expired {
+		if rank[f.Kind] < rank[last] {
+			t.Errorf("%s (%s) after a %s", f.Path, f.Kind, last)
+		}
+		last = f.Kind
+	}
+	kinds := map[Kind]int{}
+	for _, f := range expired {
+		kinds[f.Kind]++
+	}
+	t.Logf("expiring %d of %d snapshots: %v", len(prev.Snapshots)-len(next.Snapshots), len(prev.Snapshots), kinds)
+
+	// A removal that stopped half-way: an expired snapshot's manifest
+	// list is gone; what else is expired is still listed.
+	list := prev.Snapshots[0].ManifestList
+	partial, err := Expired(ctx, prev, next, func(ctx context.Context, p string) ([]byte, error) {
+		if p == list {
+			return nil, fmt.Errorf("%s: %w", p, os.ErrNotExist)
+		}
+		return read(ctx, p)
+	}, gone)
+	if err != nil || len(partial) == 0 || len(partial) >= len(expired) || paths(partial)[list] {
+		t.Errorf("with %s gone: %d files (of %d), err %v", list, len(partial), len(expired), err)
+	}
+}

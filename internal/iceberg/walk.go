@@ -48,6 +48,10 @@ type File struct {
 	Size int64
 }
 
+// MaxFile bounds a metadata file, manifest list or manifest hivedr
+// reads whole (they are kilobytes to a few megabytes).
+const MaxFile = 256 << 20
+
 // ReadFile reads a whole file.
 type ReadFile func(ctx context.Context, path string) ([]byte, error)
 
@@ -189,4 +193,78 @@ func SnapshotFiles(ctx context.Context, s *Snapshot, read ReadFile) ([]DataFile,
 		files = append(files, entries...)
 	}
 	return files, nil
+}
+
+// Expired is what prev's snapshots reached that next's do not: when a
+// commit expired snapshots (next lacks some of prev's), the manifest
+// lists, manifests, data and delete files and statistics files that only
+// the expired snapshots reached, which a reader of next never reads. It
+// is empty when next keeps every snapshot of prev.
+//
+// Everything next reaches is read (it must all be there). Of the expired
+// snapshots, a manifest list or manifest already gone is passed over
+// (a removal that stopped half-way, run again), so what it alone named
+// is not listed (gone says whether read's error is that of a missing
+// file). The order is the reverse of Added's: data, delete and
+// statistics files, then manifests, then manifest lists, so a removal in
+// that order that stops half-way leaves the names that lead to what is
+// left.
+func Expired(ctx context.Context, prev, next *Metadata, read ReadFile, gone func(error) bool) ([]File, error) {
+	kept := next.Live()
+	var expired []*Snapshot
+	for i := range prev.Snapshots {
+		if !kept[prev.Snapshots[i].ID] {
+			expired = append(expired, &prev.Snapshots[i])
+		}
+	}
+	if len(expired) == 0 {
+		return nil, nil
+	}
+	reached, err := Added(ctx, nil, next, read)
+	if err != nil {
+		return nil, fmt.Errorf("what the new metadata reaches: %w", err)
+	}
+	keep := make(map[string]bool, len(reached))
+	for _, f := range reached {
+		keep[f.Path] = true
+	}
+	var files, manifests, lists []File
+	add := func(to *[]File, f File) {
+		if !keep[f.Path] {
+			keep[f.Path] = true // listed once
+			*to = append(*to, f)
+		}
+	}
+	for _, s := range expired {
+		mfs, err := manifestsOf(ctx, s, read)
+		if err != nil && gone(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, mf := range mfs {
+			entries, err := liveEntries(ctx, s, mf, read)
+			if err != nil && gone(err) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range entries {
+				add(&files, File{Path: e.Path, Kind: e.Kind(), Size: e.Size})
+			}
+			add(&manifests, File{Path: mf.Path, Kind: KindManifest, Size: mf.Length})
+		}
+		if s.ManifestList != "" {
+			add(&lists, File{Path: s.ManifestList, Kind: KindManifestList, Size: -1})
+		}
+	}
+	for _, st := range prev.Statistics {
+		add(&files, File{Path: st.Path, Kind: KindStatistics, Size: -1})
+	}
+	for _, st := range prev.PartitionStatistics {
+		add(&files, File{Path: st.Path, Kind: KindStatistics, Size: -1})
+	}
+	return append(append(files, manifests...), lists...), nil
 }

@@ -16,10 +16,6 @@ import (
 	"github.com/hivedr/hivedr/internal/location"
 )
 
-// maxIcebergFile bounds an Iceberg metadata file, manifest list or
-// manifest verify reads.
-const maxIcebergFile = 256 << 20
-
 // icebergPointers are the parameters of an Iceberg table that name its
 // metadata files: compared as locations (DR's name DR's rewritten
 // copies), not as values.
@@ -162,7 +158,7 @@ func readMetadata(ctx context.Context, files Files, loc string) (*iceberg.Metada
 	if loc == "" {
 		return nil, errors.New("the table names no metadata_location")
 	}
-	b, err := files.ReadFile(ctx, loc, maxIcebergFile)
+	b, err := files.ReadFile(ctx, loc, iceberg.MaxFile)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +166,7 @@ func readMetadata(ctx context.Context, files Files, loc string) (*iceberg.Metada
 }
 
 func reader(files Files) iceberg.ReadFile {
-	return func(ctx context.Context, p string) ([]byte, error) { return files.ReadFile(ctx, p, maxIcebergFile) }
+	return func(ctx context.Context, p string) ([]byte, error) { return files.ReadFile(ctx, p, iceberg.MaxFile) }
 }
 
 // fileSize is the size of a file outside its table's location (Iceberg
