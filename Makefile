@@ -13,7 +13,7 @@ DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 BI      := github.com/hivedr/hivedr/internal/buildinfo
 LDFLAGS := -s -w -X $(BI).version=$(VERSION) -X $(BI).commit=$(COMMIT) -X $(BI).date=$(DATE)
 
-.PHONY: all build image tools test unit e2e fuzz vet fmt-check demo bench-tail bench-lag bench-copy bench-bootstrap bench-apply bench-memory bench-idle bench-scale bench-newdb stack-up stack-down stack-status stack-clean \
+.PHONY: all build image tools test unit e2e fuzz vet fmt-check demo bench-tail bench-lag bench-copy bench-bootstrap bench-apply bench-memory bench-idle bench-scale bench-newdb bench-iceberg stack-up stack-down stack-status stack-clean \
 	stack-secure-up stack-secure-down stack-secure-status stack-secure-clean \
 	stack-privacy-up stack-privacy-down stack-privacy-status stack-privacy-clean soak soak-down
 
@@ -145,6 +145,12 @@ bench-idle: stack-up
 ## (default 20), an applier restart, `hivedr status` over all, `hivedr verify -db` of one with 1 and with all
 bench-scale: stack-up
 	$(GO) test -tags benchscale -count=1 -run '^TestBenchScale$$' -v -timeout 180m ./e2e/
+
+## bench-iceberg: BENCH_ICEBERG_COMMITS Iceberg appends (default 40, of BENCH_ICEBERG_ROWS rows, default 300)
+## by the reference implementation, replicated by the three daemons: commits/s replicated and the lag per
+## commit, beside `hivedr copy` of the same table's files (the raw peer) in the same run
+bench-iceberg: stack-up
+	$(GO) test -tags benchiceberg -count=1 -run '^TestBenchIceberg$$' -v -timeout 60m ./e2e/
 
 ## bench-copy: hivedr's copy engine (`hivedr copy`) and copy daemon through Kafka (`hivedr copyd`: tasks
 ## in, completions out) against Hadoop DistCp, 1 GiB in 4 files and 10,000 files of 4 KiB

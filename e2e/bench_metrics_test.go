@@ -1,4 +1,4 @@
-//go:build benchlag || benchbootstrap || benchscale
+//go:build benchlag || benchbootstrap || benchscale || benchiceberg
 
 package e2e
 
