@@ -57,6 +57,7 @@ func TestBenchIceberg(t *testing.T) {
 	if err := srcFS.Walk(ctx, tableDir, func(_ string, size int64) error { files++; bytes += size; return nil }); err != nil {
 		t.Fatal(err)
 	}
+	hivedrBin(t) // built before the clock starts
 	started := time.Now()
 	p.startAll()
 	waitIcebergPointer(ctx, t, p, dr, db, last)
