@@ -170,8 +170,8 @@ func TestBootstrapCommand(t *testing.T) {
 	})
 }
 
-// TestBootstrapCommandScale: a database of 1,000 partitions with files
-// (4 tables of 250), the three daemons running, bootstrapped by the
+// TestBootstrapCommandScale: a database of 500 partitions with files
+// (4 tables of 125), the three daemons running, bootstrapped by the
 // command; its wall time and the command's peak RSS are logged (the
 // command keeps one entry per copy task it saw completed).
 func TestBootstrapCommandScale(t *testing.T) {
@@ -185,7 +185,7 @@ func TestBootstrapCommandScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := wl.TableSpec{Columns: []string{"id bigint", "note string"}, PartitionKeys: []string{"dt"}}
-	const tables, per = 4, 250
+	const tables, per = 4, 125
 	seeding := time.Now()
 	for i := range tables {
 		name := fmt.Sprintf("t%d", i)
