@@ -519,3 +519,35 @@ func TestExpired(t *testing.T) {
 		t.Errorf("with %s gone: %d files (of %d), err %v", list, len(partial), len(expired), err)
 	}
 }
+
+// TestRewriteIdentity: when DR's paths are the source's (a mapping that
+// moves nothing), every file is written byte for byte as the source's.
+func TestRewriteIdentity(t *testing.T) {
+	ctx := context.Background()
+	read := fixture(t)
+	rw := &Rewriter{Map: func(p string) (string, error) { return p, nil }, Read: read}
+	m := metadataFile(t, "00007")
+	files, err := Added(ctx, nil, m, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, File{Path: srcRoot + "/metadata/" + current, Kind: KindMetadata})
+	rewritten := 0
+	for _, f := range files {
+		if !f.Kind.Rewritten() {
+			continue
+		}
+		got, err := rw.Rewrite(ctx, f.Path, f.Kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := read(ctx, f.Path)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s (%s): %d bytes written, not the source's %d", f.Path, f.Kind, len(got), len(want))
+		}
+		rewritten++
+	}
+	if rewritten < 5 {
+		t.Errorf("only %d files of kinds that are rewritten", rewritten)
+	}
+}

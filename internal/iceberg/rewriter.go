@@ -17,7 +17,7 @@ type Rewriter struct {
 	Read ReadFile
 
 	mu    sync.Mutex
-	sizes map[string]int64
+	sizes map[string]rewritten
 }
 
 // maxRemembered bounds the lengths a Rewriter remembers; past it, it
@@ -26,7 +26,10 @@ const maxRemembered = 100000
 
 // Rewrite is the file src of the given kind as it is written on DR: the
 // rewrite of a kind that holds paths (Kind.Rewritten), the file itself
-// otherwise.
+// otherwise. A file none of whose paths moves (DR's paths are the
+// source's, as with one HA nameservice name on both sites) and whose
+// children's rewrites keep their lengths is the file itself, byte for
+// byte.
 func (r *Rewriter) Rewrite(ctx context.Context, src string, kind Kind) ([]byte, error) {
 	b, err := r.Read(ctx, src)
 	if err != nil {
@@ -36,47 +39,75 @@ func (r *Rewriter) Rewrite(ctx context.Context, src string, kind Kind) ([]byte, 
 }
 
 func (r *Rewriter) rewrite(ctx context.Context, src string, kind Kind, b []byte) ([]byte, error) {
+	moved := false // a path of the file, or a child's length, changes
+	m := func(p string) (string, error) {
+		to, err := r.Map(p)
+		if err == nil && to != p {
+			moved = true
+		}
+		return to, err
+	}
+	size := func(k Kind) func(string) (int64, error) {
+		return func(p string) (int64, error) {
+			n, changed, err := r.size(ctx, p, k)
+			if changed {
+				moved = true
+			}
+			return n, err
+		}
+	}
 	var out []byte
 	var err error
 	switch kind {
 	case KindMetadata:
-		out, err = RewriteMetadata(b, r.Map)
+		out, err = RewriteMetadata(b, m)
 	case KindManifestList:
-		out, err = RewriteManifestList(b, r.Map, func(p string) (int64, error) { return r.size(ctx, p, KindManifest) })
+		out, err = RewriteManifestList(b, m, size(KindManifest))
 	case KindManifest:
-		out, err = RewriteManifest(b, r.Map, func(p string) (int64, error) { return r.size(ctx, p, KindPositionDeletes) })
+		out, err = RewriteManifest(b, m, size(KindPositionDeletes))
 	case KindPositionDeletes:
-		out, err = RewritePositionDeletes(b, r.Map)
+		out, err = RewritePositionDeletes(b, m)
 	default:
 		return b, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", kind, src, err)
 	}
-	r.remember(src, int64(len(out)))
+	if !moved {
+		out = b
+	}
+	r.remember(src, int64(len(b)), int64(len(out)))
 	return out, nil
 }
 
-// size is the length of src's rewrite.
-func (r *Rewriter) size(ctx context.Context, src string, kind Kind) (int64, error) {
+// rewritten is a file's length before and after its rewrite.
+type rewritten struct{ from, to int64 }
+
+// size is the length of src's rewrite, and whether it differs from the
+// file's.
+func (r *Rewriter) size(ctx context.Context, src string, kind Kind) (int64, bool, error) {
 	r.mu.Lock()
 	n, ok := r.sizes[src]
 	r.mu.Unlock()
 	if ok {
-		return n, nil
+		return n.to, n.to != n.from, nil
 	}
-	out, err := r.Rewrite(ctx, src, kind)
+	b, err := r.Read(ctx, src)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return int64(len(out)), nil
+	out, err := r.rewrite(ctx, src, kind, b)
+	if err != nil {
+		return 0, false, err
+	}
+	return int64(len(out)), len(out) != len(b), nil
 }
 
-func (r *Rewriter) remember(src string, n int64) {
+func (r *Rewriter) remember(src string, from, to int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sizes == nil || len(r.sizes) >= maxRemembered {
-		r.sizes = map[string]int64{}
+		r.sizes = map[string]rewritten{}
 	}
-	r.sizes[src] = n
+	r.sizes[src] = rewritten{from, to}
 }
