@@ -762,3 +762,28 @@ func TestIcebergVerify(t *testing.T) {
 	root := strings.TrimSuffix(env.Get(t, "HIVEDR_HMS_DR_WAREHOUSE"), "/") + "/" + db + ".db/t1/"
 	wantOnly(t, p.runVerify("-db", db, "-sample", "1"), db+".t1 file "+strings.TrimPrefix(victim, root), "not on DR's file system")
 }
+
+// TestIcebergRecreate: an Iceberg table dropped on the source (its files
+// kept, as a drop without purge keeps them) and created again under the
+// same name and location, then committed to, replicates: DR's table is
+// the new one, read through the DR metastore alike, its files all on DR.
+func TestIcebergRecreate(t *testing.T) {
+	env := testenv.Require(t)
+	tool := newIcebergTool(t, env)
+	ctx := ctxFor(t, 10*time.Minute)
+	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
+	db := "icer_" + uniq(t)
+	p := newPipeline(t, env, []string{db}, currentEventID(t, ctx, src))
+	p.startAll()
+	tool.commit(ctx, t, env, db, "create")
+	waitIcebergPointer(ctx, t, p, dr, db, tool.commit(ctx, t, env, db, "append", "30", "1"))
+	out := tool.run(ctx, t, "drop", env.Get(t, "HIVEDR_HMS_SRC"), env.Get(t, "HIVEDR_HMS_SRC_WAREHOUSE"), db, "t1")
+	if len(out) != 1 || out[0]["dropped"] != true {
+		t.Fatalf("drop printed %v", out)
+	}
+	tool.commit(ctx, t, env, db, "create")
+	last := tool.commit(ctx, t, env, db, "append", "20", "2")
+	last = tool.commit(ctx, t, env, db, "delete", "2000003")
+	waitIcebergPointer(ctx, t, p, dr, db, last)
+	icebergDREqual(ctx, t, tool, env, db)
+}
