@@ -20,6 +20,39 @@ import (
 	"github.com/hivedr/hivedr/internal/testenv"
 )
 
+// westSite is the configuration of a second DR site, west: the stack's
+// second DR metastore (hms-dr2) and HDFS cluster (dr2), the source's
+// paths mapped under <dr2>/site-west, replicating the databases dbs; and
+// that root.
+func westSite(t *testing.T, env *testenv.Env, dbs ...string) (func(*pipelineConf), string) {
+	srcRoot := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE")
+	westRoot := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR2_NAMENODE") + "/site-west"
+	westHDFS := fmt.Sprintf("{namenodes: [%s], webhdfs: %s, user: hivedr}", env.Get(t, "HIVEDR_HDFS_DR2_NAMENODE"), env.Get(t, "HIVEDR_HDFS_DR2_HTTP"))
+	var names []string
+	for _, db := range dbs {
+		names = append(names, "{name: "+db+"}")
+	}
+	return func(c *pipelineConf) {
+		c.moreFilesystems = []string{westHDFS}
+		c.extra = strings.NewReplacer("$HMSDR2", env.Get(t, "HIVEDR_HMS_DR2"), "$SRC", srcRoot, "$WEST", westRoot, "$DBS", strings.Join(names, ", ")).Replace(`
+sites:
+  - name: west
+    applier: {metastore: "$HMSDR2", halt_after: 30s, metrics_addr: ""}
+    copyd: {workers: 4, retries: 2, metrics_addr: "", cm_roots: ["$SRC/cmroot/"]}
+    replication:
+      databases: [$DBS]
+      path_mappings: [{source: "$SRC/", target: "$WEST/"}]
+`)
+	}, westRoot
+}
+
+// startWest starts site west's copy daemon and applier (westSite).
+func (p *pipeline) startWest() (copyd, apply *proc) {
+	copyd = startHivedr(p.t, "copyd-west", "copyd", "-config", p.conf, "-site", "west", "-state-dir", filepath.Join(p.state, "copyd-west"))
+	apply = startHivedr(p.t, "apply-west", "apply", "-config", p.conf, "-site", "west", "-state-dir", filepath.Join(p.state, "applier-west"))
+	return copyd, apply
+}
+
 // TestFanOutTwoSites runs one tailer and two DR sites reading its topics:
 // the top-level site (the stack's DR metastore and HDFS) replicating two
 // databases, and site west (the stack's second DR metastore, hms-dr2, and
@@ -45,34 +78,15 @@ func TestFanOutTwoSites(t *testing.T) {
 	}
 	t.Cleanup(func() { westFS.Close() })
 
-	srcRoot := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE")
-	westRoot := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR2_NAMENODE") + "/site-west"
-	westHDFS := fmt.Sprintf("{namenodes: [%s], webhdfs: %s, user: hivedr}", env.Get(t, "HIVEDR_HDFS_DR2_NAMENODE"), env.Get(t, "HIVEDR_HDFS_DR2_HTTP"))
-	var p *pipeline
-	p = newPipeline(t, env, []string{db1, db2}, currentEventID(t, ctx, src), func(c *pipelineConf) {
-		c.moreFilesystems = []string{westHDFS}
-		c.extra = strings.NewReplacer("$HMSDR2", env.Get(t, "HIVEDR_HMS_DR2"), "$SRC", srcRoot, "$WEST", westRoot, "$DB1", db1).Replace(`
-sites:
-  - name: west
-    applier: {metastore: "$HMSDR2", halt_after: 30s, metrics_addr: ""}
-    copyd: {workers: 4, retries: 2, metrics_addr: "", cm_roots: ["$SRC/cmroot/"]}
-    replication:
-      databases: [{name: $DB1}]
-      path_mappings: [{source: "$SRC/", target: "$WEST/"}]
-`)
-	})
+	withWest, westRoot := westSite(t, env, db1)
+	p := newPipeline(t, env, []string{db1, db2}, currentEventID(t, ctx, src), withWest)
 	westConf, err := p.cfg.ForSite("west")
 	if err != nil {
 		t.Fatal(err)
 	}
 	westGroup := westConf.Applier.Group
-	startWest := func() (copyd, apply *proc) {
-		copyd = startHivedr(t, "copyd-west", "copyd", "-config", p.conf, "-site", "west", "-state-dir", filepath.Join(p.state, "copyd-west"))
-		apply = startHivedr(t, "apply-west", "apply", "-config", p.conf, "-site", "west", "-state-dir", filepath.Join(p.state, "applier-west"))
-		return copyd, apply
-	}
 	p.startAll()
-	westCopyd, westApply := startWest()
+	westCopyd, westApply := p.startWest()
 	alive := func() {
 		t.Helper()
 		p.checkAlive()

@@ -626,8 +626,16 @@ func (w *icebergWatch) check(p *pipeline) {
 // files, position delete rows) is under DR's warehouse.
 func icebergDREqual(ctx context.Context, t *testing.T, tool *icebergTool, env *testenv.Env, db string) {
 	t.Helper()
-	srcHMS, drHMS := env.Get(t, "HIVEDR_HMS_SRC"), env.Get(t, "HIVEDR_HMS_DR")
-	srcWH, drWH := env.Get(t, "HIVEDR_HMS_SRC_WAREHOUSE"), env.Get(t, "HIVEDR_HMS_DR_WAREHOUSE")
+	drWH := env.Get(t, "HIVEDR_HMS_DR_WAREHOUSE")
+	icebergSiteEqual(ctx, t, tool, env, db, "DR", env.Get(t, "HIVEDR_HMS_DR"), drWH, drWH)
+}
+
+// icebergSiteEqual is icebergDREqual for a DR site: its metastore drHMS
+// (the catalog's warehouse drWH), and the root every path it names must
+// be under.
+func icebergSiteEqual(ctx context.Context, t *testing.T, tool *icebergTool, env *testenv.Env, db, site, drHMS, drWH, root string) {
+	t.Helper()
+	srcHMS, srcWH := env.Get(t, "HIVEDR_HMS_SRC"), env.Get(t, "HIVEDR_HMS_SRC_WAREHOUSE")
 	counts := func(hms, wh string) map[string]string {
 		out := map[string]string{}
 		for _, l := range tool.run(ctx, t, "count-all", hms, wh, db, "t1") {
@@ -637,22 +645,22 @@ func icebergDREqual(ctx context.Context, t *testing.T, tool *icebergTool, env *t
 	}
 	want, got := counts(srcHMS, srcWH), counts(drHMS, drWH)
 	if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("DR's snapshots read\n%v\nthe source's\n%v", got, want)
+		t.Errorf("%s's snapshots read\n%v\nthe source's\n%v", site, got, want)
 	}
-	drRoot := strings.TrimSuffix(drWH, "/") + "/"
+	drRoot := strings.TrimSuffix(root, "/") + "/"
 	for _, l := range tool.run(ctx, t, "files", drHMS, drWH, db, "t1") {
 		for _, k := range []string{"metadata_location", "manifest_list", "manifest", "data_file", "delete_file"} {
 			if v, ok := l[k]; ok && !strings.HasPrefix(fmt.Sprint(v), drRoot) {
-				t.Errorf("DR's table names %s %v, not under %s", k, v, drRoot)
+				t.Errorf("%s's table names %s %v, not under %s", site, k, v, drRoot)
 			}
 		}
 	}
 	for _, l := range tool.run(ctx, t, "posdeletes", drHMS, drWH, db, "t1") {
 		if v := fmt.Sprint(l["file_path"]); !strings.HasPrefix(v, drRoot) {
-			t.Errorf("a DR position delete names %s", v)
+			t.Errorf("a position delete on %s names %s", site, v)
 		}
 	}
-	t.Logf("DR reads %d snapshots as the source does", len(got))
+	t.Logf("%s reads %d snapshots as the source does", site, len(got))
 }
 
 // waitIcebergPointer waits until DR's db.t1 points at the DR path of the
@@ -786,4 +794,48 @@ func TestIcebergRecreate(t *testing.T) {
 	last = tool.commit(ctx, t, env, db, "delete", "2000003")
 	waitIcebergPointer(ctx, t, p, dr, db, last)
 	icebergDREqual(ctx, t, tool, env, db)
+}
+
+// TestIcebergFanOut: one tailer and two DR sites (the top-level one, and
+// site west with the stack's second DR metastore and HDFS cluster under a
+// path mapping of its own) replicate an Iceberg table's commits; each
+// site's copy daemon rewrites the metadata for its own paths, so each
+// site reads every snapshot as the source does and names only its own
+// paths.
+func TestIcebergFanOut(t *testing.T) {
+	env := testenv.Require(t)
+	tool := newIcebergTool(t, env)
+	ctx := ctxFor(t, 10*time.Minute)
+	src, dr, west := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR), env.HMS(t, testenv.DR2)
+	db := "icefo_" + uniq(t)
+	withWest, westRoot := westSite(t, env, db)
+	p := newPipeline(t, env, []string{db}, currentEventID(t, ctx, src), withWest)
+	westConf, err := p.cfg.ForSite("west")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.startAll()
+	westCopyd, westApply := p.startWest()
+
+	var last string
+	for _, c := range [][]string{{"create"}, {"append", "30", "1"}, {"delete", "1000004"}, {"evolve-spec", "4"}, {"append", "20", "2"}} {
+		last = tool.commit(ctx, t, env, db, c...)
+	}
+	waitIcebergPointer(ctx, t, p, dr, db, last)
+	want, err := westConf.Replication.MapPath(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Minute, "west's table to point at "+want, func() bool {
+		for _, pr := range []*proc{westCopyd, westApply} {
+			if pr.exited() {
+				t.Fatalf("%s exited early:\n%s", pr.name, tail(pr.out.String(), 60))
+			}
+		}
+		failIfHalted(t, ctx, west, db)
+		r, err := west.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: db, TblName: "t1"})
+		return err == nil && r.Table.Parameters["metadata_location"] == want
+	})
+	icebergDREqual(ctx, t, tool, env, db)
+	icebergSiteEqual(ctx, t, tool, env, db, "site west", env.Get(t, "HIVEDR_HMS_DR2"), env.Get(t, "HIVEDR_HMS_DR2_WAREHOUSE"), westRoot)
 }
