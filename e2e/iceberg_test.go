@@ -690,39 +690,44 @@ func waitIcebergPointer(ctx context.Context, t *testing.T, p *pipeline, dr *hms.
 	})
 }
 
-// TestIcebergBootstrap bootstraps a database holding an Iceberg table
-// with several snapshots (appends, a position delete, a spec change): DR
-// gets the table at the source's pointer with every snapshot the source
-// has, read alike; a commit after the bootstrap follows.
+// TestIcebergBootstrap bootstraps two databases each holding an Iceberg
+// table with several snapshots (appends, a position delete, a spec
+// change), one of them with the policy external_data: metadata_only,
+// which leaves external tables' files behind but not an Iceberg table's
+// (its pointer names them): DR gets each table at the source's pointer
+// with every snapshot the source has, read alike; a commit after the
+// bootstrap follows.
 func TestIcebergBootstrap(t *testing.T) {
 	env := testenv.Require(t)
 	tool := newIcebergTool(t, env)
 	ctx := ctxFor(t, 15*time.Minute)
 	src, dr := env.HMS(t, testenv.Source), env.HMS(t, testenv.DR)
-	db := "iceb_" + uniq(t)
-	commit := func(args ...string) string {
-		t.Helper()
-		return tool.commit(ctx, t, env, db, args...)
+	u := uniq(t)
+	db, meta := "iceb_"+u, "icebm_"+u
+	last := map[string]string{}
+	for _, d := range []string{db, meta} {
+		for _, c := range [][]string{{"create"}, {"append", "30", "1"}, {"delete", "1000004"}, {"evolve-spec", "4"}, {"append", "20", "2"}} {
+			last[d] = tool.commit(ctx, t, env, d, c...)
+		}
 	}
-	commit("create")
-	commit("append", "30", "1")
-	commit("delete", "1000004")
-	commit("evolve-spec", "4")
-	last := commit("append", "20", "2")
 
-	p := newPipeline(t, env, []string{db}, currentEventID(t, ctx, src))
+	p := newPipeline(t, env, []string{db, meta}, currentEventID(t, ctx, src))
+	p.editConfig(fmt.Sprintf(`- {name: %s, exclude_tables: ["tmp_.*"]}`, meta),
+		fmt.Sprintf(`- {name: %s, exclude_tables: ["tmp_.*"], external_data: metadata_only}`, meta))
 	p.startAll()
-	p.requestBootstrap([]string{db}, nil)
-	eventually(t, 5*time.Minute, db+"'s bootstrap done on DR", func() bool {
-		p.checkAlive()
-		failIfHalted(t, ctx, dr, db)
-		return bootstrapDone(ctx, dr, db) != ""
-	})
-	waitIcebergPointer(ctx, t, p, dr, db, last)
-	icebergDREqual(ctx, t, tool, env, db)
+	p.requestBootstrap([]string{db, meta}, nil)
+	for _, d := range []string{db, meta} {
+		eventually(t, 5*time.Minute, d+"'s bootstrap done on DR", func() bool {
+			p.checkAlive()
+			failIfHalted(t, ctx, dr, d)
+			return bootstrapDone(ctx, dr, d) != ""
+		})
+		waitIcebergPointer(ctx, t, p, dr, d, last[d])
+		icebergDREqual(ctx, t, tool, env, d)
+	}
 
-	last = commit("delete", "2000002")
-	waitIcebergPointer(ctx, t, p, dr, db, last)
+	l := tool.commit(ctx, t, env, db, "delete", "2000002")
+	waitIcebergPointer(ctx, t, p, dr, db, l)
 	icebergDREqual(ctx, t, tool, env, db)
 }
 

@@ -590,7 +590,10 @@ func (pg *snapPage) files(ctx context.Context, tb *schemas.Table, dir string, fr
 // several goroutines.
 func (pg *snapPage) list(ctx context.Context, tb *schemas.Table, dir string, from *hdfsSnap) ([]schemas.FileRef, int64, []schemas.EventError, error) {
 	t, b := pg.t, pg.b
-	if t.lister == nil || dir == "" || tb.TableType == "VIRTUAL_VIEW" || (tb.External() && !b.WithData) {
+	// An Iceberg table's files go with it even when external tables'
+	// do not (external_data: metadata_only): its pointer is metadata that
+	// names them, and later commits bring only what they add.
+	if t.lister == nil || dir == "" || tb.TableType == "VIRTUAL_VIEW" || (tb.External() && !b.WithData && !IsIceberg(tb)) {
 		return nil, 0, nil, nil
 	}
 	if v := pg.acidView(tb); v != nil {

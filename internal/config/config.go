@@ -563,7 +563,7 @@ type DatabasePolicy struct {
 	Bootstrap string `yaml:"bootstrap"`
 	// ExternalData is with_data (the default: a bootstrap copies the
 	// files of external tables too) or metadata_only. Managed tables'
-	// files are always copied.
+	// and Iceberg tables' files are always copied.
 	ExternalData string `yaml:"external_data"`
 
 	include, exclude []*regexp.Regexp
