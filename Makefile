@@ -88,6 +88,7 @@ vet: fmt-check
 	$(GO) vet -tags benchapply ./e2e/
 	$(GO) vet -tags benchmem ./e2e/
 	$(GO) vet -tags benchscale ./e2e/
+	$(GO) vet -tags benchiceberg ./e2e/
 	$(GO) vet -tags soak ./e2e/
 
 fmt-check:
