@@ -193,6 +193,22 @@ func (it *icebergTool) commit(ctx context.Context, t *testing.T, env *testenv.En
 	return fmt.Sprint(it.commitLine(ctx, t, env, db, args...)["metadata_location"])
 }
 
+// icebergHistory is a short history of commits: a table created, rows
+// appended, one row deleted (a position delete), the partition spec
+// evolved, more rows appended.
+var icebergHistory = [][]string{{"create"}, {"append", "30", "1"}, {"delete", "1000004"}, {"evolve-spec", "4"}, {"append", "20", "2"}}
+
+// commitAll runs commits in turn on db.t1 (commit) and returns the last
+// pointer.
+func (it *icebergTool) commitAll(ctx context.Context, t *testing.T, env *testenv.Env, db string, commits [][]string) string {
+	t.Helper()
+	var last string
+	for _, c := range commits {
+		last = it.commit(ctx, t, env, db, c...)
+	}
+	return last
+}
+
 // commitLine is commit returning the whole line the tool printed (an
 // expiry's names the files it deleted).
 func (it *icebergTool) commitLine(ctx context.Context, t *testing.T, env *testenv.Env, db string, args ...string) map[string]any {
@@ -494,7 +510,7 @@ func watchIceberg(ctx context.Context, t *testing.T, env *testenv.Env, writer, r
 			out, err := reader.do(ctx, "count", drHMS, drWH, db, "t1")
 			switch {
 			case err != nil && first:
-				time.Sleep(200 * time.Millisecond) // not on DR yet
+				w.pace(200 * time.Millisecond) // not on DR yet
 			case err != nil:
 				w.mu.Lock()
 				w.errs = append(w.errs, err.Error())
@@ -514,8 +530,7 @@ func watchIceberg(ctx context.Context, t *testing.T, env *testenv.Env, writer, r
 	sampler := env.HMS(t, testenv.DR) // a connection of its own
 	go func() {
 		defer w.wg.Done()
-		for !w.stopped() {
-			time.Sleep(200 * time.Millisecond)
+		for w.pace(200 * time.Millisecond) {
 			r, err := sampler.GetTableReq(ctx, &hive_metastore.GetTableRequest{DbName: db, TblName: "t1"})
 			if err != nil {
 				continue // not there yet
@@ -530,6 +545,17 @@ func watchIceberg(ctx context.Context, t *testing.T, env *testenv.Env, writer, r
 
 func icebergRead(l map[string]any) (snapshot, read string) {
 	return fmt.Sprint(l["snapshot_id"]), fmt.Sprintf("%v rows, hash %v", l["count"], l["hash"])
+}
+
+// pace paces a reading loop: it waits d and says whether to go on (false
+// once the readers are stopped).
+func (w *icebergWatch) pace(d time.Duration) bool {
+	select {
+	case <-w.stop:
+		return false
+	case <-time.After(d):
+		return true
+	}
 }
 
 func (w *icebergWatch) stopped() bool {
@@ -706,9 +732,7 @@ func TestIcebergBootstrap(t *testing.T) {
 	db, meta := "iceb_"+u, "icebm_"+u
 	last := map[string]string{}
 	for _, d := range []string{db, meta} {
-		for _, c := range [][]string{{"create"}, {"append", "30", "1"}, {"delete", "1000004"}, {"evolve-spec", "4"}, {"append", "20", "2"}} {
-			last[d] = tool.commit(ctx, t, env, d, c...)
-		}
+		last[d] = tool.commitAll(ctx, t, env, d, icebergHistory)
 	}
 
 	p := newPipeline(t, env, []string{db, meta}, currentEventID(t, ctx, src))
@@ -746,10 +770,7 @@ func TestIcebergVerify(t *testing.T) {
 	db := "icev_" + uniq(t)
 	p := newPipeline(t, env, []string{db}, currentEventID(t, ctx, src))
 	p.startAll()
-	var last string
-	for _, c := range [][]string{{"create"}, {"append", "30", "1"}, {"delete", "1000004"}, {"evolve-spec", "4"}, {"append", "20", "2"}} {
-		last = tool.commit(ctx, t, env, db, c...)
-	}
+	last := tool.commitAll(ctx, t, env, db, icebergHistory)
 	waitIcebergPointer(ctx, t, p, dr, db, last)
 	eventually(t, time.Minute, "the applier group commits every event", func() bool { return p.caughtUp(ctx) })
 	v := p.runVerify("-db", db, "-sample", "1")
@@ -822,10 +843,7 @@ func TestIcebergFanOut(t *testing.T) {
 	p.startAll()
 	westCopyd, westApply := p.startWest()
 
-	var last string
-	for _, c := range [][]string{{"create"}, {"append", "30", "1"}, {"delete", "1000004"}, {"evolve-spec", "4"}, {"append", "20", "2"}} {
-		last = tool.commit(ctx, t, env, db, c...)
-	}
+	last := tool.commitAll(ctx, t, env, db, icebergHistory)
 	waitIcebergPointer(ctx, t, p, dr, db, last)
 	want, err := westConf.Replication.MapPath(last)
 	if err != nil {
