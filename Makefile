@@ -105,7 +105,9 @@ bench-tail: stack-up
 ## BENCH_LAG_RATE events/s (default 100) for BENCH_LAG_SECONDS (default 60) over BENCH_LAG_DBS
 ## databases (default 10) of BENCH_LAG_TABLES_PER_DB tables (default 4); BENCH_LAG_FILE_SHARE of the
 ## steps bring a file (default 1); BENCH_LAG_COPY_WORKERS copyd's workers (default 8);
-## BENCH_LAG_DRAIN_SECONDS (default 120) bounds the wait after it
+## BENCH_LAG_DRAIN_SECONDS (default 120) bounds the wait after it; BENCH_LAG_AT_COPY_RATE (e.g. 0.8) first
+## measures `hivedr copy` on BENCH_LAG_CALIBRATE_FILES files of 4 KiB (default 1000) and sets the rate so the
+## workload offers files at that share of it (target: p99 < 5 s and kept up)
 .PHONY: bench-lag
 bench-lag: stack-up
 	$(GO) test -tags benchlag -count=1 -run '^TestPipelineLag$$' -v -timeout 120m ./e2e/

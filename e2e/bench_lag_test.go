@@ -13,6 +13,7 @@ import (
 	"time"
 
 	wl "github.com/hivedr/hivedr/e2e/workload"
+	"github.com/hivedr/hivedr/internal/testenv"
 	"github.com/hivedr/hivedr/schemas"
 )
 
@@ -51,7 +52,21 @@ func TestPipelineLag(t *testing.T) {
 	drainFor := time.Duration(envNumber(t, "BENCH_LAG_DRAIN_SECONDS", 120) * float64(time.Second))
 	fileShare := envShare(t, "BENCH_LAG_FILE_SHARE", 1)
 	copyWorkers := int(envNumber(t, "BENCH_LAG_COPY_WORKERS", 8))
+	atCopyRate := envShare(t, "BENCH_LAG_AT_COPY_RATE", 0)
 	const rows, addShare, initialParts, targetP99 = 20, 0.4, 4, 5.0
+	var copyRate float64 // hivedr copy's small files a second, when measured
+	if atCopyRate > 0 {
+		// The rate follows from hivedr copy's on these clusters: a step
+		// that adds a partition is one event, a load two, and a share
+		// fileShare of either brings one file.
+		copyRate = copyFilesRate(t, int(envNumber(t, "BENCH_LAG_CALIBRATE_FILES", 1000)))
+		filesPerEvent := fileShare / (addShare + 2*(1-addShare))
+		if filesPerEvent <= 0 {
+			t.Fatal("BENCH_LAG_AT_COPY_RATE needs BENCH_LAG_FILE_SHARE above 0")
+		}
+		rate = atCopyRate * copyRate / filesPerEvent
+		t.Logf("hivedr copy moved %.0f files of 4 KiB a second here: offering files at %.0f%% of it, %.1f files/s = %.1f events/s", copyRate, 100*atCopyRate, atCopyRate*copyRate, rate)
+	}
 	u := uniq(t)
 	var dbs []string
 	for i := 0; i < ndb; i++ {
@@ -313,6 +328,15 @@ func TestPipelineLag(t *testing.T) {
 		pf("            applier: %s per event (mean apply_seconds) = %.1f events/s per database worker; offered %.1f per database",
 			fmtSec(mean), 1/mean, achieved/float64(ndb))
 	}
+	if copyRate > 0 {
+		offered := float64(files) / runDur.Seconds()
+		verdict := "MISSED"
+		if keptUp && pct(lagHi, .99) < targetP99 {
+			verdict = "MET"
+		}
+		pf("            target with files at %.0f%% of hivedr copy's small-file rate (%.0f files/s measured before the run; offered %.1f files/s): p99 < %.0f s and kept up: %s",
+			100*atCopyRate, copyRate, offered, targetP99, verdict)
+	}
 	switch {
 	case achieved < 0.95*rate:
 		pf("            target p99 < %.0f s at %.0f events/s: NOT MEASURED, the source reached only %.1f events/s", targetP99, rate, achieved)
@@ -542,4 +566,34 @@ func TestBenchNewDatabase(t *testing.T) {
 	pf("target      p99 < 1 s: %s", verdict)
 	pf("===")
 	fmt.Print(b.String())
+}
+
+// copyFilesRate writes n files of 4 KiB under a directory of their own on
+// the source HDFS, copies them to DR with `hivedr copy` (the engine, the
+// raw peer of copyd's daemon path) and returns its files a second; both
+// directories are removed after.
+func copyFilesRate(t *testing.T, n int) float64 {
+	t.Helper()
+	env := testenv.Require(t)
+	src, dr := env.HDFS(t, testenv.Source), env.HDFS(t, testenv.DR)
+	dir := "/bench-lag-calibrate/" + uniq(t)
+	t.Cleanup(func() { src.RemoveAll(dir); dr.RemoveAll(dir) })
+	from := "hdfs://" + env.Get(t, "HIVEDR_HDFS_SRC_NAMENODE") + dir
+	put := wl.NativePut(src)
+	for i := range n {
+		buf := make([]byte, 4096)
+		buf[0], buf[1] = byte(i), byte(i>>8)
+		if err := put(context.Background(), fmt.Sprintf("%s/f%05d", from, i), buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	to := "hdfs://" + env.Get(t, "HIVEDR_HDFS_DR_NAMENODE") + dir
+	hivedrBin(t) // built before the clock starts
+	start := time.Now()
+	out, errOut, code := runTool(t, 30*time.Minute, "copy", "-log-level", "warn", from, to)
+	took := time.Since(start)
+	if code != 0 {
+		t.Fatalf("hivedr copy %s %s: exit %d\n%s\n%s", from, to, code, out, errOut)
+	}
+	return float64(n) / took.Seconds()
 }
