@@ -815,9 +815,7 @@ func TestIcebergRecreate(t *testing.T) {
 	if len(out) != 1 || out[0]["dropped"] != true {
 		t.Fatalf("drop printed %v", out)
 	}
-	tool.commit(ctx, t, env, db, "create")
-	last := tool.commit(ctx, t, env, db, "append", "20", "2")
-	last = tool.commit(ctx, t, env, db, "delete", "2000003")
+	last := tool.commitAll(ctx, t, env, db, [][]string{{"create"}, {"append", "20", "2"}, {"delete", "2000003"}})
 	waitIcebergPointer(ctx, t, p, dr, db, last)
 	icebergDREqual(ctx, t, tool, env, db)
 }
