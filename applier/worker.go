@@ -52,6 +52,10 @@ type worker struct {
 	queue  []*item
 	events int   // events in queue
 	bytes  int64 // the queue's records' encoded size (grow)
+	// paused: push paused the topic's fetching and it has not been
+	// resumed since (resuming wakes the client's fetch loop, so it is
+	// done only when needed, not after every apply).
+	paused bool
 	// exited: run has returned, and bytes no longer count in the
 	// applier's buffered total (what is queued after stays for retire's
 	// look at the head, and is read again by whoever owns the topic next).
@@ -114,8 +118,9 @@ func (w *worker) push(items []*item) {
 			w.events++
 		}
 	}
-	if w.full() {
+	if !w.paused && w.full() {
 		w.a.cl.PauseFetchTopics(w.topic)
+		w.paused = true
 	}
 	select {
 	case w.wake <- struct{}{}:
@@ -142,6 +147,15 @@ func (w *worker) full() bool {
 // (<=: with LookAhead 1, half is 0.)
 func (w *worker) drained() bool {
 	return w.events <= w.a.cfg.LookAhead/2 && w.a.underShare(w.bytes)
+}
+
+// resumeDrained fetches the topic again if push paused it and the queue
+// is drained; under w.mu.
+func (w *worker) resumeDrained() {
+	if w.paused && w.drained() {
+		w.a.cl.ResumeFetchTopics(w.topic)
+		w.paused = false
+	}
 }
 
 func (w *worker) stop() { w.cancel() }
@@ -352,9 +366,7 @@ func (w *worker) popN(items []*item) {
 			w.dropped = false
 		}
 	}
-	if w.drained() {
-		w.a.cl.ResumeFetchTopics(w.topic)
-	}
+	w.resumeDrained()
 	w.mu.Unlock()
 	// Checkpoint: the offsets are marked only now, after the apply
 	// succeeded; they are committed within a second (commitMarked) and
@@ -984,6 +996,7 @@ func (w *worker) awaitRelease(ctx context.Context, reason Reason) bool {
 			}
 			overflow = true
 			w.a.cl.ResumeFetchTopics(w.topic)
+			w.paused = false
 		}
 		w.mu.Unlock()
 		select {
@@ -1011,9 +1024,7 @@ func (w *worker) release(n int, dropped map[schemas.EventType]int, last *kgo.Rec
 		}
 		last = it.rec
 	}
-	if w.drained() {
-		w.a.cl.ResumeFetchTopics(w.topic)
-	}
+	w.resumeDrained()
 	w.mu.Unlock()
 	for typ, k := range dropped {
 		w.a.m.events.WithLabelValues(w.db, string(typ), string(ReasonSupersededByBootstrap)).Add(float64(k))
