@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -31,6 +33,10 @@ import (
 // replicated and again with all of them (it must not depend on how many
 // others exist).
 func TestBenchScale(t *testing.T) {
+	if spec := os.Getenv(idlePeerEnv); spec != "" {
+		runIdlePeer(t, spec)
+		return
+	}
 	ndb := int(envNumber(t, "BENCH_SCALE_DBS", 2000))
 	tables := int(envNumber(t, "BENCH_SCALE_TABLES", 100_000))
 	nNew := int(envNumber(t, "BENCH_SCALE_NEWDBS", 20))
@@ -126,11 +132,17 @@ func TestBenchScale(t *testing.T) {
 	waitCounted(total, fmt.Sprintf("the set-up's %d events applied", total))
 	setupTook := time.Since(setupStart)
 	t.Logf("set-up: %d databases, %d tables replicated in %s", ndb, ndb*((tables+ndb-1)/ndb), setupTook.Round(time.Second))
-	// Settle: the set-up's last heartbeats are handled.
+	// The floor under the applier's idle CPU: a bare Kafka consumer of
+	// the same topics, idle beside it. Settle: the set-up's last
+	// heartbeats are handled, and the peer has read the topics.
+	peer := startIdlePeer(t, ss.env.KafkaBrokers(t), "^"+regexp.QuoteMeta(p.prefix+".events.")+"bsn?[0-9]+_"+u+"$", "bench-scale-peer-"+u)
 	time.Sleep(10 * time.Second)
 
 	procs := []*proc{p.tail, p.copyd, p.apply}
+	peerBefore := cpuTime(peer.Process.Pid)
 	used, idleFor := idleCPU(p, window, map[string]string{"tail": strings.TrimSuffix(strings.TrimPrefix(tailMetrics, "http://"), "/metrics")})
+	peerUsed := cpuTime(peer.Process.Pid) - peerBefore
+	_ = peer.Process.Kill()
 
 	// hivedr status over every database.
 	statusStart := time.Now()
@@ -216,6 +228,8 @@ func TestBenchScale(t *testing.T) {
 		pf("daemon      %-6s peak RSS %6.1f MiB (target < 300 MiB: %s); idle %.2f%% of one core over %.0f s (target < 1%%: %s)",
 			pr.name, mib(hwm), verdict(mib(hwm) < 300), share, idleFor.Seconds(), verdict(share < 1))
 	}
+	pf("peer        a bare franz-go group consumer of the same topics, fetching as the applier does: idle %.2f%% of one core (the floor under the applier's)",
+		100*peerUsed.Seconds()/idleFor.Seconds())
 	pf("new db      first event published -> applied, %d databases one after the other: min %s  p50 %s  p99 %s  max %s (target p99 < 1 s: %s)",
 		len(lags), fmtSec(pct(lags, 0)), fmtSec(pct(lags, .5)), fmtSec(pct(lags, .99)), fmtSec(pct(lags, 1)), verdict(pct(lags, .99) < 1))
 	pf("restart     SIGTERM to exit %s (target < 10 s: %s); start to the waiting event applied %s (target < 30 s: %s)",

@@ -21,7 +21,7 @@ const newDatabaseBound = 30 * time.Second
 // running pipeline and logs, for each, the time from its first event
 // published (its Kafka timestamp) to the database being on DR. The
 // applier learns of a new database's topic from the tailer's checkpoint
-// in the same transaction, not from its periodic (10 s) metadata refresh:
+// in the same transaction, not from its periodic (30 s) metadata refresh:
 // the test checks that the applier found every new database that way (its
 // "the tailer published to new databases" line names it), and that each
 // was applied within newDatabaseBound.
