@@ -134,6 +134,10 @@ type Applier struct {
 	// worker's push holds its own lock).
 	running  atomic.Int64
 	buffered atomic.Int64
+	// stalled is the part of buffered that stalled workers queue (the
+	// fetch gate does not weigh it: gate.go).
+	stalled atomic.Int64
+	gate    fetchGate
 	// marked is set when a worker marks offsets for commit (commitMarked).
 	marked atomic.Bool
 	cl     *kgo.Client
@@ -151,10 +155,11 @@ type Applier struct {
 	// reads from: a request published after that reaches this applier.
 	// The event consumer joins the group only then.
 	controlReady chan struct{}
-	// owned are the event topics assigned to this member (the group's
-	// callbacks keep it, under mu): control requests for others are not
-	// ours.
-	owned map[string]bool
+	// owned are the event topics assigned to this member, with their
+	// partitions (the group's callbacks keep it, under mu): control
+	// requests for others are not ours, and the fetch gate holds back
+	// these.
+	owned map[string][]int32
 }
 
 // New checks cfg.
@@ -189,7 +194,7 @@ func New(cfg Config) (*Applier, error) {
 	log := cfg.Logger.With("role", "applier")
 	return &Applier{cfg: cfg, m: cfg.Metrics, log: log, workers: map[string]*worker{},
 		pool:           newPool(cfg.DRConnections, cfg.Dial, log, cfg.Metrics),
-		fetchErrLogged: map[string]time.Time{}, controlReady: make(chan struct{}), owned: map[string]bool{}}, nil
+		fetchErrLogged: map[string]time.Time{}, controlReady: make(chan struct{}), owned: map[string][]int32{}}, nil
 }
 
 // Run applies events until ctx ends (returning nil) or a fatal error.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,13 +242,7 @@ func TestApplierLookAheadManyDatabases(t *testing.T) {
 	var backlog int64
 	heads := map[string][]*schemas.Event{}
 	for _, db := range names {
-		tb := srcTable(db, "t", []string{"ds"}, "x int")
-		evs := []*schemas.Event{createDB(1, db), createTable(2, tb)}
-		for i := 1; i <= events; i++ {
-			p := srcPart(tb, fmt.Sprintf("%04d", i))
-			evs = append(evs, addParts(int64(2+i), tb, []schemas.Partition{p}, partFile(p, "f")))
-		}
-		evs = at(evs...)
+		evs := partitionBacklog(db, events)
 		heads[db] = evs
 		f.complete(schemas.StatusCopied, nil, evs[:2]...)
 		for _, r := range f.publishRecs(5, evs) {
@@ -336,4 +331,98 @@ func TestLookAheadShare(t *testing.T) {
 			t.Errorf("%d workers, %d bytes in all, %d queued: underShare %v, want %v", c.running, c.total, c.queued, got, c.under)
 		}
 	}
+}
+
+// TestApplierFetchGate: many databases behind on their topics while the
+// DR metastore holds every call (workers applying, not waiting). Each
+// topic's first fetch comes in whole before its worker can pause it, so
+// without the fetch gate the queues together reach a fetch per database
+// (dbs*partMax and more); with it they stay within the budget and the
+// fetches in flight, however many databases there are. Released, every
+// event is applied: nothing held back is lost, no topic is left paused.
+func TestApplierFetchGate(t *testing.T) {
+	const (
+		dbs     = 60
+		events  = 120
+		budget  = 32 << 10
+		fetch   = 16 << 10
+		partMax = 8 << 10
+	)
+	var names []string
+	for i := range dbs {
+		names = append(names, fmt.Sprintf("g%02d", i))
+	}
+	f := newKFix(t, names...)
+	var backlog int64
+	for _, db := range names {
+		evs := partitionBacklog(db, events)
+		f.complete(schemas.StatusCopied, nil, evs...)
+		for _, r := range f.publishRecs(5, evs) {
+			backlog += int64(len(r.Key) + len(r.Value))
+		}
+	}
+	// The budget, a fetch in hand and one buffered (kfake counts a
+	// fetch's bytes loosely: twice), and a shut gate's lag of one push.
+	bound := int64(2*budget + 4*fetch)
+	if firsts := int64(dbs * partMax); firsts < 2*bound || backlog < 2*firsts {
+		t.Fatalf("first fetches of %d bytes, a backlog of %d: too small to tell a bound of %d", firsts, backlog, bound)
+	}
+	hold := make(chan struct{})
+	var held atomic.Int64
+	f.ms.setHook(func(ctx context.Context, op string) error {
+		held.Add(1)
+		select {
+		case <-hold:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	r := f.start("g", t.TempDir(), func(c *Config) {
+		c.LookAhead = 10000
+		c.LookAheadBytes = budget
+		c.KafkaOpts = append(c.KafkaOpts, kgo.FetchMaxBytes(fetch), kgo.FetchMaxPartitionBytes(partMax))
+	})
+	// Every DR connection holds a call; the queues grow until the gate
+	// shuts. The bound holds at every look.
+	var peak int64
+	look := func() int64 {
+		v := r.a.buffered.Load()
+		if v > bound {
+			t.Fatalf("%d databases hold %d bytes ahead with look_ahead_bytes %d, want at most %d (first fetches %d, backlog %d)",
+				dbs, v, budget, bound, dbs*partMax, backlog)
+		}
+		peak = max(peak, v)
+		return v
+	}
+	waitFor(t, "the fetch gate shut", func() (bool, string) {
+		v := look()
+		gated, _ := r.metric(t, "hivedr_applier_fetch_held", nil)
+		return gated == 1 && held.Load() > 0, fmt.Sprintf("%d bytes ahead, gauge %v, %d calls held", v, gated, held.Load())
+	})
+	for range 20 {
+		look()
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("peak look-ahead %d bytes (budget %d, bound %d; first fetches would be %d)", peak, budget, bound, dbs*partMax)
+	close(hold)
+	for _, db := range names {
+		f.waitMark(db, 2+events)
+	}
+	waitFor(t, "the gate open and nothing held ahead once every event is applied", func() (bool, string) {
+		gated, _ := r.metric(t, "hivedr_applier_fetch_held", nil)
+		v := r.a.buffered.Load()
+		return gated == 0 && v == 0, fmt.Sprintf("%d bytes held, gauge %v", v, gated)
+	})
+}
+
+// partitionBacklog is a database's events: its creation, a table's, and
+// n partitions added one an event, each with a file.
+func partitionBacklog(db string, n int) []*schemas.Event {
+	tb := srcTable(db, "t", []string{"ds"}, "x int")
+	evs := []*schemas.Event{createDB(1, db), createTable(2, tb)}
+	for i := 1; i <= n; i++ {
+		p := srcPart(tb, fmt.Sprintf("%04d", i))
+		evs = append(evs, addParts(int64(2+i), tb, []schemas.Partition{p}, partFile(p, "f")))
+	}
+	return at(evs...)
 }

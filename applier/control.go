@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -90,7 +91,7 @@ func (a *Applier) runControls(ctx context.Context, cl *kgo.Client) {
 	for _, c := range reqs {
 		topic := a.cfg.Topics.Events(c.Database)
 		a.mu.Lock()
-		mine := a.owned[topic]
+		_, mine := a.owned[topic]
 		a.mu.Unlock()
 		if !mine {
 			a.log.Info("a control request for a database this applier does not own: left to its owner", "kind", c.Kind, "db", c.Database)
@@ -139,11 +140,15 @@ func (a *Applier) runControls(ctx context.Context, cl *kgo.Client) {
 func (a *Applier) own(topics map[string][]int32, mine bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for t := range topics {
-		if mine {
-			a.owned[t] = true
-		} else {
+	for t, parts := range topics {
+		if !mine {
 			delete(a.owned, t)
+			continue
+		}
+		for _, p := range parts {
+			if !slices.Contains(a.owned[t], p) {
+				a.owned[t] = append(a.owned[t], p)
+			}
 		}
 	}
 }

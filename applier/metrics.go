@@ -19,6 +19,7 @@ type Metrics struct {
 	lastTime     *prometheus.GaugeVec
 	lagEvents    *prometheus.GaugeVec
 	lookAhead    prometheus.Gauge
+	fetchGated   prometheus.Gauge
 	replicaAge   *prometheus.GaugeVec
 	rpo          *prometheus.GaugeVec
 	waiting      *prometheus.GaugeVec
@@ -65,6 +66,10 @@ func NewMetrics() *Metrics {
 		lookAhead: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hivedr_applier_look_ahead_bytes",
 			Help: "Encoded size of the records all the database workers hold fetched and not yet applied, bounded by applier.look_ahead_bytes (each worker's fair share of it, and about twice it in all).",
+		}),
+		fetchGated: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hivedr_applier_fetch_held",
+			Help: "1 while the applier holds back fetching from every database's topic: the queues of the workers that are applying hold more than applier.look_ahead_bytes together (it fetches again once they are down to half of it); 0 otherwise.",
 		}),
 		replicaAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hivedr_replica_age_seconds",
@@ -126,7 +131,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	var errs []error
 	for _, c := range []prometheus.Collector{m.events, m.applySeconds, m.eventLag, m.lastID, m.lastTime,
-		m.lagEvents, m.lookAhead, m.replicaAge, m.rpo, m.waiting, m.waitingFiles, m.waitSeconds, m.halted, m.completions, m.undecodable, m.bootstrapApplied, m.batchEvents, m.drCallSeconds,
+		m.lagEvents, m.lookAhead, m.fetchGated, m.replicaAge, m.rpo, m.waiting, m.waitingFiles, m.waitSeconds, m.halted, m.completions, m.undecodable, m.bootstrapApplied, m.batchEvents, m.drCallSeconds,
 		m.drOpen, m.drPeak, m.drWait, m.loop.Collector()} {
 		errs = append(errs, reg.Register(c))
 	}

@@ -56,6 +56,9 @@ type worker struct {
 	// resumed since (resuming wakes the client's fetch loop, so it is
 	// done only when needed, not after every apply).
 	paused bool
+	// stalled: the worker waits or is halted, so its queue does not count
+	// for the fetch gate (gate.go; setStalled).
+	stalled bool
 	// exited: run has returned, and bytes no longer count in the
 	// applier's buffered total (what is queued after stays for retire's
 	// look at the head, and is read again by whoever owns the topic next).
@@ -110,6 +113,7 @@ func newWorker(parent context.Context, a *Applier, db, topic string, partition i
 // paused with nothing queued to resume it).
 func (w *worker) push(items []*item) {
 	w.mu.Lock()
+	defer w.a.gateCheck()
 	defer w.mu.Unlock()
 	for _, it := range items {
 		w.queue = append(w.queue, it)
@@ -134,6 +138,9 @@ func (w *worker) grow(d int64) {
 	w.bytes += d
 	if !w.exited {
 		w.a.buffered.Add(d)
+		if w.stalled {
+			w.a.stalled.Add(d)
+		}
 	}
 }
 
@@ -194,8 +201,12 @@ func (w *worker) run() {
 		// whoever owns the database now reports it (under w.mu: the lag
 		// reporter sets nothing for an exited worker).
 		w.mu.Lock()
+		defer w.a.gateCheck()
 		defer w.mu.Unlock()
 		w.a.buffered.Add(-w.bytes)
+		if w.stalled {
+			w.a.stalled.Add(-w.bytes)
+		}
 		w.exited = true
 		w.a.m.lagEvents.DeleteLabelValues(w.db)
 		w.a.m.replicaAge.DeleteLabelValues(w.db)
@@ -368,6 +379,7 @@ func (w *worker) popN(items []*item) {
 	}
 	w.resumeDrained()
 	w.mu.Unlock()
+	w.a.gateCheck()
 	// Checkpoint: the offsets are marked only now, after the apply
 	// succeeded; they are committed within a second (commitMarked) and
 	// on revoke or shutdown.
@@ -501,6 +513,7 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 			items, evs = covered(items, evs, d.Covered)
 			w.finished(ctx, evs, d, time.Since(start))
 			w.popN(items)
+			w.stall(false)
 			return true
 		case Halt:
 			return w.halt(ctx, ev, d)
@@ -526,6 +539,7 @@ func (w *worker) handle(ctx context.Context, it *item) bool {
 			} else {
 				waitingSince = time.Time{}
 			}
+			w.stall(true) // until it applies again (popN below)
 			if !w.await(d) {
 				return false
 			}
@@ -910,6 +924,7 @@ func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) bool {
 	if ev != nil {
 		id, typ = ev.EventID, string(ev.EventType)
 	}
+	w.stall(true) // its queue waits: the fetch gate does not weigh it
 	w.a.m.halted.WithLabelValues(w.db, string(d.Reason)).Set(1)
 	attrs := []any{"event_id", id, "type", typ, "reason", d.Reason, "detail", d.Detail}
 	// A broken chain's detail names the event to skip; a bootstrap's
@@ -948,7 +963,12 @@ func (w *worker) halt(ctx context.Context, ev *schemas.Event, d Decision) bool {
 // whole-database BEGIN only. A dropped record would be lost to a replan,
 // so from then on only such a BEGIN releases (a table's bootstrap further
 // than the look-ahead is seen after a restart, when it is within it).
-func (w *worker) awaitRelease(ctx context.Context, reason Reason) bool {
+func (w *worker) awaitRelease(ctx context.Context, reason Reason) (released bool) {
+	defer func() {
+		if released {
+			w.stall(false)
+		}
+	}()
 	w.log.Info("the halted database keeps reading its topic: a bootstrap of it later on the topic releases the halt", "reason", reason)
 	var (
 		overflow bool

@@ -59,9 +59,10 @@ type Applier struct {
 	// LookAheadBytes bounds what the applier reads ahead, over all its
 	// databases together, by the records' encoded size: a database's
 	// worker past its fair share (this divided among the running workers)
-	// pauses its topic while all of them hold more than this, so the
-	// applier holds about twice it at most, plus one fetch of each topic
-	// (a 64th of it, 64 KiB to 1 MiB). Default 16 MiB.
+	// pauses its topic while all of them hold more than this, and while
+	// the applying workers together hold more than this, every topic is
+	// held back until they are down to half of it; so the applier holds
+	// about twice it at most, plus the fetches in flight. Default 16 MiB.
 	LookAheadBytes int64 `yaml:"look_ahead_bytes"`
 	// BatchPartitions is the most partitions one metastore call adds or
 	// alters: consecutive HIVEDR_SNAPSHOT_PARTITION records of one table,
