@@ -18,6 +18,7 @@ import (
 	"time"
 
 	wl "github.com/hivedr/hivedr/e2e/workload"
+	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/hms"
 	"github.com/hivedr/hivedr/internal/testenv"
 )
@@ -75,6 +76,7 @@ func TestBenchScale(t *testing.T) {
 	}
 	// Counted from the applier's metrics: the idle applier runs at its
 	// default level, without a line per event.
+	var lookAheadPeak, gatedAt float64 // the applier's look-ahead at its largest; looks with fetching held
 	waitCounted := func(n int, what string) {
 		t.Helper()
 		poll(t, 2*time.Hour, time.Second, what, func() bool {
@@ -82,6 +84,10 @@ func TestBenchScale(t *testing.T) {
 			m, ok := scrape(applyURL)
 			if ok && metricSum(m, "hivedr_applier_halted") > 0 {
 				t.Fatalf("the applier halted a database:\n%s", tail(p.apply.out.String(), 20))
+			}
+			if ok {
+				lookAheadPeak = max(lookAheadPeak, metricSum(m, "hivedr_applier_look_ahead_bytes"))
+				gatedAt += metricSum(m, "hivedr_applier_fetch_held")
 			}
 			return ok && eventsApplied(m) >= float64(n)
 		})
@@ -228,6 +234,8 @@ func TestBenchScale(t *testing.T) {
 		pf("daemon      %-6s peak RSS %6.1f MiB (target < 300 MiB: %s); idle %.2f%% of one core over %.0f s (target < 1%%: %s)",
 			pr.name, mib(hwm), verdict(mib(hwm) < 300), share, idleFor.Seconds(), verdict(share < 1))
 	}
+	pf("look-ahead  during the set-up, sampled each second: peak %.1f MiB (applier.look_ahead_bytes %d MiB); fetching held back at %.0f of the samples",
+		lookAheadPeak/(1<<20), config.DefaultLookAheadBytes>>20, gatedAt)
 	pf("peer        a bare franz-go group consumer of the same topics, fetching as the applier does: idle %.2f%% of one core (the floor under the applier's)",
 		100*peerUsed.Seconds()/idleFor.Seconds())
 	pf("new db      first event published -> applied, %d databases one after the other: min %s  p50 %s  p99 %s  max %s (target p99 < 1 s: %s)",
