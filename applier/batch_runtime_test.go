@@ -338,8 +338,10 @@ func TestLookAheadShare(t *testing.T) {
 // topic's first fetch comes in whole before its worker can pause it, so
 // without the fetch gate the queues together reach a fetch per database
 // (dbs*partMax and more); with it they stay within the budget and the
-// fetches in flight, however many databases there are. Released, every
-// event is applied: nothing held back is lost, no topic is left paused.
+// fetches in flight, however many databases there are, and so do the
+// databases whose topics appear after it shut (assigned then). Released,
+// every event is applied: nothing held back is lost, no topic is left
+// paused.
 func TestApplierFetchGate(t *testing.T) {
 	const (
 		dbs     = 60
@@ -352,15 +354,19 @@ func TestApplierFetchGate(t *testing.T) {
 	for i := range dbs {
 		names = append(names, fmt.Sprintf("g%02d", i))
 	}
-	f := newKFix(t, names...)
+	early, late := names[:dbs/2], names[dbs/2:]
+	f := newKFix(t, early...)
 	var backlog int64
-	for _, db := range names {
-		evs := partitionBacklog(db, events)
-		f.complete(schemas.StatusCopied, nil, evs...)
-		for _, r := range f.publishRecs(5, evs) {
-			backlog += int64(len(r.Key) + len(r.Value))
+	publish := func(dbs []string) {
+		for _, db := range dbs {
+			evs := partitionBacklog(db, events)
+			f.complete(schemas.StatusCopied, nil, evs...)
+			for _, r := range f.publishRecs(5, evs) {
+				backlog += int64(len(r.Key) + len(r.Value))
+			}
 		}
 	}
+	publish(early)
 	// The budget, a fetch in hand and one buffered (kfake counts a
 	// fetch's bytes loosely: twice), and a shut gate's lag of one push.
 	bound := int64(2*budget + 4*fetch)
@@ -380,7 +386,9 @@ func TestApplierFetchGate(t *testing.T) {
 	r := f.start("g", t.TempDir(), func(c *Config) {
 		c.LookAhead = 10000
 		c.LookAheadBytes = budget
-		c.KafkaOpts = append(c.KafkaOpts, kgo.FetchMaxBytes(fetch), kgo.FetchMaxPartitionBytes(partMax))
+		// (New topics found soon: there are no checkpoints to watch.)
+		c.KafkaOpts = append(c.KafkaOpts, kgo.FetchMaxBytes(fetch), kgo.FetchMaxPartitionBytes(partMax),
+			kgo.MetadataMinAge(100*time.Millisecond), kgo.MetadataMaxAge(200*time.Millisecond))
 	})
 	// Every DR connection holds a call; the queues grow until the gate
 	// shuts. The bound holds at every look.
@@ -398,6 +406,25 @@ func TestApplierFetchGate(t *testing.T) {
 		v := look()
 		gated, _ := r.metric(t, "hivedr_applier_fetch_held", nil)
 		return gated == 1 && held.Load() > 0, fmt.Sprintf("%d bytes ahead, gauge %v, %d calls held", v, gated, held.Load())
+	})
+	// The other databases appear, and are assigned, while it is shut.
+	var lateTopics []string
+	for _, db := range late {
+		lateTopics = append(lateTopics, f.topics.Events(db))
+	}
+	if _, err := f.adm.CreateTopics(context.Background(), 1, 1, nil, lateTopics...); err != nil {
+		t.Fatal(err)
+	}
+	publish(late)
+	if firsts := int64(dbs / 2 * partMax); firsts < bound {
+		t.Fatalf("the late databases' first fetches, %d bytes, cannot pass the bound %d", firsts, bound)
+	}
+	waitFor(t, "every database's topic assigned", func() (bool, string) {
+		look()
+		r.a.mu.Lock()
+		n := len(r.a.owned)
+		r.a.mu.Unlock()
+		return n == dbs, fmt.Sprintf("%d of %d assigned", n, dbs)
 	})
 	for range 20 {
 		look()

@@ -1,9 +1,11 @@
 package applier
 
 import (
-	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The fetch gate. A worker pauses its own topic when its queue passes its
@@ -55,7 +57,10 @@ func (a *Applier) gateCheck() {
 	switch shut := g.shut.Load(); {
 	case !shut && n > budget:
 		a.mu.Lock()
-		held := maps.Clone(a.owned)
+		held := make(map[string][]int32, len(a.owned))
+		for t, parts := range a.owned {
+			held[t] = slices.Clone(parts)
+		}
 		cl := a.cl
 		a.mu.Unlock()
 		if cl == nil || len(held) == 0 {
@@ -68,6 +73,27 @@ func (a *Applier) gateCheck() {
 		a.log.Debug("look-ahead budget full: fetching held back", "applying_bytes", n, "budget", budget, "topics", len(held))
 	case shut && n <= budget/2:
 		a.openGate()
+	}
+}
+
+// gateAdmit holds back newly assigned partitions too while the gate is
+// shut (before the client fetches them): topics are assigned as their
+// databases appear, and a backlog's new databases came in after the gate
+// shut, each with its first fetch whole.
+func (a *Applier) gateAdmit(cl *kgo.Client, assigned map[string][]int32) {
+	g := &a.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.shut.Load() || len(assigned) == 0 {
+		return
+	}
+	cl.PauseFetchPartitions(assigned)
+	for t, parts := range assigned {
+		for _, p := range parts {
+			if !slices.Contains(g.held[t], p) {
+				g.held[t] = append(g.held[t], p)
+			}
+		}
 	}
 }
 
