@@ -67,12 +67,27 @@ func newCache(db string) *cache {
 	return c
 }
 
-func (c *cache) reset() {
-	c.dbRead = time.Time{}
-	c.dbs = map[string]*hive_metastore.Database{}
+// cacheIdle is how long a worker applies no event before its cache
+// forgets the tables and partitions it holds (worker.head, when the queue
+// is found empty: each heartbeat wakes it). The cached objects are parsed
+// from the events and share their text, so every table a worker created
+// kept its event's whole message: at 2,000 databases behind, 64 MiB of
+// messages by the 30,000th table, and growing with every table. An idle
+// database's next event reads what it needs again.
+const cacheIdle = 10 * time.Second
+
+// forget drops the cached tables and partitions (the database, which
+// every event reads, stays for its own freshness rule).
+func (c *cache) forget() {
 	c.tables = map[TableKey]*hive_metastore.Table{}
 	c.parts = map[PartKey]*hive_metastore.Partition{}
 	c.whole, c.wholeParts = map[TableKey]map[string]bool{}, 0
+}
+
+func (c *cache) reset() {
+	c.dbRead = time.Time{}
+	c.dbs = map[string]*hive_metastore.Database{}
+	c.forget()
 }
 
 // maxWholeParts bounds the partition values the whole tables keep; past

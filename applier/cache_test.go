@@ -157,3 +157,29 @@ func TestReadWholeTable(t *testing.T) {
 		t.Errorf("after a reset: %d reads (%v), want 1", ms.reads, err)
 	}
 }
+
+// TestCacheForget: an idle worker's cache drops its tables, partitions
+// and whole-table knowledge (each holds its event's text), and keeps its
+// database and when it was read.
+func TestCacheForget(t *testing.T) {
+	db := &hive_metastore.Database{Name: "sales"}
+	orders := &hive_metastore.Table{DbName: "sales", TableName: "orders"}
+	p1 := &hive_metastore.Partition{Values: []string{"1"}}
+	c := newCache("sales")
+	now := time.Now()
+	c.readDB("sales", db, now)
+	c.apply([]Action{CreateTable{Table: orders}, AddPartitions{DB: "sales", Table: "orders", Parts: []*hive_metastore.Partition{p1}}})
+	if len(c.tables) == 0 || len(c.parts) == 0 || c.wholeParts == 0 {
+		t.Fatalf("nothing cached to forget: %d tables, %d partitions, %d whole", len(c.tables), len(c.parts), c.wholeParts)
+	}
+	c.forget()
+	if len(c.tables) != 0 || len(c.parts) != 0 || len(c.whole) != 0 || c.wholeParts != 0 {
+		t.Errorf("after forget: %d tables, %d partitions, %d whole tables (%d partitions)", len(c.tables), len(c.parts), len(c.whole), c.wholeParts)
+	}
+	if c.absent(partKey(TableKey{DB: "sales", Name: "orders"}, []string{"2"})) {
+		t.Error("a forgotten whole table still answers for its partitions")
+	}
+	if got, ok := c.cachedDB("sales", now); !ok || got != db {
+		t.Errorf("the database was forgotten too: %v, %v", got, ok)
+	}
+}

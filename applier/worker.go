@@ -64,6 +64,9 @@ type worker struct {
 	// look at the head, and is read again by whoever owns the topic next).
 	exited   bool
 	complete time.Time // source time up to which the replica is complete
+	// applied is when the worker last applied an event (popN): head has
+	// the cache forget its objects once it has been idle cacheIdle.
+	applied time.Time
 	// dropped: the database's DROP_DATABASE was done, and no
 	// CREATE_DATABASE or bootstrap BEGIN since. A dropped database has no
 	// replica to age: its replica_age series is removed (else it would
@@ -334,7 +337,14 @@ func (w *worker) head(ctx context.Context) (*item, bool) {
 			w.mu.Unlock()
 			return it, true
 		}
+		idle := !w.applied.IsZero() && time.Since(w.applied) >= cacheIdle
+		if idle {
+			w.applied = time.Time{}
+		}
 		w.mu.Unlock()
+		if idle {
+			w.cache.forget()
+		}
 		select {
 		case <-ctx.Done():
 			return nil, false
@@ -364,6 +374,7 @@ func (w *worker) popN(items []*item) {
 		if it.ev == nil {
 			continue
 		}
+		w.applied = time.Now()
 		w.events--
 		if movesComplete(it.ev) && it.ev.EventTime.After(w.complete) {
 			w.complete = it.ev.EventTime
