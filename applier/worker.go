@@ -67,6 +67,10 @@ type worker struct {
 	// applied is when the worker last applied an event (popN): head has
 	// the cache forget its objects once it has been idle cacheIdle.
 	applied time.Time
+	// forgetAt wakes an idle worker when its cache is due to be forgotten
+	// (head); nil when no wake is pending. Only the worker's goroutine
+	// touches it.
+	forgetAt *time.Timer // (wakeToForget)
 	// dropped: the database's DROP_DATABASE was done, and no
 	// CREATE_DATABASE or bootstrap BEGIN since. A dropped database has no
 	// replica to age: its replica_age series is removed (else it would
@@ -224,6 +228,7 @@ func (w *worker) run() {
 	w.reportLag()
 	w.delayed = newDelayedRemovals(w.a.cfg.PruneDelay)
 	go w.removeDelayed(ctx)
+	defer w.wakeToForget(false, 0)
 	w.log.Info("database worker started", "topic", w.topic)
 	for {
 		it, ok := w.head(w.between)
@@ -337,19 +342,40 @@ func (w *worker) head(ctx context.Context) (*item, bool) {
 			w.mu.Unlock()
 			return it, true
 		}
-		idle := !w.applied.IsZero() && time.Since(w.applied) >= cacheIdle
-		if idle {
-			w.applied = time.Time{}
-		}
-		w.mu.Unlock()
-		if idle {
+		pending, since := !w.applied.IsZero(), time.Since(w.applied)
+		if pending && since >= cacheIdle {
+			w.applied, pending = time.Time{}, false
 			w.cache.forget()
 		}
+		w.mu.Unlock()
+		w.wakeToForget(pending, cacheIdle-since)
 		select {
 		case <-ctx.Done():
 			return nil, false
 		case <-w.wake:
 		}
+	}
+}
+
+// wakeToForget has the worker woken after d, when its cache is due to
+// be forgotten (head), if pending; else cancels that. One timer a worker,
+// armed only while it caches what it applied; only the worker's
+// goroutine calls it.
+func (w *worker) wakeToForget(pending bool, d time.Duration) {
+	switch {
+	case !pending:
+		if w.forgetAt != nil {
+			w.forgetAt.Stop()
+		}
+	case w.forgetAt == nil:
+		w.forgetAt = time.AfterFunc(d, func() {
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+		})
+	default:
+		w.forgetAt.Reset(d)
 	}
 }
 
