@@ -68,9 +68,9 @@ type worker struct {
 	// the cache forget its objects once it has been idle cacheIdle.
 	applied time.Time
 	// forgetAt wakes an idle worker when its cache is due to be forgotten
-	// (head); nil when no wake is pending. Only the worker's goroutine
-	// touches it.
-	forgetAt *time.Timer // (wakeToForget)
+	// (head, wakeToForget); made on first use, then stopped and re-armed.
+	// Only the worker's goroutine touches it.
+	forgetAt *time.Timer
 	// dropped: the database's DROP_DATABASE was done, and no
 	// CREATE_DATABASE or bootstrap BEGIN since. A dropped database has no
 	// replica to age: its replica_age series is removed (else it would
