@@ -1406,11 +1406,22 @@ func (t *Tailer) discontinuity(st *txState, db string) (*kgo.Record, error) {
 // needs_bootstrap (auto: bootstrapped at once) rather than going on over
 // the hole. A database the scope drops is no longer published; one being
 // bootstrapped is dropped by its next page.
-func (t *Tailer) applyScope(ctx context.Context, rep config.Replication) error {
+//
+// A change that fails (its commit refused, the source unreachable) leaves
+// the scope as it was, so that applying it again (Run does, each round
+// until it succeeds) finds the same databases added: else a database
+// that entered with bootstrap: auto would never be bootstrapped.
+func (t *Tailer) applyScope(ctx context.Context, rep config.Replication) (err error) {
 	before := map[string]bool{}
 	for _, db := range t.inScope {
 		before[strings.ToLower(db)] = true
 	}
+	prevScope, prevDBs := t.inScope, t.conf.Replication.Databases
+	defer func() {
+		if err != nil {
+			t.inScope, t.conf.Replication.Databases = prevScope, prevDBs
+		}
+	}()
 	t.conf.Replication.Databases = rep.Databases // (roots and mappings stay: config.Watch)
 	if err := t.refreshDatabases(ctx); err != nil {
 		return err

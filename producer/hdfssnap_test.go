@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/hivedr/hivedr/internal/config"
 	"github.com/hivedr/hivedr/internal/hmslog"
@@ -341,7 +344,10 @@ func policyWith(t *testing.T, f *bootFixture, dbs ...config.DatabasePolicy) conf
 // events it missed.
 func TestApplyScope(t *testing.T) {
 	ctx := context.Background()
-	t.Run("new database, auto", func(t *testing.T) {
+	// salesOnly: a tailer at its first checkpoint (sales created) with
+	// sales in its scope, and hr's table people on the source.
+	salesOnly := func(t *testing.T) (*bootFixture, *Tailer) {
+		t.Helper()
 		f := newBootFixture(t)
 		f.snaps.addTable(thriftTable("hr", "people"), 0)
 		f.src.add("sales", schemas.EventCreateDatabase)
@@ -349,7 +355,11 @@ func TestApplyScope(t *testing.T) {
 		if err := drive(t, tl, func() bool { return tl.checkpoint == 1 }); err != nil {
 			t.Fatal(err)
 		}
-		if err := tl.applyScope(ctx, policyWith(t, f, config.DatabasePolicy{Name: "sales"}, config.DatabasePolicy{Name: "hr", Bootstrap: config.BootstrapAuto})); err != nil {
+		return f, tl
+	}
+	t.Run("new database, auto", func(t *testing.T) {
+		f, tl := salesOnly(t)
+		if err := applyScope(t, tl, policyWith(t, f, config.DatabasePolicy{Name: "sales"}, config.DatabasePolicy{Name: "hr", Bootstrap: config.BootstrapAuto})); err != nil {
 			t.Fatal(err)
 		}
 		if b := tl.boots; len(b) != 1 || b[0].Database != "hr" || b[0].Reason != ReasonNewDatabase || b[0].CutEventID != 1 {
@@ -363,6 +373,43 @@ func TestApplyScope(t *testing.T) {
 			t.Errorf("hr topic: %s", got)
 		}
 	})
+	t.Run("new database, auto, after a failed change", func(t *testing.T) {
+		f, tl := salesOnly(t)
+		rep := policyWith(t, f, config.DatabasePolicy{Name: "sales"}, config.DatabasePolicy{Name: "hr", Bootstrap: config.BootstrapAuto})
+		// The change's commit gets no answer, nor the abort right after
+		// it (the next try aborts first, and goes through).
+		var mu sync.Mutex
+		failed := 0
+		f.cluster.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			if failed == 2 {
+				return nil, nil, false
+			}
+			f.cluster.KeepControl()
+			failed++
+			return nil, errors.New("kafka went away"), true
+		})
+		if err := tl.applyScope(ctx, rep); err == nil {
+			t.Fatal("the scope change went through with its commit unanswered")
+		}
+		if slices.Contains(tl.inScope, "hr") || len(tl.boots) != 0 {
+			t.Fatalf("a failed change moved the scope: in scope %v, bootstraps %+v", tl.inScope, tl.boots)
+		}
+		// Applied again (as Run does each round, on the state rebuilt
+		// from the checkpoint): hr is still added.
+		if tl.rebuild {
+			if err := tl.restart(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := applyScope(t, tl, rep); err != nil {
+			t.Fatal(err)
+		}
+		if b := tl.boots; len(b) != 1 || b[0].Database != "hr" || b[0].Reason != ReasonNewDatabase {
+			t.Fatalf("bootstraps after the change applied again: %+v", b)
+		}
+	})
 	t.Run("back in the scope", func(t *testing.T) {
 		f := newBootFixture(t)
 		f.conf.Replication = policyWith(t, f, config.DatabasePolicy{Name: "sales"}, config.DatabasePolicy{Name: "hr"})
@@ -371,14 +418,14 @@ func TestApplyScope(t *testing.T) {
 		if err := drive(t, tl, func() bool { return tl.checkpoint == 1 }); err != nil {
 			t.Fatal(err)
 		}
-		if err := tl.applyScope(ctx, policyWith(t, f, config.DatabasePolicy{Name: "sales"})); err != nil {
+		if err := applyScope(t, tl, policyWith(t, f, config.DatabasePolicy{Name: "sales"})); err != nil {
 			t.Fatal(err)
 		}
 		f.src.add("hr", schemas.EventCreateDatabase) // not published: out of the scope
 		if err := drive(t, tl, func() bool { return tl.checkpoint == 2 }); err != nil {
 			t.Fatal(err)
 		}
-		if err := tl.applyScope(ctx, policyWith(t, f, config.DatabasePolicy{Name: "sales"}, config.DatabasePolicy{Name: "hr"})); err != nil {
+		if err := applyScope(t, tl, policyWith(t, f, config.DatabasePolicy{Name: "sales"}, config.DatabasePolicy{Name: "hr"})); err != nil {
 			t.Fatal(err)
 		}
 		recs := f.topic(t, "hr")
@@ -393,4 +440,18 @@ func TestApplyScope(t *testing.T) {
 			t.Errorf("a manual database was bootstrapped: %+v", tl.boots)
 		}
 	})
+}
+
+// applyScope applies a scope change as Run does: a change refused (kfake
+// refuses a commit OUT_OF_ORDER_SEQUENCE_NUMBER now and then, see drive)
+// is applied again, at most 3 times.
+func applyScope(t *testing.T, tl *Tailer, rep config.Replication) error {
+	t.Helper()
+	for retries := 0; ; retries++ {
+		err := tl.applyScope(context.Background(), rep)
+		if !errors.Is(err, kerr.OutOfOrderSequenceNumber) || retries >= 3 {
+			return err
+		}
+		t.Logf("scope change refused by kfake (%v): applied again, as Run does", err)
+	}
 }

@@ -207,6 +207,9 @@ func (t *Tailer) Run(ctx context.Context) error {
 	t.m.setState(schemas.StateRunning)
 	backoff := time.Second
 	var lastErr error // the last step's, for restart's report
+	// scope is a change of the replication scope not applied yet: taken
+	// from cfg.Scope, applied again each round until applyScope succeeds.
+	var scope *config.Replication
 	for {
 		// Every round marks hivedr_tailer_loop_timestamp_seconds
 		// (health.Loop), failed ones too: a round is one batch of events
@@ -217,12 +220,19 @@ func (t *Tailer) Run(ctx context.Context) error {
 		select {
 		case rep, ok := <-t.cfg.Scope:
 			if ok {
-				err = t.applyScope(ctx, rep)
+				scope = &rep
 			}
 		default:
 		}
-		if err == nil && t.rebuild {
+		// (A failed round is rebuilt from the checkpoint first: the
+		// scope applies to the state Kafka holds.)
+		if t.rebuild {
 			err = t.restart(ctx, lastErr)
+		}
+		if err == nil && scope != nil {
+			if err = t.applyScope(ctx, *scope); err == nil {
+				scope = nil
+			}
 		}
 		var progressed bool
 		if err == nil {
