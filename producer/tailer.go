@@ -188,7 +188,7 @@ func New(cfg Config) (*Tailer, error) {
 // (errors.Is(err, ErrChainBroken)), a fenced producer, or a configuration
 // the cluster refuses. Transient source and Kafka errors are retried.
 func (t *Tailer) Run(ctx context.Context) error {
-	defer func() { t.prod.Close() }() // (restart replaces it)
+	defer func() { t.closeProducer() }() // (restart replaces it)
 	// Kafka (or the source) may be away for a while at start, as when the
 	// broker restarts: wait for it, bounded, instead of exiting.
 	if err := retry.Until(ctx, t.log, "tailer start (topics, transactional producer, checkpoint)", retry.Policy{
@@ -939,6 +939,22 @@ func (t *Tailer) refreshDatabases(ctx context.Context) error {
 	t.lastDBRefresh = time.Now()
 	t.autoCheck = true
 	return nil
+}
+
+// closeProducer ends a transaction a stop cut off (its abort ran on the
+// cancelled context, so it never reached Kafka) before closing the
+// producer: left open, it would hold every read_committed reader of its
+// topics (the appliers, hivedr status) at its first record until the
+// transaction timeout, or until a tailer starts again.
+func (t *Tailer) closeProducer() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.prod.AbortBufferedRecords(ctx); err == nil {
+		if err := t.prod.EndTransaction(ctx, kgo.TryAbort); err != nil {
+			t.log.Warn("could not abort the transaction the stop cut off; Kafka aborts it at its timeout", "err", err)
+		}
+	}
+	t.prod.Close()
 }
 
 // isFatalKafka reports errors no retry can fix: another tailer with our
