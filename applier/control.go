@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -140,16 +139,12 @@ func (a *Applier) runControls(ctx context.Context, cl *kgo.Client) {
 func (a *Applier) own(topics map[string][]int32, mine bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for t, parts := range topics {
-		if !mine {
-			delete(a.owned, t)
-			continue
-		}
-		for _, p := range parts {
-			if !slices.Contains(a.owned[t], p) {
-				a.owned[t] = append(a.owned[t], p)
-			}
-		}
+	if mine {
+		addPartitions(a.owned, topics)
+		return
+	}
+	for t := range topics {
+		delete(a.owned, t)
 	}
 }
 

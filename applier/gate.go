@@ -88,10 +88,15 @@ func (a *Applier) gateAdmit(cl *kgo.Client, assigned map[string][]int32) {
 		return
 	}
 	cl.PauseFetchPartitions(assigned)
-	for t, parts := range assigned {
+	addPartitions(g.held, assigned)
+}
+
+// addPartitions adds the partitions of add to m, each topic's once.
+func addPartitions(m, add map[string][]int32) {
+	for t, parts := range add {
 		for _, p := range parts {
-			if !slices.Contains(g.held[t], p) {
-				g.held[t] = append(g.held[t], p)
+			if !slices.Contains(m[t], p) {
+				m[t] = append(m[t], p)
 			}
 		}
 	}
